@@ -1,0 +1,227 @@
+"""Provenance and artifacts for a book chapter.
+
+Every executed chapter ends with its provenance (package version, parameters, seed,
+input-data hashes, wall time) and writes the tables it produces as CSV under
+``artifacts/<chapter>/``. A chapter notebook uses this module as::
+
+    from agentstudies.chapter import Chapter
+    ch = Chapter("tau_workflow_stress", params=dict(seed=seed, n_tasks=n_tasks))
+    ch.hash_input("tasks", tasks_df)
+    ch.save_table(table, "slots")           # -> artifacts/tau_workflow_stress/slots.csv
+    ...
+    ch.finish()                             # last cell: shows and writes provenance.json
+
+The artifacts root is ``$AGENTSTUDIES_ARTIFACTS`` if set, otherwise ``artifacts/`` at the
+repository root (the first parent directory holding ``pyproject.toml``), otherwise
+``./artifacts``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+import pandas as pd
+
+from agentstudies import __version__
+
+__all__ = ["Chapter", "artifacts_root", "hash_object", "beside_paper", "SIMULATED"]
+
+#: Label attached to every table, figure and caption produced by a scripted policy.
+SIMULATED = "simulated"
+
+
+def artifacts_root() -> Path:
+    """Return the directory under which chapters write ``<chapter>/`` artifact folders."""
+    env = os.environ.get("AGENTSTUDIES_ARTIFACTS")
+    if env:
+        return Path(env).expanduser().resolve()
+    here = Path.cwd().resolve()
+    for parent in (here, *here.parents):
+        if (parent / "pyproject.toml").is_file() and (parent / "src" / "agentstudies").is_dir():
+            return parent / "artifacts"
+    return here / "artifacts"
+
+
+def hash_object(obj: Any) -> str:
+    """SHA-256 of a file path, bytes, str, DataFrame/Series, ndarray or JSON-able object.
+
+    DataFrames are hashed on their values, index and column names (row order matters),
+    so the same table always gives the same digest.
+
+    Raises
+    ------
+    FileNotFoundError
+        If ``obj`` is a :class:`pathlib.Path` that does not exist.
+    TypeError
+        If the object cannot be hashed deterministically.
+    """
+    h = hashlib.sha256()
+    if isinstance(obj, Path):
+        if not obj.is_file():
+            raise FileNotFoundError(f"cannot hash input file {obj}: it does not exist")
+        with obj.open("rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                h.update(block)
+    elif isinstance(obj, bytes):
+        h.update(obj)
+    elif isinstance(obj, str):
+        h.update(obj.encode())
+    elif isinstance(obj, (pd.DataFrame, pd.Series)):
+        h.update(pd.util.hash_pandas_object(obj, index=True).values.tobytes())
+        cols = list(obj.columns) if isinstance(obj, pd.DataFrame) else [obj.name]
+        h.update(json.dumps([str(c) for c in cols]).encode())
+    elif isinstance(obj, np.ndarray):
+        h.update(str(obj.dtype).encode())
+        h.update(str(obj.shape).encode())
+        h.update(np.ascontiguousarray(obj).tobytes())
+    else:
+        try:
+            h.update(json.dumps(obj, sort_keys=True, default=str).encode())
+        except TypeError as exc:  # pragma: no cover - defensive
+            raise TypeError(f"cannot hash object of type {type(obj).__name__}") from exc
+    return h.hexdigest()
+
+
+def beside_paper(
+    this_run: pd.DataFrame, paper: pd.DataFrame, on: str | list[str]
+) -> pd.DataFrame:
+    """Join our table with the paper's, columns grouped under ``this run`` / ``paper``.
+
+    Both tables are indexed by ``on``; rows present in only one table are kept (the other
+    side shows NaN), so a missing row is visible rather than dropped. The paper's values
+    are only ever shown beside ours, labelled, never used as a result.
+    """
+    keys = [on] if isinstance(on, str) else list(on)
+    for name, df in (("this_run", this_run), ("paper", paper)):
+        missing = [k for k in keys if k not in df.columns]
+        if missing:
+            raise KeyError(f"beside_paper: {name} table lacks key column(s) {missing}")
+    a = this_run.set_index(keys)
+    b = paper.set_index(keys)
+    out = pd.concat({"this run": a, "paper": b}, axis=1, join="outer")
+    return out
+
+
+@dataclass
+class Chapter:
+    """Context for one executed chapter: artifacts folder, input hashes, provenance.
+
+    Parameters
+    ----------
+    name:
+        Chapter (notebook) name; artifacts go to ``artifacts/<name>/``.
+    params:
+        The chapter's parameters exactly as set in its ``parameters`` cell (after any
+        papermill injection). Must include ``seed`` if the chapter is random.
+    simulated:
+        Free text saying what in this chapter is simulated (shown in the provenance).
+    """
+
+    name: str
+    params: Mapping[str, Any]
+    simulated: str = ""
+    inputs: dict[str, str] = field(default_factory=dict)
+    outputs: list[str] = field(default_factory=list)
+    _t0: float = field(default_factory=time.perf_counter, repr=False)
+    _started: str = field(default_factory=lambda: time.strftime("%Y-%m-%dT%H:%M:%S%z"))
+
+    def __post_init__(self) -> None:
+        if not self.name or "/" in self.name:
+            raise ValueError(f"chapter name must be a plain folder name, got {self.name!r}")
+        self.params = dict(self.params)
+
+    # ------------------------------------------------------------------ artifacts
+    @property
+    def artifacts(self) -> Path:
+        """``artifacts/<chapter>/`` (created on first use)."""
+        path = artifacts_root() / self.name
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+    def hash_input(self, label: str, obj: Any) -> str:
+        """Record the SHA-256 of an input (file, table, array...) under ``label``."""
+        digest = hash_object(obj)
+        self.inputs[label] = digest
+        return digest
+
+    def save_table(self, df: pd.DataFrame, name: str, *, index: bool = False) -> Path:
+        """Write ``df`` to ``artifacts/<chapter>/<name>.csv`` and return the path."""
+        path = self.artifacts / f"{name}.csv"
+        df.to_csv(path, index=index)
+        self.outputs.append(path.name)
+        return path
+
+    def save_parquet(self, df: pd.DataFrame, name: str) -> Path:
+        """Write ``df`` to ``artifacts/<chapter>/<name>.parquet`` and return the path."""
+        path = self.artifacts / f"{name}.parquet"
+        df.to_parquet(path, index=False)
+        self.outputs.append(path.name)
+        return path
+
+    def save_figure(self, fig: Any, name: str, *, dpi: int = 120) -> Path:
+        """Save a matplotlib figure as ``artifacts/<chapter>/<name>.png``."""
+        path = self.artifacts / f"{name}.png"
+        fig.savefig(path, dpi=dpi, bbox_inches="tight")
+        self.outputs.append(path.name)
+        return path
+
+    def glue(self, key: str, value: Any, *, display: bool = False) -> Any:
+        """Glue a value for use in the book's text (``{glue:}`key```); no-op without myst-nb."""
+        try:
+            from myst_nb import glue
+        except ImportError:  # pragma: no cover - book extra not installed
+            return value
+        glue(key, value, display=display)
+        return value
+
+    # ----------------------------------------------------------------- provenance
+    def provenance(self) -> dict[str, Any]:
+        """Package version, parameters, seed, input hashes, outputs, wall time."""
+        return {
+            "chapter": self.name,
+            "agentstudies_version": __version__,
+            "python": platform.python_version(),
+            "numpy": np.__version__,
+            "pandas": pd.__version__,
+            "started": self._started,
+            "wall_time_s": round(time.perf_counter() - self._t0, 3),
+            "seed": self.params.get("seed"),
+            "parameters": {k: _jsonable(v) for k, v in self.params.items()},
+            "input_sha256": dict(self.inputs),
+            "outputs": sorted(set(self.outputs)),
+            "simulated": self.simulated,
+        }
+
+    def finish(self) -> pd.DataFrame:
+        """Write ``provenance.json`` and return the provenance as a two-column table."""
+        prov = self.provenance()
+        path = self.artifacts / "provenance.json"
+        path.write_text(json.dumps(prov, indent=2, sort_keys=True))
+        rows = []
+        for key, value in prov.items():
+            if isinstance(value, dict):
+                for k2, v2 in value.items():
+                    rows.append((f"{key}.{k2}", json.dumps(v2) if not isinstance(v2, str) else v2))
+            else:
+                rows.append((key, json.dumps(value) if not isinstance(value, str) else value))
+        return pd.DataFrame(rows, columns=["field", "value"]).set_index("field")
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, (np.integer,)):
+        return int(value)
+    if isinstance(value, (np.floating,)):
+        return float(value)
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    return value
