@@ -1,0 +1,52 @@
+"""Statistics toolkit shared by every method.
+
+Weighted cluster ratios, ESS and density ratios (:mod:`.weighting`); delta-method
+contributions, Gaussian multiplier bootstrap and one-sided bands (:mod:`.inference`);
+vectorized paired cluster bootstrap (:mod:`.bootstrap`).
+"""
+
+from agentstudies.stats.bootstrap import (
+    bootstrap_counts,
+    paired_cluster_bootstrap,
+    percentile_interval,
+)
+from agentstudies.stats.inference import (
+    INFERENCE_METHODS,
+    JointBounds,
+    bonferroni_t_critical,
+    contribution_se,
+    joint_bounds,
+    multiplier_critical_value,
+    multiplier_draws,
+    one_sided_bounds,
+    plugin_contributions,
+    pointwise_critical,
+    ratio_contributions,
+)
+from agentstudies.stats.weighting import (
+    effective_sample_size,
+    max_density_ratio,
+    normalized_weights,
+    weighted_ratio,
+)
+
+__all__ = [
+    "INFERENCE_METHODS",
+    "JointBounds",
+    "bonferroni_t_critical",
+    "bootstrap_counts",
+    "contribution_se",
+    "effective_sample_size",
+    "joint_bounds",
+    "max_density_ratio",
+    "multiplier_critical_value",
+    "multiplier_draws",
+    "normalized_weights",
+    "one_sided_bounds",
+    "paired_cluster_bootstrap",
+    "percentile_interval",
+    "plugin_contributions",
+    "pointwise_critical",
+    "ratio_contributions",
+    "weighted_ratio",
+]
