@@ -1,0 +1,243 @@
+"""The ``agentstudies`` command: execute the book's notebooks and build the HTML book.
+
+All arguments are parsed once, at the start of :func:`main`; nothing reads ``sys.argv``
+afterwards (``fast_downward``'s translator overwrites ``sys.argv`` when ALFWorld loads).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from pathlib import Path
+from typing import Any, Sequence
+
+import yaml
+
+from agentstudies import runner
+
+DESCRIPTION = """\
+Execute the chapters of the agentstudies book with papermill and build the HTML book.
+
+Each chapter is a notebook notebooks/<name>.ipynb listed as chapters/<name> in
+book/_toc.yml. Its parameters (the cell tagged `parameters`) are set per profile in
+notebooks/profiles.yaml:
+  quick  the notebook's own defaults (what `make book` runs)
+  paper  the papers' scale (`make paper`)
+  smoke  tiny parameters used by the test suite
+"""
+
+EPILOG = """\
+examples:
+  agentstudies book --profile quick --jobs 2        execute every chapter, build the book
+  agentstudies book --only alfworld_handoff          rerun one chapter, rebuild the book
+  agentstudies book --profile paper --no-build       execute at paper scale only
+  agentstudies run alfworld_handoff -p seed 3 -o /tmp/out.ipynb
+  agentstudies list                                  chapters, parameters and profiles
+"""
+
+LOG_HELP = "stream the notebooks' cell outputs to the terminal while they run"
+
+
+def parse_value(text: str) -> Any:
+    """Parse a ``-p`` value like papermill: int, float, bool, None, else the string.
+
+    ``True``/``true``, ``False``/``false``, ``None``/``none``/``null`` map to Python values;
+    ``[...]`` and ``{...}`` are parsed as YAML flow lists/mappings. Unlike plain YAML,
+    ``yes``/``no``/``on``/``off`` and dates stay strings.
+
+    Raises
+    ------
+    ValueError
+        If a ``[...]``/``{...}`` value is not valid YAML.
+    """
+    special = {"True": True, "true": True, "False": False, "false": False,
+               "None": None, "none": None, "null": None}
+    if text in special:
+        return special[text]
+    for cast in (int, float):
+        try:
+            return cast(text)
+        except ValueError:
+            pass
+    if text[:1] in ("[", "{"):
+        try:
+            return yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            raise ValueError(f"cannot parse {text!r} as a YAML list/mapping: {exc}") from exc
+    return text
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the ``agentstudies`` command."""
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--root", type=Path, metavar="DIR",
+        help="repository root holding book/ and notebooks/ (default: found from the "
+        "current folder upwards)",
+    )
+    parser = argparse.ArgumentParser(
+        prog="agentstudies", description=DESCRIPTION, epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    book = sub.add_parser(
+        "book", parents=[common], formatter_class=argparse.RawDescriptionHelpFormatter,
+        help="execute the chapters, then build the HTML book",
+        description="""\
+Execute the chapters of book/_toc.yml in TOC order (notebooks/<name>.ipynb ->
+book/chapters/<name>.ipynb), then build the HTML book into book/_build/html.
+Every chapter's parameters are checked before the first one runs. The run stops at the
+first failing notebook and keeps it as book/chapters/<name>.failed.ipynb.""",
+    )
+    book.add_argument(
+        "--profile", choices=runner.PROFILES, default="quick",
+        help="parameter profile from notebooks/profiles.yaml (default: quick)",
+    )
+    book.add_argument(
+        "--only", nargs="+", action="extend", metavar="NAME",
+        help="execute only these chapters (others keep their earlier executed copy)",
+    )
+    book.add_argument(
+        "--jobs", type=_positive_int, metavar="N",
+        help="set n_jobs=N in the chapters that declare n_jobs (default: each notebook's own)",
+    )
+    book.add_argument(
+        "--no-build", action="store_true", help="execute the chapters but do not build the HTML",
+    )
+    book.add_argument("--log-output", action="store_true", help=LOG_HELP)
+
+    run = sub.add_parser(
+        "run", parents=[common], formatter_class=argparse.RawDescriptionHelpFormatter,
+        help="execute one notebook with chosen parameters",
+        description="""\
+Execute one notebook with papermill. Parameters start from the notebook's defaults,
+overridden by --profile, then --jobs, then -p/-r. Every key must be assigned in the
+notebook's cell tagged `parameters`; an unknown key is an error. A failing notebook is
+kept as <OUT stem>.failed.ipynb.""",
+    )
+    run.add_argument("notebook", metavar="NOTEBOOK",
+                     help="chapter name (notebooks/NAME.ipynb) or path to a .ipynb file")
+    run.add_argument(
+        "-p", "--parameter", nargs=2, action="append", default=[], metavar=("KEY", "VALUE"),
+        help="set a parameter; VALUE is parsed like papermill: 3 -> int, 0.5 -> float, "
+        "True/False, None, [1, 2] -> list, anything else a string (repeatable)",
+    )
+    run.add_argument(
+        "-r", "--parameter-raw", nargs=2, action="append", default=[], metavar=("KEY", "VALUE"),
+        help="set a parameter to VALUE as a string, unparsed (repeatable)",
+    )
+    run.add_argument("--profile", choices=runner.PROFILES,
+                     help="start from this profile of notebooks/profiles.yaml (default: none, "
+                     "i.e. the notebook's defaults)")
+    run.add_argument("--jobs", type=_positive_int, metavar="N",
+                     help="set n_jobs=N if the notebook declares n_jobs")
+    run.add_argument("-o", "--output", type=Path, metavar="OUT",
+                     help="where to write the executed notebook (default: "
+                     "book/chapters/<name>.ipynb, the copy the book renders)")
+    run.add_argument("--log-output", action="store_true", help=LOG_HELP)
+
+    sub.add_parser(
+        "list", parents=[common], help="list the chapters, their parameters and profiles",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="""\
+List the chapters of book/_toc.yml with each declared parameter, its default and its
+value in every profile ('-' = the notebook's default). Exits 1 if a profile names a
+parameter that the notebook does not declare.""",
+    )
+    return parser
+
+
+def _cmd_book(args: argparse.Namespace) -> int:
+    runner.run_book(args.profile, args.only, args.jobs, root=args.root, log_output=args.log_output)
+    if not args.no_build:
+        runner.build_book(args.root)
+    return 0
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    params: dict[str, Any] = {}
+    parsed = []
+    for key, text in args.parameter:
+        try:
+            parsed.append((key, parse_value(text)))
+        except ValueError as exc:
+            raise runner.ParameterError(f"parameter {key!r}: {exc}") from None
+    for key, value in parsed + [tuple(kv) for kv in args.parameter_raw]:
+        if key in params:
+            raise runner.ParameterError(f"parameter {key!r} is given twice")
+        params[key] = value
+    result = runner.run_notebook(
+        args.notebook, params, args.output, args.profile,
+        jobs=args.jobs, root=args.root, log_output=args.log_output,
+    )
+    print(result.summary())
+    return 0
+
+
+def _cmd_list(args: argparse.Namespace) -> int:
+    root = runner.find_root() if args.root is None else args.root.resolve()
+    profiles = runner.load_profiles(root)
+    status = 0
+    chapters = runner.toc_chapters(root)
+    print(f"{len(chapters)} chapter(s) in {root / 'book' / '_toc.yml'}; "
+          f"'-' = notebook default\n")
+    for i, name in enumerate(chapters, 1):
+        path = root / "notebooks" / f"{name}.ipynb"
+        print(f"{i}. {name}  ({path.relative_to(root)})")
+        if not path.is_file():
+            print("   notebook not written yet\n")
+            continue
+        try:
+            declared = runner.declared_parameters(path)
+            for prof in runner.PROFILES:
+                runner.resolve_parameters(path, prof, root=root)
+        except runner.ParameterError as exc:
+            print(f"   error: {exc}\n")
+            status = 1
+            continue
+        chosen = profiles.get(name, {})
+        rows = [["parameter", "default", *runner.PROFILES, "help"]]
+        for p in declared.values():
+            values = [repr(chosen[pr][p.name]) if p.name in chosen.get(pr, {}) else "-"
+                      for pr in runner.PROFILES]
+            rows.append([p.name, p.default, *values, p.help])
+        widths = [max(len(r[j]) for r in rows) for j in range(len(rows[0]) - 1)]
+        for row in rows:
+            print("   " + "  ".join(c.ljust(w) for c, w in zip(row, widths)) + "  " + row[-1])
+        missing = [pr for pr in runner.PROFILES if pr not in chosen]
+        if missing:
+            print(f"   (no {'/'.join(missing)} entry in notebooks/profiles.yaml)")
+        print()
+    return status
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``agentstudies``; returns the exit status (0 ok, 1 error, 2 usage)."""
+    args = build_parser().parse_args(argv)  # the only place arguments are read
+    if getattr(args, "log_output", False):  # papermill logs cell outputs at INFO
+        logging.basicConfig(level=logging.INFO, format="%(message)s")
+    commands = {"book": _cmd_book, "run": _cmd_run, "list": _cmd_list}
+    try:
+        return commands[args.command](args)
+    except (runner.BookError, FileNotFoundError) as exc:
+        print(f"agentstudies {args.command}: error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,540 @@
+"""Execute the book's chapter notebooks with papermill and build the HTML book.
+
+The pipeline has two steps:
+
+1. :func:`run_book` executes every chapter listed in ``book/_toc.yml`` (or a chosen
+   subset), in TOC order, from ``notebooks/<name>.ipynb`` into
+   ``book/chapters/<name>.ipynb``, with the parameters of one profile of
+   ``notebooks/profiles.yaml`` (``quick``, ``paper`` or ``smoke``) injected by papermill.
+2. :func:`build_book` runs Jupyter Book 1 on ``book/``; it only renders the executed
+   copies (``execute_notebooks: off`` in ``book/_config.yml``), it never executes them.
+
+:func:`run_notebook` runs one notebook with any parameters (tests, or rerunning a chapter).
+
+Parameters are validated before anything runs: every key injected (from a profile, from
+the caller, or ``n_jobs`` from ``jobs``) must be assigned in the notebook's cell tagged
+``parameters``; otherwise :class:`ParameterError` names the parameter, the notebook and
+the declared names. ``jobs`` only sets ``n_jobs`` in notebooks that declare ``n_jobs``.
+Precedence, lowest first: notebook defaults < profile < ``jobs`` < explicit parameters.
+
+Every function takes ``root`` (the repository root: the folder holding ``book/`` and
+``notebooks/``); ``None`` means :func:`find_root`.
+
+Declared parameters are read with :mod:`ast` (top-level assignments of the ``parameters``
+cell) rather than papermill's line-based inspector, which misreads values that span
+several lines (``cfg = dict(a=1,\\n b=2)`` declares a bogus ``b`` there).
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import os
+import re
+import subprocess
+import sys
+import time
+import tokenize
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterator, Mapping, Sequence
+
+import nbformat
+import yaml
+
+__all__ = [
+    "PROFILES", "KERNEL", "BookError", "ParameterError", "UnknownChapterError",
+    "NotebookExecutionError", "BookBuildError", "Parameter", "RunResult", "find_root",
+    "toc_chapters", "load_profiles", "declared_parameters", "resolve_parameters",
+    "run_notebook", "run_book", "build_book",
+]
+
+#: Profile names allowed in ``notebooks/profiles.yaml``.
+PROFILES = ("quick", "paper", "smoke")
+#: Jupyter kernel that executes the notebooks.
+KERNEL = "python3"
+
+
+class BookError(Exception):
+    """Base class of the pipeline's errors; the CLI prints the message, no traceback."""
+
+
+class ParameterError(BookError, ValueError):
+    """Unknown parameter, missing/unparsable ``parameters`` cell, or a bad profiles file."""
+
+
+class UnknownChapterError(BookError, ValueError):
+    """A chapter name that is not in ``book/_toc.yml``, or a missing notebook."""
+
+
+class NotebookExecutionError(BookError, RuntimeError):
+    """A cell raised while papermill executed a notebook.
+
+    Attributes: ``notebook`` (name), ``cell_index`` (0-based index of the failing cell in
+    the *source* notebook), ``ename``, ``evalue`` and ``output_path`` (the partially
+    executed notebook, kept for inspection).
+    """
+
+    def __init__(self, notebook: str, cell_index: int, ename: str, evalue: str, output_path: Path):
+        self.notebook, self.cell_index = notebook, cell_index
+        self.ename, self.evalue, self.output_path = ename, evalue, output_path
+        super().__init__(
+            f"notebook {notebook} failed in cell {cell_index} with {ename}: {evalue}\n"
+            f"partially executed notebook kept at {output_path}"
+        )
+
+
+class BookBuildError(BookError, RuntimeError):
+    """Jupyter Book could not be run, failed, or a chapter has not been executed yet."""
+
+
+@dataclass(frozen=True)
+class Parameter:
+    """One assignment of a ``parameters`` cell: name, default (source text), comment."""
+
+    name: str
+    default: str
+    help: str = ""
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """Outcome of one executed notebook: injected parameters and wall time (seconds)."""
+
+    name: str
+    input_path: Path
+    output_path: Path
+    parameters: dict[str, Any]
+    seconds: float
+
+    def summary(self) -> str:
+        params = ", ".join(f"{k}={v!r}" for k, v in self.parameters.items()) or "defaults"
+        return f"ok  {self.name:<28} {self.seconds:8.1f} s  [{params}] -> {self.output_path}"
+
+
+# --------------------------------------------------------------------------- layout
+def find_root(start: Path | None = None) -> Path:
+    """Repository root: the first of ``start`` (default: cwd) and its parents that holds
+    ``book/_toc.yml`` and ``notebooks/``; else the source tree this module lives in.
+
+    Raises
+    ------
+    BookError
+        If no such folder is found.
+    """
+    here = Path(start or Path.cwd()).resolve()
+    candidates = [here, *here.parents, Path(__file__).resolve().parents[2]]
+    for folder in candidates:
+        if (folder / "book" / "_toc.yml").is_file() and (folder / "notebooks").is_dir():
+            return folder
+    raise BookError(
+        f"cannot find the repository root (a folder with book/_toc.yml and notebooks/) "
+        f"from {here}; run inside the repository or pass --root"
+    )
+
+
+def _root(root: Path | str | None) -> Path:
+    return find_root() if root is None else Path(root).resolve()
+
+
+def toc_chapters(root: Path | str | None = None) -> list[str]:
+    """Chapter names in TOC order: every ``file: chapters/<name>`` entry of ``book/_toc.yml``
+    (any nesting of parts/chapters/sections). Other entries (e.g. ``intro``) are pages
+    that are not executed.
+
+    Raises
+    ------
+    BookError
+        If the TOC is missing, or an entry is ``chapters/<a>/<b>`` or listed twice.
+    """
+    toc_path = _root(root) / "book" / "_toc.yml"
+    if not toc_path.is_file():
+        raise BookError(f"table of contents {toc_path} does not exist")
+    names: list[str] = []
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            file = node.get("file")
+            if isinstance(file, str) and file.startswith("chapters/"):
+                name = file.removeprefix("chapters/").removesuffix(".ipynb")
+                if "/" in name or not name:
+                    raise BookError(f"{toc_path}: chapter entry {file!r} must be chapters/<name>")
+                if name in names:
+                    raise BookError(f"{toc_path}: chapter {name!r} is listed twice")
+                names.append(name)
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for item in node:
+                walk(item)
+
+    walk(yaml.safe_load(toc_path.read_text()) or {})
+    return names
+
+
+def load_profiles(root: Path | str | None = None) -> dict[str, dict[str, dict[str, Any]]]:
+    """Read ``notebooks/profiles.yaml`` as ``{chapter: {profile: {param: value}}}``.
+
+    A missing file, chapter or profile means "notebook defaults" (empty dict).
+
+    Raises
+    ------
+    ParameterError
+        If the file is not ``chapters: {<name>: {<profile>: {<param>: value}}}`` or uses a
+        profile name other than quick/paper/smoke.
+    """
+    path = _root(root) / "notebooks" / "profiles.yaml"
+    if not path.is_file():
+        return {}
+    data = yaml.safe_load(path.read_text()) or {}
+    if not isinstance(data, dict) or set(data) - {"chapters"}:
+        raise ParameterError(f"{path}: the only top-level key must be 'chapters', got {list(data)}")
+    chapters = data.get("chapters") or {}
+    if not isinstance(chapters, dict):
+        raise ParameterError(f"{path}: 'chapters' must map chapter names to profiles")
+    out: dict[str, dict[str, dict[str, Any]]] = {}
+    for chapter, profiles in chapters.items():
+        profiles = profiles or {}
+        if not isinstance(profiles, dict):
+            raise ParameterError(f"{path}: chapter {chapter!r} must map profile names to parameters")
+        unknown = sorted(set(profiles) - set(PROFILES))
+        if unknown:
+            raise ParameterError(
+                f"{path}: chapter {chapter!r} has unknown profile(s) {unknown}; "
+                f"allowed: {', '.join(PROFILES)}"
+            )
+        for prof, params in profiles.items():
+            if params is not None and not isinstance(params, dict):
+                raise ParameterError(f"{path}: {chapter}.{prof} must be a mapping of parameters")
+        out[str(chapter)] = {p: dict(v or {}) for p, v in profiles.items()}
+    return out
+
+
+# ----------------------------------------------------------------------- parameters
+def declared_parameters(notebook: Path | str) -> dict[str, Parameter]:
+    """Parameters declared by the notebook's cell tagged ``parameters``, in order.
+
+    Each top-level assignment ``name = value`` or ``name: type = value`` (also
+    ``a, b = ...``) declares ``name``; a trailing ``# comment`` becomes its help text.
+
+    Raises
+    ------
+    ParameterError
+        If the notebook has no cell tagged ``parameters`` or that cell is not valid Python.
+    FileNotFoundError
+        If the notebook does not exist.
+    """
+    path = Path(notebook)
+    if not path.is_file():
+        raise FileNotFoundError(f"notebook {path} does not exist")
+    nb = nbformat.read(path, as_version=4)
+    cells = [c for c in nb.cells if "parameters" in c.get("metadata", {}).get("tags", [])]
+    if not cells or cells[0].cell_type != "code":
+        raise ParameterError(
+            f"notebook {path.stem} ({path}) has no code cell tagged 'parameters'; "
+            "tag the cell holding its default parameters"
+        )
+    source = cells[0].source
+    try:
+        tree = ast.parse(source)
+    except SyntaxError as exc:
+        raise ParameterError(f"parameters cell of notebook {path.stem} is not valid Python: {exc}") from exc
+    comments = {
+        tok.start[0]: tok.string.lstrip("#").strip()
+        for tok in tokenize.generate_tokens(io.StringIO(source).readline)
+        if tok.type == tokenize.COMMENT
+    }
+    found: dict[str, Parameter] = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign):
+            targets, value = node.targets, node.value
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            targets, value = [node.target], node.value
+        else:
+            continue
+        names = []
+        for target in targets:
+            elts = target.elts if isinstance(target, (ast.Tuple, ast.List)) else [target]
+            names += [e.id for e in elts if isinstance(e, ast.Name)]
+        default = ast.get_source_segment(source, value) or ""
+        for name in names:
+            found[name] = Parameter(name, default, comments.get(node.end_lineno, ""))
+    return found
+
+
+def resolve_parameters(
+    notebook: Path | str,
+    profile: str | None = None,
+    parameters: Mapping[str, Any] | None = None,
+    jobs: int | None = None,
+    *,
+    root: Path | str | None = None,
+) -> dict[str, Any]:
+    """The parameters papermill will inject into ``notebook`` (defaults are not included).
+
+    Merges, lowest precedence first: ``profile``'s entry for the notebook (looked up by
+    file stem in ``notebooks/profiles.yaml``; missing = {}), ``n_jobs=jobs`` if the notebook
+    declares ``n_jobs``, then ``parameters``.
+
+    Raises
+    ------
+    ParameterError
+        For a key that the notebook does not declare (naming parameter, notebook and the
+        declared names), an unknown profile name, or a notebook without ``parameters`` cell.
+    """
+    path = Path(notebook)
+    if profile is not None and profile not in PROFILES:
+        raise ParameterError(f"unknown profile {profile!r}; allowed: {', '.join(PROFILES)}")
+    declared = declared_parameters(path)
+    merged: dict[str, Any] = {}
+    sources: dict[str, str] = {}
+    if profile is not None:
+        prof = load_profiles(root).get(path.stem, {}).get(profile, {})
+        merged.update(prof)
+        sources.update({k: f"profile {profile!r} in notebooks/profiles.yaml" for k in prof})
+    if jobs is not None and "n_jobs" in declared:
+        merged["n_jobs"] = int(jobs)
+        sources["n_jobs"] = "--jobs"
+    merged.update(parameters or {})
+    sources.update({k: "the given parameters" for k in parameters or {}})
+    for key in merged:
+        if key not in declared:
+            raise ParameterError(
+                f"unknown parameter {key!r} for notebook {path.stem} (from {sources[key]}); "
+                f"declared: {', '.join(declared) or '(none)'}"
+            )
+    return merged
+
+
+# ------------------------------------------------------------------------ execution
+@contextmanager
+def _kernel_env(root: Path) -> Iterator[None]:
+    """Environment inherited by the kernel: artifacts folder and a non-GUI matplotlib."""
+    saved = {k: os.environ.get(k) for k in ("AGENTSTUDIES_ARTIFACTS", "MPLBACKEND")}
+    os.environ.setdefault("AGENTSTUDIES_ARTIFACTS", str(root / "artifacts"))
+    os.environ["MPLBACKEND"] = "Agg"
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+def _notebook_path(name_or_path: Path | str, root: Path) -> Path:
+    text = str(name_or_path)
+    if text.endswith(".ipynb") or os.sep in text or "/" in text:
+        path = Path(text).resolve()
+    else:
+        path = root / "notebooks" / f"{text}.ipynb"
+    if not path.is_file():
+        raise UnknownChapterError(f"notebook {path} does not exist")
+    return path
+
+
+def run_notebook(
+    name_or_path: Path | str,
+    parameters: Mapping[str, Any] | None = None,
+    output_path: Path | str | None = None,
+    profile: str | None = None,
+    *,
+    jobs: int | None = None,
+    root: Path | str | None = None,
+    log_output: bool = False,
+) -> RunResult:
+    """Execute one notebook with papermill and return its :class:`RunResult`.
+
+    ``name_or_path`` is a chapter name (``notebooks/<name>.ipynb``) or a path to an
+    ``.ipynb``. Injected parameters come from :func:`resolve_parameters`. The kernel
+    (``python3``) runs with cwd = the notebook's folder, ``AGENTSTUDIES_ARTIFACTS`` =
+    ``<root>/artifacts`` unless already set, and ``MPLBACKEND=Agg``.
+
+    The output (default ``<root>/book/chapters/<name>.ipynb``) is written only when the
+    run succeeds. On failure the partially executed notebook is kept as
+    ``<output stem>.failed.ipynb`` and an earlier output is removed, so the book never
+    shows results of code that no longer runs.
+
+    Raises
+    ------
+    ParameterError
+        See :func:`resolve_parameters` (raised before any execution).
+    UnknownChapterError
+        If the notebook does not exist.
+    NotebookExecutionError
+        If a cell raises (names the notebook, the source cell index and the exception).
+    """
+    import papermill as pm  # slow import: only when executing
+
+    root = _root(root)
+    path = _notebook_path(name_or_path, root)
+    params = resolve_parameters(path, profile, parameters, jobs, root=root)
+    out = Path(output_path) if output_path else root / "book" / "chapters" / f"{path.stem}.ipynb"
+    out = out.resolve()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    partial = out.with_name(f"{out.stem}.partial.ipynb")
+    failed = out.with_name(f"{out.stem}.failed.ipynb")
+    failed.unlink(missing_ok=True)
+    t0 = time.perf_counter()
+    try:
+        with _kernel_env(root):
+            pm.execute_notebook(
+                str(path), str(partial), parameters=params, kernel_name=KERNEL,
+                cwd=str(path.parent), progress_bar=False, log_output=log_output,
+                extra_arguments=["--IPKernelApp.log_level=CRITICAL"],  # silence kernel chatter
+            )
+    except pm.PapermillExecutionError as exc:
+        partial.replace(failed)
+        out.unlink(missing_ok=True)
+        raise NotebookExecutionError(
+            path.stem, _source_index(failed, exc.cell_index), exc.ename, exc.evalue, failed
+        ) from None
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
+    partial.replace(out)
+    return RunResult(path.stem, path, out, params, time.perf_counter() - t0)
+
+
+def _source_index(executed: Path, cell_index: int) -> int:
+    """Map papermill's cell index (executed copy) to the source notebook's index."""
+    try:
+        cells = nbformat.read(executed, as_version=4).cells[:cell_index]
+    except Exception:  # pragma: no cover - unreadable partial notebook
+        return cell_index
+    injected = sum("injected-parameters" in c.metadata.get("tags", []) for c in cells)
+    return cell_index - injected
+
+
+def run_book(
+    profile: str = "quick",
+    only: Sequence[str] | None = None,
+    jobs: int | None = None,
+    *,
+    root: Path | str | None = None,
+    log_output: bool = False,
+    echo: Callable[[str], None] | None = None,
+) -> list[RunResult]:
+    """Execute the TOC's chapters (or ``only`` those, kept in TOC order) at ``profile``.
+
+    Every selected notebook's existence and parameters are checked before the first one
+    runs, so a typo in ``profiles.yaml`` costs nothing. Prints one timed line per chapter
+    through ``echo``; stops at the first failing notebook.
+
+    Raises
+    ------
+    UnknownChapterError
+        For a name in ``only`` that is not a TOC chapter (lists the chapters), or a TOC
+        chapter whose notebook does not exist yet.
+    ParameterError, NotebookExecutionError
+        See :func:`run_notebook`.
+    """
+    root, echo = _root(root), echo or _say
+    chapters = toc_chapters(root)
+    if only:
+        unknown = [n for n in only if n not in chapters]
+        if unknown:
+            raise UnknownChapterError(
+                f"unknown chapter(s) {', '.join(unknown)}; chapters in book/_toc.yml: "
+                f"{', '.join(chapters) or '(none)'}"
+            )
+        chapters = [c for c in chapters if c in only]
+    missing = [c for c in chapters if not (root / "notebooks" / f"{c}.ipynb").is_file()]
+    if missing:
+        raise UnknownChapterError(
+            "book/_toc.yml lists chapter(s) whose notebook does not exist yet: "
+            + ", ".join(f"{c} (notebooks/{c}.ipynb)" for c in missing)
+        )
+    for chapter in chapters:  # validate everything before running anything
+        resolve_parameters(root / "notebooks" / f"{chapter}.ipynb", profile, None, jobs, root=root)
+    results = []
+    t0 = time.perf_counter()
+    for i, chapter in enumerate(chapters, 1):
+        echo(f"[{i}/{len(chapters)}] running {chapter} (profile {profile}) ...")
+        result = run_notebook(chapter, None, None, profile, jobs=jobs, root=root, log_output=log_output)
+        echo(result.summary())
+        results.append(result)
+    echo(f"executed {len(results)} chapter(s) in {time.perf_counter() - t0:.1f} s")
+    return results
+
+
+# -------------------------------------------------------------------------- the book
+def _jupyter_book_command() -> list[str]:
+    exe = Path(sys.executable).parent / ("jupyter-book.exe" if os.name == "nt" else "jupyter-book")
+    if not exe.is_file():
+        raise BookBuildError(
+            f"jupyter-book is not installed next to {sys.executable}; "
+            "install the book extra: pip install -e '.[book]'"
+        )
+    return [str(exe)]
+
+
+def build_book(root: Path | str | None = None, *, echo: Callable[[str], None] | None = None) -> Path:
+    """Render the executed chapters to ``book/_build/html`` with Jupyter Book 1.
+
+    Nothing is executed (``execute_notebooks: off``). Before building, every TOC chapter
+    must have an executed copy in ``book/chapters/`` that did not fail; a copy older than
+    its source notebook is reported as stale (warning only).
+
+    Sphinx warnings are printed but do not fail the build (no ``-W``): third-party
+    extensions and notebook outputs emit harmless warnings that would otherwise block the
+    book. Real errors still fail: Jupyter Book's non-zero exit is raised, and since it
+    only *warns* about a TOC entry without a file ("toctree contains reference to
+    nonexisting document", exit 0), the pages are checked before (executed copies exist)
+    and after the build (every chapter's HTML page exists).
+
+    Returns the path of ``index.html``.
+
+    Raises
+    ------
+    BookBuildError
+        If a chapter is not executed (or its last run failed), the TOC root page is
+        missing, jupyter-book is not installed or fails, or a chapter's page is missing.
+    """
+    root, echo = _root(root), echo or _say
+    book = root / "book"
+    chapters = toc_chapters(root)
+    toc = yaml.safe_load((book / "_toc.yml").read_text()) or {}
+    start = toc.get("root")
+    if start and not any((book / f"{start}{ext}").is_file() for ext in ("", ".md", ".ipynb", ".rst")):
+        raise BookBuildError(f"the TOC's root page book/{start}.md does not exist")
+    problems = []
+    for chapter in chapters:
+        executed = book / "chapters" / f"{chapter}.ipynb"
+        source = root / "notebooks" / f"{chapter}.ipynb"
+        if not executed.is_file():
+            failed = executed.with_name(f"{chapter}.failed.ipynb")
+            why = f"its last run failed, see {failed}" if failed.is_file() else "not executed yet"
+            problems.append(f"{chapter}: {why}")
+        elif source.is_file() and source.stat().st_mtime > executed.stat().st_mtime:
+            echo(f"warning: {executed} is older than {source} (stale; rerun with --only {chapter})")
+    if problems:
+        raise BookBuildError(
+            "cannot build the book; chapter(s) without an executed copy in book/chapters/:\n  "
+            + "\n  ".join(problems)
+            + "\nrun: agentstudies book --profile quick  (or --only NAME ...)"
+        )
+    cmd = _jupyter_book_command() + ["build", str(book), "--builder", "html"]
+    echo(f"building the book: {' '.join(cmd)}")
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=root, capture_output=True, text=True)
+    seconds = time.perf_counter() - t0
+    log = re.sub(r"\x1b\[[0-9;]*m", "", proc.stdout + proc.stderr)  # drop ANSI colours
+    warnings = [line for line in log.splitlines() if "WARNING" in line]
+    for line in warnings:
+        echo(f"  {line}")
+    if proc.returncode != 0:
+        tail = "\n".join(log.splitlines()[-40:])
+        raise BookBuildError(f"jupyter-book build failed (exit {proc.returncode}):\n{tail}")
+    html = book / "_build" / "html"
+    absent = [c for c in chapters if not (html / "chapters" / f"{c}.html").is_file()]
+    if absent:
+        raise BookBuildError(f"jupyter-book did not produce the page of chapter(s) {', '.join(absent)}")
+    echo(f"built the book in {seconds:.1f} s ({len(warnings)} warning(s)): {html / 'index.html'}")
+    return html / "index.html"
+
+
+def _say(message: str) -> None:
+    print(message, flush=True)
