@@ -399,13 +399,22 @@ def run_notebook(
 
 
 def _source_index(executed: Path, cell_index: int) -> int:
-    """Map papermill's cell index (executed copy) to the source notebook's index."""
+    """Index, in the source notebook, of the failing cell of a failed executed copy.
+
+    The executed copy has extra cells (papermill's ``injected-parameters`` cell and its
+    error banners); without them the cells line up with the source notebook.
+    """
+    extra = {"injected-parameters", "papermill-error-cell-tag"}
     try:
-        cells = nbformat.read(executed, as_version=4).cells[:cell_index]
+        cells = nbformat.read(executed, as_version=4).cells
     except Exception:  # pragma: no cover - unreadable partial notebook
         return cell_index
-    injected = sum("injected-parameters" in c.metadata.get("tags", []) for c in cells)
-    return cell_index - injected
+    cells = [c for c in cells if not extra & set(c.metadata.get("tags", []))]
+    for i, cell in enumerate(cells):
+        errors = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
+        if errors or cell.metadata.get("papermill", {}).get("exception"):
+            return i
+    return cell_index  # pragma: no cover - papermill always marks the failing cell
 
 
 def run_book(

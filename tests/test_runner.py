@@ -1,0 +1,348 @@
+"""Tests of the book pipeline (agentstudies.runner, agentstudies.cli) on a throwaway tree.
+
+Every test builds its own tiny repository under tmp_path (book/_toc.yml, profiles.yaml,
+notebooks written with nbformat), so nothing here depends on the real chapters.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import nbformat as nbf
+import pytest
+import yaml
+
+from agentstudies import cli, runner
+
+REPO = Path(__file__).resolve().parents[1]
+
+# A chapter-like notebook: writes the parameters it saw, its cwd and environment.
+REPORT = """\
+import json, os, pathlib
+out = pathlib.Path(os.environ["AGENTSTUDIES_ARTIFACTS"]) / NAME
+out.mkdir(parents=True, exist_ok=True)
+seen = {k: v for k, v in globals().items() if k in PARAMS}
+(out / "seen.json").write_text(json.dumps({
+    "params": seen, "cwd": os.getcwd(), "mpl": os.environ.get("MPLBACKEND"),
+    "artifacts": os.environ["AGENTSTUDIES_ARTIFACTS"]}))
+"""
+
+
+def make_notebook(path: Path, params: str | None, cells: list[str], *, tag: bool = True) -> Path:
+    """Write a notebook: markdown title, a parameters cell (tagged unless tag=False), cells."""
+    nb = nbf.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.cells.append(nbf.v4.new_markdown_cell(f"# {path.stem}"))
+    if params is not None:
+        cell = nbf.v4.new_code_cell(params)
+        if tag:
+            cell.metadata["tags"] = ["parameters"]
+        nb.cells.append(cell)
+    nb.cells += [nbf.v4.new_code_cell(src) for src in cells]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    nbf.write(nb, path)
+    return path
+
+
+def report_cells(name: str, params: list[str]) -> list[str]:
+    return [f"NAME = {name!r}\nPARAMS = {params!r}\n" + REPORT]
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    """A repository with chapters `good` (declares n_jobs), `nojobs`, `broken`, in that order."""
+    root = tmp_path / "repo"
+    (root / "book").mkdir(parents=True)
+    shutil.copy(REPO / "book" / "_config.yml", root / "book" / "_config.yml")
+    (root / "book" / "intro.md").write_text("# Test book\n\nA throwaway book.\n")
+    toc = {
+        "format": "jb-book", "root": "intro",
+        "parts": [
+            {"caption": "A", "chapters": [{"file": "chapters/good"}, {"file": "chapters/nojobs"}]},
+            {"caption": "B", "chapters": [{"file": "chapters/broken"}]},
+        ],
+    }
+    (root / "book" / "_toc.yml").write_text(yaml.safe_dump(toc, sort_keys=False))
+    nbs = root / "notebooks"
+    make_notebook(
+        nbs / "good.ipynb",
+        "seed = 0  # master seed\nn_tasks: int = 20  # tasks per policy\n"
+        "labels = ['a',\n          'b']\nn_jobs = 1\n",
+        report_cells("good", ["seed", "n_tasks", "labels", "n_jobs"]),
+    )
+    make_notebook(nbs / "nojobs.ipynb", "seed = 0\nn = 5\n", report_cells("nojobs", ["seed", "n"]))
+    make_notebook(nbs / "broken.ipynb", "seed = 0\n", ["x = 1", "raise ValueError(f'boom {seed}')", "y = 2"])
+    profiles = {
+        "chapters": {
+            "good": {"quick": {}, "paper": {"n_tasks": 200}, "smoke": {"n_tasks": 2, "labels": ["z"]}},
+            "nojobs": {"smoke": {"n": 1}},
+        }
+    }
+    (nbs / "profiles.yaml").write_text(yaml.safe_dump(profiles))
+    return root
+
+
+def seen(root: Path, name: str) -> dict:
+    return json.loads((root / "artifacts" / name / "seen.json").read_text())
+
+
+@pytest.fixture(autouse=True)
+def _no_artifacts_env(monkeypatch):
+    monkeypatch.delenv("AGENTSTUDIES_ARTIFACTS", raising=False)
+
+
+# ------------------------------------------------------------------ TOC and profiles
+def test_toc_chapters_in_order_skipping_pages(tree):
+    assert runner.toc_chapters(tree) == ["good", "nojobs", "broken"]
+
+
+@pytest.mark.parametrize(
+    "entries, match",
+    [(["chapters/a", "chapters/a"], "listed twice"), (["chapters/a/b"], "chapters/<name>")],
+)
+def test_toc_rejects_bad_entries(tree, entries, match):
+    toc = {"format": "jb-book", "root": "intro", "chapters": [{"file": e} for e in entries]}
+    (tree / "book" / "_toc.yml").write_text(yaml.safe_dump(toc))
+    with pytest.raises(runner.BookError, match=match):
+        runner.toc_chapters(tree)
+
+
+def test_profiles_missing_file_means_defaults(tree):
+    (tree / "notebooks" / "profiles.yaml").unlink()
+    assert runner.load_profiles(tree) == {}
+    assert runner.resolve_parameters(tree / "notebooks" / "good.ipynb", "paper", root=tree) == {}
+
+
+@pytest.mark.parametrize(
+    "text, match",
+    [
+        ("chapters:\n  good:\n    papr: {n_tasks: 1}\n", "unknown profile.*papr"),
+        ("chapter:\n  good: {}\n", "top-level key"),
+        ("chapters:\n  good:\n    smoke: [1, 2]\n", "good.smoke must be a mapping"),
+    ],
+)
+def test_profiles_malformed(tree, text, match):
+    (tree / "notebooks" / "profiles.yaml").write_text(text)
+    with pytest.raises(runner.ParameterError, match=match):
+        runner.load_profiles(tree)
+
+
+# ------------------------------------------------------------------------ parameters
+def test_declared_parameters_multiline_and_help(tree):
+    declared = runner.declared_parameters(tree / "notebooks" / "good.ipynb")
+    assert list(declared) == ["seed", "n_tasks", "labels", "n_jobs"]
+    assert declared["n_tasks"].default == "20"
+    assert declared["n_tasks"].help == "tasks per policy"
+    assert declared["labels"].default.replace(" ", "").replace("\n", "") == "['a','b']"
+
+
+def test_untagged_parameters_cell_is_an_error(tree):
+    nb = make_notebook(tree / "notebooks" / "untagged.ipynb", "seed = 0\n", [], tag=False)
+    with pytest.raises(runner.ParameterError, match="untagged.*no code cell tagged 'parameters'"):
+        runner.declared_parameters(nb)
+
+
+def test_unknown_parameter_from_profile_names_everything(tree):
+    prof = tree / "notebooks" / "profiles.yaml"
+    prof.write_text("chapters:\n  good:\n    smoke: {n_task: 2}\n")
+    with pytest.raises(runner.ParameterError) as info:
+        runner.resolve_parameters(tree / "notebooks" / "good.ipynb", "smoke", root=tree)
+    msg = str(info.value)
+    assert "unknown parameter 'n_task' for notebook good" in msg
+    assert "declared: seed, n_tasks, labels, n_jobs" in msg
+    assert "profile 'smoke'" in msg
+
+
+def test_unknown_explicit_parameter(tree):
+    with pytest.raises(runner.ParameterError, match="unknown parameter 'n_jobs' for notebook nojobs"):
+        runner.resolve_parameters(tree / "notebooks" / "nojobs.ipynb", None, {"n_jobs": 2})
+
+
+def test_jobs_only_where_n_jobs_declared(tree):
+    nbs = tree / "notebooks"
+    assert runner.resolve_parameters(nbs / "good.ipynb", jobs=3, root=tree) == {"n_jobs": 3}
+    assert runner.resolve_parameters(nbs / "nojobs.ipynb", jobs=3, root=tree) == {}
+
+
+def test_precedence_profile_then_jobs_then_explicit(tree):
+    (tree / "notebooks" / "profiles.yaml").write_text(
+        "chapters:\n  good:\n    paper: {n_tasks: 200, seed: 7, n_jobs: 8}\n"
+    )
+    got = runner.resolve_parameters(
+        tree / "notebooks" / "good.ipynb", "paper", {"seed": 1}, jobs=3, root=tree
+    )
+    assert got == {"n_tasks": 200, "seed": 1, "n_jobs": 3}
+    assert runner.resolve_parameters(tree / "notebooks" / "good.ipynb", "quick", root=tree) == {}
+
+
+def test_unknown_profile_name(tree):
+    with pytest.raises(runner.ParameterError, match="unknown profile 'fast'"):
+        runner.resolve_parameters(tree / "notebooks" / "good.ipynb", "fast", root=tree)
+
+
+# ------------------------------------------------------------------------- execution
+def test_run_notebook_injects_and_sets_environment(tree):
+    result = runner.run_notebook("good", {"seed": 5}, profile="smoke", jobs=2, root=tree)
+    assert result.output_path == tree / "book" / "chapters" / "good.ipynb"
+    assert result.output_path.is_file()
+    assert result.parameters == {"n_tasks": 2, "labels": ["z"], "n_jobs": 2, "seed": 5}
+    got = seen(tree, "good")
+    assert got["params"] == {"seed": 5, "n_tasks": 2, "labels": ["z"], "n_jobs": 2}
+    assert Path(got["cwd"]) == tree / "notebooks"
+    assert got["mpl"] == "Agg"
+    assert Path(got["artifacts"]) == tree / "artifacts"
+    assert result.seconds > 0
+
+
+def test_run_notebook_respects_existing_artifacts_env(tree, tmp_path, monkeypatch):
+    monkeypatch.setenv("AGENTSTUDIES_ARTIFACTS", str(tmp_path / "elsewhere"))
+    out = tmp_path / "out" / "nojobs_run.ipynb"
+    runner.run_notebook(tree / "notebooks" / "nojobs.ipynb", {"n": 3}, out, root=tree)
+    assert out.is_file()
+    got = json.loads((tmp_path / "elsewhere" / "nojobs" / "seen.json").read_text())
+    assert got["params"] == {"seed": 0, "n": 3}
+
+
+def test_failing_cell_names_notebook_and_cell(tree):
+    out = tree / "book" / "chapters" / "broken.ipynb"
+    out.parent.mkdir(parents=True)
+    out.write_text("stale output of an earlier run")
+    with pytest.raises(runner.NotebookExecutionError) as info:
+        runner.run_notebook("broken", {"seed": 4}, root=tree)
+    err = info.value
+    # source cells: 0 markdown, 1 parameters, 2 "x = 1", 3 raise
+    assert (err.notebook, err.cell_index, err.ename, err.evalue) == ("broken", 3, "ValueError", "boom 4")
+    assert "notebook broken failed in cell 3 with ValueError: boom 4" in str(err)
+    assert err.output_path == out.with_name("broken.failed.ipynb")
+    kept = nbf.read(err.output_path, as_version=4)
+    failing = [c for c in kept.cells if c.get("outputs") and c.outputs[0].get("ename")]
+    assert [c.source for c in failing] == ["raise ValueError(f'boom {seed}')"]
+    assert str(err.output_path) in str(err)
+    assert not out.exists(), "a stale output must not survive a failing run"
+
+
+@pytest.mark.parametrize("bad", [1, 2, 3])
+def test_failing_cell_index_is_the_source_index(tree, bad):
+    """The injected-parameters cell and papermill's error banners must not shift the index."""
+    cells = ["a = 1", "b = 2", "c = 3"]
+    cells[bad - 1] = "1 / 0"
+    nb = make_notebook(tree / "notebooks" / "zero.ipynb", "seed = 0\n", cells)
+    with pytest.raises(runner.NotebookExecutionError) as info:
+        runner.run_notebook(nb, {"seed": 1}, tree / "out.ipynb", root=tree)
+    assert info.value.cell_index == bad + 1  # after the markdown and the parameters cell
+    assert info.value.ename == "ZeroDivisionError"
+
+
+def test_run_book_checks_all_parameters_before_running(tree):
+    (tree / "notebooks" / "profiles.yaml").write_text("chapters:\n  broken:\n    smoke: {sed: 1}\n")
+    with pytest.raises(runner.ParameterError, match="unknown parameter 'sed' for notebook broken"):
+        runner.run_book("smoke", root=tree, echo=lambda msg: None)
+    assert not (tree / "book" / "chapters" / "good.ipynb").exists()
+
+
+def test_run_book_only_unknown_name_lists_chapters(tree):
+    with pytest.raises(runner.UnknownChapterError, match="unknown chapter.*nope.*good, nojobs, broken"):
+        runner.run_book("quick", only=["good", "nope"], root=tree)
+
+
+def test_run_book_missing_notebook_is_clear(tree):
+    (tree / "notebooks" / "nojobs.ipynb").unlink()
+    with pytest.raises(runner.UnknownChapterError, match="notebook does not exist yet: nojobs"):
+        runner.run_book("quick", root=tree)
+
+
+def test_run_book_jobs_and_order(tree):
+    lines: list[str] = []
+    results = runner.run_book("smoke", only=["nojobs", "good"], jobs=3, root=tree, echo=lines.append)
+    assert [r.name for r in results] == ["good", "nojobs"]  # TOC order, not --only order
+    assert seen(tree, "good")["params"]["n_jobs"] == 3
+    assert seen(tree, "nojobs")["params"] == {"seed": 0, "n": 1}
+    assert sum(line.startswith("ok  ") for line in lines) == 2
+
+
+# ----------------------------------------------------------------------------- book
+def test_build_book_refuses_unexecuted_chapters(tree):
+    with pytest.raises(runner.BookBuildError, match="good: not executed yet"):
+        runner.build_book(tree, echo=lambda msg: None)
+
+
+def test_build_book_needs_root_page(tree):
+    (tree / "book" / "intro.md").unlink()
+    with pytest.raises(runner.BookBuildError, match="root page"):
+        runner.build_book(tree)
+
+
+@pytest.mark.slow
+def test_book_end_to_end_offline(tree, capsys):
+    """Execute two chapters and build the HTML with the real book/_config.yml."""
+    toc = yaml.safe_load((tree / "book" / "_toc.yml").read_text())
+    toc["parts"] = toc["parts"][:1]  # drop the broken chapter
+    (tree / "book" / "_toc.yml").write_text(yaml.safe_dump(toc))
+    assert cli.main(["book", "--root", str(tree), "--profile", "smoke", "--jobs", "2"]) == 0
+    html = tree / "book" / "_build" / "html"
+    assert (html / "index.html").is_file()
+    page = (html / "chapters" / "good.html").read_text()
+    assert "seen.json" in page  # the executed source is rendered
+    assert "built the book" in capsys.readouterr().out
+
+
+# ------------------------------------------------------------------------------ CLI
+@pytest.mark.parametrize(
+    "text, value",
+    [
+        ("3", 3), ("-4", -4), ("0.5", 0.5), ("1e3", 1000.0), ("True", True), ("false", False),
+        ("None", None), ("null", None), ("no", "no"), ("on", "on"), ("2020-01-01", "2020-01-01"),
+        ("[1, 2]", [1, 2]), ("{a: 1}", {"a": 1}), ("tau_retail", "tau_retail"), ("", ""),
+    ],
+)
+def test_parse_value(text, value):
+    got = cli.parse_value(text)
+    assert got == value and type(got) is type(value)
+
+
+def test_cli_run_with_parameters(tree, capsys, tmp_path):
+    out = tmp_path / "o.ipynb"
+    code = cli.main(["run", "good", "--root", str(tree), "-p", "n_tasks", "7", "-r", "seed", "12",
+                     "-p", "labels", "[x, y]", "-o", str(out)])
+    assert code == 0
+    assert seen(tree, "good")["params"] == {"seed": "12", "n_tasks": 7, "labels": ["x", "y"], "n_jobs": 1}
+    assert out.is_file() and "ok  good" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["run", "good", "-p", "n_task", "1"], "unknown parameter 'n_task' for notebook good"),
+        (["run", "good", "-p", "seed", "1", "-p", "seed", "2"], "'seed' is given twice"),
+        (["run", "missing"], "does not exist"),
+        (["book", "--only", "nope"], "unknown chapter(s) nope; chapters in book/_toc.yml: good"),
+        (["run", "broken"], "notebook broken failed in cell 3 with ValueError: boom 0"),
+    ],
+)
+def test_cli_errors_exit_1(tree, capsys, args, message):
+    assert cli.main([*args, "--root", str(tree)]) == 1
+    assert message in capsys.readouterr().err
+
+
+def test_cli_usage_errors_exit_2(tree):
+    with pytest.raises(SystemExit) as info:
+        cli.main(["book", "--jobs", "0", "--root", str(tree)])
+    assert info.value.code == 2
+
+
+def test_cli_list_never_reads_sys_argv(tree, capsys, monkeypatch):
+    monkeypatch.setattr(sys, "argv", ["fast_downward", "--translate", "bogus"])
+    assert cli.main(["list", "--root", str(tree)]) == 0
+    out = capsys.readouterr().out
+    assert "1. good" in out and "tasks per policy" in out
+    row = next(line.split() for line in out.splitlines() if line.strip().startswith("n_tasks"))
+    assert row[:5] == ["n_tasks", "20", "-", "200", "2"]
+
+
+def test_cli_list_reports_bad_profile(tree, capsys):
+    (tree / "notebooks" / "profiles.yaml").write_text("chapters:\n  nojobs:\n    paper: {m: 1}\n")
+    assert cli.main(["list", "--root", str(tree)]) == 1
+    assert "unknown parameter 'm' for notebook nojobs" in capsys.readouterr().out
