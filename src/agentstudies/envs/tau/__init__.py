@@ -1,0 +1,71 @@
+"""τ²-bench retail (114 tasks) and airline (50 tasks) from ``inspect_evals.tau2``.
+
+Source: the τ²-bench domains (Sierra Research, MIT) as shipped in ``inspect-evals``
+(UK AI Security Institute, MIT); the SASST paper's agent studies (Section 4, Appendix D.8)
+run workflows on τ-bench tasks of these domains.
+
+- :func:`load_tasks`, :func:`task_ids`, :func:`get_task`, :func:`sample_task_ids`: the
+  tasks (global ids ``"retail/12"``, ``"airline/3"``), loaded once per process.
+- :class:`TauEnv`: one episode with the real tools on a private database, a transcript,
+  :meth:`~TauEnv.final_db_hash` and the package's reward.
+- :func:`replay_gold`: gold actions + required info communicated (reward 1 on every task).
+- :func:`is_write_tool`: the state-changing (declared irreversible) tools.
+- :func:`task_features`, :func:`encode_texts`: pre-execution task features and text
+  embeddings (``text_encoder="tfidf-svd"`` or ``"minilm"``).
+"""
+
+from agentstudies.envs.tau.data import (
+    DOMAINS,
+    NON_DB_TOOLS,
+    WRITE_PREFIXES,
+    GoldAction,
+    TauTask,
+    ToolSpec,
+    get_task,
+    is_write_tool,
+    load_tasks,
+    sample_task_ids,
+    split_task_id,
+    task_ids,
+    tool_specs,
+)
+from agentstudies.envs.tau.features import MINILM_DIM, TEXT_ENCODERS, TFIDF_SVD_DIM, encode_texts, task_features
+from agentstudies.envs.tau.env import (
+    TauEnv,
+    ToolResult,
+    communicated,
+    db_hash,
+    gold_db_hash,
+    gold_signature,
+    initial_db_hash,
+    replay_gold,
+)
+
+__all__ = [
+    "DOMAINS",
+    "MINILM_DIM",
+    "TEXT_ENCODERS",
+    "TFIDF_SVD_DIM",
+    "encode_texts",
+    "task_features",
+    "NON_DB_TOOLS",
+    "WRITE_PREFIXES",
+    "GoldAction",
+    "TauTask",
+    "ToolSpec",
+    "TauEnv",
+    "ToolResult",
+    "communicated",
+    "db_hash",
+    "get_task",
+    "gold_db_hash",
+    "gold_signature",
+    "initial_db_hash",
+    "is_write_tool",
+    "load_tasks",
+    "replay_gold",
+    "sample_task_ids",
+    "split_task_id",
+    "task_ids",
+    "tool_specs",
+]
