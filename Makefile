@@ -14,12 +14,18 @@ PYTEST_ARGS ?=
 
 setup: $(STAMP)
 
+# Creates .venv with Python 3.11 if missing, then installs the pinned dependencies.
 $(STAMP): pyproject.toml
-	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade "pip>=24"
+	@test -x $(BIN)/python || { \
+	  $(PYTHON) -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' || \
+	    { echo "agentstudies needs Python 3.11: make PYTHON=python3.11 ..."; exit 1; }; \
+	  $(PYTHON) -m venv $(VENV); }
+	$(BIN)/python -m pip install --quiet "pip>=24"
 	$(BIN)/python -m pip install --quiet -e ".[book,embeddings,dev]"
 	@touch $(STAMP)
 
+# Executes every chapter of book/_toc.yml (papermill) into book/chapters/, then renders
+# book/_build/html/index.html with Jupyter Book. One chapter: .venv/bin/agentstudies book --only NAME
 book: $(STAMP)
 	$(BIN)/agentstudies book --profile quick --jobs $(JOBS)
 
