@@ -188,3 +188,14 @@ def test_paired_bootstrap_equals_loop_with_same_indices():
     np.testing.assert_allclose(reps, loop)
     lo, hi = ast.percentile_interval(reps)
     assert lo == pytest.approx(np.quantile(loop, 0.025)) and hi == pytest.approx(np.quantile(loop, 0.975))
+
+
+def test_exact_multiplier_law_matches_cluster_multipliers():
+    # Conditional on the data both draw N(0, Sigma_hat): their quantiles agree within MC error.
+    rng = np.random.default_rng(20)
+    base = rng.normal(size=(300, 1))
+    phi = np.hstack([base + 0.5 * rng.normal(size=(300, 1)) for _ in range(4)])
+    signs = np.array([1, -1, 1, 1])
+    lit = ast.multiplier_critical_value(phi, signs, n_draws=100_000, rng=21)
+    ex = ast.multiplier_critical_value(phi, signs, n_draws=100_000, rng=22, exact=True)
+    assert ex == pytest.approx(lit, abs=0.03)

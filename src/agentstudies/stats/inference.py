@@ -126,6 +126,7 @@ def multiplier_critical_value(
     rng: np.random.Generator | int | None = None,
     zeta: np.ndarray | None = None,
     return_max: bool = False,
+    exact: bool = False,
 ) -> float | tuple[float, np.ndarray]:
     """Critical value of the studentized signed maximum by the Gaussian multiplier bootstrap.
 
@@ -148,6 +149,13 @@ def multiplier_critical_value(
         Pre-drawn multipliers (overrides ``n_draws``/``rng``), to share across calls.
     return_max : bool
         Also return the ``B`` simulated maxima.
+    exact : bool
+        Draw the multiplier vector from its exact conditional law instead of through
+        ``N`` cluster multipliers. Given the data, ``G*`` is exactly
+        ``N(0, Sigma_hat)`` (proof of Theorem 1), so drawing ``B x m`` normals times a
+        square root of the ``m x m`` correlation of the studentized contributions gives the
+        same distribution at ``O(B m^2)`` instead of ``O(B N m)`` cost. For simulations
+        with many clusters; the default (False) is the literal cluster multiplier.
 
     Returns
     -------
@@ -176,12 +184,19 @@ def multiplier_critical_value(
     keep = sigma > 1e-12 * max(1.0, float(np.max(np.abs(phi))) if phi.size else 1.0)
     if not np.any(keep):
         raise ValueError("every slot has zero contribution variance: no band to calibrate")
-    if zeta is None:
-        zeta = multiplier_draws(n, n_draws, rng)
-    elif zeta.shape[1] != n:
-        raise ValueError(f"zeta has {zeta.shape[1]} clusters, phi has {n}")
     studentized = centered[:, keep] * (eta[keep] / (sigma[keep] * np.sqrt(n)))
-    maxima = np.max(zeta @ studentized, axis=1)
+    if exact and zeta is None:
+        corr = studentized.T @ studentized  # (m', m') correlation matrix
+        vals, vecs = np.linalg.eigh(corr)
+        root = vecs * np.sqrt(np.clip(vals, 0.0, None))
+        draws = np.random.default_rng(rng).standard_normal((n_draws, corr.shape[0]))
+        maxima = np.max(draws @ root.T, axis=1)
+    else:
+        if zeta is None:
+            zeta = multiplier_draws(n, n_draws, rng)
+        elif zeta.shape[1] != n:
+            raise ValueError(f"zeta has {zeta.shape[1]} clusters, phi has {n}")
+        maxima = np.max(zeta @ studentized, axis=1)
     crit = float(np.quantile(maxima, 1 - alpha))
     return (crit, maxima) if return_max else crit
 
@@ -259,6 +274,7 @@ def joint_bounds(
     n_draws: int = 2000,
     rng: np.random.Generator | int | None = None,
     zeta: np.ndarray | None = None,
+    exact: bool = False,
 ) -> JointBounds:
     """Simultaneous one-sided bounds for ``m`` slots from their contributions.
 
@@ -274,6 +290,9 @@ def joint_bounds(
     Parameters
     ----------
     phi : array (N, m); estimate : (m,); signs : (m,) in {-1, +1}
+    exact : bool
+        Multiplier drawn from its exact conditional Gaussian law (see
+        :func:`multiplier_critical_value`).
     n_slots : int, optional
         Family size ``|J_0|`` for Bonferroni (defaults to ``m``; pass the full planned
         family, including slots without a band, to stay conservative).
@@ -293,7 +312,7 @@ def joint_bounds(
     se = contribution_se(phi, hc1=(method == "hc1"))
     if method in ("gaussian", "hc1", "t-scaled"):
         crit = multiplier_critical_value(
-            phi, eta, alpha=alpha, n_draws=n_draws, rng=rng, zeta=zeta
+            phi, eta, alpha=alpha, n_draws=n_draws, rng=rng, zeta=zeta, exact=exact
         )
         if method == "t-scaled":
             crit *= _st.t.ppf(1 - alpha, n - 1) / _st.norm.ppf(1 - alpha)

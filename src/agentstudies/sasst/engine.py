@@ -1,0 +1,640 @@
+"""The SASST protocol: discovery, stability, frozen-rule confirmation, joint bounds, statuses.
+
+Implements Algorithm 1 and Appendix C of Xu et al. (2026), *Selection-Aware Stress
+Testing for Interactive Agents*:
+
+1. split whole clusters into discovery ``D`` and confirmation ``I``;
+2. on ``D``, for every slot, rank the feasible candidates of its family by Eq. (2),
+   ``Delta_loc(g) = Delta_D + sum_i (w_i(g; D) - 1/|D|) psi_i``, with ``psi_i`` the
+   first-order contributions of the fixed plan (including its selection step), subject
+   to the density cap, minimum ESS and radius; record *failed discovery* if none is
+   feasible; break ties by the slot's deterministic rule;
+3. freeze the rule; estimate its stability by resampling discovery clusters (weight
+   correlation and top-weighted-set overlap on the frozen discovery feature set);
+4. on ``I``, apply the frozen rule, recheck support (density, ESS, split denominators),
+   compute the exact weighted contrast and its plug-in contributions (Lemma 2);
+5. form joint one-sided bounds over all support-feasible slots (Gaussian multiplier
+   maximum with one multiplier per cluster shared across slots, or Bonferroni-t), and
+   assign one of the five statuses of Table 3.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field, replace
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from agentstudies.sasst.data import CONFIRMATION, DISCOVERY, ClusterData, cluster_data, split_clusters
+from agentstudies.sasst.geometry import Geometry, make_geometry
+from agentstudies.sasst.plan import ComparisonPlan
+from agentstudies.sasst.rules import Rule, RuleFamily, UniformRule
+from agentstudies.sasst.slots import (
+    ABSTAINED,
+    CONFIRMED,
+    FAILED_DISCOVERY,
+    FAILED_FEASIBILITY,
+    NOT_CONFIRMED,
+    STATUSES,
+    Slot,
+    recommendation,
+    slot_status,
+)
+from agentstudies.stats import bootstrap_counts, joint_bounds, multiplier_draws
+from agentstudies.stats.inference import INFERENCE_METHODS
+
+__all__ = ["SASST", "Discovery", "FrozenRule", "SASSTReport", "rule_scores", "top_set_jaccard", "weight_correlation"]
+
+
+# ----------------------------------------------------------------------------- helpers
+def rule_scores(rule: Rule, X: np.ndarray, feature_names: Sequence[str]) -> np.ndarray:
+    """Scores of ``rule`` on a feature matrix whose columns are ``feature_names``.
+
+    Raises ``KeyError`` naming a feature the rule needs but the matrix lacks, and
+    ``ValueError`` if the rule returns negative or non-finite scores.
+    """
+    if rule.is_uniform:
+        return np.ones(np.asarray(X).shape[0])
+    names = list(feature_names)
+    missing = [c for c in rule.columns if c not in names]
+    if missing:
+        raise KeyError(f"rule {rule.describe()!r} needs feature(s) {missing}")
+    s = rule.score(np.asarray(X)[:, [names.index(c) for c in rule.columns]])
+    if not np.all(np.isfinite(s)) or np.any(s < 0):
+        raise ValueError(f"rule {rule.describe()!r} produced negative or non-finite scores")
+    return s
+
+
+def top_set_jaccard(a: np.ndarray, b: np.ndarray, top_fraction: float) -> np.ndarray:
+    """Jaccard overlap of top-weighted sets ``{i: s_i >= q_{1-f}(s)}`` (ties included).
+
+    ``a`` is (n,), ``b`` is (n,) or (G, n); returns a float or (G,).
+    """
+    a = np.asarray(a, float)
+    b2 = np.atleast_2d(np.asarray(b, float))
+    ta = a >= np.quantile(a, 1 - top_fraction)
+    tb = b2 >= np.quantile(b2, 1 - top_fraction, axis=1, keepdims=True)
+    inter = (ta & tb).sum(axis=1)
+    union = (ta | tb).sum(axis=1)
+    out = np.where(union > 0, inter / np.maximum(union, 1), 1.0)
+    return out if np.ndim(b) == 2 else float(out[0])
+
+
+def weight_correlation(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Pearson correlation of weight functions on a reference set (rows of ``b``).
+
+    A constant function correlates 1 with another constant and 0 with anything else.
+    """
+    a = np.asarray(a, float)
+    b2 = np.atleast_2d(np.asarray(b, float))
+    ac = a - a.mean()
+    bc = b2 - b2.mean(axis=1, keepdims=True)
+    na = np.sqrt(np.sum(ac * ac))
+    nb = np.sqrt(np.sum(bc * bc, axis=1))
+    const_a = na < 1e-12
+    const_b = nb < 1e-12
+    with np.errstate(invalid="ignore", divide="ignore"):
+        r = (bc @ ac) / (na * nb)
+    r = np.where(const_a & const_b, 1.0, np.where(const_a | const_b, 0.0, r))
+    return r if np.ndim(b) == 2 else float(r[0])
+
+
+def _select(loc: np.ndarray, feasible: np.ndarray, ess: np.ndarray, dist: np.ndarray,
+            tie_rule: str, tol: float) -> int:
+    """Index of the feasible minimizer of ``loc`` under the tie rule, or -1 if none."""
+    idx = np.flatnonzero(feasible)
+    if idx.size == 0:
+        return -1
+    best = loc[idx].min()
+    tied = idx[loc[idx] <= best + tol]
+    if tie_rule == "max_ess":
+        return int(tied[np.argmax(ess[tied])])
+    if tie_rule == "min_distance":
+        return int(tied[np.argmin(dist[tied])])
+    return int(tied[0])
+
+
+# ----------------------------------------------------------------------------- results
+@dataclass(frozen=True)
+class FrozenRule:
+    """The rule a discovery specification froze, with its discovery diagnostics.
+
+    ``rule`` is ``None`` when discovery failed (no feasible candidate).
+    """
+
+    rule: Rule | None
+    index: int
+    n_candidates: int
+    n_feasible: int
+    predicted: float
+    ess: float
+    max_density: float
+    distance: float
+    stability: float
+    stability_correlation: float
+    stability_jaccard: float
+    candidates: pd.DataFrame = field(repr=False, compare=False)
+    runtime_s: float = 0.0
+
+
+@dataclass(frozen=True)
+class Discovery:
+    """Everything discovery froze: rules per specification and the unweighted comparison.
+
+    Attributes
+    ----------
+    rules : dict slot name -> :class:`FrozenRule`
+    theta : dict plan output -> unweighted discovery estimate
+    selected_system : the candidate with the highest discovery estimate (or None)
+    n_clusters : |D|
+    """
+
+    rules: dict[str, FrozenRule]
+    theta: dict[str, float]
+    selected_system: str | None
+    n_clusters: int
+    cluster_ids: tuple[str, ...] = field(repr=False, default=())
+
+
+@dataclass(frozen=True)
+class SASSTReport:
+    """One report row per slot (every field of SASST Appendix C.5) plus the joint band.
+
+    Attributes
+    ----------
+    table : DataFrame indexed by slot
+    phi : array (N_I, m) plug-in contributions of the support-feasible slots
+    phi_slots : names of those slots (columns of ``phi``)
+    critical : critical value of the joint band
+    method : inference method (see :data:`agentstudies.stats.INFERENCE_METHODS`)
+    discovery : the frozen :class:`Discovery`
+    params : the engine's parameters
+    """
+
+    table: pd.DataFrame
+    phi: np.ndarray = field(repr=False)
+    phi_slots: tuple[str, ...]
+    critical: float
+    method: str
+    alpha: float
+    discovery: Discovery = field(repr=False)
+    params: dict[str, Any] = field(default_factory=dict, repr=False)
+    n_confirmation: int = 0
+
+    def to_frame(self) -> pd.DataFrame:
+        """The report table (one row per slot)."""
+        return self.table.copy()
+
+    def status_counts(self) -> pd.Series:
+        """Counts of the five statuses, in the order of Table 3."""
+        return self.table["status"].value_counts().reindex(list(STATUSES), fill_value=0)
+
+    def with_inference(self, method: str, *, n_draws: int = 2000, seed: int = 0) -> "SASSTReport":
+        """The same frozen report with bounds and statuses recomputed by another method."""
+        table = self.table.copy()
+        crit = np.nan
+        if self.phi_slots:
+            sub = table.loc[list(self.phi_slots)]
+            jb = joint_bounds(
+                self.phi, sub["estimate"].to_numpy(float), sub["sign"].to_numpy(float),
+                alpha=self.alpha, method=method, n_slots=len(table), n_draws=n_draws, rng=seed,
+            )
+            crit = jb.critical
+            table.loc[list(self.phi_slots), "se"] = jb.se
+            table.loc[list(self.phi_slots), "bound"] = jb.bound
+        table["critical"] = np.where(table.index.isin(self.phi_slots), crit, np.nan)
+        table["method"] = method
+        _assign_statuses(table)
+        return replace(self, table=table, critical=float(crit), method=method)
+
+    def summary(self) -> str:
+        """A readable multi-line summary."""
+        d = self.discovery
+        lines = [
+            f"SASST report: {len(self.table)} slots, |D| = {d.n_clusters}, |I| = {self.n_confirmation}, "
+            f"inference = {self.method} (critical value {self.critical:.4f}, alpha = {self.alpha})",
+        ]
+        if d.selected_system is not None:
+            lines.append(f"discovery selected system: {d.selected_system}")
+        counts = self.status_counts()
+        lines.append("statuses: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
+        cols = ["estimate", "se", "bound", "ess", "max_density", "stability", "status"]
+        lines.append(self.table[cols].to_string(float_format=lambda x: f"{x:.4f}"))
+        return "\n".join(lines)
+
+    def __str__(self) -> str:  # pragma: no cover - convenience
+        return self.summary()
+
+
+def _assign_statuses(table: pd.DataFrame) -> None:
+    supported = table["sign"] * (table["bound"] - table["threshold"]) > 0
+    table["status"] = [
+        slot_status(bool(df), bool(cf), bool(st), bool(sp))
+        for df, cf, st, sp in zip(
+            table["discovery_feasible"], table["confirmation_feasible"], table["stable"], supported
+        )
+    ]
+    table["recommendation"] = [recommendation(s) for s in table["status"]]
+
+
+# ----------------------------------------------------------------------------- engine
+class SASST:
+    """Selection-Aware Semantic Stress Testing (Algorithm 1, Appendix C).
+
+    Parameters
+    ----------
+    plan : :class:`~agentstudies.sasst.plan.ComparisonPlan`
+        The fixed comparison plan ``A``.
+    slots : sequence of :class:`Slot` or dicts
+        The planned family ``J_0`` (dicts are checked by :meth:`Slot.from_dict`).
+    families : mapping name -> :class:`RuleFamily`
+        Candidate families referenced by the slots.
+    geometries : mapping name -> Geometry or spec, optional
+        Radius geometries; ``kms``, ``mmd``, ``max_sliced`` and ``none`` are available by
+        name with default settings.
+    alpha : float
+        Familywise one-sided level of the joint band.
+    inference : str
+        ``gaussian`` (default), ``bonferroni-t``, ``hc1``, ``t-scaled`` or ``pointwise``.
+    n_multiplier : int
+        Gaussian multiplier draws.
+    n_stability : int
+        Discovery resamples for stability (0 skips stability; every slot is then stable).
+    stability_metric : {"jaccard", "correlation", "min"}
+        Which functional agreement the stability threshold applies to.
+    top_fraction : float
+        Share of the reference set forming the top-weighted set.
+    discovery_fraction : float
+        Share of clusters sent to discovery by :meth:`run` when no split is given.
+    exact_multiplier : bool
+        Draw the multiplier maximum from its exact conditional Gaussian law (same
+        distribution as one multiplier per cluster, cheaper for large N; see
+        :func:`agentstudies.stats.multiplier_critical_value`).
+    seed : int
+        Seeds the split, the stability resamples and the multipliers.
+
+    Raises
+    ------
+    ValueError
+        Duplicate slot names, a slot referring to an unknown family or geometry or
+        system, an unknown inference method, or an unknown slot field.
+    """
+
+    def __init__(
+        self,
+        plan: ComparisonPlan,
+        slots: Sequence[Slot | Mapping[str, Any]],
+        families: Mapping[str, RuleFamily] | None = None,
+        *,
+        geometries: Mapping[str, Geometry | str | dict] | None = None,
+        alpha: float = 0.05,
+        inference: str = "gaussian",
+        n_multiplier: int = 2000,
+        n_stability: int = 100,
+        stability_metric: str = "jaccard",
+        top_fraction: float = 0.25,
+        discovery_fraction: float = 0.5,
+        exact_multiplier: bool = False,
+        seed: int = 0,
+    ) -> None:
+        self.plan = plan
+        self.slots = [s if isinstance(s, Slot) else Slot.from_dict(s) for s in slots]
+        if not self.slots:
+            raise ValueError("SASST needs at least one slot")
+        names = [s.name for s in self.slots]
+        dup = sorted({n for n in names if names.count(n) > 1})
+        if dup:
+            raise ValueError(f"duplicate slot name(s): {dup}")
+        self.families = dict(families or {})
+        geoms: dict[str, Any] = {"kms": "kms", "mmd": "mmd", "max_sliced": "max_sliced", "none": "none"}
+        geoms.update(geometries or {})
+        self.geometries = geoms
+        for s in self.slots:
+            plan.contrast_vector(s.contrast)
+            if s.discovery_target is not None:
+                plan.contrast_vector(s.discovery_target)
+            if s.family is not None and s.family not in self.families:
+                raise ValueError(f"slot {s.name!r} refers to unknown family {s.family!r}; known: {sorted(self.families)}")
+            if s.family is not None and s.geometry not in self.geometries:
+                raise ValueError(f"slot {s.name!r} refers to unknown geometry {s.geometry!r}; known: {sorted(self.geometries)}")
+        if inference not in INFERENCE_METHODS:
+            raise ValueError(f"unknown inference method {inference!r}; choose from {INFERENCE_METHODS}")
+        if stability_metric not in ("jaccard", "correlation", "min"):
+            raise ValueError(f"stability_metric must be 'jaccard', 'correlation' or 'min'; got {stability_metric!r}")
+        if not 0 < alpha < 1:
+            raise ValueError(f"alpha must lie in (0, 1); got {alpha}")
+        self.alpha = alpha
+        self.inference = inference
+        self.n_multiplier = int(n_multiplier)
+        self.n_stability = int(n_stability)
+        self.stability_metric = stability_metric
+        self.top_fraction = top_fraction
+        self.discovery_fraction = discovery_fraction
+        self.exact_multiplier = bool(exact_multiplier)
+        self.seed = seed
+        ss = np.random.SeedSequence(seed)
+        self._split_seed, self._stab_seq, self._mult_seq = ss.spawn(3)
+
+    # ------------------------------------------------------------------ params
+    def params(self) -> dict[str, Any]:
+        return {
+            "plan": self.plan.to_dict(),
+            "slots": [s.to_dict() for s in self.slots],
+            "families": {k: f.to_dict() for k, f in self.families.items()},
+            "alpha": self.alpha,
+            "inference": self.inference,
+            "n_multiplier": self.n_multiplier,
+            "n_stability": self.n_stability,
+            "stability_metric": self.stability_metric,
+            "top_fraction": self.top_fraction,
+            "exact_multiplier": self.exact_multiplier,
+            "seed": self.seed,
+        }
+
+    # ------------------------------------------------------------------ run
+    def run(
+        self,
+        episodes: pd.DataFrame,
+        features: pd.DataFrame,
+        split: Mapping[str, str] | pd.Series | None = None,
+        *,
+        strata: Mapping[str, str] | pd.Series | None = None,
+        cluster: str = "task_id",
+        seed_col: str = "seed",
+        system: str = "workflow",
+        score: str = "score",
+        feature_columns: Sequence[str] | None = None,
+    ) -> SASSTReport:
+        """Validate the tables, split whole clusters, discover, confirm and report.
+
+        ``split`` maps cluster id -> ``"discovery"``/``"confirmation"``; if omitted,
+        clusters are split at random (seeded, optionally within ``strata``).
+
+        Raises
+        ------
+        KeyError, ValueError
+            On invalid tables (see :func:`~agentstudies.sasst.data.cluster_data`), a split
+            missing clusters or with unknown labels, or an empty discovery or
+            confirmation split.
+        """
+        data = cluster_data(episodes, features, self.plan.systems, cluster=cluster, seed=seed_col,
+                            system=system, score=score, feature_columns=feature_columns)
+        if split is None:
+            split = split_clusters(data.ids, discovery_fraction=self.discovery_fraction,
+                                   seed=int(self._split_seed.generate_state(1)[0]), strata=strata)
+        sp = pd.Series(split)
+        sp.index = sp.index.astype(str)
+        missing = [c for c in data.ids if c not in sp.index]
+        if missing:
+            raise ValueError(f"split lacks cluster(s): {missing[:5]}{' ...' if len(missing) > 5 else ''}")
+        labels = sp.loc[data.ids].to_numpy()
+        bad = sorted(set(labels) - {DISCOVERY, CONFIRMATION})
+        if bad:
+            raise ValueError(f"split labels must be {DISCOVERY!r} or {CONFIRMATION!r}; got {bad}")
+        is_d = labels == DISCOVERY
+        if not is_d.any():
+            raise ValueError("empty discovery split: no cluster is labelled 'discovery'")
+        if is_d.all():
+            raise ValueError("empty confirmation split: no cluster is labelled 'confirmation'")
+        disc = self.discover(data.subset(is_d))
+        return self.confirm(disc, data.subset(~is_d))
+
+    # ------------------------------------------------------------------ discovery
+    def _geometry(self, name: str, X: np.ndarray) -> Geometry:
+        return make_geometry(self.geometries[name]).fit(X)
+
+    def discover(self, data: ClusterData) -> Discovery:
+        """Discovery on ``D``: select, freeze and stability-check a rule per slot (C.2)."""
+        n = len(data)
+        if n < 2:
+            raise ValueError(f"discovery split has {n} cluster(s); need at least 2")
+        plan = self.plan
+        masks = plan.split_masks(data.ids)
+        H1 = plan.tensor(data.Z, np.ones(n), masks)
+        mu1 = H1.mean(axis=0)
+        theta = plan.values(mu1)
+        theta_d = dict(zip(plan.outputs, map(float, theta)))
+        selected = None
+        if plan.candidates:
+            selected = max(plan.candidates, key=lambda c: (theta_d[c], -plan.candidates.index(c)))
+        fitted_families: dict[str, tuple[list[Rule], np.ndarray]] = {}
+        geoms: dict[str, Geometry] = {}
+        by_key: dict[tuple, FrozenRule] = {}
+        rules: dict[str, FrozenRule] = {}
+        for slot in self.slots:
+            if slot.is_uniform:
+                continue
+            key = slot.discovery_key()
+            if key in by_key:
+                rules[slot.name] = by_key[key]
+                continue
+            t0 = time.perf_counter()
+            if slot.family not in fitted_families:
+                cands = self.families[slot.family].fit(data.X, data.feature_names)
+                if not cands:
+                    raise ValueError(f"family {slot.family!r} produced no candidate rules")
+                S = np.vstack([rule_scores(r, data.X, data.feature_names) for r in cands])
+                fitted_families[slot.family] = (cands, S)
+            cands, S = fitted_families[slot.family]
+            if slot.geometry not in geoms:
+                geoms[slot.geometry] = self._geometry(slot.geometry, data.X)
+            geom = geoms[slot.geometry]
+            target = slot.discovery_target if slot.discovery_target is not None else slot.contrast
+            c = plan.contrast_vector(target)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                W = S / S.sum(axis=1, keepdims=True)
+            ok_mass = np.isfinite(W).all(axis=1)
+            W = np.where(ok_mass[:, None], W, 1.0 / n)
+            u = np.full(n, 1.0 / n)
+            ess = 1.0 / np.sum(W * W, axis=1)
+            dens = n * W.max(axis=1)
+            dist = geom.distance(data.X, u, W) if slot.radius is not None else np.zeros(len(cands))
+            grad = plan.gradient(mu1, c)
+            psi = (H1 - mu1) @ grad
+            delta = float(c @ theta)
+            loc = delta + (W - u) @ psi
+            feasible = ok_mass & (dens <= slot.density_cap + 1e-12) & (ess >= slot.min_ess - 1e-12)
+            if slot.radius is not None:
+                feasible &= dist <= slot.radius + 1e-15
+            g = _select(loc, feasible, ess, dist, slot.tie_rule, slot.tolerance)
+            cand_table = pd.DataFrame({
+                "rule": [r.describe() for r in cands], "predicted": loc, "ess": ess,
+                "max_density": dens, "distance": dist, "feasible": feasible,
+            })
+            cand_table["selected"] = np.arange(len(cands)) == g
+            if g < 0:
+                fr = FrozenRule(None, -1, len(cands), int(feasible.sum()), np.nan, np.nan, np.nan,
+                                np.nan, 0.0, 0.0, 0.0, cand_table, time.perf_counter() - t0)
+            else:
+                if self.n_stability > 0:
+                    # one independent stream per discovery specification, in slot order
+                    seq = np.random.SeedSequence(self._stab_seq.entropy,
+                                                 spawn_key=self._stab_seq.spawn_key + (len(by_key),))
+                    corr, jac = self._stability(data, H1, S, c, geom, slot, g, np.random.default_rng(seq))
+                else:
+                    corr = jac = 1.0
+                stab = {"jaccard": jac, "correlation": corr, "min": min(jac, corr)}[self.stability_metric]
+                fr = FrozenRule(cands[g], g, len(cands), int(feasible.sum()), float(loc[g]), float(ess[g]),
+                                float(dens[g]), float(dist[g]), float(stab), float(corr), float(jac),
+                                cand_table, time.perf_counter() - t0)
+            by_key[key] = fr
+            rules[slot.name] = fr
+        return Discovery(rules, theta_d, selected, n, tuple(data.ids))
+
+    def _stability(self, data: ClusterData, H1: np.ndarray, S: np.ndarray, c: np.ndarray,
+                   geom: Geometry, slot: Slot, g0: int, rng: np.random.Generator) -> tuple[float, float]:
+        """Mean weight correlation and top-set Jaccard of resampled selections (C.2)."""
+        n = len(data)
+        B = self.n_stability
+        counts = bootstrap_counts(n, B, rng).astype(float)  # (B, n)
+        mu = counts @ H1 / n  # (B, p)
+        theta = self.plan.values(mu)  # (B, K)
+        delta = theta @ c  # (B,)
+        grad = self.plan.gradient(mu, c)  # (B, p)
+        psi = H1 @ grad.T - np.sum(mu * grad, axis=1)  # (n, B)
+        corr_all = weight_correlation(S[g0], S)  # (G,)
+        jac_all = top_set_jaccard(S[g0], S, self.top_fraction)  # (G,)
+        corr = np.zeros(B)
+        jac = np.zeros(B)
+        for b in range(B):
+            m = counts[b]
+            ms = S * m
+            tot = ms.sum(axis=1)
+            okm = tot > 0
+            Wb = ms / np.where(okm, tot, 1.0)[:, None]
+            ub = m / n
+            loc = delta[b] + (Wb - ub) @ psi[:, b]
+            ess = np.where(okm, tot**2 / np.maximum((S * S * m).sum(axis=1), 1e-300), 0.0)
+            present = m > 0
+            dens = n * (S[:, present].max(axis=1)) / np.where(okm, tot, np.inf)
+            feas = okm & (dens <= slot.density_cap + 1e-12) & (ess >= slot.min_ess - 1e-12)
+            dist = np.zeros(S.shape[0])
+            if slot.radius is not None:
+                dist = geom.distance(data.X, ub, Wb)
+                feas &= dist <= slot.radius + 1e-15
+            gb = _select(loc, feas, ess, dist, slot.tie_rule, slot.tolerance)
+            if gb >= 0:
+                corr[b] = corr_all[gb]
+                jac[b] = jac_all[gb]
+        return float(corr.mean()), float(jac.mean())
+
+    # ------------------------------------------------------------------ confirmation
+    def confirm(self, discovery: Discovery, data: ClusterData) -> SASSTReport:
+        """Frozen-rule confirmation on ``I`` with joint bounds and statuses (C.3-C.5)."""
+        n = len(data)
+        if n == 0:
+            raise ValueError("empty confirmation split: no confirmation clusters")
+        if n < 2:
+            raise ValueError(f"confirmation split has {n} cluster; need at least 2 for a standard error")
+        overlap = set(discovery.cluster_ids) & set(data.ids)
+        if overlap:
+            raise ValueError(f"confirmation reuses discovery cluster(s): {sorted(overlap)[:5]}")
+        plan = self.plan
+        masks = plan.split_masks(data.ids)
+        H0 = plan.tensor(data.Z, np.ones(n), masks)
+        mu0 = H0.mean(axis=0)
+        theta0 = plan.values(mu0)
+        rows = []
+        phis: dict[str, np.ndarray] = {}
+        geoms: dict[str, Geometry] = {}
+        for slot in self.slots:
+            t0 = time.perf_counter()
+            c = plan.contrast_vector(slot.contrast)
+            fr = discovery.rules.get(slot.name)
+            row: dict[str, Any] = {
+                "slot": slot.name, "claim": slot.claim, "sign": slot.sign, "threshold": slot.threshold,
+                "family": slot.family or "uniform", "geometry": slot.geometry if slot.family else "none",
+                "radius": slot.radius if slot.family else np.nan,
+                "ordinary": float(c @ theta0),
+            }
+            if slot.is_uniform:
+                rule: Rule | None = UniformRule()
+                row.update(discovery_feasible=True, n_candidates=1, n_feasible=1, predicted=np.nan,
+                           discovery_distance=0.0, stability=1.0, stability_correlation=1.0,
+                           stability_jaccard=1.0)
+            else:
+                rule = fr.rule
+                row.update(discovery_feasible=rule is not None, n_candidates=fr.n_candidates,
+                           n_feasible=fr.n_feasible, predicted=fr.predicted, discovery_distance=fr.distance,
+                           stability=fr.stability, stability_correlation=fr.stability_correlation,
+                           stability_jaccard=fr.stability_jaccard)
+            row["stable"] = bool(row["stability"] >= slot.stability_threshold - 1e-12)
+            row["rule"] = rule.describe() if rule is not None else "—"
+            row["rule_json"] = rule.to_json() if rule is not None else ""
+            est = se = bound = np.nan
+            ess = dens = share = dist_i = np.nan
+            conf_ok = False
+            reason = ""
+            if rule is None:
+                reason = "no candidate met the discovery constraints"
+            else:
+                s = rule_scores(rule, data.X, data.feature_names)
+                if s.sum() <= 0:
+                    reason = "frozen rule gives zero weight to every confirmation cluster"
+                else:
+                    w = s / s.sum()
+                    ess = float(1.0 / np.sum(w * w))
+                    dens = float(n * w.max())
+                    H = plan.tensor(data.Z, s, masks)
+                    mu = H.mean(axis=0)
+                    share = plan.min_split_share(mu)
+                    est = float(c @ plan.values(mu))
+                    if slot.family is not None and slot.radius is not None:
+                        if slot.geometry not in geoms:
+                            geoms[slot.geometry] = self._geometry(slot.geometry, data.X)
+                        dist_i = float(geoms[slot.geometry].distance(data.X, np.full(n, 1.0 / n), w[None])[0])
+                    problems = []
+                    if dens > slot.density_cap + 1e-12:
+                        problems.append(f"max density ratio {dens:.2f} > cap {slot.density_cap:g}")
+                    if ess < slot.min_ess - 1e-12:
+                        problems.append(f"ESS {ess:.1f} < minimum {slot.min_ess:g}")
+                    if share < slot.min_split_share - 1e-12:
+                        problems.append(f"split denominator share {share:.2f} < {slot.min_split_share:g}")
+                    conf_ok = not problems
+                    reason = "; ".join(problems)
+                    if conf_ok:
+                        phis[slot.name] = (H - mu) @ plan.gradient(mu, c)
+            if not reason and not row["stable"]:
+                reason = f"stability {row['stability']:.2f} < threshold {slot.stability_threshold:g}"
+            row.update(confirmation_feasible=conf_ok, estimate=est, se=se, bound=bound,
+                       bound_side="lower" if slot.sign > 0 else "upper", ess=ess, max_density=dens,
+                       min_split_share=share, confirmation_distance=dist_i, reason=reason,
+                       runtime_s=time.perf_counter() - t0 + (fr.runtime_s if fr is not None else 0.0))
+            rows.append(row)
+        table = pd.DataFrame(rows).set_index("slot")
+        names = tuple(phis)
+        crit = np.nan
+        phi = np.zeros((n, 0))
+        if names:
+            phi = np.column_stack([phis[k] for k in names])
+            sub = table.loc[list(names)]
+            zeta = None
+            if self.inference in ("gaussian", "hc1", "t-scaled") and not self.exact_multiplier:
+                zeta = multiplier_draws(n, self.n_multiplier, np.random.default_rng(self._mult_seq))
+            sd = phi.std(axis=0)
+            if np.all(sd <= 1e-12) and self.inference in ("gaussian", "hc1", "t-scaled"):
+                se_v = np.zeros(len(names))
+                table.loc[list(names), "se"] = se_v
+                table.loc[list(names), "bound"] = sub["estimate"].to_numpy(float)
+            else:
+                jb = joint_bounds(phi, sub["estimate"].to_numpy(float), sub["sign"].to_numpy(float),
+                                  alpha=self.alpha, method=self.inference, n_slots=len(self.slots),
+                                  n_draws=self.n_multiplier, zeta=zeta, exact=self.exact_multiplier,
+                                  rng=np.random.default_rng(self._mult_seq))
+                crit = jb.critical
+                table.loc[list(names), "se"] = jb.se
+                table.loc[list(names), "bound"] = jb.bound
+        table["critical"] = np.where(table.index.isin(names), crit, np.nan)
+        table["method"] = self.inference
+        _assign_statuses(table)
+        order = ["claim", "family", "geometry", "radius", "rule", "ordinary", "predicted", "estimate", "se",
+                 "bound", "bound_side", "critical", "method", "ess", "max_density", "min_split_share",
+                 "discovery_distance", "confirmation_distance", "stability", "stability_correlation",
+                 "stability_jaccard", "n_candidates", "n_feasible", "status", "reason", "recommendation",
+                 "sign", "threshold", "discovery_feasible", "confirmation_feasible", "stable", "runtime_s",
+                 "rule_json"]
+        table = table[order]
+        return SASSTReport(table=table, phi=phi, phi_slots=names, critical=float(crit), method=self.inference,
+                           alpha=self.alpha, discovery=discovery, params=self.params(), n_confirmation=n)
