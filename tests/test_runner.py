@@ -236,6 +236,21 @@ def test_failing_cell_index_is_the_source_index(tree, bad):
     assert info.value.ename == "ZeroDivisionError"
 
 
+def test_dead_kernel_is_reported_with_its_cell(tree):
+    nb = make_notebook(tree / "notebooks" / "dead.ipynb", "seed = 0\n", ["a = 1", "import os; os._exit(3)", "b = 2"])
+    with pytest.raises(runner.NotebookExecutionError) as info:
+        runner.run_notebook(nb, {}, tree / "dead_out.ipynb", root=tree)
+    assert (info.value.cell_index, info.value.ename) == (3, "DeadKernelError")
+    assert info.value.output_path.is_file()
+
+
+def test_relative_artifacts_env_is_relative_to_the_caller(tree, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("AGENTSTUDIES_ARTIFACTS", "rel_artifacts")
+    runner.run_notebook("nojobs", {}, tmp_path / "o.ipynb", root=tree)
+    assert (tmp_path / "rel_artifacts" / "nojobs" / "seen.json").is_file()
+
+
 def test_run_book_checks_all_parameters_before_running(tree):
     (tree / "notebooks" / "profiles.yaml").write_text("chapters:\n  broken:\n    smoke: {sed: 1}\n")
     with pytest.raises(runner.ParameterError, match="unknown parameter 'sed' for notebook broken"):

@@ -72,15 +72,17 @@ class NotebookExecutionError(BookError, RuntimeError):
     """A cell raised while papermill executed a notebook.
 
     Attributes: ``notebook`` (name), ``cell_index`` (0-based index of the failing cell in
-    the *source* notebook), ``ename``, ``evalue`` and ``output_path`` (the partially
-    executed notebook, kept for inspection).
+    the *source* notebook; -1 if unknown), ``ename``, ``evalue`` and ``output_path`` (the
+    partially executed notebook, kept for inspection). Also raised, with ``ename``
+    ``DeadKernelError``, when the kernel dies (crash, out of memory).
     """
 
     def __init__(self, notebook: str, cell_index: int, ename: str, evalue: str, output_path: Path):
         self.notebook, self.cell_index = notebook, cell_index
         self.ename, self.evalue, self.output_path = ename, evalue, output_path
+        where = f" in cell {cell_index}" if cell_index >= 0 else ""
         super().__init__(
-            f"notebook {notebook} failed in cell {cell_index} with {ename}: {evalue}\n"
+            f"notebook {notebook} failed{where} with {ename}: {evalue}\n"
             f"partially executed notebook kept at {output_path}"
         )
 
@@ -312,7 +314,9 @@ def resolve_parameters(
 def _kernel_env(root: Path) -> Iterator[None]:
     """Environment inherited by the kernel: artifacts folder and a non-GUI matplotlib."""
     saved = {k: os.environ.get(k) for k in ("AGENTSTUDIES_ARTIFACTS", "MPLBACKEND")}
-    os.environ.setdefault("AGENTSTUDIES_ARTIFACTS", str(root / "artifacts"))
+    # absolute, since the kernel's cwd is the notebooks folder
+    artifacts = Path(saved["AGENTSTUDIES_ARTIFACTS"] or root / "artifacts").expanduser().resolve()
+    os.environ["AGENTSTUDIES_ARTIFACTS"] = str(artifacts)
     os.environ["MPLBACKEND"] = "Agg"
     try:
         yield
@@ -355,7 +359,7 @@ def run_notebook(
     The output (default ``<root>/book/chapters/<name>.ipynb``) is written only when the
     run succeeds. On failure the partially executed notebook is kept as
     ``<output stem>.failed.ipynb`` and an earlier output is removed, so the book never
-    shows results of code that no longer runs.
+    shows results of code that no longer runs (on Ctrl-C the earlier output stays).
 
     Raises
     ------
@@ -385,15 +389,19 @@ def run_notebook(
                 cwd=str(path.parent), progress_bar=False, log_output=log_output,
                 extra_arguments=["--IPKernelApp.log_level=CRITICAL"],  # silence kernel chatter
             )
-    except pm.PapermillExecutionError as exc:
-        partial.replace(failed)
+    except BaseException as exc:
+        if partial.exists():
+            partial.replace(failed)
+        if isinstance(exc, KeyboardInterrupt) or not failed.exists():
+            raise  # interrupted (earlier output kept), or nothing ran at all
         out.unlink(missing_ok=True)
+        if isinstance(exc, pm.PapermillExecutionError):
+            ename, evalue, index = exc.ename, exc.evalue, exc.cell_index
+        else:  # e.g. nbclient's DeadKernelError (kernel crashed or ran out of memory)
+            ename, evalue, index = type(exc).__name__, str(exc), -1
         raise NotebookExecutionError(
-            path.stem, _source_index(failed, exc.cell_index), exc.ename, exc.evalue, failed
+            path.stem, _source_index(failed, index), ename, evalue, failed
         ) from None
-    except BaseException:
-        partial.unlink(missing_ok=True)
-        raise
     partial.replace(out)
     return RunResult(path.stem, path, out, params, time.perf_counter() - t0)
 
@@ -414,7 +422,8 @@ def _source_index(executed: Path, cell_index: int) -> int:
         errors = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
         if errors or cell.metadata.get("papermill", {}).get("exception"):
             return i
-    return cell_index  # pragma: no cover - papermill always marks the failing cell
+    started = [i for i, c in enumerate(cells) if c.metadata.get("papermill", {}).get("start_time")]
+    return started[-1] if started and cell_index < 0 else cell_index  # dead kernel: last started
 
 
 def run_book(
