@@ -284,10 +284,13 @@ def test_build_book_refuses_unexecuted_chapters(tree):
         runner.build_book(tree, echo=lambda msg: None)
 
 
-def test_build_book_needs_root_page(tree):
+def test_build_book_needs_root_page(tree, capsys):
     (tree / "book" / "intro.md").unlink()
-    with pytest.raises(runner.BookBuildError, match="root page"):
+    with pytest.raises(runner.BookBuildError, match="root page book/intro.md does not exist"):
         runner.build_book(tree)
+    assert cli.main(["book", "--root", str(tree), "--only", "good"]) == 1  # fails before running
+    assert "book/intro.md does not exist" in capsys.readouterr().err
+    assert not (tree / "book" / "chapters" / "good.ipynb").exists()
 
 
 @pytest.mark.slow

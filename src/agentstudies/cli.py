@@ -160,6 +160,8 @@ parameter that the notebook does not declare.""",
 
 
 def _cmd_book(args: argparse.Namespace) -> int:
+    if not args.no_build:
+        runner.check_root_page(args.root)  # before hours of execution, not after
     runner.run_book(args.profile, args.only, args.jobs, root=args.root, log_output=args.log_output)
     if not args.no_build:
         runner.build_book(args.root)

@@ -47,7 +47,7 @@ __all__ = [
     "PROFILES", "KERNEL", "BookError", "ParameterError", "UnknownChapterError",
     "NotebookExecutionError", "BookBuildError", "Parameter", "RunResult", "find_root",
     "toc_chapters", "load_profiles", "declared_parameters", "resolve_parameters",
-    "run_notebook", "run_book", "build_book",
+    "run_notebook", "run_book", "check_root_page", "build_book",
 ]
 
 #: Profile names allowed in ``notebooks/profiles.yaml``.
@@ -489,6 +489,22 @@ def _jupyter_book_command() -> list[str]:
     return [str(exe)]
 
 
+def check_root_page(root: Path | str | None = None) -> None:
+    """Check that the TOC's ``root`` page (e.g. ``book/intro.md``) exists.
+
+    Raises
+    ------
+    BookBuildError
+        If the TOC names no root page or its file is missing.
+    """
+    book = _root(root) / "book"
+    start = (yaml.safe_load((book / "_toc.yml").read_text()) or {}).get("root")
+    if not start:
+        raise BookBuildError(f"{book / '_toc.yml'} names no root page (root: intro)")
+    if not any((book / f"{start}{ext}").is_file() for ext in ("", ".md", ".ipynb", ".rst")):
+        raise BookBuildError(f"the TOC's root page book/{start}.md does not exist")
+
+
 def build_book(root: Path | str | None = None, *, echo: Callable[[str], None] | None = None) -> Path:
     """Render the executed chapters to ``book/_build/html`` with Jupyter Book 1.
 
@@ -514,10 +530,7 @@ def build_book(root: Path | str | None = None, *, echo: Callable[[str], None] | 
     root, echo = _root(root), echo or _say
     book = root / "book"
     chapters = toc_chapters(root)
-    toc = yaml.safe_load((book / "_toc.yml").read_text()) or {}
-    start = toc.get("root")
-    if start and not any((book / f"{start}{ext}").is_file() for ext in ("", ".md", ".ipynb", ".rst")):
-        raise BookBuildError(f"the TOC's root page book/{start}.md does not exist")
+    check_root_page(root)
     problems = []
     for chapter in chapters:
         executed = book / "chapters" / f"{chapter}.ipynb"
