@@ -214,7 +214,8 @@ def _cmd_list(args: argparse.Namespace) -> int:
         for p in declared.values():
             values = [repr(chosen[pr][p.name]) if p.name in chosen.get(pr, {}) else "-"
                       for pr in runner.PROFILES]
-            rows.append([p.name, p.default, *values, p.help])
+            default = " ".join(p.default.split())  # one line, even for multi-line values
+            rows.append([p.name, default if len(default) <= 40 else default[:37] + "...", *values, p.help])
         widths = [max(len(r[j]) for r in rows) for j in range(len(rows[0]) - 1)]
         for row in rows:
             print("   " + "  ".join(c.ljust(w) for c, w in zip(row, widths)) + "  " + row[-1])
