@@ -1,15 +1,30 @@
 """Checkpoint handoff: Reach x Solve attribution of an RL gain from plain tables.
 
 Implements the estimators of "Reach or Solve? Attributing Agentic RL Gains with
-Checkpoint Handoffs" (Sections 2-4, Appendices A-C) on user-supplied tables:
+Checkpoint Handoffs" (Sections 2-4, Appendices A-C) on user-supplied tables, so logs
+from any agent run (not only this project's environments) can be analysed.
 
-* :func:`validate_episodes`, :func:`validate_trajectories`, :func:`validate_steps`
-  - the input schemas, with errors naming the column / task / problem;
-* :func:`assignment_table`, :func:`interaction_terms`, :func:`solve_stages`
-  - point estimates of Reach, Solve, endpoint (Eq. 7), interaction (Eqs. 3, 4, 8);
-* :func:`analyze_handoff` - all of these with task-stratified paired bootstrap intervals
-  (vectorized), same-state Solve gaps, the reached-only (survivor) estimand and the
-  empty-denominator rule -> :class:`HandoffResult`.
+Inputs (validated, errors name the column / task / problem)
+    :func:`validate_episodes`      task x seed x reacher x solver
+    :func:`validate_trajectories`  task x seed x reacher
+    :func:`validate_steps`         one row per reacher action
+Estimands
+    :func:`assignment_table`       Reach A_W, Solve C_{W,R}, endpoint J(W,R) (Eq. 7)
+    :func:`interaction_terms`      I (Eqs. 4, 8) and the two paths of Eq. 3
+    :func:`solve_stages`           bridge action x finishing (Table 3)
+    :func:`analyze_handoff`        all of the above + same-state Solve gaps, the
+                                   reached-only estimand, per-type Solve, with
+                                   task-stratified paired bootstrap intervals
+                                   -> :class:`HandoffResult`
+    :func:`predict_interaction`    Eq. 9 from independent Reach and Solve gaps, residual,
+                                   per type (Table 6) -> :class:`InteractionPrediction`
+Diagnostics (Appendix C)
+    :func:`budget_diagnostic`      arrival within early budgets, contrasts (Table 7)
+    :func:`audit_non_arrivals`     seven failure-mode labels, loop statistics
+    :func:`loop_statistics`        step-level repeat / revisit / unchanged shares
+Recorded-history mode (TravelPlanner, App. A)
+    :func:`cut_before_final_call`, :func:`verify_replay`, :func:`history_hash`
+Figures: :mod:`agentstudies.handoff.plots`.
 """
 
 from agentstudies.handoff._boot import UnitStats, draw_counts, split_seed_sequence
@@ -21,6 +36,17 @@ from agentstudies.handoff._validate import (
     validate_steps,
     validate_trajectories,
 )
+from agentstudies.handoff.diagnostics import (
+    DEFAULT_SUBGOALS,
+    FAILURE_MODES,
+    BudgetDiagnostic,
+    FailureAudit,
+    audit_non_arrivals,
+    budget_diagnostic,
+    default_invalid_action,
+    default_pickup_rule,
+    loop_statistics,
+)
 from agentstudies.handoff.estimands import (
     BY_TYPE_ESTIMANDS,
     HandoffResult,
@@ -31,23 +57,58 @@ from agentstudies.handoff.estimands import (
     interaction_terms,
     solve_stages,
 )
+from agentstudies.handoff.history import (
+    RecordedHandoff,
+    ReplayMismatch,
+    canonical_record,
+    cut_before_final_call,
+    history_hash,
+    replay_and_verify,
+    verify_replay,
+)
+from agentstudies.handoff.prediction import (
+    InteractionPrediction,
+    predict_interaction,
+    prediction_design,
+    prediction_replicates,
+)
 
 __all__ = [
     "BY_TYPE_ESTIMANDS",
+    "DEFAULT_SUBGOALS",
     "EPISODE_COLUMNS",
+    "FAILURE_MODES",
     "STEP_COLUMNS",
     "TRAJECTORY_COLUMNS",
+    "BudgetDiagnostic",
+    "FailureAudit",
     "HandoffResult",
+    "InteractionPrediction",
+    "RecordedHandoff",
+    "ReplayMismatch",
     "UnitStats",
     "analyze_handoff",
     "assignment_table",
+    "audit_non_arrivals",
+    "budget_diagnostic",
+    "canonical_record",
+    "cut_before_final_call",
+    "default_invalid_action",
+    "default_pickup_rule",
     "draw_counts",
     "episode_task_stats",
     "handoff_replicates",
+    "history_hash",
     "interaction_terms",
+    "loop_statistics",
+    "predict_interaction",
+    "prediction_design",
+    "prediction_replicates",
+    "replay_and_verify",
     "solve_stages",
     "split_seed_sequence",
     "validate_episodes",
     "validate_steps",
     "validate_trajectories",
+    "verify_replay",
 ]

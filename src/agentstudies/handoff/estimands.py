@@ -204,6 +204,19 @@ def _estimands(T: Mapping[str, np.ndarray], *, bridge: bool, pre: bool) -> dict[
     return out
 
 
+def _by_type_estimands(T: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The :data:`BY_TYPE_ESTIMANDS` subset of :func:`_estimands` (same formulas)."""
+    n = T["n"]
+    out = {"arrival_base": _div(T["arr_b"], n), "arrival_treated": _div(T["arr_t"], n)}
+    out["reach_gap"] = out["arrival_treated"] - out["arrival_base"]
+    states = T["arr_b"] + T["arr_t"]
+    out["solve_all_states[base]"] = _div(T["s_bb"] + T["s_tb"], states)
+    out["solve_all_states[treated]"] = _div(T["s_bt"] + T["s_tt"], states)
+    out["delta_solve_all_states"] = out["solve_all_states[treated]"] - out["solve_all_states[base]"]
+    out["interaction"] = _div(T["s_tt"] - T["s_tb"] - T["s_bt"] + T["s_bb"], n)
+    return out
+
+
 def _symbols(base: str, treated: str) -> dict[str, tuple[str, str]]:
     b, t = base, treated
     lab = {"base": b, "treated": t}
@@ -249,7 +262,7 @@ def _flat_statistic(stats: UnitStats, *, bridge: bool, pre: bool):
     def statistic(totals: np.ndarray) -> np.ndarray:
         t3 = totals.reshape(totals.shape[0], K, m)
         overall = _estimands(stats.named(t3.sum(axis=1)), bridge=bridge, pre=pre)
-        per = _estimands(stats.named(t3), bridge=bridge, pre=pre)
+        per = _by_type_estimands(stats.named(t3))
         cols = list(overall.values()) + [per[name][:, k] for name in BY_TYPE_ESTIMANDS for k in range(K)]
         return np.column_stack(cols)
 

@@ -155,7 +155,8 @@ def _trajectory_actions(rng, mode: str, n: int, target: str, task_type: str, arr
         elif mode == "never_picks":
             other = _OBJECTS[(i // 2) % len(_OBJECTS)]
             other = other if other != target else "key"
-            a = f"go to drawer {i % 20 + 1}" if i % 2 == 0 else f"take {other} {i} from drawer {i % 20 + 1}"
+            a = (f"go to drawer {i % 20 + 1}", f"take {other} {i} from drawer {i % 20}",
+                 f"put {other} {i - 1} in/on drawer {i % 20 - 1}")[i % 3]
         else:  # format collapse
             a = "I think I should find the object first."
         if a.startswith("go to "):
@@ -164,6 +165,8 @@ def _trajectory_actions(rng, mode: str, n: int, target: str, task_type: str, arr
             hold = a.split(" from ")[0][len("take "):]
         elif a.startswith("take "):
             hold = hold + "+" + a.split(" from ")[0][len("take "):]
+        elif a.startswith("put "):
+            hold = "nothing"
         actions.append(a)
         states.append(f"{loc}|{hold}")
     return actions, states
