@@ -7,6 +7,7 @@ notebooks written with nbformat), so nothing here depends on the real chapters.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -192,9 +193,20 @@ def test_run_notebook_injects_and_sets_environment(tree):
     got = seen(tree, "good")
     assert got["params"] == {"seed": 5, "n_tasks": 2, "labels": ["z"], "n_jobs": 2}
     assert Path(got["cwd"]) == tree / "notebooks"
-    assert got["mpl"] == "Agg"
+    assert got["mpl"] == "module://matplotlib_inline.backend_inline"
     assert Path(got["artifacts"]) == tree / "artifacts"
     assert result.seconds > 0
+
+
+def test_figures_reach_the_executed_notebook(tree, monkeypatch):
+    """With MPLBACKEND=Agg the book would have no figures; the runner overrides it."""
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    nb = make_notebook(tree / "notebooks" / "fig.ipynb", "seed = 0\n",
+                       ["import matplotlib.pyplot as plt\nfig, ax = plt.subplots()\nax.plot([0, 1])"])
+    out = runner.run_notebook(nb, {}, tree / "fig_out.ipynb", root=tree).output_path
+    outputs = nbf.read(out, as_version=4).cells[-1].outputs
+    assert any("image/png" in o.get("data", {}) for o in outputs)
+    assert os.environ["MPLBACKEND"] == "Agg"  # the caller's environment is restored
 
 
 def test_run_notebook_respects_existing_artifacts_env(tree, tmp_path, monkeypatch):

@@ -44,7 +44,7 @@ import nbformat
 import yaml
 
 __all__ = [
-    "PROFILES", "KERNEL", "BookError", "ParameterError", "UnknownChapterError",
+    "PROFILES", "KERNEL", "INLINE_BACKEND", "BookError", "ParameterError", "UnknownChapterError",
     "NotebookExecutionError", "BookBuildError", "Parameter", "RunResult", "find_root",
     "toc_chapters", "load_profiles", "declared_parameters", "resolve_parameters",
     "run_notebook", "run_book", "check_root_page", "build_book",
@@ -54,6 +54,8 @@ __all__ = [
 PROFILES = ("quick", "paper", "smoke")
 #: Jupyter kernel that executes the notebooks.
 KERNEL = "python3"
+#: Matplotlib backend of the kernel: no window, figures stored in the notebook.
+INLINE_BACKEND = "module://matplotlib_inline.backend_inline"
 
 
 class BookError(Exception):
@@ -312,12 +314,18 @@ def resolve_parameters(
 # ------------------------------------------------------------------------ execution
 @contextmanager
 def _kernel_env(root: Path) -> Iterator[None]:
-    """Environment inherited by the kernel: artifacts folder and a non-GUI matplotlib."""
+    """Environment inherited by the kernel: artifacts folder and a non-GUI matplotlib.
+
+    The backend is matplotlib's inline backend (what ipykernel uses when MPLBACKEND is
+    unset), not ``Agg``: it never opens a window either, but unlike ``Agg`` it puts the
+    figures into the executed notebook, so they appear in the book. A user's own
+    MPLBACKEND (``TkAgg``, ``Agg``...) would drop them, hence it is always overridden.
+    """
     saved = {k: os.environ.get(k) for k in ("AGENTSTUDIES_ARTIFACTS", "MPLBACKEND")}
     # absolute, since the kernel's cwd is the notebooks folder
     artifacts = Path(saved["AGENTSTUDIES_ARTIFACTS"] or root / "artifacts").expanduser().resolve()
     os.environ["AGENTSTUDIES_ARTIFACTS"] = str(artifacts)
-    os.environ["MPLBACKEND"] = "Agg"
+    os.environ["MPLBACKEND"] = INLINE_BACKEND
     try:
         yield
     finally:
@@ -354,7 +362,8 @@ def run_notebook(
     ``name_or_path`` is a chapter name (``notebooks/<name>.ipynb``) or a path to an
     ``.ipynb``. Injected parameters come from :func:`resolve_parameters`. The kernel
     (``python3``) runs with cwd = the notebook's folder, ``AGENTSTUDIES_ARTIFACTS`` =
-    ``<root>/artifacts`` unless already set, and ``MPLBACKEND=Agg``.
+    ``<root>/artifacts`` unless already set, and matplotlib's non-GUI inline backend
+    (``MPLBACKEND=Agg`` would keep figures out of the executed notebook).
 
     The output (default ``<root>/book/chapters/<name>.ipynb``) is written only when the
     run succeeds. On failure the partially executed notebook is kept as
