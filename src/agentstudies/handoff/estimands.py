@@ -550,6 +550,13 @@ class HandoffResult:
                 r = e.loc[k]
                 flag = f"  [excluded {r.excluded_share:.3%}{' FLAGGED' if r.flagged else ''}]" if r.n_excluded else ""
                 lines.append(f"  {k:<28} {fmt_pp(r.estimate):>7} {fmt_ci(r.ci_low, r.ci_high):<16} {r.symbol}{flag}")
+            if self.stages is not None:
+                for r in self.stages[self.stages["split"] == split].itertuples():
+                    lines.append(
+                        f"  {r.solver} solver on {r.n_states} reached states: bridge {fmt_pct(r.bridge_rate)}% x "
+                        f"finish {fmt_pct(r.finish_rate)}% = Solve {fmt_pct(r.conversion)}%; wins alone on "
+                        f"{r.only_this_solver_wins} states"
+                    )
             c = self.checks[self.checks["split"] == split]
             ok = bool(c["holds"].all())
             lines.append(f"  identities (J=A*C, Eq. 3 paths, Eq. 4 = Eq. 8): {'all hold' if ok else 'FAIL'}"
