@@ -128,6 +128,19 @@ def _as_int(s: pd.Series, name: str, table: str, keys_df, keys, *, allow_na: boo
     return num.astype("Int64")
 
 
+def _as_seed(s: pd.Series, table: str, keys_df, keys) -> pd.Series:
+    """Integer seeds become ``Int64``; any other seed labels are kept as strings."""
+    if s.isna().any():
+        raise ValueError(
+            f"{table}: column 'seed' has missing values at {_fmt_keys(keys_df, s.isna(), keys)}; "
+            "expected a seed (integer or label) in every row"
+        )
+    num = pd.to_numeric(s, errors="coerce")
+    if num.notna().all() and (num == np.floor(num)).all():
+        return num.astype("Int64")
+    return s.astype(str)
+
+
 def _as_id(s: pd.Series, name: str, table: str, keys_df, keys) -> pd.Series:
     if s.isna().any():
         raise ValueError(
@@ -248,7 +261,7 @@ def validate_episodes(
     keys = ["split", "task_id", "seed", "reacher", "solver"]
     for c in ("split", "task_id", "task_type", "reacher", "solver"):
         df[c] = _as_id(df[c], c, table, df, keys)
-    df["seed"] = _as_int(df["seed"], "seed", table, df, keys, allow_na=False)
+    df["seed"] = _as_seed(df["seed"], table, df, keys)
     _check_labels(df, "reacher", (base, treated), table, keys)
     _check_labels(df, "solver", (base, treated), table, keys)
     _check_unique(df, keys, table)
@@ -363,7 +376,7 @@ def validate_trajectories(
     keys = ["split", "task_id", "seed", "reacher"]
     for c in ("split", "task_id", "task_type", "reacher"):
         df[c] = _as_id(df[c], c, table, df, keys)
-    df["seed"] = _as_int(df["seed"], "seed", table, df, keys, allow_na=False)
+    df["seed"] = _as_seed(df["seed"], table, df, keys)
     _check_labels(df, "reacher", (base, treated), table, keys)
     _check_unique(df, keys, table)
     arrived = _as_flag(df["arrived"], "arrived", table, df, keys)
@@ -432,7 +445,7 @@ def validate_steps(
     keys = ["split", "task_id", "seed", "reacher", "step"]
     for c in ("split", "task_id", "reacher"):
         df[c] = _as_id(df[c], c, table, df, keys)
-    df["seed"] = _as_int(df["seed"], "seed", table, df, keys, allow_na=False)
+    df["seed"] = _as_seed(df["seed"], table, df, keys)
     df["step"] = _as_int(df["step"], "step", table, df, keys, allow_na=False)
     _check_labels(df, "reacher", (base, treated), table, keys)
     _check_unique(df, keys, table)

@@ -50,7 +50,6 @@ import pandas as pd
 from agentstudies import __version__
 from agentstudies.chapter import hash_object
 from agentstudies.handoff._boot import (
-    UnitStats,
     build_unit_stats,
     check_level,
     fmt_ci,

@@ -35,7 +35,6 @@ from agentstudies.handoff._boot import (
     UnitStats,
     check_level,
     fmt_ci,
-    fmt_pct,
     fmt_pp,
     run_bootstrap,
     split_seed_sequence,
