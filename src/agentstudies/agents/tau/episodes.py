@@ -1,0 +1,248 @@
+"""Run simulated τ-bench episodes under the three workflows (SASST Section 4 design).
+
+One episode = one task × one workflow × one agent profile × one simulator seed. The
+episode's randomness is the :class:`numpy.random.SeedSequence` child of ``seed`` with
+spawn key (profile, task, workflow) (each a stable 32-bit hash of its name), split into
+three streams (policy, verifier, user). An episode therefore does not depend on which
+other episodes run, in which order, or on ``n_jobs``.
+
+The loop: the policy proposes an action; a message goes to the user; a tool call goes
+through the workflow controller and, if allowed, to the real tool; the outcome is fed
+back to the policy. The episode ends when the policy stops, after a successful
+``transfer_to_human_agents``, when the controller ends it (``verifier_rejection``) or at
+``max_steps``. The reward is the environment's.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any, Sequence
+
+import numpy as np
+import pandas as pd
+
+from agentstudies.agents.controllers import WORKFLOWS, ProposedCall, make_controller
+from agentstudies.agents.tau.policy import (
+    PROFILES,
+    MessageAction,
+    ScriptedTauPolicy,
+    StopAction,
+    ToolCallAction,
+    get_profile,
+)
+from agentstudies.agents.tau.simulated import SimulatedUser, SimulatedVerifier
+from agentstudies.envs.tau.data import get_task, is_write_tool
+from agentstudies.envs.tau.env import TauEnv
+
+__all__ = ["EPISODE_COLUMNS", "TERMINATIONS", "episode_seed", "run_episode", "run_episodes"]
+
+#: Columns of the episode table, in order.
+EPISODE_COLUMNS: tuple[str, ...] = (
+    "profile",
+    "task_id",
+    "domain",
+    "seed",
+    "workflow",
+    "reward",
+    "db_match",
+    "info_match",
+    "tool_calls",
+    "failed_calls",
+    "irreversible_calls",
+    "blocked_calls",
+    "declined_calls",
+    "messages",
+    "termination",
+    "steps",
+)
+
+#: Termination reasons.
+TERMINATIONS: tuple[str, ...] = ("done", "agent_stop", "transfer_to_human", "verifier_rejection", "max_steps")
+
+
+def _key(text: str) -> int:
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:4], "little")
+
+
+def episode_seed(profile: str, task_id: str, seed: int, workflow: str) -> np.random.SeedSequence:
+    """The episode's seed sequence: child of ``seed`` with spawn key (profile, task, workflow).
+
+    Raises
+    ------
+    ValueError
+        If ``seed`` is not a non-negative integer.
+    """
+    if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool) or seed < 0:
+        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+    return np.random.SeedSequence(int(seed), spawn_key=(_key(profile), _key(task_id), _key(workflow)))
+
+
+def _int_seed(ss: np.random.SeedSequence) -> int:
+    return int(ss.generate_state(1, dtype=np.uint64)[0])
+
+
+def run_episode(task_id: str, workflow: str, profile: str = "profile_a", seed: int = 0, *, max_steps: int = 60) -> dict[str, Any]:
+    """Run one simulated episode and return its row of the episode table.
+
+    Parameters
+    ----------
+    task_id:
+        Global τ-bench task id, e.g. ``"retail/12"``.
+    workflow:
+        ``"ReAct"``, ``"Plan + verifier"`` or ``"Confirmation gate"``.
+    profile:
+        Simulated agent profile (:data:`~agentstudies.agents.tau.policy.PROFILES`).
+    seed:
+        Simulator seed (non-negative integer).
+    max_steps:
+        Maximum number of policy actions.
+
+    Returns
+    -------
+    dict with the keys of :data:`EPISODE_COLUMNS`: ``reward`` (0.0/1.0, from the
+    environment), ``db_match`` / ``info_match`` (the reward's two checks), ``tool_calls``
+    (calls that reached a tool), ``failed_calls`` (of those, errors), ``irreversible_calls``
+    (executed state-changing calls), ``blocked_calls`` (rejected by the verifier),
+    ``declined_calls`` (declined by the user), ``messages`` (to the user), ``termination``
+    (one of :data:`TERMINATIONS`), ``steps`` (policy actions). The scripted policy has no
+    tokens, so none are recorded.
+
+    Raises
+    ------
+    KeyError
+        Unknown task id.
+    ValueError
+        Unknown workflow or profile, bad seed or ``max_steps < 1``.
+    """
+    if workflow not in WORKFLOWS:
+        raise ValueError(f"unknown workflow {workflow!r}; expected one of {list(WORKFLOWS)}")
+    prof = get_profile(profile)
+    if max_steps < 1:
+        raise ValueError(f"max_steps must be >= 1, got {max_steps}")
+    task = get_task(task_id)
+    s_policy, s_verifier, s_user = episode_seed(prof.name, task.task_id, seed, workflow).spawn(3)
+
+    env = TauEnv(task.task_id)
+    policy = ScriptedTauPolicy(prof)
+    policy.reset(task.task_id, _int_seed(s_policy))
+    verifier = SimulatedVerifier(task, policy.probs, np.random.default_rng(s_verifier))
+    user = SimulatedUser(task, policy.probs, np.random.default_rng(s_user))
+    controller = make_controller(workflow, verifier=verifier, user=user, max_rejections=prof.max_rejections)
+    controller.reset()
+
+    blocked = declined = steps = 0
+    termination = "max_steps"
+    last: dict[str, Any] | None = None
+    tool_names = tuple(s.name for s in env.tools)
+    while steps < max_steps:
+        action = policy.act({"task_id": task.task_id, "domain": task.domain, "step": steps, "tools": tool_names, "last": last})
+        if isinstance(action, StopAction):
+            termination = action.reason
+            break
+        steps += 1
+        if isinstance(action, MessageAction):
+            env.send_message(action.text)
+            last = {"status": "sent", "kind": "message"}
+            continue
+        if not isinstance(action, ToolCallAction):
+            raise TypeError(f"policy returned {type(action).__name__}; expected a tool call, message or stop")
+        call = ProposedCall(action.name, dict(action.arguments), is_write_tool(action.name))
+        decision = controller.review(call)
+        if not decision.execute:
+            if decision.outcome == "declined":
+                declined += 1
+            else:
+                blocked += 1
+            last = {"status": decision.outcome if decision.outcome == "declined" else "blocked", "kind": "tool_call", "name": call.name}
+            if decision.end_episode:
+                termination = "verifier_rejection"
+                break
+            continue
+        result = env.call(call.name, call.arguments)
+        last = {"status": "ok" if result.ok else "error", "kind": "tool_call", "name": call.name, "output": result.output, "error": result.error}
+        if result.ok and call.name == "transfer_to_human_agents":
+            termination = "transfer_to_human"
+            break
+
+    calls = [e for e in env.transcript if e["kind"] == "tool_call"]
+    db_ok = env.db_matches_gold()
+    info_ok = not env.missing_info()
+    return {
+        "profile": prof.name,
+        "task_id": task.task_id,
+        "domain": task.domain,
+        "seed": int(seed),
+        "workflow": workflow,
+        "reward": float(db_ok and info_ok),
+        "db_match": db_ok,
+        "info_match": info_ok,
+        "tool_calls": len(calls),
+        "failed_calls": sum(1 for e in calls if not e["ok"]),
+        "irreversible_calls": sum(1 for e in calls if e["irreversible"]),
+        "blocked_calls": blocked,
+        "declined_calls": declined,
+        "messages": len(env.messages),
+        "termination": termination,
+        "steps": steps,
+    }
+
+
+def _run_spec(spec: tuple[str, str, int, str], rng: Any = None, max_steps: int = 60) -> dict[str, Any]:
+    profile, task_id, seed, workflow = spec
+    return run_episode(task_id, workflow, profile, seed, max_steps=max_steps)
+
+
+def run_episodes(
+    task_ids: Sequence[str],
+    workflows: Sequence[str] = WORKFLOWS,
+    profiles: Sequence[str] = ("profile_a",),
+    seeds: Sequence[int] = (0,),
+    n_jobs: int = 1,
+    backend: str = "loky",
+    *,
+    max_steps: int = 60,
+) -> pd.DataFrame:
+    """Run every (profile, task, seed, workflow) episode; one row per episode.
+
+    Rows are ordered by profile, task (as given), seed, workflow. The table is identical
+    for any ``n_jobs`` and backend (each episode has its own seed sequence, see
+    :func:`episode_seed`). Parallel work goes through joblib
+    (:func:`agentstudies.parallel.seeded_map`; ``backend="dask"`` uses a dask.distributed
+    client, created locally if none runs).
+
+    Returns
+    -------
+    DataFrame with columns :data:`EPISODE_COLUMNS` (see :func:`run_episode`).
+
+    Raises
+    ------
+    ValueError
+        Empty or duplicated task ids, workflows, profiles or seeds; unknown workflow,
+        profile or backend; bad seed.
+    KeyError
+        Unknown task id.
+    """
+    from agentstudies.parallel import BACKENDS, seeded_map
+
+    lists = {"task_ids": list(task_ids), "workflows": list(workflows), "profiles": list(profiles), "seeds": list(seeds)}
+    for label, values in lists.items():
+        if not values:
+            raise ValueError(f"run_episodes: {label} is empty")
+        dup = sorted({str(v) for v in values if values.count(v) > 1})
+        if dup:
+            raise ValueError(f"run_episodes: duplicate {label} {dup} would duplicate episodes")
+    for w in lists["workflows"]:
+        if w not in WORKFLOWS:
+            raise ValueError(f"unknown workflow {w!r}; expected one of {list(WORKFLOWS)}")
+    for p in lists["profiles"]:
+        if p not in PROFILES:
+            raise ValueError(f"unknown tau profile {p!r}; expected one of {sorted(PROFILES)}")
+    for t in lists["task_ids"]:
+        get_task(t)
+    for s in lists["seeds"]:
+        episode_seed("p", "t", s, "w")
+    if backend not in BACKENDS:
+        raise ValueError(f"unknown backend {backend!r}; choose from {BACKENDS}")
+    specs = [(p, t, int(s), w) for p in lists["profiles"] for t in lists["task_ids"] for s in lists["seeds"] for w in lists["workflows"]]
+    rows = seeded_map(_run_spec, specs, seed=0, n_jobs=n_jobs, backend=backend, max_steps=max_steps)
+    return pd.DataFrame(rows, columns=list(EPISODE_COLUMNS))
