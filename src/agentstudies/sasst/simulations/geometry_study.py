@@ -1,0 +1,740 @@
+"""Study B and the geometry audit of SASST (Xu et al., 2026, Appendix D.4, Tables 9-10).
+
+Study B (Table 9) asks which radius geometry lets discovery recover a planted stressed
+subgroup: KMS, MMD, linear max-sliced, no radius, and a restricted linear registry,
+across four mechanisms (linear, XOR, circular, policy by tool). The score is the
+*held-out AUC*: the AUC of the selected rule's scores ``s_g(W)`` for separating the
+planted stressed tasks from the rest on tasks not used in discovery.
+
+The geometry audit (Table 10) uses the frozen τ²-bench task features (real,
+pre-execution) with a planted short-goal mechanism and one frozen absolute radius
+budget per feature geometry, and reports accepted rules, correct rule recovery and AUC.
+The bandwidth diagnostic reports the median RBF similarity between task embeddings at
+unit and median-heuristic bandwidths (the paper warns of ~4e-177 at unit bandwidth).
+
+The paper leaves the data-generating details unstated; the choices made here are module
+constants and :class:`StudyBConfig` / :class:`AuditConfig` fields, written down in the
+chapter ``sasst_geometry`` and kept fixed:
+
+* features of Study B: ``x1..x6 ~ N(0, 1)``, ``tool_1..tool_4 ~ Bernoulli(1/2)``,
+  ``strict_policy ~ Bernoulli(1/2)``, all independent (11 columns);
+* every mechanism stresses a quarter of the tasks (:func:`planted_subgroup`);
+* outcomes: two systems, ``baseline`` succeeds with probability 0.5, ``candidate`` with
+  0.6 outside the stressed subgroup and 0.3 inside it; two seeds per task;
+  the contrast is ``candidate - baseline`` with a fragility sign (``eta = -1``);
+* the radius of each geometry is frozen *score-blind* on a pilot draw of features: the
+  75th percentile of the registry's distances (the paper's "common 75% radius budget").
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+import pandas as pd
+from scipy import optimize, stats
+
+from agentstudies.parallel import seeded_map
+from agentstudies.sasst.data import ClusterData
+from agentstudies.sasst.engine import SASST, rule_scores
+from agentstudies.sasst.geometry import (
+    KMS,
+    MMD,
+    Geometry,
+    MaxSliced,
+    Standardizer,
+    median_bandwidth,
+    rbf_similarity_median,
+)
+from agentstudies.sasst.plan import ComparisonPlan
+from agentstudies.sasst.rules import (
+    AxisTiltFamily,
+    BumpFamily,
+    CompositeFamily,
+    DirectionTiltFamily,
+    RuleFamily,
+)
+from agentstudies.sasst.slots import Slot
+
+__all__ = [
+    "MECHANISMS",
+    "METHODS",
+    "SYSTEMS",
+    "STUDY_B_COLUMNS",
+    "recovery_auc",
+    "xor_threshold",
+    "study_b_features",
+    "planted_subgroup",
+    "success_probabilities",
+    "simulate_scores",
+    "StudyBConfig",
+    "full_registry",
+    "linear_registry",
+    "registry_distances",
+    "pilot_radii",
+    "study_b_trial",
+    "run_study_b",
+    "table9",
+    "PAPER_TABLE9",
+    "STRUCTURED_COLUMNS",
+    "AUDIT_GEOMETRIES",
+    "PreScaledKMS",
+    "FeatureMapGeometry",
+    "tau_audit_features",
+    "short_goal_subgroup",
+    "AuditConfig",
+    "audit_radii",
+    "audit_trial",
+    "run_geometry_audit",
+    "table10",
+    "PAPER_TABLE10",
+    "bandwidth_diagnostic",
+    "PAPER_BANDWIDTH_SIMILARITY",
+]
+
+#: The four planted mechanisms of Study B (Table 9 rows).
+MECHANISMS = ("linear", "xor", "circular", "policy_by_tool")
+#: The five discovery methods of Study B (Table 9 columns).
+METHODS = ("kms", "mmd", "max_sliced", "no_radius", "linear_only")
+#: Systems of the simulated comparison (``candidate - baseline``).
+SYSTEMS = ("baseline", "candidate")
+#: Feature columns of Study B.
+STUDY_B_COLUMNS = ("x1", "x2", "x3", "x4", "x5", "x6", "tool_1", "tool_2", "tool_3", "tool_4", "strict_policy")
+#: Share of stressed tasks under every mechanism.
+STRESSED_SHARE = 0.25
+#: Success probabilities: baseline everywhere; candidate outside / inside the stressed subgroup.
+P_BASELINE, P_CANDIDATE_OUT, P_CANDIDATE_IN = 0.5, 0.6, 0.3
+
+#: Paper Table 9 (held-out AUC, mean over 200 trials), shown beside ours labelled "paper".
+PAPER_TABLE9 = pd.DataFrame(
+    {
+        "mechanism": list(MECHANISMS),
+        "kms": [0.602, 0.639, 0.695, 0.698],
+        "mmd": [0.631, 0.747, 0.716, 0.679],
+        "max_sliced": [0.623, 0.610, 0.696, 0.707],
+        "no_radius": [0.597, 0.649, 0.558, 0.700],
+        "linear_only": [0.594, 0.631, 0.500, 0.576],
+    }
+)
+
+
+# ----------------------------------------------------------------------------- AUC
+def recovery_auc(labels: np.ndarray, scores: np.ndarray) -> float:
+    """Area under the ROC curve of ``scores`` for the binary ``labels`` (ties count 1/2).
+
+    The Mann-Whitney form ``AUC = (R_1 - n_1 (n_1 + 1) / 2) / (n_1 n_0)`` with average
+    ranks ``R``; a constant score (for example a failed discovery, uniform weights) gives
+    0.5.
+
+    Parameters
+    ----------
+    labels : array (n,) of {0, 1} or bool, 1 = planted stressed task
+    scores : array (n,) of rule scores ``s_g(W)``
+
+    Raises
+    ------
+    ValueError
+        If shapes differ, a score is not finite, or one class is empty.
+    """
+    y = np.asarray(labels).astype(bool).ravel()
+    s = np.asarray(scores, dtype=float).ravel()
+    if y.shape != s.shape:
+        raise ValueError(f"labels have shape {y.shape} but scores {s.shape}")
+    if not np.all(np.isfinite(s)):
+        raise ValueError("scores must be finite")
+    n1 = int(y.sum())
+    n0 = y.size - n1
+    if n1 == 0 or n0 == 0:
+        raise ValueError(f"AUC needs both classes; got {n1} positive and {n0} negative labels")
+    ranks = stats.rankdata(s)
+    return float((ranks[y].sum() - n1 * (n1 + 1) / 2.0) / (n1 * n0))
+
+
+# ----------------------------------------------------------------------------- Study B DGP
+def xor_threshold(share: float = STRESSED_SHARE) -> float:
+    """``c`` with ``P(x1 x2 < -c) = share`` for independent standard normals.
+
+    ``P(x1 x2 < -c) = (1/2) P(|x1 x2| > c)`` and
+    ``P(|x1 x2| > c) = 4 int_0^inf (1 - Phi(c / x)) phi(x) dx`` (solved with brentq).
+    """
+    if not 0 < share < 0.5:
+        raise ValueError(f"share must lie in (0, 0.5); got {share}")
+
+    def tail(c: float) -> float:
+        from scipy import integrate
+
+        val, _ = integrate.quad(lambda x: stats.norm.sf(c / x) * stats.norm.pdf(x), 0, np.inf, limit=200)
+        return 2.0 * val  # = P(x1 x2 < -c)
+
+    return float(optimize.brentq(lambda c: tail(c) - share, 1e-9, 10.0, xtol=1e-12))
+
+
+_XOR_C = None
+
+
+def _xor_c() -> float:
+    global _XOR_C
+    if _XOR_C is None:
+        _XOR_C = xor_threshold(STRESSED_SHARE)
+    return _XOR_C
+
+
+def study_b_features(n: int, rng: np.random.Generator) -> pd.DataFrame:
+    """Score-blind task features of Study B, shape (n, 11), columns :data:`STUDY_B_COLUMNS`.
+
+    ``x1..x6 ~ N(0, 1)``; ``tool_1..tool_4, strict_policy ~ Bernoulli(1/2)``; independent.
+    """
+    if n < 2:
+        raise ValueError(f"n must be >= 2; got {n}")
+    cont = rng.standard_normal((n, 6))
+    binary = (rng.random((n, 5)) < 0.5).astype(float)
+    return pd.DataFrame(np.column_stack([cont, binary]), columns=list(STUDY_B_COLUMNS))
+
+
+def planted_subgroup(mechanism: str, X: pd.DataFrame) -> np.ndarray:
+    """Membership (bool, (n,)) of the planted stressed subgroup; each has share 1/4.
+
+    * ``linear``: ``x1 + x2 > sqrt(2) z_{0.75}`` (a half-space);
+    * ``xor``: ``x1 x2 < -c`` with ``c`` from :func:`xor_threshold` (opposite signs, away
+      from the axes: quadrants 2 and 4);
+    * ``circular``: ``x1^2 + x2^2 < -2 log(3/4)`` (a disc, the chi-square(2) quartile);
+    * ``policy_by_tool``: ``tool_1 = 1`` and ``strict_policy = 1`` (an interaction of two
+      binary pre-execution flags).
+
+    Raises
+    ------
+    ValueError
+        Unknown mechanism. ``KeyError`` if a needed column is missing.
+    """
+    if mechanism not in MECHANISMS:
+        raise ValueError(f"unknown mechanism {mechanism!r}; choose from {MECHANISMS}")
+    need = ("tool_1", "strict_policy") if mechanism == "policy_by_tool" else ("x1", "x2")
+    missing = [c for c in need if c not in X.columns]
+    if missing:
+        raise KeyError(f"features lack column(s) {missing} needed by mechanism {mechanism!r}")
+    if mechanism == "policy_by_tool":
+        return (X["tool_1"].to_numpy() > 0.5) & (X["strict_policy"].to_numpy() > 0.5)
+    x1, x2 = X["x1"].to_numpy(float), X["x2"].to_numpy(float)
+    if mechanism == "linear":
+        return x1 + x2 > np.sqrt(2.0) * stats.norm.ppf(1 - STRESSED_SHARE)
+    if mechanism == "xor":
+        return x1 * x2 < -_xor_c()
+    return x1**2 + x2**2 < -2.0 * np.log(1 - STRESSED_SHARE)
+
+
+def success_probabilities(stressed: np.ndarray, p_baseline: float = P_BASELINE,
+                          p_out: float = P_CANDIDATE_OUT, p_in: float = P_CANDIDATE_IN) -> np.ndarray:
+    """Success probabilities (n, 2) of (baseline, candidate) given subgroup membership."""
+    g = np.asarray(stressed, dtype=bool)
+    return np.column_stack([np.full(g.size, p_baseline), np.where(g, p_in, p_out)])
+
+
+def simulate_scores(prob: np.ndarray, n_seeds: int, rng: np.random.Generator) -> np.ndarray:
+    """Seed-averaged binary scores (n, J): mean of ``n_seeds`` Bernoulli(prob) draws."""
+    prob = np.asarray(prob, dtype=float)
+    if n_seeds < 1:
+        raise ValueError(f"n_seeds must be >= 1; got {n_seeds}")
+    return (rng.random((n_seeds,) + prob.shape) < prob).mean(axis=0)
+
+
+# ----------------------------------------------------------------------------- registries
+@dataclass(frozen=True)
+class StudyBConfig:
+    """Frozen settings of Study B (Table 9).
+
+    Attributes
+    ----------
+    n_tasks : total tasks per trial, split in half into discovery and held-out
+    n_seeds : seeds per task and system
+    radius_quantile : share of the registry admitted by each geometry's radius on the pilot
+    n_directions, n_centers : sizes of the direction-tilt and bump families
+    min_ess, density_cap : discovery support checks
+    """
+
+    n_tasks: int = 400
+    n_seeds: int = 2
+    radius_quantile: float = 0.75
+    n_directions: int = 16
+    n_centers: int = 12
+    min_ess: float = 20.0
+    density_cap: float = 5.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def full_registry(cfg: StudyBConfig) -> CompositeFamily:
+    """The full candidate registry: axis tilts, linear and kernel direction tilts, RBF bumps."""
+    return CompositeFamily((
+        AxisTiltFamily(strengths=(0.5, 1.0)),
+        DirectionTiltFamily(n_directions=cfg.n_directions, kernel=False, seed=1),
+        DirectionTiltFamily(n_directions=cfg.n_directions, kernel=True, seed=2),
+        BumpFamily(n_centers=cfg.n_centers, lifts=(3.0,), seed=3),
+    ))
+
+
+def linear_registry(cfg: StudyBConfig) -> CompositeFamily:
+    """The restricted linear registry: axis tilts and linear direction tilts only."""
+    return CompositeFamily((
+        AxisTiltFamily(strengths=(0.5, 1.0)),
+        DirectionTiltFamily(n_directions=cfg.n_directions, kernel=False, seed=1),
+    ))
+
+
+def _geometry(name: str, seed: int = 0) -> Geometry:
+    return {"kms": KMS(seed=seed), "mmd": MMD(), "max_sliced": MaxSliced(seed=seed)}[name]
+
+
+def registry_distances(family: RuleFamily, X: np.ndarray, columns: Sequence[str],
+                       geometry: Geometry) -> np.ndarray:
+    """Distances (G,) between uniform weights and each registry rule's weights on ``X``.
+
+    The registry and the geometry are fitted on ``X`` (features only: score-blind).
+    """
+    X = np.asarray(X, dtype=float)
+    rules = family.fit(X, columns)
+    S = np.vstack([rule_scores(r, X, columns) for r in rules])
+    W = S / S.sum(axis=1, keepdims=True)
+    n = X.shape[0]
+    geometry.fit(X)
+    return geometry.distance(X, np.full(n, 1.0 / n), W)
+
+
+def pilot_radii(cfg: StudyBConfig, rng: np.random.Generator) -> dict[str, float]:
+    """Frozen absolute radius per geometry from one score-blind pilot draw of features.
+
+    The radius is the ``cfg.radius_quantile`` quantile of the full registry's distances
+    on ``n_tasks / 2`` pilot tasks (no outcomes are drawn).
+    """
+    Xp = study_b_features(cfg.n_tasks // 2, rng)
+    fam = full_registry(cfg)
+    return {g: float(np.quantile(registry_distances(fam, Xp.to_numpy(), STUDY_B_COLUMNS, _geometry(g)),
+                                 cfg.radius_quantile))
+            for g in ("kms", "mmd", "max_sliced")}
+
+
+def _study_b_slots(cfg: StudyBConfig, radii: dict[str, float]) -> list[Slot]:
+    contrast = {"candidate": 1, "baseline": -1}
+    common = dict(sign=-1, min_ess=cfg.min_ess, density_cap=cfg.density_cap)
+    return [
+        Slot("kms", contrast, family="full", geometry="kms", radius=radii["kms"], **common),
+        Slot("mmd", contrast, family="full", geometry="mmd", radius=radii["mmd"], **common),
+        Slot("max_sliced", contrast, family="full", geometry="max_sliced", radius=radii["max_sliced"], **common),
+        Slot("no_radius", contrast, family="full", geometry="none", radius=None, **common),
+        Slot("linear_only", contrast, family="linear", geometry="none", radius=None, **common),
+    ]
+
+
+def study_b_trial(item: tuple[str, int], rng: np.random.Generator, *, cfg: StudyBConfig,
+                  radii: dict[str, float]) -> list[dict[str, Any]]:
+    """One Study B trial: draw tasks and outcomes, discover with every method, score held out.
+
+    Parameters
+    ----------
+    item : (mechanism, trial index)
+    rng : the trial's own generator (a SeedSequence child)
+
+    Returns
+    -------
+    One record per method: ``mechanism, trial, method, auc, failed, rule, n_feasible,
+    n_candidates, stressed_share``. A failed discovery scores AUC 0.5 (uniform weights).
+    """
+    mechanism, trial = item
+    n = cfg.n_tasks
+    X = study_b_features(n, rng)
+    g = planted_subgroup(mechanism, X)
+    Z = simulate_scores(success_probabilities(g), cfg.n_seeds, rng)
+    half = n // 2
+    d = np.arange(n) < half
+    ids = np.array([f"t{i:04d}" for i in range(n)])
+    Xa = X.to_numpy(float)
+    data = ClusterData(ids[d], Z[d], Xa[d], SYSTEMS, STUDY_B_COLUMNS, np.full(half, cfg.n_seeds))
+    eng = SASST(ComparisonPlan(SYSTEMS), _study_b_slots(cfg, radii),
+                {"full": full_registry(cfg), "linear": linear_registry(cfg)},
+                n_stability=0, seed=int(rng.integers(2**31)))
+    disc = eng.discover(data)
+    out = []
+    for method in METHODS:
+        fr = disc.rules[method]
+        if fr.rule is None:
+            auc, rule = 0.5, "failed discovery"
+        else:
+            auc = recovery_auc(g[~d], rule_scores(fr.rule, Xa[~d], STUDY_B_COLUMNS))
+            rule = fr.rule.describe()
+        out.append({"mechanism": mechanism, "trial": trial, "method": method, "auc": auc,
+                    "failed": fr.rule is None, "rule": rule, "n_feasible": fr.n_feasible,
+                    "n_candidates": fr.n_candidates, "stressed_share": float(g.mean())})
+    return out
+
+
+def run_study_b(cfg: StudyBConfig, n_trials: int, *, seed: int = 0, n_jobs: int = 1,
+                backend: str = "loky", mechanisms: Sequence[str] = MECHANISMS) -> tuple[pd.DataFrame, dict[str, float]]:
+    """Run Study B: ``n_trials`` per mechanism; returns (per-trial records, frozen radii).
+
+    ``seed`` spawns two children: the pilot (radii) and the trials; trial ``i`` of the
+    flattened (mechanism, trial) list always gets the ``i``-th grandchild, so the table
+    does not depend on ``n_jobs`` or ``backend``.
+    """
+    if n_trials < 1:
+        raise ValueError(f"n_trials must be >= 1; got {n_trials}")
+    for m in mechanisms:
+        if m not in MECHANISMS:
+            raise ValueError(f"unknown mechanism {m!r}; choose from {MECHANISMS}")
+    pilot_seq, trial_seq = np.random.SeedSequence(seed).spawn(2)
+    radii = pilot_radii(cfg, np.random.default_rng(pilot_seq))
+    items = [(m, t) for m in mechanisms for t in range(n_trials)]
+    res = seeded_map(study_b_trial, items, seed=trial_seq, n_jobs=n_jobs, backend=backend, cfg=cfg, radii=radii)
+    return pd.DataFrame([r for rows in res for r in rows]), radii
+
+
+def table9(records: pd.DataFrame) -> pd.DataFrame:
+    """Mean held-out AUC per mechanism (rows) and method (columns), plus the best method."""
+    t = records.pivot_table(index="mechanism", columns="method", values="auc", aggfunc="mean")
+    t = t.reindex(index=[m for m in MECHANISMS if m in t.index], columns=list(METHODS))
+    t["best"] = t[list(METHODS)].idxmax(axis=1)
+    return t.reset_index()
+
+
+# ----------------------------------------------------------------------------- audit (Table 10)
+#: Structured (non-embedding) pre-execution columns of the τ²-bench features used by the audit.
+STRUCTURED_COLUMNS = (
+    "scenario_chars", "scenario_words", "reason_chars", "reason_words", "n_actions",
+    "n_write_actions", "n_read_actions", "n_distinct_tools", "has_write",
+    "n_communicate_info", "transfer_expected", "is_airline",
+)
+#: Feature geometries of the audit (Table 10 rows, without the no-radius row).
+AUDIT_GEOMETRIES = ("standardized", "normalized_structured", "pca_structured", "structured")
+
+#: Paper Table 10 (mean over six kernel seeds), shown beside ours labelled "paper".
+PAPER_TABLE10 = pd.DataFrame({
+    "geometry": list(AUDIT_GEOMETRIES) + ["no_radius"],
+    "accepted_rules": [53.0, 50.7, 50.7, 52.5, 71.0],
+    "correct_recovery": [0.000, 0.000, 0.000, 0.000, 0.610],
+    "auc": [0.579, 0.526, 0.522, 0.527, 0.814],
+})
+#: Paper D.4: median unit-bandwidth RBF similarity in the standardized high-dimensional space.
+PAPER_BANDWIDTH_SIMILARITY = 4e-177
+
+
+@dataclass
+class PreScaledKMS(KMS):
+    """KMS on features the caller has already scaled (no per-column standardization).
+
+    Identical to :class:`~agentstudies.sasst.geometry.KMS` (random Fourier features of an
+    RBF kernel with median-heuristic bandwidth, ``L`` unit witnesses) except that the
+    frozen standardizer is the identity, so a block scaling chosen by the caller (for
+    example L2-normalized embeddings beside standardized structured features) survives.
+    """
+
+    name = "kms_prescaled"
+
+    def fit(self, X: np.ndarray) -> "PreScaledKMS":
+        X = np.asarray(X, dtype=float)
+        rng = np.random.default_rng(self.seed)
+        d = X.shape[1]
+        self.standardizer = Standardizer(mean=np.zeros(d), scale=np.ones(d))
+        h = median_bandwidth(X) if self.bandwidth == "median" else float(self.bandwidth)
+        self.bandwidth_ = h
+        self.omega = rng.standard_normal((d, self.n_features)) / h
+        self.phase = rng.uniform(0, 2 * np.pi, self.n_features)
+        B = rng.standard_normal((self.n_witness, self.n_features))
+        self.witnesses = B / np.linalg.norm(B, axis=1, keepdims=True)
+        self._cache = None
+        return self
+
+
+@dataclass
+class FeatureMapGeometry(Geometry):
+    """A KMS radius computed on a score-blind feature map of the task features.
+
+    Parameters
+    ----------
+    mode : one of :data:`AUDIT_GEOMETRIES`
+        ``standardized``: every column standardized (the high-dimensional space);
+        ``normalized_structured``: the embedding rows as encoded (unit L2 norm, not
+        rescaled) beside the standardized structured columns;
+        ``pca_structured``: the first ``n_pca`` principal components of the embedding
+        block (standardized) beside the standardized structured columns;
+        ``structured``: the standardized structured columns only.
+    embedding_idx, structured_idx : column indices of the two blocks in ``X``
+    kernel_seed : seed of the random Fourier features and witnesses
+    n_pca : principal components kept by ``pca_structured``
+
+    Everything (means, scales, principal axes, bandwidth, features, witnesses) is
+    fitted on the discovery features and frozen.
+    """
+
+    mode: str = "standardized"
+    embedding_idx: tuple[int, ...] = ()
+    structured_idx: tuple[int, ...] = ()
+    kernel_seed: int = 0
+    n_pca: int = 8
+    n_features: int = 128
+    n_witness: int = 64
+    name: str = field(default="feature_map", init=False)
+    _inner: PreScaledKMS | None = field(default=None, repr=False, init=False)
+    _state: dict = field(default_factory=dict, repr=False, init=False)
+
+    def __post_init__(self) -> None:
+        if self.mode not in AUDIT_GEOMETRIES:
+            raise ValueError(f"unknown feature geometry {self.mode!r}; choose from {AUDIT_GEOMETRIES}")
+        self.name = self.mode
+
+    @staticmethod
+    def _std(A: np.ndarray) -> Standardizer:
+        return Standardizer.fit(A)
+
+    def _transform(self, X: np.ndarray) -> np.ndarray:
+        X = np.asarray(X, dtype=float)
+        st = self._state
+        E = X[:, list(self.embedding_idx)]
+        S = X[:, list(self.structured_idx)]
+        if self.mode == "standardized":
+            return st["all"](np.column_stack([S, E]))
+        if self.mode == "structured":
+            return st["struct"](S)
+        if self.mode == "normalized_structured":
+            return np.column_stack([st["struct"](S), E])
+        P = (E - st["pca_mean"]) @ st["pca_axes"].T
+        return np.column_stack([st["struct"](S), st["pca"](P)])
+
+    def fit(self, X: np.ndarray) -> "FeatureMapGeometry":
+        X = np.asarray(X, dtype=float)
+        E = X[:, list(self.embedding_idx)]
+        S = X[:, list(self.structured_idx)]
+        self._state = {"all": self._std(np.column_stack([S, E])), "struct": self._std(S)}
+        if self.mode == "pca_structured":
+            from sklearn.decomposition import PCA
+
+            k = min(self.n_pca, E.shape[1], E.shape[0] - 1)
+            pca = PCA(n_components=k, svd_solver="full").fit(E)
+            self._state.update(pca_mean=pca.mean_, pca_axes=pca.components_)
+            self._state["pca"] = self._std((E - pca.mean_) @ pca.components_.T)
+        self._inner = PreScaledKMS(n_features=self.n_features, n_witness=self.n_witness,
+                                   seed=self.kernel_seed).fit(self._transform(X))
+        return self
+
+    def features(self, X: np.ndarray) -> np.ndarray:
+        """The feature map (n, d') the radius is computed in."""
+        return self._transform(X)
+
+    @property
+    def bandwidth_(self) -> float:
+        return float(self._inner.bandwidth_) if self._inner is not None else float("nan")
+
+    def distance(self, X: np.ndarray, u: np.ndarray, W: np.ndarray) -> np.ndarray:
+        if self._inner is None:
+            raise RuntimeError(f"feature geometry {self.mode!r} used before fit()")
+        return self._inner.distance(self._transform(X), u, W)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"geometry": "feature_map", "mode": self.mode, "kernel_seed": self.kernel_seed,
+                "n_pca": self.n_pca, "n_features": self.n_features, "n_witness": self.n_witness,
+                "bandwidth": self.bandwidth_}
+
+
+def tau_audit_features(text_encoder: str = "minilm") -> tuple[pd.DataFrame, list[str], list[str]]:
+    """Frozen τ²-bench task features for the audit: (table, structured columns, embedding columns).
+
+    The table is :func:`agentstudies.envs.tau.features.task_features` for all 164 tasks
+    plus ``is_airline`` (1 for airline tasks); the tool-indicator columns are dropped.
+    """
+    from agentstudies.envs.tau.features import task_features
+
+    f = task_features(None, text_encoder=text_encoder)
+    f = f.assign(is_airline=(f["domain"] == "airline").astype(float))
+    emb = [c for c in f.columns if c.startswith("emb_")]
+    cols = list(STRUCTURED_COLUMNS) + emb
+    return f[cols].astype(float), list(STRUCTURED_COLUMNS), emb
+
+
+def short_goal_subgroup(features: pd.DataFrame, quantile: float = 0.25) -> np.ndarray:
+    """Planted short-goal tasks: ``scenario_words`` at or below its ``quantile`` (bool (n,))."""
+    if "scenario_words" not in features.columns:
+        raise KeyError("features lack column 'scenario_words' (the goal length)")
+    w = features["scenario_words"].to_numpy(float)
+    return w <= np.quantile(w, quantile)
+
+
+@dataclass(frozen=True)
+class AuditConfig:
+    """Frozen settings of the geometry audit (Table 10).
+
+    Attributes
+    ----------
+    n_kernel_seeds : kernel seeds (random features and witnesses); trial ``t`` uses seed
+        ``t mod n_kernel_seeds``
+    radius_quantile : the common radius budget: each geometry's absolute radius is this
+        quantile of the registry's distances on all frozen task features (score-blind)
+    strengths : axis-tilt strengths of the fixed registry
+    n_seeds : seeds per task and system
+    short_quantile : goal-length quantile defining the planted short-goal tasks
+    n_pca : principal components of ``pca_structured``
+    """
+
+    n_kernel_seeds: int = 6
+    radius_quantile: float = 0.75
+    strengths: tuple[float, ...] = (0.5, 1.0)
+    n_seeds: int = 2
+    short_quantile: float = 0.25
+    n_pca: int = 8
+    min_ess: float = 20.0
+    density_cap: float = 5.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _audit_registry(cfg: AuditConfig) -> AxisTiltFamily:
+    return AxisTiltFamily(strengths=tuple(cfg.strengths), use_columns=STRUCTURED_COLUMNS)
+
+
+def _audit_geometry(mode: str, names: Sequence[str], emb: Sequence[str], kernel_seed: int,
+                    cfg: AuditConfig) -> FeatureMapGeometry:
+    idx = {c: i for i, c in enumerate(names)}
+    return FeatureMapGeometry(mode=mode, embedding_idx=tuple(idx[c] for c in emb),
+                              structured_idx=tuple(idx[c] for c in STRUCTURED_COLUMNS),
+                              kernel_seed=kernel_seed, n_pca=cfg.n_pca)
+
+
+def _is_target(describe: str) -> bool:
+    return describe.endswith("along low scenario_words")
+
+
+def _is_length_axis(describe: str) -> bool:
+    return describe.endswith("along low scenario_words") or describe.endswith("along low scenario_chars")
+
+
+def audit_radii(features: pd.DataFrame, emb: Sequence[str], cfg: AuditConfig) -> pd.DataFrame:
+    """The frozen absolute radius budget: per (kernel seed, geometry), the radius and
+    whether the target rule (low ``scenario_words``) lies within it, on all tasks.
+
+    Score-blind: only the features enter.
+    """
+    X = features.to_numpy(float)
+    names = list(features.columns)
+    fam = _audit_registry(cfg)
+    rules = fam.fit(X, names)
+    target = np.array([_is_target(r.describe()) for r in rules])
+    rows = []
+    for k in range(cfg.n_kernel_seeds):
+        for mode in AUDIT_GEOMETRIES:
+            dist = registry_distances(fam, X, names, _audit_geometry(mode, names, emb, k, cfg))
+            r = float(np.quantile(dist, cfg.radius_quantile))
+            rows.append({"kernel_seed": k, "geometry": mode, "radius": r,
+                         "target_distance_min": float(dist[target].min()),
+                         "target_within": bool((dist[target] <= r).any()),
+                         "n_registry": len(rules)})
+    return pd.DataFrame(rows)
+
+
+def audit_trial(trial: int, rng: np.random.Generator, *, features: pd.DataFrame, emb: Sequence[str],
+                radii: pd.DataFrame, cfg: AuditConfig) -> list[dict[str, Any]]:
+    """One audit trial: a random half split of the frozen tasks, fresh outcomes with the
+    planted short-goal mechanism, discovery under every geometry's frozen radius.
+
+    Returns one record per geometry (and ``no_radius``): ``accepted`` (candidates meeting
+    every discovery constraint), ``accepted_radius`` (within the radius), ``correct``
+    (the selected rule is a low-``scenario_words`` tilt), ``auc`` on the held-out half.
+    """
+    names = list(features.columns)
+    X = features.to_numpy(float)
+    n = X.shape[0]
+    g = short_goal_subgroup(features, cfg.short_quantile)
+    Z = simulate_scores(success_probabilities(g), cfg.n_seeds, rng)
+    perm = rng.permutation(n)
+    d = np.zeros(n, dtype=bool)
+    d[perm[: n // 2]] = True
+    ks = trial % cfg.n_kernel_seeds
+    rad = radii[radii["kernel_seed"] == ks].set_index("geometry")["radius"]
+    contrast = {"candidate": 1, "baseline": -1}
+    common = dict(sign=-1, family="axis", min_ess=cfg.min_ess, density_cap=cfg.density_cap)
+    slots = [Slot(m, contrast, geometry=m, radius=float(rad[m]), **common) for m in AUDIT_GEOMETRIES]
+    slots.append(Slot("no_radius", contrast, geometry="none", radius=None, **common))
+    geoms = {m: _audit_geometry(m, names, emb, ks, cfg) for m in AUDIT_GEOMETRIES}
+    ids = np.asarray(features.index, dtype=str)
+    data = ClusterData(ids[d], Z[d], X[d], SYSTEMS, tuple(names), np.full(int(d.sum()), cfg.n_seeds))
+    eng = SASST(ComparisonPlan(SYSTEMS), slots, {"axis": _audit_registry(cfg)}, geometries=geoms,
+                n_stability=0, seed=int(rng.integers(2**31)))
+    disc = eng.discover(data)
+    out = []
+    for s in slots:
+        fr = disc.rules[s.name]
+        cand = fr.candidates
+        within = int((cand["distance"] <= (s.radius if s.radius is not None else np.inf) + 1e-15).sum())
+        if fr.rule is None:
+            auc, correct, length_axis, rule = 0.5, False, False, "failed discovery"
+        else:
+            auc = recovery_auc(g[~d], rule_scores(fr.rule, X[~d], names))
+            rule = fr.rule.describe()
+            correct = _is_target(rule)
+            length_axis = _is_length_axis(rule)
+        target_ok = cand["rule"].map(_is_target) & cand["feasible"]
+        out.append({"trial": trial, "kernel_seed": ks, "geometry": s.name, "accepted": fr.n_feasible,
+                    "accepted_radius": within, "n_candidates": fr.n_candidates, "correct": correct,
+                    "length_axis": length_axis, "target_feasible": bool(target_ok.any()), "auc": auc, "rule": rule})
+    return out
+
+
+def run_geometry_audit(features: pd.DataFrame, emb: Sequence[str], cfg: AuditConfig, n_trials: int, *,
+                       seed: int = 0, n_jobs: int = 1, backend: str = "loky") -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Run the audit: (per-trial records, frozen radius budget). Trial ``i`` gets the
+    ``i``-th SeedSequence child of ``seed``; kernel seed ``i mod n_kernel_seeds``."""
+    if n_trials < 1:
+        raise ValueError(f"n_trials must be >= 1; got {n_trials}")
+    missing = [c for c in STRUCTURED_COLUMNS if c not in features.columns]
+    if missing:
+        raise KeyError(f"audit features lack structured column(s) {missing}")
+    radii = audit_radii(features, emb, cfg)
+    res = seeded_map(audit_trial, n_trials, seed=seed, n_jobs=n_jobs, backend=backend,
+                     features=features, emb=list(emb), radii=radii, cfg=cfg)
+    return pd.DataFrame([r for rows in res for r in rows]), radii
+
+
+def table10(records: pd.DataFrame) -> pd.DataFrame:
+    """Mean accepted rules, correct rule recovery and held-out AUC per geometry.
+
+    Means are taken over trials within each kernel seed, then over kernel seeds.
+    """
+    per_seed = records.groupby(["geometry", "kernel_seed"])[["accepted", "accepted_radius", "correct",
+                                                             "length_axis", "target_feasible", "auc"]].mean()
+    t = per_seed.groupby(level="geometry").mean()
+    t = t.reindex(list(AUDIT_GEOMETRIES) + ["no_radius"])
+    t = t.rename(columns={"accepted": "accepted_rules", "correct": "correct_recovery",
+                          "accepted_radius": "within_radius", "target_feasible": "target_admitted"})
+    t = t.rename(columns={"length_axis": "goal_length_recovery"})
+    return t[["accepted_rules", "within_radius", "target_admitted", "correct_recovery", "goal_length_recovery",
+              "auc"]].reset_index()
+
+
+# ----------------------------------------------------------------------------- bandwidth
+def bandwidth_diagnostic(spaces: dict[str, np.ndarray]) -> pd.DataFrame:
+    """Median RBF similarity between tasks at unit and median-heuristic bandwidths.
+
+    Parameters
+    ----------
+    spaces : mapping label -> feature matrix (n, d) *already in the space of interest*
+        (for example every column standardized).
+
+    Returns
+    -------
+    DataFrame with ``space, dim, median_sq_distance, median_heuristic_bandwidth,
+    similarity_unit, similarity_median``. At the median heuristic the median similarity
+    is ``exp(-1/2)`` up to the even-count midpoint; at unit bandwidth it is
+    ``exp(-median ||x_i - x_j||^2 / 2)``, which underflows towards 0 as the dimension grows
+    (standardized d-dimensional features have ``E||x_i - x_j||^2 = 2d``).
+    """
+    from scipy.spatial.distance import pdist
+
+    rows = []
+    for label, A in spaces.items():
+        A = np.asarray(A, dtype=float)
+        d2 = pdist(A, "sqeuclidean")
+        h = median_bandwidth(A)
+        rows.append({"space": label, "dim": A.shape[1], "median_sq_distance": float(np.median(d2)),
+                     "median_heuristic_bandwidth": h,
+                     "similarity_unit": rbf_similarity_median(A, 1.0),
+                     "log10_similarity_unit": -float(np.median(d2)) / (2.0 * np.log(10.0)),
+                     "similarity_median": rbf_similarity_median(A, h)})
+    return pd.DataFrame(rows)
