@@ -1,0 +1,231 @@
+"""The τ-bench workflow stress test of SASST Section 4 (Studies F and G) as reusable pieces.
+
+The design follows Appendix D.8: three workflows (ReAct, Plan + verifier, Confirmation
+gate) on the same tasks and simulator seeds; task id is the cluster; a 40/40 whole-task
+split; ten slots — two uniform slots testing average success against ReAct, six
+stressed slots testing the same two contrasts at three radii, and two controls comparing
+the enhanced workflows at the middle radius; one frozen rule per radius, selected on
+discovery against the plan's *selected* workflow minus ReAct (so every stressed slot at
+one radius shares its rule, ESS, density and stability, as in Tables 15-16); stability
+threshold 0.60, density cap 5, minimum ESS 20.
+
+Functions here only configure the engine and shape its output; all statistics live in
+:mod:`agentstudies.sasst.engine` and :mod:`agentstudies.stats`.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from agentstudies.sasst.engine import SASST, SASSTReport
+from agentstudies.sasst.plan import SELECTED, ComparisonPlan
+from agentstudies.sasst.radius import calibrate_radii
+from agentstudies.sasst.rules import CompositeFamily, DirectionTiltFamily, RuleFamily, ThresholdFamily
+from agentstudies.sasst.slots import STATUSES, Slot
+
+__all__ = [
+    "WORKFLOWS",
+    "BASELINE",
+    "ENHANCED",
+    "STRUCTURED_FEATURES",
+    "stress_features",
+    "tau_plan",
+    "tau_family",
+    "tau_slots",
+    "tau_radii",
+    "run_tau_sasst",
+    "slot_table",
+    "summary_table",
+    "execution_counts",
+    "decomposition",
+]
+
+BASELINE = "ReAct"
+ENHANCED = ("Plan + verifier", "Confirmation gate")
+WORKFLOWS = (BASELINE, *ENHANCED)
+
+#: Structured pre-execution features used by the threshold rules (interpretable task types).
+STRUCTURED_FEATURES = (
+    "is_airline", "scenario_words", "reason_words", "n_actions", "n_write_actions",
+    "n_read_actions", "n_distinct_tools", "n_communicate_info", "transfer_expected",
+)
+
+
+def stress_features(task_features: pd.DataFrame) -> pd.DataFrame:
+    """Numeric, score-blind feature table for the stress rules (indexed by task id).
+
+    Adds ``is_airline`` from ``domain`` and keeps every numeric column of
+    :func:`agentstudies.envs.tau.task_features` (structured counts, tool indicators and the
+    text embedding ``emb_*``). Constant columns are dropped (they carry no task type).
+
+    Raises
+    ------
+    KeyError
+        If ``domain`` or a structured feature is missing.
+    """
+    missing = [c for c in ("domain", *[c for c in STRUCTURED_FEATURES if c != "is_airline"]) if c not in task_features]
+    if missing:
+        raise KeyError(f"task feature table lacks column(s) {missing}")
+    f = task_features.copy()
+    f["is_airline"] = (f["domain"] == "airline").astype(float)
+    num = f.select_dtypes(include=["number", "bool"]).astype(float)
+    return num.loc[:, num.std(axis=0) > 0]
+
+
+def tau_plan(*, temperature: float = 0.05, n_splits: int = 2, split_seed: int = 0) -> ComparisonPlan:
+    """The fixed plan ``A``: weighted success of each workflow plus a cross-fit soft
+    selection of the better enhanced workflow (``selected``), Appendix C.3."""
+    return ComparisonPlan(WORKFLOWS, candidates=ENHANCED, selection="soft", temperature=temperature,
+                          n_splits=n_splits, split_seed=split_seed)
+
+
+def tau_family(feature_names: Sequence[str], *, seed: int = 0) -> RuleFamily:
+    """Candidate registry: threshold rules on structured features (coherent task types) and
+    kernel tilts on all features (text embedding included)."""
+    structured = tuple(c for c in STRUCTURED_FEATURES if c in feature_names)
+    return CompositeFamily((
+        ThresholdFamily(quantiles=(1 / 3, 1 / 2, 2 / 3), lifts=(3.0,), use_columns=structured),
+        DirectionTiltFamily(n_directions=12, strengths=(0.5, 1.0), clip=2.0, kernel=True, seed=seed),
+    ))
+
+
+def tau_slots(
+    radii: Sequence[float],
+    *,
+    min_ess: float = 20.0,
+    density_cap: float = 5.0,
+    stability_threshold: float = 0.60,
+    geometry: str = "kms",
+) -> list[Slot]:
+    """The ten slots of Studies F and G (two uniform, six stressed, two controls).
+
+    ``radii`` are the three radius budgets ``r1 < r2 < r3``; the controls use ``r2``.
+    """
+    if len(radii) != 3:
+        raise ValueError(f"need exactly three radii r1 < r2 < r3; got {list(radii)}")
+    target = {SELECTED: 1.0, BASELINE: -1.0}
+    common = dict(family="stress", geometry=geometry, density_cap=density_cap, min_ess=min_ess,
+                  stability_threshold=stability_threshold, discovery_target=target)
+    slots = [
+        Slot("Uniform: Plan + verifier − ReAct", {"Plan + verifier": 1, BASELINE: -1}, sign=+1,
+             min_ess=min_ess, density_cap=density_cap),
+        Slot("Uniform: Confirmation gate − ReAct", {"Confirmation gate": 1, BASELINE: -1}, sign=+1,
+             min_ess=min_ess, density_cap=density_cap),
+    ]
+    for k, r in enumerate(radii, start=1):
+        for w in ENHANCED:
+            slots.append(Slot(f"Stress r{k}: {w} − ReAct", {w: 1, BASELINE: -1}, sign=-1, radius=float(r), **common))
+    slots.append(Slot("Control r2: Plan + verifier − gate", {"Plan + verifier": 1, "Confirmation gate": -1},
+                      sign=+1, radius=float(radii[1]), **common))
+    slots.append(Slot("Control r2: gate − Plan + verifier", {"Confirmation gate": 1, "Plan + verifier": -1},
+                      sign=+1, radius=float(radii[1]), **common))
+    return slots
+
+
+def tau_radii(features: pd.DataFrame, discovery_ids: Sequence[str], family: RuleFamily,
+              quantiles: Sequence[float] = (0.25, 0.5, 0.9), geometry: str = "kms") -> tuple[float, ...]:
+    """Three radii from quantiles of the candidates' KMS distances on discovery features
+    (score-blind; frozen before any outcome is read)."""
+    X = features.loc[list(discovery_ids)]
+    return calibrate_radii(X.to_numpy(float), list(X.columns), family, geometry, quantiles)
+
+
+def run_tau_sasst(
+    episodes: pd.DataFrame,
+    features: pd.DataFrame,
+    split: Mapping[str, str] | pd.Series,
+    radii: Sequence[float],
+    *,
+    inference: str = "gaussian",
+    n_multiplier: int = 2000,
+    n_stability: int = 100,
+    alpha: float = 0.05,
+    seed: int = 0,
+    family_seed: int = 0,
+) -> SASSTReport:
+    """Run the ten-slot SASST protocol on one model profile's episode table.
+
+    ``episodes`` needs columns ``task_id, seed, workflow, reward``; ``features`` is the
+    output of :func:`stress_features`; ``split`` maps task id to discovery/confirmation.
+    """
+    if "reward" not in episodes.columns:
+        raise KeyError(f"episode table lacks column 'reward'; it has {list(episodes.columns)}")
+    eng = SASST(tau_plan(), tau_slots(radii), {"stress": tau_family(list(features.columns), seed=family_seed)},
+                alpha=alpha, inference=inference, n_multiplier=n_multiplier, n_stability=n_stability, seed=seed)
+    return eng.run(episodes.rename(columns={"reward": "score"}), features, split)
+
+
+# ----------------------------------------------------------------------------- tables
+def slot_table(report: SASSTReport, bonferroni: SASSTReport | None = None) -> pd.DataFrame:
+    """Tables 15/16 layout: estimate, SE, signed simultaneous bound, ESS, density, stability,
+    status (and the Bonferroni-t bound and status beside it when given)."""
+    t = report.table
+    out = pd.DataFrame({
+        "estimate": t["estimate"], "se": t["se"],
+        "bound": [f"{side} {b:+.3f}" if np.isfinite(b) else "NA" for side, b in zip(t["bound_side"], t["bound"])],
+        "bound_value": t["bound"], "ess": t["ess"], "max_density": t["max_density"],
+        "stability": t["stability"], "status": t["status"], "rule": t["rule"],
+    })
+    if bonferroni is not None:
+        b = bonferroni.table
+        out["bonferroni_bound"] = b["bound"]
+        out["bonferroni_status"] = b["status"]
+    return out
+
+
+def summary_table(episodes: pd.DataFrame, reports: Mapping[str, SASSTReport]) -> pd.DataFrame:
+    """Table 14 layout: one column per model profile."""
+    cols = {}
+    for profile, rep in reports.items():
+        ep = episodes[episodes["profile"] == profile]
+        rates = ep.groupby("workflow")["reward"].mean()
+        t = rep.table
+        d = rep.discovery
+        stressed = t[t["family"] != "uniform"]
+        counts = t["status"].value_counts()
+        sel = d.selected_system
+        col = {f"Full-study {w} success": rates.get(w, np.nan) for w in WORKFLOWS}
+        col["Discovery choice"] = sel
+        col["Discovery gain of the choice over ReAct"] = d.theta[sel] - d.theta[BASELINE] if sel else np.nan
+        col["Plan + verifier − ReAct on confirmation"] = t.loc["Uniform: Plan + verifier − ReAct", "estimate"]
+        col["Confirmation gate − ReAct on confirmation"] = t.loc["Uniform: Confirmation gate − ReAct", "estimate"]
+        col["Maximum rule stability"] = stressed["stability"].max()
+        for s in STATUSES:
+            col[s.capitalize()] = int(counts.get(s, 0))
+        cols[profile] = col
+    return pd.DataFrame(cols)
+
+
+def execution_counts(episodes: pd.DataFrame) -> pd.DataFrame:
+    """Table 17 layout per profile and workflow: the scripted policy has no tokens, so the
+    token column says so; tool calls, failed calls, irreversible calls, steps are summed."""
+    g = episodes.groupby(["profile", "workflow"], sort=False)
+    out = g[["tool_calls", "failed_calls", "irreversible_calls", "blocked_calls", "declined_calls", "steps"]].sum()
+    out.insert(0, "tokens", "n/a (scripted policy)")
+    out["episodes"] = g.size()
+    return out
+
+
+def decomposition(episodes: pd.DataFrame) -> pd.DataFrame:
+    """Post-hoc descriptive decomposition (D.8): all-workflow-zero task-seed blocks,
+    environment completion and termination codes per workflow, and conditional success
+    among completed episodes (a post-treatment selected population — descriptive only)."""
+    rows = []
+    for profile, ep in episodes.groupby("profile", sort=False):
+        blocks = ep.groupby(["task_id", "seed"])["reward"].max()
+        for w, e in ep.groupby("workflow", sort=False):
+            completed = e["termination"].isin(["done", "agent_stop", "transfer_to_human"])
+            row = {"profile": profile, "workflow": w, "episodes": len(e),
+                   "all_workflow_zero_blocks": int((blocks == 0).sum()), "task_seed_blocks": len(blocks),
+                   "completed": int(completed.sum()),
+                   "success_given_completed": float(e.loc[completed, "reward"].mean()) if completed.any() else np.nan}
+            for term, k in e["termination"].value_counts().items():
+                row[f"termination: {term}"] = int(k)
+            rows.append(row)
+    out = pd.DataFrame(rows)
+    term = [c for c in out.columns if c.startswith("termination: ")]
+    out[term] = out[term].fillna(0).astype(int)
+    return out
