@@ -1,0 +1,291 @@
+"""Study C of SASST: feasibility and abstention (Xu et al., 2026, Appendix D.5, Table 11).
+
+Five synthetic settings check that the support gates (density, ESS, split denominators,
+stability) block infeasible or unstable rules, and that a stable planted rule is not
+blocked. Each trial draws fresh tasks and outcomes, runs the full engine
+(:class:`~agentstudies.sasst.SASST`: discovery, stability, confirmation, statuses) and
+records the stress slot's status and *which check* recorded it.
+
+The paper does not give the settings' data-generating processes; the choices below are
+fixed and written down in the chapter ``sasst_feasibility``:
+
+* ``n_tasks = 200`` tasks per trial, split in half (discovery / confirmation), two seeds;
+* features ``x1..x4 ~ N(0, 1)``, rare flags ``rare_a, rare_b, rare_c ~ Bernoulli(0.04)``,
+  ``minor_a, minor_b ~ Bernoulli(0.03)``, and ``batch``: a score-blind data-collection
+  batch that coincides with the first scoring half ``S_1`` of the plan's repeated split;
+* baseline success 0.5; candidate 0.6 except where a setting plants a drop;
+* support checks: density cap 5, minimum ESS 20, minimum split share 0.2, stability
+  threshold 0.6 (top-25% Jaccard over 100 discovery resamples).
+
+=====================  ====================================================  =========================
+setting                registry (declared before outcomes)                   planted effect
+=====================  ====================================================  =========================
+severe_concentration   x60 lift on ``rare_a``, ``rare_b``, ``rare_c``        candidate 0.1 on rare_a
+density_only           x10 lift on ``minor_a``, ``minor_b``                  candidate 0.1 on minor_a
+split_support_only     x8 lift on ``batch = 1`` or on ``batch = 0``;         none (null)
+                       plan with soft selection over two workflows, R = 2
+near_tied_rules        axis tilts on x1..x4 (strengths 0.5, 0.75)            -0.3 if x1 > q75, -0.3 if x2 > q75
+stable_positive_rule   axis tilts on x1..x4 (strengths 0.5, 0.75)            -0.5 if x1 > q75
+near_tied_four         axis tilts on x1..x4 (strengths 0.5, 0.75)            -0.15 per x_k > q75, k = 1..4
+=====================  ====================================================  =========================
+
+``near_tied_four`` is a sensitivity setting added after the two-way near tie gave a much
+lower abstention rate than the paper; it is not a row of the paper's Table 11.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any, Sequence
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from agentstudies.parallel import seeded_map
+from agentstudies.sasst.data import ClusterData
+from agentstudies.sasst.engine import SASST
+from agentstudies.sasst.plan import ComparisonPlan
+from agentstudies.sasst.rules import AxisTiltFamily, FixedFamily, RuleFamily, ThresholdRule
+from agentstudies.sasst.slots import (
+    ABSTAINED,
+    CONFIRMED,
+    FAILED_DISCOVERY,
+    FAILED_FEASIBILITY,
+    NOT_CONFIRMED,
+    Slot,
+)
+
+__all__ = [
+    "SETTINGS",
+    "EXTRA_SETTINGS",
+    "ALL_SETTINGS",
+    "FEATURE_COLUMNS",
+    "FeasibilityConfig",
+    "feasibility_features",
+    "planted_probabilities",
+    "setting_plan",
+    "setting_registry",
+    "recorded_checks",
+    "feasibility_trial",
+    "run_feasibility",
+    "table11",
+    "PAPER_TABLE11",
+]
+
+SETTINGS = ("severe_concentration", "density_only", "split_support_only", "near_tied_rules", "stable_positive_rule")
+#: Sensitivity setting added after seeing the two-way near-tie result (not a paper row):
+#: four tied axes, candidate 0.6 - 0.15 x (number of x1..x4 above their upper quartile).
+EXTRA_SETTINGS = ("near_tied_four",)
+ALL_SETTINGS = SETTINGS + EXTRA_SETTINGS
+FEATURE_COLUMNS = ("x1", "x2", "x3", "x4", "rare_a", "rare_b", "rare_c", "minor_a", "minor_b", "batch")
+P_RARE, P_MINOR = 0.04, 0.03
+P_BASELINE, P_CANDIDATE = 0.5, 0.6
+#: Axis-tilt strengths of the near-tied and stable settings: with clip 2 every rule's
+#: density ratio stays near exp(1.5) / E[exp(0.75 u)] = 3.4 < 5, so support passes by design.
+TILT_STRENGTHS = (0.5, 0.75)
+#: Upper quartile of a standard normal: the threshold of the planted tilt effects.
+Q75 = float(stats.norm.ppf(0.75))
+
+#: Paper Table 11 (500 trials per setting), shown beside ours labelled "paper".
+PAPER_TABLE11 = pd.DataFrame({
+    "setting": list(SETTINGS),
+    "abstention_or_failure": [1.000, 1.000, 1.000, 0.958, 0.000],
+    "nonabstention": [0.000, 0.000, 0.000, 0.042, 1.000],
+    "recorded_check": ["ESS and density", "density, while ESS passes", "split support, while global checks pass",
+                       "stability", "none"],
+})
+
+
+@dataclass(frozen=True)
+class FeasibilityConfig:
+    """Frozen settings of Study C (see the module docstring)."""
+
+    n_tasks: int = 200
+    n_seeds: int = 2
+    density_cap: float = 5.0
+    min_ess: float = 20.0
+    min_split_share: float = 0.2
+    stability_threshold: float = 0.6
+    n_stability: int = 100
+    top_fraction: float = 0.25
+    n_multiplier: int = 1000
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def feasibility_features(n: int, rng: np.random.Generator) -> pd.DataFrame:
+    """Score-blind features (n, 10), columns :data:`FEATURE_COLUMNS`; ``batch`` is 0 here
+    and is set per split by :func:`feasibility_trial` (it depends only on task ids)."""
+    if n < 4:
+        raise ValueError(f"n must be >= 4; got {n}")
+    cont = rng.standard_normal((n, 4))
+    rare = (rng.random((n, 3)) < P_RARE).astype(float)
+    minor = (rng.random((n, 2)) < P_MINOR).astype(float)
+    return pd.DataFrame(np.column_stack([cont, rare, minor, np.zeros(n)]), columns=list(FEATURE_COLUMNS))
+
+
+def setting_plan(setting: str) -> ComparisonPlan:
+    """The fixed comparison plan: ``candidate - baseline``, or, for
+    ``split_support_only``, soft selection between two workflows over two repeated splits."""
+    _check(setting)
+    if setting == "split_support_only":
+        return ComparisonPlan(("baseline", "wf_a", "wf_b"), candidates=("wf_a", "wf_b"), selection="soft",
+                              temperature=0.05, n_splits=2, split_seed=0)
+    return ComparisonPlan(("baseline", "candidate"))
+
+
+def _contrast(setting: str) -> dict[str, float]:
+    return {"selected": 1, "baseline": -1} if setting == "split_support_only" else {"candidate": 1, "baseline": -1}
+
+
+def planted_probabilities(setting: str, X: pd.DataFrame) -> np.ndarray:
+    """Success probabilities (n, J) in the plan's system order (see the module table)."""
+    _check(setting)
+    n = len(X)
+    base = np.full(n, P_BASELINE)
+    if setting == "split_support_only":
+        return np.column_stack([base, np.full(n, P_CANDIDATE), np.full(n, P_CANDIDATE)])
+    cand = np.full(n, P_CANDIDATE)
+    if setting == "severe_concentration":
+        cand = np.where(X["rare_a"].to_numpy() > 0.5, 0.1, cand)
+    elif setting == "density_only":
+        cand = np.where(X["minor_a"].to_numpy() > 0.5, 0.1, cand)
+    elif setting == "near_tied_rules":
+        cand = cand - 0.3 * (X["x1"].to_numpy() > Q75) - 0.3 * (X["x2"].to_numpy() > Q75)
+    elif setting == "near_tied_four":
+        cand = cand - 0.15 * (X[["x1", "x2", "x3", "x4"]].to_numpy() > Q75).sum(axis=1)
+    else:
+        cand = cand - 0.5 * (X["x1"].to_numpy() > Q75)
+    return np.column_stack([base, cand])
+
+
+def setting_registry(setting: str) -> RuleFamily:
+    """The declared candidate registry of a setting (fixed before outcomes are drawn)."""
+    _check(setting)
+    if setting == "severe_concentration":
+        return FixedFamily(tuple(ThresholdRule(columns=(c,), threshold=0.5, above=True, lift=60.0)
+                                 for c in ("rare_a", "rare_b", "rare_c")))
+    if setting == "density_only":
+        return FixedFamily(tuple(ThresholdRule(columns=(c,), threshold=0.5, above=True, lift=10.0)
+                                 for c in ("minor_a", "minor_b")))
+    if setting == "split_support_only":
+        return FixedFamily((ThresholdRule(columns=("batch",), threshold=0.5, above=True, lift=8.0),
+                            ThresholdRule(columns=("batch",), threshold=0.5, above=False, lift=8.0)))
+    return AxisTiltFamily(strengths=TILT_STRENGTHS, use_columns=("x1", "x2", "x3", "x4"))
+
+
+def _check(setting: str) -> None:
+    if setting not in ALL_SETTINGS:
+        raise ValueError(f"unknown setting {setting!r}; choose from {ALL_SETTINGS}")
+
+
+def recorded_checks(row: pd.Series, candidates: pd.DataFrame | None, slot: Slot) -> tuple[str, str]:
+    """(stage, checks) that recorded a slot's status.
+
+    * failed discovery: the discovery checks (``ESS``, ``density``, ``radius``) failed by
+      the candidate with the lowest Eq. (2) prediction (the rule discovery would have
+      chosen without constraints);
+    * failed feasibility: the confirmation checks failed by the frozen rule (``density``,
+      ``ESS``, ``split support``);
+    * abstained: ``stability``; confirmed / not confirmed: ``none``.
+    """
+    status = row["status"]
+    if status == FAILED_DISCOVERY:
+        c = candidates.loc[candidates["predicted"].idxmin()]
+        fails = []
+        if c["ess"] < slot.min_ess - 1e-12:
+            fails.append("ESS")
+        if c["max_density"] > slot.density_cap + 1e-12:
+            fails.append("density")
+        if slot.radius is not None and c["distance"] > slot.radius + 1e-15:
+            fails.append("radius")
+        return "discovery", " + ".join(fails) or "none"
+    if status == FAILED_FEASIBILITY:
+        fails = []
+        if row["ess"] < slot.min_ess - 1e-12:
+            fails.append("ESS")
+        if row["max_density"] > slot.density_cap + 1e-12:
+            fails.append("density")
+        if row["min_split_share"] < slot.min_split_share - 1e-12:
+            fails.append("split support")
+        return "confirmation", " + ".join(fails) or "none"
+    if status == ABSTAINED:
+        return "stability", "stability"
+    return "passed", "none"
+
+
+def feasibility_trial(item: tuple[str, int], rng: np.random.Generator, *, cfg: FeasibilityConfig) -> dict[str, Any]:
+    """One Study C trial of one setting; returns the stress slot's status and checks.
+
+    The record has ``setting, trial, status, stage, checks, reason`` (the engine's
+    ``reason`` column), ``ess, max_density, min_split_share, stability, estimate``.
+    """
+    setting, trial = item
+    n = cfg.n_tasks
+    X = feasibility_features(n, rng)
+    plan = setting_plan(setting)
+    Z = (rng.random((cfg.n_seeds, n, len(plan.systems))) < planted_probabilities(setting, X)).mean(axis=0)
+    ids = np.array([f"c{trial:04d}_{i:04d}" for i in range(n)])
+    d = np.zeros(n, dtype=bool)
+    d[rng.permutation(n)[: n // 2]] = True
+    Xa = X.to_numpy(dtype=float, copy=True)
+    b = FEATURE_COLUMNS.index("batch")
+    for mask in (d, ~d):  # batch = membership of the first scoring half S_1 of each side
+        Xa[mask, b] = ComparisonPlan(("s",), candidates=("s",), selection="hard", n_splits=1,
+                                     split_seed=plan.split_seed).split_masks(ids[mask])[0]
+    contrast = _contrast(setting)
+    stress = Slot("stress", contrast, sign=-1, family="registry", radius=None, geometry="none",
+                  density_cap=cfg.density_cap, min_ess=cfg.min_ess, min_split_share=cfg.min_split_share,
+                  stability_threshold=cfg.stability_threshold)
+    slots = [Slot("uniform", contrast, sign=-1, min_split_share=cfg.min_split_share), stress]
+    eng = SASST(plan, slots, {"registry": setting_registry(setting)}, n_stability=cfg.n_stability,
+                top_fraction=cfg.top_fraction, n_multiplier=cfg.n_multiplier, exact_multiplier=True,
+                seed=int(rng.integers(2**31)))
+    seeds = np.full(n, cfg.n_seeds)
+    data = ClusterData(ids, Z, Xa, plan.systems, FEATURE_COLUMNS, seeds)
+    disc = eng.discover(data.subset(d))
+    rep = eng.confirm(disc, data.subset(~d))
+    row = rep.table.loc["stress"]
+    stage, checks = recorded_checks(row, disc.rules["stress"].candidates, stress)
+    return {"setting": setting, "trial": trial, "status": row["status"], "stage": stage, "checks": checks,
+            "reason": row["reason"], "rule": row["rule"], "ess": row["ess"], "max_density": row["max_density"],
+            "min_split_share": row["min_split_share"], "stability": row["stability"],
+            "estimate": row["estimate"]}
+
+
+def run_feasibility(cfg: FeasibilityConfig, n_trials: int, *, seed: int = 0, n_jobs: int = 1,
+                    backend: str = "loky", settings: Sequence[str] = SETTINGS) -> pd.DataFrame:
+    """Run Study C: ``n_trials`` per setting, trial ``i`` of the flattened (setting, trial)
+    list on the ``i``-th SeedSequence child of ``seed`` (independent of ``n_jobs``)."""
+    if n_trials < 1:
+        raise ValueError(f"n_trials must be >= 1; got {n_trials}")
+    for s in settings:
+        _check(s)
+    items = [(s, t) for s in settings for t in range(n_trials)]
+    return pd.DataFrame(seeded_map(feasibility_trial, items, seed=seed, n_jobs=n_jobs, backend=backend, cfg=cfg))
+
+
+def table11(records: pd.DataFrame) -> pd.DataFrame:
+    """Per setting: abstention-or-failure rate, nonabstention rate, status counts, and the
+    most frequent recorded check with its share of trials."""
+    rows = []
+    for setting, grp in records.groupby("setting", sort=False):
+        blocked = grp["status"].isin([ABSTAINED, FAILED_FEASIBILITY, FAILED_DISCOVERY])
+        top = grp.loc[blocked, "checks"].value_counts()
+        rec = {"setting": setting, "trials": len(grp),
+               "abstention_or_failure": float(blocked.mean()), "nonabstention": float(1 - blocked.mean())}
+        for st in (CONFIRMED, NOT_CONFIRMED, ABSTAINED, FAILED_FEASIBILITY, FAILED_DISCOVERY):
+            rec[st] = int((grp["status"] == st).sum())
+        if len(top):
+            checks, cnt = top.index[0], int(top.iloc[0])
+            rec["recorded_check"] = checks
+            rec["share_of_blocked"] = cnt / int(blocked.sum())
+        else:
+            rec["recorded_check"] = "none"
+            rec["share_of_blocked"] = np.nan
+        rows.append(rec)
+    out = pd.DataFrame(rows)
+    order = [s for s in ALL_SETTINGS if s in set(out["setting"])]
+    return out.set_index("setting").loc[order].reset_index()
