@@ -455,6 +455,9 @@ def controller_audit(deck: list[DeckCard] | None = None) -> pd.DataFrame:
     deck = audit_deck() if deck is None else deck
     if not deck:
         raise ValueError("controller_audit: the deck is empty")
+    bad = [c.card for c in deck if c.consent not in ("confirmed", "declined")]
+    if bad:
+        raise ValueError(f"controller_audit: cards {bad} have consent other than 'confirmed'/'declined'")
     for label, pred in (
         ("invalid", lambda c: not c.valid),
         ("valid", lambda c: c.valid),
@@ -463,9 +466,6 @@ def controller_audit(deck: list[DeckCard] | None = None) -> pd.DataFrame:
     ):
         if not any(pred(c) for c in deck):
             raise ValueError(f"controller_audit: the deck has no {label} call; every fraction needs one")
-    bad = [c.card for c in deck if c.consent not in ("confirmed", "declined")]
-    if bad:
-        raise ValueError(f"controller_audit: cards {bad} have consent other than 'confirmed'/'declined'")
     rep = controller_replay(deck)
     rows = []
     for w in WORKFLOWS:

