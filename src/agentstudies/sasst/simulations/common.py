@@ -1,0 +1,215 @@
+"""Shared pieces of the SASST calibration and small-cluster simulations.
+
+* :class:`StepRule`: a frozen indicator-type rule ``s = inside`` on ``lo < x <= hi`` and
+  ``outside`` elsewhere (tercile and subgroup rules; ``outside = 0`` is an indicator).
+* :func:`latent_probit_scores`: paired binary outcomes of several systems on the same
+  clusters, correlated through one latent task effect, with *exact* marginal success
+  probabilities (so population truths need no outcome simulation).
+* :func:`coordinatewise_critical`: pointwise one-sided critical values of the Gaussian
+  multiplier bootstrap for every slot at once, from one shared multiplier matrix.
+* :func:`simultaneous_critical`: the studentized signed-maximum critical value
+  (Appendix C.5) from the same matrix, tolerant of degenerate slots.
+* :func:`run_trials`: trials through :func:`agentstudies.parallel.seeded_map` (one
+  ``SeedSequence`` child per trial) flattened into a table.
+* :func:`proportion_interval`: Monte-Carlo (Clopper-Pearson) intervals for rates.
+
+Source: Xu et al. (2026), *Selection-Aware Stress Testing for Interactive Agents*,
+Theorem 1 (multiplier bootstrap), Appendix C.3-C.5.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+import pandas as pd
+from scipy import stats as _st
+from statsmodels.stats.proportion import proportion_confint
+
+from agentstudies.parallel import seeded_map
+from agentstudies.sasst.rules import Rule
+from agentstudies.stats import multiplier_critical_value
+
+__all__ = [
+    "StepRule",
+    "latent_probit_scores",
+    "coordinatewise_critical",
+    "simultaneous_critical",
+    "run_trials",
+    "proportion_interval",
+]
+
+
+@dataclass(frozen=True, eq=False)
+class StepRule(Rule):
+    """``s(W) = inside`` if ``lo < x_col <= hi`` else ``outside`` (bounded, nonnegative).
+
+    With ``outside = 0`` the rule is the indicator of a feature interval (a tercile or a
+    planted subgroup); the reweighted distribution ``P^g`` is then ``P`` conditioned on
+    the interval (SASST Eq. 1). Thresholds are frozen numbers, never fitted on outcomes.
+    """
+
+    kind = "step"
+    columns: tuple[str, ...] = ()
+    lo: float = -np.inf
+    hi: float = np.inf
+    inside: float = 1.0
+    outside: float = 0.0
+    label: str = ""
+
+    def __post_init__(self) -> None:
+        if len(self.columns) != 1:
+            raise ValueError(f"StepRule needs exactly one column; got {self.columns}")
+        if not (self.inside >= 0 and self.outside >= 0) or self.inside == self.outside == 0:
+            raise ValueError(f"StepRule weights must be >= 0 and not both 0; got {self.inside}, {self.outside}")
+        if not self.lo < self.hi:
+            raise ValueError(f"StepRule needs lo < hi; got {self.lo}, {self.hi}")
+
+    def score(self, X: np.ndarray) -> np.ndarray:
+        x = np.asarray(X, dtype=float)[:, 0]
+        return np.where((x > self.lo) & (x <= self.hi), self.inside, self.outside)
+
+    def describe(self) -> str:
+        if self.label:
+            return self.label
+        return f"weight {self.inside:g} where {self.lo:.4g} < {self.columns[0]} <= {self.hi:.4g}, else {self.outside:g}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "columns": list(self.columns), "lo": float(self.lo), "hi": float(self.hi),
+                "inside": self.inside, "outside": self.outside, "label": self.label}
+
+
+def latent_probit_scores(p: np.ndarray, rho: float, n_seeds: int, rng: np.random.Generator) -> np.ndarray:
+    """Seed-averaged paired binary scores with exact marginal success probabilities.
+
+    Cluster ``k``, system ``j``, seed ``r``:
+    ``Y_kjr = 1{Phi^{-1}(p_kj) + rho u_k + sqrt(1 - rho^2) e_kjr > 0}`` with a task effect
+    ``u_k ~ N(0, 1)`` shared by every system and seed (paired, positively correlated
+    outcomes) and independent ``e_kjr ~ N(0, 1)``. Because ``rho u + sqrt(1-rho^2) e`` is
+    standard normal, ``P(Y_kjr = 1 | W_k) = p_kj`` exactly.
+
+    Parameters
+    ----------
+    p : array (N, J) of success probabilities in [0, 1]
+    rho : float in [0, 1)
+    n_seeds : int >= 1
+    rng : Generator
+
+    Returns
+    -------
+    array (N, J): ``Z_kj = mean_r Y_kjr``.
+
+    Raises
+    ------
+    ValueError
+        If ``p`` leaves [0, 1], ``rho`` leaves [0, 1) or ``n_seeds < 1``.
+    """
+    p = np.asarray(p, dtype=float)
+    if p.ndim != 2 or not np.all((p >= 0) & (p <= 1)):
+        raise ValueError("p must be an (N, J) array of probabilities in [0, 1]")
+    if not 0 <= rho < 1:
+        raise ValueError(f"rho must lie in [0, 1); got {rho}")
+    if n_seeds < 1:
+        raise ValueError(f"n_seeds must be >= 1; got {n_seeds}")
+    n, J = p.shape
+    with np.errstate(divide="ignore"):
+        idx = _st.norm.ppf(p)  # -inf at p = 0, +inf at p = 1: always 0 / always 1
+    u = rng.standard_normal(n)
+    e = rng.standard_normal((n, J, n_seeds))
+    y = (idx[:, :, None] + rho * u[:, None, None] + np.sqrt(1 - rho**2) * e) > 0
+    return y.mean(axis=2)
+
+
+def _studentize(phi: np.ndarray, signs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    n = phi.shape[0]
+    centered = phi - phi.mean(axis=0)
+    sigma = np.sqrt(np.mean(centered**2, axis=0))
+    keep = sigma > 1e-12 * max(1.0, float(np.max(np.abs(phi))) if phi.size else 1.0)
+    stud = np.zeros_like(centered)
+    stud[:, keep] = centered[:, keep] * (signs[keep] / (sigma[keep] * np.sqrt(n)))
+    return stud, keep
+
+
+def coordinatewise_critical(phi: np.ndarray, signs: np.ndarray, zeta: np.ndarray, alpha: float = 0.05) -> np.ndarray:
+    """Pointwise one-sided multiplier critical values of every slot from shared draws.
+
+    For slot ``m`` the critical value is the ``1 - alpha`` quantile over draws ``b`` of
+    ``eta_m G*_bm / sigma_m`` with ``G*_bm = N^{-1/2} sum_k zeta_bk (Phi_km - mean_m)`` (the
+    coordinatewise bootstrap quantile of Theorem 1's proof). Identical to calling
+    :func:`agentstudies.stats.multiplier_critical_value` on each column with the same
+    ``zeta``, but with one matrix product for all slots.
+
+    Parameters
+    ----------
+    phi : array (N, m), plug-in contributions
+    signs : array (m,) in {-1, +1}
+    zeta : array (B, N), one Gaussian multiplier per cluster and draw, shared by slots
+    alpha : one-sided level
+
+    Returns
+    -------
+    array (m,); NaN for a degenerate slot (zero contribution variance).
+    """
+    phi = np.asarray(phi, dtype=float)
+    if phi.ndim == 1:
+        phi = phi[:, None]
+    if zeta.shape[1] != phi.shape[0]:
+        raise ValueError(f"zeta has {zeta.shape[1]} clusters, phi has {phi.shape[0]}")
+    stud, keep = _studentize(phi, np.asarray(signs, dtype=float))
+    draws = zeta @ stud  # (B, m)
+    crit = np.quantile(draws, 1 - alpha, axis=0)
+    return np.where(keep, crit, np.nan)
+
+
+def simultaneous_critical(phi: np.ndarray, signs: np.ndarray, zeta: np.ndarray, alpha: float = 0.05) -> float:
+    """Signed studentized-maximum critical value (Appendix C.5) from shared multipliers.
+
+    :func:`agentstudies.stats.multiplier_critical_value` with ``zeta``; NaN instead of an
+    error when every slot is degenerate (then every bound equals its estimate).
+    """
+    phi = np.asarray(phi, dtype=float)
+    if phi.ndim == 1:
+        phi = phi[:, None]
+    try:
+        return float(multiplier_critical_value(phi, np.asarray(signs, float), alpha=alpha, zeta=zeta))
+    except ValueError as exc:
+        if "zero contribution variance" in str(exc):
+            return float("nan")
+        raise
+
+
+def run_trials(
+    func: Callable[..., list[dict[str, Any]]],
+    n_trials: int,
+    *,
+    seed: int | np.random.SeedSequence,
+    n_jobs: int = 1,
+    backend: str = "loky",
+    **kwargs: Any,
+) -> pd.DataFrame:
+    """Run ``func(trial, rng, **kwargs) -> list of records`` for every trial; one table.
+
+    Trial ``i`` always receives the ``i``-th child of ``SeedSequence(seed)``
+    (:func:`agentstudies.parallel.seeded_map`), so the table does not depend on
+    ``n_jobs`` or ``backend`` (``loky``, ``threading``, ``sequential`` or ``dask``).
+    A ``trial`` column is added.
+
+    Raises
+    ------
+    ValueError
+        If ``n_trials < 1`` or the backend is unknown.
+    """
+    if n_trials < 1:
+        raise ValueError(f"n_trials must be >= 1; got {n_trials}")
+    out = seeded_map(func, int(n_trials), seed=seed, n_jobs=n_jobs, backend=backend, **kwargs)
+    rows = [dict(r, trial=i) for i, recs in enumerate(out) for r in recs]
+    return pd.DataFrame(rows)
+
+
+def proportion_interval(successes: int, n: int, level: float = 0.95) -> tuple[float, float]:
+    """Clopper-Pearson interval for a Monte-Carlo rate (``statsmodels``); (nan, nan) if n = 0."""
+    if n <= 0:
+        return float("nan"), float("nan")
+    lo, hi = proportion_confint(int(successes), int(n), alpha=1 - level, method="beta")
+    return float(lo), float(hi)
