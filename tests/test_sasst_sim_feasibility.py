@@ -89,3 +89,11 @@ def test_short_runs_record_the_intended_checks_and_ignore_n_jobs():
     assert split["reason"].str.contains("split denominator share").all()
     t = fz.table11(a)
     assert t.set_index("setting").loc["split_support_only", "abstention_or_failure"] == 1.0
+
+
+def test_same_seed_sequence_twice_gives_the_same_table():
+    cfg = fz.FeasibilityConfig(n_stability=5, n_multiplier=100)
+    ss = np.random.SeedSequence(9)
+    a = fz.run_feasibility(cfg, 1, seed=ss, settings=("stable_positive_rule",))
+    b = fz.run_feasibility(cfg, 1, seed=ss, settings=("stable_positive_rule",))
+    pd.testing.assert_frame_equal(a, b)

@@ -46,6 +46,7 @@ from agentstudies.parallel import seeded_map
 from agentstudies.sasst.data import ClusterData
 from agentstudies.sasst.engine import SASST
 from agentstudies.sasst.plan import ComparisonPlan
+from agentstudies.sasst.simulations.geometry_study import _fresh
 from agentstudies.sasst.rules import AxisTiltFamily, FixedFamily, RuleFamily, ThresholdRule
 from agentstudies.sasst.slots import (
     ABSTAINED,
@@ -255,7 +256,7 @@ def feasibility_trial(item: tuple[str, int], rng: np.random.Generator, *, cfg: F
             "estimate": row["estimate"]}
 
 
-def run_feasibility(cfg: FeasibilityConfig, n_trials: int, *, seed: int = 0, n_jobs: int = 1,
+def run_feasibility(cfg: FeasibilityConfig, n_trials: int, *, seed: int | np.random.SeedSequence = 0, n_jobs: int = 1,
                     backend: str = "loky", settings: Sequence[str] = SETTINGS) -> pd.DataFrame:
     """Run Study C: ``n_trials`` per setting, trial ``i`` of the flattened (setting, trial)
     list on the ``i``-th SeedSequence child of ``seed`` (independent of ``n_jobs``)."""
@@ -264,7 +265,8 @@ def run_feasibility(cfg: FeasibilityConfig, n_trials: int, *, seed: int = 0, n_j
     for s in settings:
         _check(s)
     items = [(s, t) for s in settings for t in range(n_trials)]
-    return pd.DataFrame(seeded_map(feasibility_trial, items, seed=seed, n_jobs=n_jobs, backend=backend, cfg=cfg))
+    return pd.DataFrame(seeded_map(feasibility_trial, items, seed=_fresh(seed), n_jobs=n_jobs, backend=backend,
+                                   cfg=cfg))
 
 
 def table11(records: pd.DataFrame) -> pd.DataFrame:

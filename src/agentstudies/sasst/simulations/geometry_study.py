@@ -48,6 +48,7 @@ from agentstudies.sasst.geometry import (
     rbf_similarity_median,
 )
 from agentstudies.sasst.plan import ComparisonPlan
+from agentstudies.sasst.radius import candidate_distances
 from agentstudies.sasst.rules import (
     AxisTiltFamily,
     BumpFamily,
@@ -152,6 +153,14 @@ def recovery_auc(labels: np.ndarray, scores: np.ndarray) -> float:
 
 
 # ----------------------------------------------------------------------------- Study B DGP
+def _fresh(seed: int | np.random.SeedSequence) -> np.random.SeedSequence:
+    """A SeedSequence equal to ``seed`` whose spawn counter starts at zero (so passing the
+    same sequence twice gives the same children)."""
+    if isinstance(seed, np.random.SeedSequence):
+        return np.random.SeedSequence(seed.entropy, spawn_key=seed.spawn_key)
+    return np.random.SeedSequence(seed)
+
+
 def xor_threshold(share: float = STRESSED_SHARE) -> float:
     """``c`` with ``P(x1 x2 < -c) = share`` for independent standard normals.
 
@@ -290,15 +299,10 @@ def registry_distances(family: RuleFamily, X: np.ndarray, columns: Sequence[str]
                        geometry: Geometry) -> np.ndarray:
     """Distances (G,) between uniform weights and each registry rule's weights on ``X``.
 
-    The registry and the geometry are fitted on ``X`` (features only: score-blind).
+    The registry and the geometry are fitted on ``X`` (features only: score-blind);
+    this is :func:`agentstudies.sasst.radius.candidate_distances`.
     """
-    X = np.asarray(X, dtype=float)
-    rules = family.fit(X, columns)
-    S = np.vstack([rule_scores(r, X, columns) for r in rules])
-    W = S / S.sum(axis=1, keepdims=True)
-    n = X.shape[0]
-    geometry.fit(X)
-    return geometry.distance(X, np.full(n, 1.0 / n), W)
+    return candidate_distances(np.asarray(X, dtype=float), list(columns), family, geometry)
 
 
 def pilot_radii(cfg: StudyBConfig, rng: np.random.Generator) -> dict[str, float]:
@@ -368,7 +372,7 @@ def study_b_trial(item: tuple[str, int], rng: np.random.Generator, *, cfg: Study
     return out
 
 
-def run_study_b(cfg: StudyBConfig, n_trials: int, *, seed: int = 0, n_jobs: int = 1,
+def run_study_b(cfg: StudyBConfig, n_trials: int, *, seed: int | np.random.SeedSequence = 0, n_jobs: int = 1,
                 backend: str = "loky", mechanisms: Sequence[str] = MECHANISMS) -> tuple[pd.DataFrame, dict[str, float]]:
     """Run Study B: ``n_trials`` per mechanism; returns (per-trial records, frozen radii).
 
@@ -381,7 +385,7 @@ def run_study_b(cfg: StudyBConfig, n_trials: int, *, seed: int = 0, n_jobs: int 
     for m in mechanisms:
         if m not in MECHANISMS:
             raise ValueError(f"unknown mechanism {m!r}; choose from {MECHANISMS}")
-    pilot_seq, trial_seq = np.random.SeedSequence(seed).spawn(2)
+    pilot_seq, trial_seq = _fresh(seed).spawn(2)
     radii = pilot_radii(cfg, np.random.default_rng(pilot_seq))
     items = [(m, t) for m in mechanisms for t in range(n_trials)]
     res = seeded_map(study_b_trial, items, seed=trial_seq, n_jobs=n_jobs, backend=backend, cfg=cfg, radii=radii)
@@ -678,7 +682,7 @@ def audit_trial(trial: int, rng: np.random.Generator, *, features: pd.DataFrame,
 
 
 def run_geometry_audit(features: pd.DataFrame, emb: Sequence[str], cfg: AuditConfig, n_trials: int, *,
-                       seed: int = 0, n_jobs: int = 1, backend: str = "loky") -> tuple[pd.DataFrame, pd.DataFrame]:
+                       seed: int | np.random.SeedSequence = 0, n_jobs: int = 1, backend: str = "loky") -> tuple[pd.DataFrame, pd.DataFrame]:
     """Run the audit: (per-trial records, frozen radius budget). Trial ``i`` gets the
     ``i``-th SeedSequence child of ``seed``; kernel seed ``i mod n_kernel_seeds``."""
     if n_trials < 1:
@@ -687,7 +691,7 @@ def run_geometry_audit(features: pd.DataFrame, emb: Sequence[str], cfg: AuditCon
     if missing:
         raise KeyError(f"audit features lack structured column(s) {missing}")
     radii = audit_radii(features, emb, cfg)
-    res = seeded_map(audit_trial, n_trials, seed=seed, n_jobs=n_jobs, backend=backend,
+    res = seeded_map(audit_trial, n_trials, seed=_fresh(seed), n_jobs=n_jobs, backend=backend,
                      features=features, emb=list(emb), radii=radii, cfg=cfg)
     return pd.DataFrame([r for rows in res for r in rows]), radii
 

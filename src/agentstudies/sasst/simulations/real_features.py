@@ -1,0 +1,400 @@
+"""Study D of SASST: a partly synthetic real-feature study (Xu et al., 2026, D.6, Table 12).
+
+The paper used 1,001 MMLU-Pro Law items, Qwen3-8B score tensors, 384-dimensional text
+features and an injected degradation flipping 70% of correct answers inside a 40-item
+jurisprudence subgroup. MMLU-Pro is not bundled with any installed package (the
+``inspect_evals`` MMLU-Pro task downloads it). The closest bundled pool is WritingBench
+(``inspect_evals/writingbench/benchmark_all.jsonl``): exactly 1,000 real writing
+queries (564 English, 436 Chinese) with a six-way topical ``domain1`` label and a
+100-way ``domain2`` label. The stressed subgroup is the 42 *legal-practice* items of the
+``Politics & Law`` domain: ``domain2`` in :data:`SUBGROUP_DOMAIN2`.
+
+What is real and what is simulated
+----------------------------------
+* real: the item texts, their topical labels, and their sentence embeddings
+  (all-MiniLM-L6-v2, 384-d; or the TF-IDF + SVD encoder);
+* simulated: the score tensor (items x 2 systems x seeds) and the injected degradation.
+
+Score tensor (:func:`simulate_score_tensor`; the paper does not state it):
+``p_i ~ Beta(a, b)`` with mean ``base_accuracy = 0.5`` and ``a + b = 2`` (uniform item
+difficulty); the ``reference`` and ``degraded`` systems are two independent runs of the
+same model, ``Y[i, j, r] ~ Bernoulli(p_i)`` for ``n_seeds = 3`` seeds each; then every
+correct answer of ``degraded`` on a subgroup item is flipped to incorrect with
+probability ``flip_share = 0.7``. Outside the subgroup the two systems have the same
+law, so the population contrast ``degraded - reference`` is 0 there and
+``-0.7 E[p_i]`` on the subgroup.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.resources
+import json
+import re
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from agentstudies.sasst.data import CONFIRMATION, DISCOVERY, split_clusters
+from agentstudies.sasst.engine import SASST, SASSTReport, rule_scores
+from agentstudies.sasst.geometry import KMS
+from agentstudies.sasst.plan import ComparisonPlan
+from agentstudies.sasst.rules import BumpFamily, CompositeFamily, DirectionTiltFamily, rule_from_dict
+from agentstudies.sasst.simulations.geometry_study import recovery_auc, registry_distances
+from agentstudies.sasst.slots import Slot
+
+__all__ = [
+    "POOL_RESOURCE",
+    "POOL_SHA256",
+    "SUBGROUP_DOMAIN2",
+    "SYSTEMS",
+    "RealFeatureConfig",
+    "pool_path",
+    "load_item_pool",
+    "subgroup_mask",
+    "simulate_score_tensor",
+    "episode_table",
+    "embed_pool",
+    "load_cached_embeddings",
+    "write_embedding_cache",
+    "top_weighted_overlap",
+    "StudyDResult",
+    "run_study_d",
+    "table12",
+    "PAPER_TABLE12",
+]
+
+#: The bundled item pool, relative to the installed ``inspect_evals`` package.
+POOL_RESOURCE = ("writingbench", "benchmark_all.jsonl")
+#: SHA-256 of ``benchmark_all.jsonl`` in inspect-evals 0.26.0 (checked on load).
+POOL_SHA256 = "6399939db8e24b56c0e8063b4bc4ac30d6828204257a564ce9dd6a01282eb782"
+#: ``domain2`` labels (all inside ``Politics & Law``) forming the 42-item stressed subgroup.
+SUBGROUP_DOMAIN2 = ("Legal Consultation", "Legal Opinion", "Legal Agreement", "Litigation Documents")
+SYSTEMS = ("reference", "degraded")
+#: The MiniLM embedding cache shipped in ``data/`` (float16; see :func:`write_embedding_cache`).
+CACHE_NAME = "sasst_real_features_minilm.npz"
+
+#: Paper Table 12, shown beside ours labelled "paper".
+PAPER_TABLE12 = pd.DataFrame({
+    "quantity": ["weighted confirmation contrast", "pointwise 95% interval", "unweighted confirmation contrast",
+                 "stress amplification", "recovery AUC", "top-weighted precision", "top-weighted Jaccard",
+                 "top-weighted recall", "inference ESS", "functional stability (100 resamples)", "formal status"],
+    "paper": ["-0.0554", "[-0.0886, -0.0221]", "-0.0294", "-0.0260", "0.974", "0.444", "0.444", "1.000", "405.7",
+              "0.18", "abstained"],
+})
+
+
+@dataclass(frozen=True)
+class RealFeatureConfig:
+    """Frozen settings of Study D (see the module docstring).
+
+    Attributes
+    ----------
+    base_accuracy, concentration : mean and ``a + b`` of the Beta item accuracies
+    n_seeds : seeds per item and system
+    flip_share : share of the degraded system's correct subgroup answers flipped
+    discovery_fraction : share of items sent to discovery
+    radius_quantile : KMS radius = this quantile of the registry's distances on the
+        discovery features (score-blind)
+    n_centers : RBF bumps (lift 3) around k-means centers of the discovery embeddings
+    n_directions : kernel direction tilts added to the bumps when ``registry="mixed"``
+    registry : ``"bump"`` (the chapter's registry) or ``"mixed"`` (bumps + kernel tilts,
+        the sensitivity run)
+    n_stability : discovery resamples for functional stability
+    top_fraction : share of items forming the top-weighted set (stability and diagnostics)
+    stability_threshold, min_ess, density_cap : support and stability checks
+    """
+
+    base_accuracy: float = 0.5
+    concentration: float = 2.0
+    n_seeds: int = 3
+    flip_share: float = 0.7
+    discovery_fraction: float = 0.5
+    radius_quantile: float = 0.75
+    n_centers: int = 24
+    n_directions: int = 16
+    registry: str = "bump"
+    n_stability: int = 100
+    top_fraction: float = 0.10
+    stability_threshold: float = 0.6
+    min_ess: float = 20.0
+    density_cap: float = 5.0
+    n_multiplier: int = 2000
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+# ----------------------------------------------------------------------------- the pool
+def pool_path() -> Path:
+    """Path of the bundled WritingBench file inside the installed ``inspect_evals``."""
+    res = importlib.resources.files("inspect_evals").joinpath(*POOL_RESOURCE)
+    return Path(str(res))
+
+
+_CJK = re.compile(r"[\u4e00-\u9fff]")
+
+
+def load_item_pool(path: Path | str | None = None, *, check_sha256: bool = True) -> pd.DataFrame:
+    """The 1,000 WritingBench items: index ``item_id`` (``wb0001``), columns ``text``,
+    ``domain1``, ``domain2``, ``language`` (``zh`` if more than 20% of characters are CJK
+    ideographs, else ``en``), ``subgroup`` (bool).
+
+    Raises
+    ------
+    FileNotFoundError
+        If the file does not exist. ``ValueError`` if its SHA-256 differs from
+        :data:`POOL_SHA256` (``check_sha256``), a row lacks a field, or ids repeat.
+    """
+    p = Path(path) if path is not None else pool_path()
+    if not p.is_file():
+        raise FileNotFoundError(f"item pool {p} not found (is inspect-evals installed?)")
+    raw = p.read_bytes()
+    if check_sha256:
+        digest = hashlib.sha256(raw).hexdigest()
+        if digest != POOL_SHA256:
+            raise ValueError(f"item pool {p} has SHA-256 {digest}; expected {POOL_SHA256} (inspect-evals 0.26.0)")
+    rows = []
+    for k, line in enumerate(raw.decode("utf-8").splitlines()):
+        if not line.strip():
+            continue
+        r = json.loads(line)
+        missing = [f for f in ("index", "domain1", "domain2", "query") if f not in r]
+        if missing:
+            raise ValueError(f"item pool line {k + 1} lacks field(s) {missing}")
+        text = str(r["query"])
+        rows.append({"item_id": f"wb{int(r['index']):04d}", "text": text, "domain1": r["domain1"],
+                     "domain2": r["domain2"],
+                     "language": "zh" if len(_CJK.findall(text)) > 0.2 * max(1, len(text)) else "en"})
+    df = pd.DataFrame(rows).set_index("item_id")
+    if df.index.has_duplicates:
+        raise ValueError(f"item pool has duplicate ids: {list(df.index[df.index.duplicated()][:5])}")
+    df["subgroup"] = subgroup_mask(df)
+    return df
+
+
+def subgroup_mask(pool: pd.DataFrame) -> np.ndarray:
+    """Stressed subgroup membership: ``domain2`` in :data:`SUBGROUP_DOMAIN2` (bool (n,))."""
+    if "domain2" not in pool.columns:
+        raise KeyError("item pool lacks column 'domain2'")
+    return pool["domain2"].isin(SUBGROUP_DOMAIN2).to_numpy()
+
+
+# ----------------------------------------------------------------------------- scores
+def simulate_score_tensor(subgroup: np.ndarray, cfg: RealFeatureConfig, rng: np.random.Generator
+                          ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Simulated score tensor with the injected degradation.
+
+    Returns
+    -------
+    Y : uint8 array (n, 2, n_seeds), systems in :data:`SYSTEMS` order (after flipping)
+    p : array (n,), item accuracies
+    flipped : bool array (n, n_seeds), which degraded answers were flipped (only
+        correct answers on subgroup items can be)
+
+    Raises
+    ------
+    ValueError
+        On parameters outside their range.
+    """
+    g = np.asarray(subgroup, dtype=bool)
+    if not 0 < cfg.base_accuracy < 1 or cfg.concentration <= 0:
+        raise ValueError("base_accuracy must lie in (0, 1) and concentration be > 0")
+    if not 0 <= cfg.flip_share <= 1:
+        raise ValueError(f"flip_share must lie in [0, 1]; got {cfg.flip_share}")
+    n = g.size
+    a = cfg.base_accuracy * cfg.concentration
+    p = rng.beta(a, cfg.concentration - a, size=n)
+    Y = (rng.random((n, 2, cfg.n_seeds)) < p[:, None, None]).astype(np.uint8)
+    flip = (rng.random((n, cfg.n_seeds)) < cfg.flip_share) & g[:, None] & (Y[:, 1, :] == 1)
+    Y[:, 1, :][flip] = 0
+    return Y, p, flip
+
+
+def episode_table(Y: np.ndarray, item_ids: Sequence[str]) -> pd.DataFrame:
+    """Long episode table (``task_id, seed, workflow, score``) from a (n, J, R) tensor."""
+    n, J, R = Y.shape
+    if len(item_ids) != n:
+        raise ValueError(f"{len(item_ids)} item ids for a tensor of {n} items")
+    ii, jj, rr = np.meshgrid(np.arange(n), np.arange(J), np.arange(R), indexing="ij")
+    return pd.DataFrame({"task_id": np.asarray(item_ids)[ii.ravel()], "seed": rr.ravel(),
+                         "workflow": np.asarray(SYSTEMS)[jj.ravel()], "score": Y.ravel().astype(float)})
+
+
+# ----------------------------------------------------------------------------- embeddings
+def _repo_data_dir() -> Path:
+    here = Path(__file__).resolve()
+    for parent in here.parents:
+        if (parent / "pyproject.toml").is_file() and (parent / "data").is_dir():
+            return parent / "data"
+    return Path.cwd() / "data"
+
+
+def _texts_sha256(texts: Sequence[str]) -> str:
+    h = hashlib.sha256()
+    for t in texts:
+        h.update(t.encode("utf-8"))
+        h.update(b"\x00")
+    return h.hexdigest()
+
+
+def embed_pool(pool: pd.DataFrame, text_encoder: str, *, seed: int = 0) -> np.ndarray:
+    """Embeddings (n, d) of the pool's texts with :func:`agentstudies.envs.tau.features.encode_texts`."""
+    from agentstudies.envs.tau.features import encode_texts
+
+    return np.array(encode_texts(list(pool["text"]), text_encoder, seed=seed))
+
+
+def write_embedding_cache(pool: pd.DataFrame, emb: np.ndarray, path: Path | None = None) -> Path:
+    """Write the MiniLM embeddings (float16) with the texts' hash, and a ``.sha256`` file."""
+    path = Path(path) if path is not None else _repo_data_dir() / CACHE_NAME
+    np.savez_compressed(path, embeddings=np.asarray(emb, dtype=np.float16), ids=np.asarray(pool.index, dtype=str),
+                        texts_sha256=np.array(_texts_sha256(list(pool["text"]))))
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    path.with_suffix(".npz.sha256").write_text(f"{digest}  {path.name}\n")
+    return path
+
+
+def load_cached_embeddings(pool: pd.DataFrame, path: Path | None = None) -> np.ndarray:
+    """The cached MiniLM embeddings (float64, rows re-normalized), after checking the
+    file's SHA-256 against its ``.sha256`` file and the texts' hash against the pool.
+
+    Raises
+    ------
+    FileNotFoundError, ValueError
+        Missing cache, checksum mismatch, or a cache made from other texts / ids.
+    """
+    path = Path(path) if path is not None else _repo_data_dir() / CACHE_NAME
+    side = path.with_suffix(".npz.sha256")
+    if not path.is_file() or not side.is_file():
+        raise FileNotFoundError(f"embedding cache {path} (or its .sha256) not found")
+    want = side.read_text().split()[0]
+    got = hashlib.sha256(path.read_bytes()).hexdigest()
+    if got != want:
+        raise ValueError(f"embedding cache {path.name} has SHA-256 {got}; {side.name} says {want}")
+    z = np.load(path)
+    if str(z["texts_sha256"]) != _texts_sha256(list(pool["text"])) or list(z["ids"]) != list(pool.index):
+        raise ValueError(f"embedding cache {path.name} was made from different texts or ids than this pool")
+    emb = z["embeddings"].astype(np.float64)
+    return emb / np.linalg.norm(emb, axis=1, keepdims=True)
+
+
+# ----------------------------------------------------------------------------- diagnostics
+def top_weighted_overlap(scores: np.ndarray, subgroup: np.ndarray, top_fraction: float) -> dict[str, float]:
+    """Precision, recall and Jaccard of the top-weighted set against the subgroup.
+
+    The top-weighted set is ``{i: s_i >= q_{1 - top_fraction}(s)}`` (ties included), the
+    same definition as the engine's stability metric.
+    """
+    s = np.asarray(scores, dtype=float)
+    g = np.asarray(subgroup, dtype=bool)
+    if s.shape != g.shape:
+        raise ValueError(f"scores {s.shape} and subgroup {g.shape} differ in shape")
+    top = s >= np.quantile(s, 1 - top_fraction)
+    inter = int((top & g).sum())
+    return {"top_size": int(top.sum()), "precision": inter / max(1, int(top.sum())),
+            "recall": inter / max(1, int(g.sum())), "jaccard": inter / max(1, int((top | g).sum()))}
+
+
+def _registry(cfg: RealFeatureConfig) -> CompositeFamily:
+    """The declared registry: RBF bumps with lift 3 around k-means centers of the discovery
+    embeddings (``bump``), optionally with kernel direction tilts (``mixed``)."""
+    bumps = BumpFamily(n_centers=cfg.n_centers, lifts=(3.0,), seed=0)
+    if cfg.registry == "bump":
+        return CompositeFamily((bumps,))
+    if cfg.registry == "mixed":
+        return CompositeFamily((bumps, DirectionTiltFamily(n_directions=cfg.n_directions, kernel=True, seed=0)))
+    raise ValueError(f"registry must be 'bump' or 'mixed'; got {cfg.registry!r}")
+
+
+@dataclass(frozen=True)
+class StudyDResult:
+    """Result of one Study D run (one encoder).
+
+    Attributes
+    ----------
+    report : the engine's :class:`~agentstudies.sasst.SASSTReport`
+    quantities : dict of the Table 12 quantities
+    confirmation_scores : the frozen rule's scores on the confirmation items
+    confirmation_subgroup : subgroup membership of the confirmation items
+    radius : the frozen KMS radius
+    """
+
+    text_encoder: str
+    report: SASSTReport = field(repr=False)
+    quantities: dict[str, Any]
+    confirmation_scores: np.ndarray = field(repr=False)
+    confirmation_subgroup: np.ndarray = field(repr=False)
+    radius: float
+
+
+def run_study_d(pool: pd.DataFrame, embeddings: np.ndarray, Y: np.ndarray, split: pd.Series,
+                cfg: RealFeatureConfig, *, text_encoder: str, seed: int = 0) -> StudyDResult:
+    """Run SASST on the pool: discovery of a stress rule on the text embeddings, 100
+    stability resamples, frozen-rule confirmation, joint bounds and status.
+
+    Two slots share one confirmation family: ``unweighted`` (uniform) and ``stress``
+    (registry of RBF bumps around k-means centers and kernel direction tilts, KMS radius),
+    both for the fragility claim ``degraded - reference < 0``.
+    """
+    n = len(pool)
+    if embeddings.shape[0] != n or Y.shape[0] != n:
+        raise ValueError(f"pool has {n} items but embeddings {embeddings.shape[0]} and scores {Y.shape[0]}")
+    cols = [f"emb_{j:03d}" for j in range(embeddings.shape[1])]
+    feats = pd.DataFrame(embeddings, index=pool.index, columns=cols)
+    episodes = episode_table(Y, list(pool.index))
+    d_mask = split.loc[pool.index].to_numpy() == DISCOVERY
+    fam = _registry(cfg)
+    radius = float(np.quantile(registry_distances(fam, embeddings[d_mask], cols, KMS()), cfg.radius_quantile))
+    contrast = {"degraded": 1, "reference": -1}
+    slots = [Slot("unweighted", contrast, sign=-1, min_ess=cfg.min_ess, density_cap=cfg.density_cap),
+             Slot("stress", contrast, sign=-1, family="registry", geometry="kms", radius=radius,
+                  min_ess=cfg.min_ess, density_cap=cfg.density_cap, stability_threshold=cfg.stability_threshold)]
+    eng = SASST(ComparisonPlan(SYSTEMS), slots, {"registry": fam}, n_stability=cfg.n_stability,
+                top_fraction=cfg.top_fraction, n_multiplier=cfg.n_multiplier, seed=seed)
+    rep = eng.run(episodes, feats, split)
+    t = rep.table
+    st, un = t.loc["stress"], t.loc["unweighted"]
+    conf_ids = split.index[split == CONFIRMATION]
+    conf = pool.index.isin(conf_ids)
+    g_conf = pool["subgroup"].to_numpy()[conf]
+    q: dict[str, Any] = {"rule": st["rule"], "radius": radius, "n_candidates": st["n_candidates"],
+                         "n_feasible": st["n_feasible"]}
+    z = stats.norm.ppf(0.975)
+    if st["rule_json"]:
+        rule = rule_from_dict(st["rule_json"])
+        s = rule_scores(rule, embeddings[conf], cols)
+        q["recovery_auc"] = recovery_auc(g_conf, s)
+        q.update({f"top_{k}": v for k, v in top_weighted_overlap(s, g_conf, cfg.top_fraction).items()})
+    else:
+        s = np.ones(int(conf.sum()))
+        q.update(recovery_auc=np.nan, top_precision=np.nan, top_recall=np.nan, top_jaccard=np.nan, top_top_size=0)
+    q.update({
+        "weighted": st["estimate"], "se": st["se"],
+        "ci_low": st["estimate"] - z * st["se"], "ci_high": st["estimate"] + z * st["se"],
+        "unweighted": un["estimate"], "amplification": st["estimate"] - un["estimate"],
+        "ess": st["ess"], "max_density": st["max_density"], "stability": st["stability"],
+        "stability_correlation": st["stability_correlation"], "status": st["status"],
+        "bound": st["bound"], "unweighted_status": un["status"], "n_discovery": int(d_mask.sum()),
+        "n_confirmation": int(conf.sum()), "subgroup_confirmation": int(g_conf.sum()),
+    })
+    return StudyDResult(text_encoder, rep, q, s, g_conf, radius)
+
+
+def table12(results: Sequence[StudyDResult]) -> pd.DataFrame:
+    """Table 12 quantities (rows) for each encoder's run (columns ``this run: <encoder>``)."""
+    def fmt(q: dict[str, Any]) -> list[str]:
+        f4 = lambda x: "nan" if not np.isfinite(x) else f"{x:.4f}"  # noqa: E731
+        return [f4(q["weighted"]), f"[{f4(q['ci_low'])}, {f4(q['ci_high'])}]", f4(q["unweighted"]),
+                f4(q["amplification"]), f"{q['recovery_auc']:.3f}", f"{q['top_precision']:.3f}",
+                f"{q['top_jaccard']:.3f}", f"{q['top_recall']:.3f}", f"{q['ess']:.1f}", f"{q['stability']:.2f}",
+                q["status"]]
+
+    out = pd.DataFrame({"quantity": PAPER_TABLE12["quantity"]})
+    for r in results:
+        out[r.text_encoder] = fmt(r.quantities)
+    return out

