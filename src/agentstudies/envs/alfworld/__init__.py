@@ -1,0 +1,1 @@
+"""ALFWorld on the real engine: generated problems, env wrapper, clones, frontier checks."""

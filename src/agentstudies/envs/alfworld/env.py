@@ -1,0 +1,650 @@
+"""``AlfworldEnv``: the ALFWorld text engine with a budget, a visible history and clones.
+
+The engine is ALFWorld's own: TextWorld ``PddlEnv`` (PDDL domain ``alfred`` +
+fast-downward) wrapped by ``AlfredDemangler(shuffle=False)`` and ``AlfredInfos``, as in
+``alfworld.agents.environment.AlfredTWEnv``. A game is either a dict produced by
+:mod:`agentstudies.envs.alfworld.generate` or the path of an official ALFWorld game file
+(``$ALFWORLD_DATA/json_2.1.1/<split>/<task>/<trial>/game.tw-pddl``; its
+``traj_data.json`` next to it supplies the task type). The official data cannot be
+downloaded in this workplace, so the path branch is implemented but untested here.
+
+Evaluation state (handoff paper, Eq. 1): ``Sigma_t = (T, x_t, h_t, b_t)``. Here ``T`` is
+the loaded game, ``x_t`` the engine state, ``h_t = (o_0, a_0, ..., a_{t-1}, o_t)`` is
+:attr:`AlfworldEnv.history` and ``b_t`` is :attr:`AlfworldEnv.remaining_budget`.
+
+Clones (paper Section 3.2, Appendix A):
+
+* **operational clone** (:meth:`AlfworldEnv.replay`): deterministic reset with the task
+  seed and exact replay of the recorded action prefix, checked after the reset and after
+  every action against the JSON-safe record of the original run (observation, ordered
+  admissible list, score, terminal flag, won flag); a mismatch raises
+  :class:`ReplayMismatch` naming the step index. This is the reference.
+* **in-process snapshot** (:meth:`AlfworldEnv.snapshot` / :meth:`AlfworldEnv.restore`):
+  the bundled ``libdownward.so`` exports ``get_state_id`` / ``set_state_id``; a snapshot
+  stores the state id plus the Python-side facts, the operators dict, the TextWorld game
+  state, the history and the budget, and restores in tens of microseconds. Limits: the
+  state registry is wiped by ``load``/``reset``, so a snapshot is only valid within the
+  episode (reset generation) it was taken in -- :meth:`restore` raises otherwise; and
+  only one ``AlfworldEnv`` per process may use snapshots (a process-wide guard raises for
+  a second one until the first calls :meth:`release_snapshots` or is closed). Worker
+  processes (joblib) each own their env, so parallel runs are unaffected.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import json
+import os
+import random
+import re
+import threading
+import weakref
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+from textworld.core import EnvInfos
+from textworld.envs.pddl import PddlEnv
+from textworld.envs.pddl.logic import GameLogic
+from textworld.core import GameState
+
+from alfworld.agents.environment.alfred_tw_env import AlfredDemangler, AlfredInfos
+
+from agentstudies.envs.alfworld.engine import (
+    CachedPddlState,
+    applicable_operators,
+    atoms,
+    enable_parse_cache,
+    preserve_argv,
+)
+from agentstudies.envs.alfworld.generate import validate_game
+
+__all__ = [
+    "AlfworldEnv",
+    "Snapshot",
+    "ReplayMismatch",
+    "SnapshotError",
+    "load_game_file",
+    "official_game_files",
+    "record_of",
+    "FLUENT_PREDICATES",
+]
+
+
+#: Predicates whose facts :meth:`AlfworldEnv.state_key` hashes (those ALFRED actions change,
+#: less bookkeeping ``checked``/``examined`` and display-only ``isOn``).
+FLUENT_PREDICATES = frozenset(
+    {"atlocation", "objectatlocation", "opened", "inreceptacle", "inreceptacleobject", "holds",
+     "holdsany", "holdsanyreceptacleobject", "isclean", "ishot", "iscool", "istoggled", "issliced",
+     "wasinreceptacle", "isreceptacleobjectfull", "full"}
+)
+
+
+class ReplayMismatch(RuntimeError):
+    """A replayed step differs from its recorded counterpart (``step`` is the index)."""
+
+    def __init__(self, step: int, field: str, expected: Any, got: Any):
+        self.step = step
+        self.field = field
+        super().__init__(
+            f"replay mismatch at step {step} (0 = after reset) in field {field!r}: "
+            f"expected {expected!r}, got {got!r}"
+        )
+
+
+class SnapshotError(RuntimeError):
+    """A snapshot cannot be taken or restored (stale generation, other env, other task)."""
+
+
+# ------------------------------------------------------------------ games
+_LOGIC_CACHE: dict[str, GameLogic] = {}
+
+
+def _logic_for(domain: str, grammar: str) -> GameLogic:
+    key = hashlib.sha256((domain + "\0" + grammar).encode()).hexdigest()
+    hit = _LOGIC_CACHE.get(key)
+    if hit is None:
+        if len(_LOGIC_CACHE) > 256:
+            _LOGIC_CACHE.clear()
+        hit = GameLogic(domain=domain, grammar=grammar)
+        _LOGIC_CACHE[key] = hit
+    return hit
+
+
+class _PddlEnv(PddlEnv):
+    """``PddlEnv`` whose load/reset reuse a parsed ``GameLogic`` and SAS translation.
+
+    With ``command_cache=True`` the text of each admissible command is rendered once per
+    grounded operator (keyed by the operator's name) and reused: in the ALFRED grammar a
+    command template depends only on the action's arguments and static facts
+    (``receptacleAtLocation``), so the text is identical to the engine's (tested against
+    ``command_cache=False``). Everything else (feedback, ``won``, facts, order of the
+    admissible list) is computed exactly as in ``PddlEnv._gather_infos``.
+    """
+
+    command_cache: bool = True
+
+    def _gather_infos(self):  # noqa: D102
+        if not self.command_cache:
+            return super()._gather_infos()
+        cache = self.__dict__.setdefault("_command_cache", {})
+        if "_templates" not in self.__dict__:
+            self._templates = sorted(set(a.template for a in self._logic.actions.values()))
+        self.state["command_templates"] = list(self._templates)
+        self.state["won"] = self._pddl_state.check_goal()
+        self.state["lost"] = False
+        self.state["_entity_infos"] = dict(self._entity_infos)
+        self.state["_facts"] = list(self._pddl_state.facts)
+        if self.request_infos.facts:
+            self.state["facts"] = list(map(self._get_human_readable_fact, self.state["_facts"]))
+        self.state["last_action"] = None
+        self.state["_last_action"] = self._last_action
+        self.state["_valid_actions"] = list(self._pddl_state.all_applicable_actions())
+        refs = self.__dict__.setdefault("_template_refs", {})
+        mapping = None
+        commands = []
+        for action in self.state["_valid_actions"]:
+            used = refs.get(action.name)
+            if used is None:
+                used = refs[action.name] = _template_placeholders(self._logic.actions[action.name].template)
+            key = (action.name,) + tuple(
+                sorted((ph.name, var.name) for ph, var in action.mapping.items() if ph.name in used)
+            )
+            hit = cache.get(key)
+            if hit is None:
+                if mapping is None:
+                    mapping = {k: info.name for k, info in self._entity_infos.items()}
+                context = {
+                    "state": self._pddl_state,
+                    "facts": self.state["_facts"],
+                    "variables": {ph.name: self._entity_infos[var.name] for ph, var in action.mapping.items()},
+                    "mapping": action.mapping,
+                    "entity_infos": self._entity_infos,
+                }
+                action.command_template = self._logic.grammar.derive(action.command_template, context)
+                hit = (action.command_template, action.format_command(mapping))
+                cache[key] = hit
+            else:
+                action.command_template = hit[0]
+            commands.append(hit[1])
+        self.state["_valid_commands"] = commands
+        self.state["admissible_commands"] = sorted(set(commands))
+        if self.request_infos.moves:
+            self.state["moves"] = self._moves
+        if self.request_infos.policy_commands:
+            self.state["policy_commands"] = self._pddl_state.replan(self._entity_infos)
+
+    def load(self, filename_or_data):  # noqa: D102
+        if isinstance(filename_or_data, Mapping):
+            data = filename_or_data
+            self._game_file = None
+        else:
+            with open(filename_or_data) as fh:
+                data = json.load(fh)
+            self._game_file = str(filename_or_data)
+        self._game_data = data
+        self.walkthrough = data.get("walkthrough", None)
+        self._logic = _logic_for(data["pddl_domain"], data["grammar"])
+        self._pddl_state = CachedPddlState(self.downward_lib, data["pddl_problem"], self._logic)
+        self._entity_infos = self._get_entity_infos()
+        self._command_cache = {}
+        self._template_refs = {}
+
+    def reset(self):  # noqa: D102
+        self._pddl_state = CachedPddlState(self.downward_lib, self._game_data["pddl_problem"], self._logic)
+        self.prev_state = None
+        self.state = GameState()
+        self._last_action = None
+        self._moves = 0
+        context = {
+            "state": self._pddl_state,
+            "facts": list(self._pddl_state.facts),
+            "variables": {},
+            "mapping": {},
+            "entity_infos": self._entity_infos,
+        }
+        self.state.feedback = self._logic.grammar.derive("#intro#", context)
+        self.state.raw = self.state.feedback
+        self._gather_infos()
+        return self.state
+
+
+_PH_BRACE = re.compile(r"\{\s*([A-Za-z_][A-Za-z0-9_]*)")
+_PH_TYPED = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*:\s*[A-Za-z_]+")
+
+
+def _template_placeholders(template: str) -> frozenset:
+    """Placeholder names a command template reads (``{r}``, ``{r.name | ...}``, ``lend:location``)."""
+    return frozenset(m.lower() for m in _PH_BRACE.findall(template) + _PH_TYPED.findall(template))
+
+
+def load_game_file(path: str | os.PathLike) -> dict[str, Any]:
+    """Read an official ALFWorld game file (``game.tw-pddl``) and its ``traj_data.json``.
+
+    Returns the game dict (``pddl_domain``, ``grammar``, ``pddl_problem``, ``traj_data``,
+    ``task_id`` = the trial directory relative to the split, ``game_file``). Raises
+    ``FileNotFoundError`` if either file is missing.
+    """
+    path = Path(path)
+    with open(path) as fh:
+        data = json.load(fh)
+    traj_path = path.parent / "traj_data.json"
+    with open(traj_path) as fh:
+        traj = json.load(fh)
+    data = dict(data)
+    data["traj_data"] = traj
+    data["task_id"] = f"{path.parent.parent.name}/{path.parent.name}"
+    data["game_file"] = str(path)
+    return data
+
+
+def official_game_files(split: str, root: str | os.PathLike | None = None) -> list[Path]:
+    """Game files of an official split under ``$ALFWORLD_DATA`` (sorted).
+
+    ``split`` is ``valid_seen``, ``valid_unseen`` or ``train``; ``root`` defaults to the
+    ``ALFWORLD_DATA`` environment variable. Raises ``KeyError`` when neither is set.
+    Untested here (the official data cannot be downloaded in this workplace).
+    """
+    root = root or os.environ.get("ALFWORLD_DATA")
+    if not root:
+        raise KeyError("ALFWORLD_DATA is not set: point it at the directory alfworld-download fills")
+    base = Path(root) / "json_2.1.1" / split
+    return sorted(p for p in base.glob("*/*/game.tw-pddl") if "movable" not in str(p) and "Sliced" not in str(p))
+
+
+def record_of(state: Mapping[str, Any], remaining_budget: int) -> dict[str, Any]:
+    """JSON-safe record of one step: observation, ordered admissible list, score, terminal, won."""
+    won = bool(state.get("won", False))
+    return {
+        "observation": str(state["feedback"]),
+        "admissible": list(state["admissible_commands"]),
+        "score": float(1.0 if won else 0.0),
+        "terminal": bool(won or remaining_budget <= 0),
+        "won": won,
+    }
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """An in-process clone of one :class:`AlfworldEnv` state (see module docstring)."""
+
+    env_token: int
+    generation: int
+    task_id: str
+    state_id: int
+    payload: tuple
+
+
+_GUARD_LOCK = threading.Lock()
+_SNAPSHOT_OWNER: "weakref.ReferenceType[AlfworldEnv] | None" = None
+
+
+class AlfworldEnv:
+    """One ALFWorld game on the real engine, with an action budget and clones.
+
+    Parameters
+    ----------
+    budget:
+        Actions allowed per episode (``b_0``); :meth:`step` raises once it is spent.
+    cache_templates:
+        Memoise TextWorld's template parsing (:func:`engine.enable_parse_cache`).
+    command_cache:
+        Render each grounded command once per game (see ``_PddlEnv``); same text.
+    validate:
+        Run :func:`generate.validate_game` on every loaded game that has ``traj_data``.
+
+    Attributes (after :meth:`reset`): :attr:`observation`, :attr:`admissible`,
+    :attr:`won`, :attr:`done`, :attr:`remaining_budget`, :attr:`actions`,
+    :attr:`history`, :attr:`records`.
+    """
+
+    def __init__(
+        self,
+        budget: int = 48,
+        *,
+        cache_templates: bool = True,
+        command_cache: bool = True,
+        validate: bool = True,
+    ):
+        if budget < 0:
+            raise ValueError(f"budget={budget}: expected a non-negative integer")
+        if cache_templates:
+            enable_parse_cache()
+        self.budget = int(budget)
+        self.validate = validate
+        infos = EnvInfos(won=True, admissible_commands=True, extras=["gamefile"])
+        with preserve_argv():
+            self._pddl = _PddlEnv(infos)
+        self._pddl.command_cache = bool(command_cache)
+        self._tw = AlfredInfos(AlfredDemangler(self._pddl, shuffle=False))
+        self._lib = self._pddl.downward_lib
+        self._lib.get_state_id.restype = ctypes.c_int
+        self._lib.get_state_id.argtypes = []
+        self._lib.set_state_id.restype = None
+        self._lib.set_state_id.argtypes = [ctypes.c_int]
+        self._generation = 0
+        self._token = id(self)
+        self.game: dict[str, Any] | None = None
+        self.seed: int | None = None
+        self._state: Any = None
+        self._actions: list[str] = []
+        self._records: list[dict[str, Any]] = []
+
+    # ------------------------------------------------------------ loading
+    def load_game(self, game: Mapping[str, Any] | str | os.PathLike) -> None:
+        """Load a generated game dict, or an official ``game.tw-pddl`` path (with its
+        ``traj_data.json``). Invalidates every snapshot. Raises
+        :class:`generate.GameValidationError` for a problem missing a goal predicate."""
+        if not isinstance(game, Mapping):
+            game = load_game_file(game)
+        if self.validate and "traj_data" in game and "pddl_params" in game["traj_data"]:
+            validate_game(game)
+        self.game = dict(game)
+        with preserve_argv():
+            self._tw.load(self.game)
+        self._generation += 1
+        self._state = None
+
+    @property
+    def task_id(self) -> str:
+        """Task id of the loaded game."""
+        self._need_game()
+        return str(self.game.get("task_id") or self.game.get("traj_data", {}).get("task_id", "game"))
+
+    @property
+    def task_type(self) -> str:
+        """ALFWorld task type of the loaded game."""
+        self._need_game()
+        return str(self.game.get("traj_data", {}).get("task_type", ""))
+
+    def _need_game(self) -> None:
+        if self.game is None:
+            raise RuntimeError("no game loaded: call load_game() first")
+
+    def _need_episode(self) -> None:
+        if self._state is None:
+            raise RuntimeError("no episode: call reset(seed) first")
+
+    # ------------------------------------------------------------ episode
+    def reset(self, seed: int = 0) -> dict[str, Any]:
+        """Start an episode with task seed ``seed`` (seeds the global ``random`` the
+        TextWorld templates and hand-coded expert read). Returns :meth:`observe`."""
+        self._need_game()
+        self.seed = int(seed)
+        random.seed(self.seed)
+        with preserve_argv():
+            self._state = self._tw.reset()
+        self._generation += 1
+        self._actions = []
+        self._records = [record_of(self._state, self.budget)]
+        return self.observe()
+
+    def step(self, action: str) -> tuple[dict[str, Any], bool, bool]:
+        """Take ``action`` (text). Returns ``(observe(), won, done)``.
+
+        A command outside the admissible list is passed to the engine like any other
+        (it answers "Nothing happens.") and uses one unit of budget. Raises
+        ``RuntimeError`` when the episode is over (won or budget spent).
+        """
+        self._need_episode()
+        if self.done:
+            raise RuntimeError(
+                f"task {self.task_id}: episode over (won={self.won}, remaining budget {self.remaining_budget})"
+            )
+        self._state, _, _ = self._tw.step(str(action))
+        self._actions.append(str(action))
+        self._records.append(record_of(self._state, self.remaining_budget))
+        return self.observe(), self.won, self.done
+
+    @property
+    def observation(self) -> str:
+        """Latest observation text ``o_t``."""
+        self._need_episode()
+        return str(self._state["feedback"])
+
+    @property
+    def admissible(self) -> list[str]:
+        """Admissible commands at the current state, in the engine's (sorted) order."""
+        self._need_episode()
+        return list(self._state["admissible_commands"])
+
+    @property
+    def won(self) -> bool:
+        """The engine's native ``won`` flag (goal check on the fast-downward state)."""
+        self._need_episode()
+        return bool(self._state["won"])
+
+    @property
+    def remaining_budget(self) -> int:
+        """``b_t`` = budget minus actions taken."""
+        return self.budget - len(self._actions)
+
+    @property
+    def done(self) -> bool:
+        """Terminal: won, or budget spent."""
+        return self.won or self.remaining_budget <= 0
+
+    @property
+    def actions(self) -> list[str]:
+        """Actions taken this episode ``(a_0, ..., a_{t-1})``."""
+        return list(self._actions)
+
+    @property
+    def records(self) -> list[dict[str, Any]]:
+        """JSON-safe record after the reset and after every action (see :func:`record_of`)."""
+        return [dict(r) for r in self._records]
+
+    @property
+    def history(self) -> tuple:
+        """Visible history ``h_t = (o_0, a_0, o_1, ..., a_{t-1}, o_t)`` as a flat tuple."""
+        out: list[str] = [self._records[0]["observation"]]
+        for a, r in zip(self._actions, self._records[1:]):
+            out += [a, r["observation"]]
+        return tuple(out)
+
+    def history_hash(self) -> str:
+        """SHA-256 of the visible history (JSON)."""
+        return hashlib.sha256(json.dumps(self.history).encode()).hexdigest()
+
+    def observe(self) -> dict[str, Any]:
+        """Policy input: ``task_id``, ``task_type``, ``observation``, ``admissible_commands``,
+        ``history``, ``remaining_budget``, ``step``, ``won``, plus ``expert`` -- a
+        zero-argument callable returning the planner expert's optimal plan from the current
+        state (used by *simulated* policies only; a real checkpoint ignores it)."""
+        self._need_episode()
+        return {
+            "task_id": self.task_id,
+            "task_type": self.task_type,
+            "observation": self.observation,
+            "admissible_commands": self.admissible,
+            "history": self.history,
+            "remaining_budget": self.remaining_budget,
+            "step": len(self._actions),
+            "won": self.won,
+            "expert": self.expert_plan,
+        }
+
+    def expert_plan(self) -> list[str]:
+        """Planner expert: fast-downward's optimal plan from the current state (replanned
+        on every call), as admissible command strings; ``[]`` when won or unsolvable."""
+        self._need_episode()
+        if self.won:
+            return []
+        ps = self._pddl._pddl_state
+        sid = self._lib.get_state_id()
+        plan = ps.replan(self._pddl._entity_infos)
+        if self._lib.get_state_id() != sid:  # pragma: no cover - defensive
+            self._lib.set_state_id(sid)
+        return list(plan)
+
+    # ------------------------------------------------------------ engine state
+    @property
+    def lib(self):
+        """The env's private copy of ``libdownward`` (C-side state)."""
+        return self._lib
+
+    def state_id(self) -> int:
+        """fast-downward state-registry id of the current state (valid within one episode)."""
+        self._need_episode()
+        return int(self._lib.get_state_id())
+
+    def facts(self) -> list[str]:
+        """Sorted positive atoms of the engine's C-side state (exact, but the library's
+        ``get_state`` is quadratic in the state size: ~10-70 ms in a kitchen)."""
+        self._need_episode()
+        return sorted(atoms(self._lib))
+
+    def fluent_facts(self) -> list[str]:
+        """Sorted positive task facts that actions can change (``atLocation``, ``opened``,
+        ``inReceptacle``, ``holds``, ``isClean``/``isHot``/``isCool``, ``isToggled``, ...),
+        read from TextWorld's copy of the state. Excluded: the bookkeeping predicates
+        ``checked``/``examined`` (set by look/examine/inventory) and the display-only
+        ``isOn``, whose Python copy is wrong after a conditional effect (notes)."""
+        self._need_episode()
+        ps = self._pddl._pddl_state
+        out = []
+        for sig, props in ps._facts.items():
+            if sig.name in FLUENT_PREDICATES:
+                out.extend(str(p) for p in props)
+        return sorted(out)
+
+    def state_key(self) -> str:
+        """16-hex digest of :meth:`fluent_facts`: equal keys = equal task state (who holds
+        what, where the agent and objects are, what is open/clean/hot/cool/toggled)."""
+        return hashlib.sha256("\n".join(self.fluent_facts()).encode()).hexdigest()[:16]
+
+    def operator_commands(self) -> dict[int, str]:
+        """Map operator id -> admissible command for the current state (rendered by the
+        engine at the last step)."""
+        self._need_episode()
+        return {a.id: c for a, c in zip(self._state["_valid_actions"], self._state["_valid_commands"])}
+
+    def applicable_operators(self) -> list[tuple[int, str, int]]:
+        """``(id, name, n_effects)`` of the applicable operators (one per name)."""
+        self._need_episode()
+        return applicable_operators(self._lib)
+
+    # ------------------------------------------------------------ snapshots
+    def _claim_guard(self) -> None:
+        global _SNAPSHOT_OWNER
+        with _GUARD_LOCK:
+            owner = _SNAPSHOT_OWNER() if _SNAPSHOT_OWNER is not None else None
+            if owner is None:
+                _SNAPSHOT_OWNER = weakref.ref(self)
+            elif owner is not self:
+                raise SnapshotError(
+                    "only one AlfworldEnv per process may use snapshot()/restore(); another env holds "
+                    "the guard -- call its release_snapshots() (or close()) first, or use replay()"
+                )
+
+    def release_snapshots(self) -> None:
+        """Give up the process-wide snapshot guard (existing snapshots become invalid)."""
+        global _SNAPSHOT_OWNER
+        with _GUARD_LOCK:
+            owner = _SNAPSHOT_OWNER() if _SNAPSHOT_OWNER is not None else None
+            if owner is self:
+                _SNAPSHOT_OWNER = None
+        self._generation += 1
+
+    def close(self) -> None:
+        """Release the snapshot guard and the engine."""
+        self.release_snapshots()
+        self._state = None
+
+    def __del__(self):  # pragma: no cover - interpreter teardown
+        try:
+            self.release_snapshots()
+        except Exception:
+            pass
+
+    def snapshot(self) -> Snapshot:
+        """In-process clone of the current evaluation state (engine, history, budget)."""
+        self._need_episode()
+        self._claim_guard()
+        ps = self._pddl._pddl_state
+        pe = self._pddl
+        payload = (
+            {k: set(v) for k, v in ps._facts.items()},
+            dict(ps._vars_by_name),
+            {k: set(v) for k, v in ps._vars_by_type.items()},
+            ps._var_counts.copy(),
+            dict(getattr(ps, "_operators", {})),
+            pe.state,
+            pe.prev_state,
+            pe._last_action,
+            pe._moves,
+            self._state,
+            tuple(self._actions),
+            tuple(self._records),
+            ps,
+        )
+        return Snapshot(self._token, self._generation, self.task_id, int(self._lib.get_state_id()), payload)
+
+    def restore(self, snap: Snapshot) -> dict[str, Any]:
+        """Put the env back in the state of ``snap``. Returns :meth:`observe`.
+
+        Raises :class:`SnapshotError` if ``snap`` comes from another env, another task, or
+        an earlier episode (taken before the latest ``reset``/``load_game``).
+        """
+        from collections import Counter, defaultdict
+
+        self._need_episode()
+        self._claim_guard()
+        if snap.env_token != self._token:
+            raise SnapshotError("snapshot was taken on another AlfworldEnv")
+        if snap.generation != self._generation or snap.task_id != self.task_id:
+            raise SnapshotError(
+                f"stale snapshot: taken in episode generation {snap.generation} of {snap.task_id!r}, "
+                f"env is at generation {self._generation} of {self.task_id!r} (reset/load since)"
+            )
+        (facts, vbn, vbt, vc, ops, st, prev, last, moves, state, actions, records, ps) = snap.payload
+        if ps is not self._pddl._pddl_state:  # pragma: no cover - guarded by generation
+            raise SnapshotError("snapshot belongs to a different engine state object")
+        self._lib.set_state_id(int(snap.state_id))
+        ps._facts = defaultdict(set, {k: set(v) for k, v in facts.items()})
+        ps._vars_by_name = dict(vbn)
+        ps._vars_by_type = defaultdict(set, {k: set(v) for k, v in vbt.items()})
+        ps._var_counts = Counter(vc)
+        ps._operators = dict(ops)
+        pe = self._pddl
+        pe.state, pe.prev_state, pe._last_action, pe._moves = st, prev, last, moves
+        self._state = state
+        self._actions = list(actions)
+        self._records = list(records)
+        return self.observe()
+
+    # ------------------------------------------------------------ operational clone
+    def replay(
+        self,
+        seed: int,
+        actions: Sequence[str],
+        records: Sequence[Mapping[str, Any]] | None = None,
+    ) -> dict[str, Any]:
+        """Operational clone: reset with ``seed`` and replay ``actions``.
+
+        If ``records`` (``len(actions) + 1`` JSON-safe records, e.g. :attr:`records` of the
+        original run) are given, the record after the reset and after every action must
+        equal the recorded one; otherwise :class:`ReplayMismatch` is raised with the step
+        index (0 = after reset). Returns :meth:`observe` at the end of the prefix.
+        """
+        if records is not None and len(records) != len(actions) + 1:
+            raise ValueError(
+                f"records has {len(records)} entries, expected len(actions) + 1 = {len(actions) + 1}"
+            )
+        self.reset(seed)
+        if records is not None:
+            _compare(0, self._records[-1], records[0])
+        for i, a in enumerate(actions):
+            self.step(a)
+            if records is not None:
+                _compare(i + 1, self._records[-1], records[i + 1])
+        return self.observe()
+
+
+def _compare(step: int, got: Mapping[str, Any], expected: Mapping[str, Any]) -> None:
+    for key in ("observation", "admissible", "score", "terminal", "won"):
+        if key not in expected:
+            raise KeyError(f"record of step {step} lacks field {key!r}")
+        if got[key] != expected[key]:
+            raise ReplayMismatch(step, key, expected[key], got[key])

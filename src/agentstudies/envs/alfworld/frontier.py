@@ -1,0 +1,263 @@
+"""Remaining distance ``l_T(sigma)`` and the solvable frontier ``F_D`` (handoff paper Eq. 5-6).
+
+``l_T(sigma)`` is the fewest valid actions from ``sigma`` after which the task verifier
+(ALFWorld's native ``won`` flag) is 1; ``F_D = {sigma : l_T(sigma) = D, b(sigma) >= D}``.
+Membership is certified by the exhaustive local search of Appendix A: reject terminal
+states; test every admissible first action and reject if one wins; otherwise test every
+admissible action after each first action (and so on, to depth ``D``) and accept iff some
+``D``-action path wins. The counts of first and second actions tested are returned.
+
+Two implementations give the same answer (tested on reached states of every task type):
+
+* :func:`frontier_check` -- the FAST path. It works on the fast-downward library directly:
+  the applicable operators of a state (one per grounded action, i.e. per admissible
+  command), ``apply_operator`` and ``check_goal`` (the same C-side goal test that sets
+  ``won``), with ``get_state_id``/``set_state_id`` to come back. No text is rendered.
+  ~1-10 ms per distance-two check in ALFWorld-size rooms.
+* :func:`frontier_check_reference` -- by clones and ``env.step`` on the rendered command
+  text: ``method="snapshot"`` restores an in-process snapshot before each branch,
+  ``method="replay"`` re-creates every branch by reset + replay of the recorded prefix
+  (the paper's operational clone; very slow, for cross-checks only).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal
+
+from agentstudies.envs.alfworld.engine import applicable_operators
+
+if TYPE_CHECKING:  # pragma: no cover
+    from agentstudies.envs.alfworld.env import AlfworldEnv
+
+__all__ = ["FrontierCheck", "frontier_check", "frontier_check_reference", "remaining_distance"]
+
+
+@dataclass(frozen=True)
+class FrontierCheck:
+    """Result of the Appendix A check at one state.
+
+    Attributes
+    ----------
+    D:
+        Target distance.
+    on_frontier:
+        ``sigma in F_D``: not terminal, ``b >= D``, no path shorter than ``D`` wins, some
+        ``D``-action path wins.
+    distance:
+        ``l_T(sigma)`` if it is ``<= D`` (0 for a won state), else ``None`` (``> D``).
+        ``None`` also when the check was skipped (terminal or ``b < D`` is reported by
+        ``terminal`` / ``budget``).
+    terminal:
+        The state is won or has no budget left.
+    budget:
+        Remaining budget ``b(sigma)``.
+    actions_tested:
+        Actions tested at depth 1, 2, ..., D (paths, not distinct states, as in the paper).
+    winning_actions:
+        First actions that win at once (non-empty iff ``distance == 1``).
+    bridge_actions:
+        For ``D >= 2``: first actions from which one further action wins (Appendix C).
+    """
+
+    D: int
+    on_frontier: bool
+    distance: int | None
+    terminal: bool
+    budget: int
+    actions_tested: tuple[int, ...] = field(default_factory=tuple)
+    winning_actions: tuple[str, ...] = field(default_factory=tuple)
+    bridge_actions: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def first_actions_tested(self) -> int:
+        """Number of first actions tested."""
+        return self.actions_tested[0] if self.actions_tested else 0
+
+    @property
+    def second_actions_tested(self) -> int:
+        """Number of second actions tested (0 if the search stopped at depth 1)."""
+        return self.actions_tested[1] if len(self.actions_tested) > 1 else 0
+
+    def summary(self) -> tuple:
+        """Comparable core: (on_frontier, distance, terminal, budget, counts, wins, bridges)."""
+        return (
+            self.on_frontier,
+            self.distance,
+            self.terminal,
+            self.budget,
+            tuple(self.actions_tested),
+            tuple(sorted(self.winning_actions)),
+            tuple(sorted(self.bridge_actions)),
+        )
+
+
+def _check_D(D: int) -> int:
+    if int(D) != D or D < 1:
+        raise ValueError(f"D={D!r}: expected a positive integer")
+    return int(D)
+
+
+def frontier_check(env: "AlfworldEnv", D: int = 2) -> FrontierCheck:
+    """FAST membership test ``sigma in F_D`` at the env's current state (Appendix A).
+
+    Works on the fast-downward library (operators, ``check_goal``) without rendering
+    text; the env is left exactly where it was (state id restored; the Python side is
+    never touched). Paths are enumerated exhaustively to depth ``D`` (``n^D`` leaves), so
+    use ``D <= 3``.
+
+    Raises ``ValueError`` for ``D < 1``; ``RuntimeError`` without an episode.
+    """
+    D = _check_D(D)
+    b = env.remaining_budget
+    if env.won or b <= 0:
+        return FrontierCheck(D, False, 0 if env.won else None, True, b)
+    if b < D:
+        return FrontierCheck(D, False, None, False, b)
+    lib = env.lib
+    root = lib.get_state_id()
+    names = env.operator_commands()
+    tested: list[int] = []
+    winning: list[str] = []
+    bridges: set[str] = set()
+    try:
+        # level: list of (first-action op id, state id)
+        level: list[tuple[int, int]] = [(-1, root)]
+        for depth in range(1, D + 1):
+            nxt: list[tuple[int, int]] = []
+            n_tested = 0
+            any_win = False
+            for first, sid in level:
+                lib.set_state_id(sid)
+                ops = applicable_operators(lib)
+                n_tested += len(ops)
+                for op_id, _name, _ in ops:
+                    lib.set_state_id(sid)
+                    lib.apply_operator(op_id, None)
+                    f = op_id if depth == 1 else first
+                    if lib.check_goal():
+                        any_win = True
+                        if depth == 1:
+                            winning.append(names.get(op_id, _name))
+                        elif depth == 2:
+                            bridges.add(names.get(f, str(f)))
+                    else:
+                        nxt.append((f, lib.get_state_id()))
+            tested.append(n_tested)
+            if any_win:
+                dist = depth
+                return FrontierCheck(
+                    D, dist == D, dist, False, b, tuple(tested), tuple(winning), tuple(sorted(bridges))
+                )
+            level = nxt
+        return FrontierCheck(D, False, None, False, b, tuple(tested), (), ())
+    finally:
+        lib.set_state_id(root)
+
+
+def frontier_check_reference(
+    env: "AlfworldEnv", D: int = 2, method: Literal["snapshot", "replay"] = "snapshot"
+) -> FrontierCheck:
+    """REFERENCE membership test by clones and ``env.step`` on the rendered admissible
+    commands (Appendix A, as the paper runs it).
+
+    ``method="snapshot"``: each branch starts from :meth:`AlfworldEnv.restore` of a
+    snapshot of its parent. ``method="replay"``: each branch starts from
+    :meth:`AlfworldEnv.replay` (reset with the task seed + replay of the recorded prefix,
+    verified against the recorded records). The env is put back at the original state.
+    Cost: one rendered step per tested action (plus a full replay per branch for
+    ``"replay"``).
+    """
+    D = _check_D(D)
+    if method not in ("snapshot", "replay"):
+        raise ValueError(f"method={method!r}: expected 'snapshot' or 'replay'")
+    b = env.remaining_budget
+    if env.won or b <= 0:
+        return FrontierCheck(D, False, 0 if env.won else None, True, b)
+    if b < D:
+        return FrontierCheck(D, False, None, False, b)
+    seed = env.seed
+    prefix = env.actions
+    records = env.records
+    root_snap = env.snapshot() if method == "snapshot" else None
+
+    def goto(path: tuple[str, ...], snap) -> None:
+        if method == "snapshot":
+            env.restore(snap)
+        else:
+            env.replay(seed, prefix + list(path), records if not path else None)
+
+    tested: list[int] = []
+    winning: list[str] = []
+    bridges: set[str] = set()
+    level = [((), root_snap)]
+    result = None
+    for depth in range(1, D + 1):
+        nxt = []
+        n_tested = 0
+        any_win = False
+        for path, snap in level:
+            goto(path, snap)
+            adm = env.admissible
+            n_tested += len(adm)
+            for a in adm:
+                goto(path, snap)
+                env.step(a)
+                if env.won:
+                    any_win = True
+                    if depth == 1:
+                        winning.append(a)
+                    elif depth == 2:
+                        bridges.add(path[0])
+                elif depth < D:
+                    child = env.snapshot() if method == "snapshot" else None
+                    nxt.append((path + (a,), child))
+        tested.append(n_tested)
+        if any_win:
+            result = FrontierCheck(D, depth == D, depth, False, b, tuple(tested), tuple(winning), tuple(sorted(bridges)))
+            break
+        level = nxt
+    if result is None:
+        result = FrontierCheck(D, False, None, False, b, tuple(tested), (), ())
+    if method == "snapshot":
+        env.restore(root_snap)
+    else:
+        env.replay(seed, prefix, records)
+    return result
+
+
+def remaining_distance(env: "AlfworldEnv", max_depth: int = 6) -> int | None:
+    """``l_T(sigma)`` by breadth-first search over engine states (fast path).
+
+    States are deduplicated by fast-downward's state registry (equal states share an id).
+    Returns the distance, ``0`` if already won, or ``None`` if it exceeds ``max_depth``.
+    Budget is ignored (this is Eq. 5 alone). Cost grows quickly with ``max_depth`` in big
+    rooms; it is meant for checks, not for policies.
+    """
+    if env.won:
+        return 0
+    lib = env.lib
+    root = lib.get_state_id()
+    seen = {root}
+    frontier = deque([root])
+    try:
+        for depth in range(1, max_depth + 1):
+            nxt = deque()
+            for sid in frontier:
+                lib.set_state_id(sid)
+                for op_id, _, _ in applicable_operators(lib):
+                    lib.set_state_id(sid)
+                    lib.apply_operator(op_id, None)
+                    if lib.check_goal():
+                        return depth
+                    child = lib.get_state_id()
+                    if child not in seen:
+                        seen.add(child)
+                        nxt.append(child)
+            frontier = nxt
+            if not frontier:
+                return None
+        return None
+    finally:
+        lib.set_state_id(root)
