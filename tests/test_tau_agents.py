@@ -205,6 +205,7 @@ def test_episode_is_independent_of_the_batch_and_order():
     assert not np.array_equal(a, b)
 
 
+@pytest.mark.slow
 def test_same_table_for_any_n_jobs():
     ids = sample_task_ids(12, seed=9)
     one = run_episodes(ids, profiles=("profile_a", "profile_b"), seeds=(0, 1), n_jobs=1)

@@ -27,6 +27,7 @@ from agentstudies.agents.tau.policy import (
     MessageAction,
     ScriptedTauPolicy,
     StopAction,
+    TauProfile,
     ToolCallAction,
     get_profile,
 )
@@ -81,7 +82,9 @@ def _int_seed(ss: np.random.SeedSequence) -> int:
     return int(ss.generate_state(1, dtype=np.uint64)[0])
 
 
-def run_episode(task_id: str, workflow: str, profile: str = "profile_a", seed: int = 0, *, max_steps: int = 60) -> dict[str, Any]:
+def run_episode(
+    task_id: str, workflow: str, profile: str | TauProfile = "profile_a", seed: int = 0, *, max_steps: int = 60
+) -> dict[str, Any]:
     """Run one simulated episode and return its row of the episode table.
 
     Parameters
@@ -91,7 +94,8 @@ def run_episode(task_id: str, workflow: str, profile: str = "profile_a", seed: i
     workflow:
         ``"ReAct"``, ``"Plan + verifier"`` or ``"Confirmation gate"``.
     profile:
-        Simulated agent profile (:data:`~agentstudies.agents.tau.policy.PROFILES`).
+        Simulated agent profile: a name in :data:`~agentstudies.agents.tau.policy.PROFILES`
+        or a :class:`~agentstudies.agents.tau.policy.TauProfile` (its ``name`` keys the seed).
     seed:
         Simulator seed (non-negative integer).
     max_steps:
