@@ -145,6 +145,9 @@ def run_tau_sasst(
     alpha: float = 0.05,
     seed: int = 0,
     family_seed: int = 0,
+    min_ess: float = 20.0,
+    density_cap: float = 5.0,
+    stability_threshold: float = 0.60,
 ) -> SASSTReport:
     """Run the ten-slot SASST protocol on one model profile's episode table.
 
@@ -153,7 +156,8 @@ def run_tau_sasst(
     """
     if "reward" not in episodes.columns:
         raise KeyError(f"episode table lacks column 'reward'; it has {list(episodes.columns)}")
-    eng = SASST(tau_plan(), tau_slots(radii), {"stress": tau_family(list(features.columns), seed=family_seed)},
+    slots = tau_slots(radii, min_ess=min_ess, density_cap=density_cap, stability_threshold=stability_threshold)
+    eng = SASST(tau_plan(), slots, {"stress": tau_family(list(features.columns), seed=family_seed)},
                 alpha=alpha, inference=inference, n_multiplier=n_multiplier, n_stability=n_stability, seed=seed)
     return eng.run(episodes.rename(columns={"reward": "score"}), features, split)
 
