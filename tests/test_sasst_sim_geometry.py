@@ -181,3 +181,16 @@ def test_bandwidth_diagnostic_closed_forms():
     B = (B - B.mean(0)) / B.std(0)
     diag = gs.bandwidth_diagnostic({"b": B}).iloc[0]
     assert diag["log10_similarity_unit"] == pytest.approx(-400 / np.log(10), rel=0.05)
+
+
+def test_registry_ceiling_is_the_best_candidate_auc_by_sklearn():
+    rng = np.random.default_rng(13)
+    X = gs.study_b_features(160, rng)
+    g = gs.planted_subgroup("circular", X)
+    cfg = gs.StudyBConfig(n_directions=3, n_centers=4)
+    fam = gs.linear_registry(cfg)
+    Xa = X.to_numpy()
+    got = gs.registry_ceiling(fam, Xa[:80], Xa[80:], g[80:], gs.STUDY_B_COLUMNS)
+    rules = fam.fit(Xa[:80], list(gs.STUDY_B_COLUMNS))
+    want = max(roc_auc_score(g[80:], r.score(Xa[80:])) for r in rules)
+    assert got == pytest.approx(want, abs=1e-12)
