@@ -321,3 +321,25 @@ def test_fixed_rule_pointwise_coverage_is_nominal():
     cov = covered / trials
     # binomial sd at 0.95 with 400 trials ~ 0.011; allow 3 sd
     assert abs(cov - 0.95) < 0.035, cov
+
+
+def test_top_set_jaccard_of_rules_lifting_fewer_than_the_top_fraction():
+    # Regression: two threshold rules lifting disjoint 10% groups. With ties at the
+    # baseline level included, both top-25% sets were *every* task and the Jaccard was 1,
+    # so a selection flipping between the two rules looked perfectly stable.
+    n = 40
+    a = np.ones(n)
+    a[:4] = 3.0  # up-weights tasks 0-3
+    b = np.ones(n)
+    b[4:8] = 3.0  # up-weights tasks 4-7
+    assert top_set_jaccard(a, b, 0.25) == 0.0
+    assert top_set_jaccard(a, a, 0.25) == 1.0
+    c = a.copy()
+    c[4] = 3.0  # tasks 0-4: overlap 4 of 5
+    assert top_set_jaccard(a, c, 0.25) == pytest.approx(4 / 5)
+    # a constant rule keeps every task; a rule lifting more than the top fraction keeps
+    # its tied top level (here the 15 lifted tasks)
+    assert top_set_jaccard(np.ones(n), np.ones(n), 0.25) == 1.0
+    d = np.ones(n)
+    d[:15] = 2.0
+    assert top_set_jaccard(d, np.ones(n), 0.25) == pytest.approx(15 / 40)

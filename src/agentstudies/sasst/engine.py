@@ -67,15 +67,28 @@ def rule_scores(rule: Rule, X: np.ndarray, feature_names: Sequence[str]) -> np.n
     return s
 
 
+def _top_sets(s: np.ndarray, top_fraction: float) -> np.ndarray:
+    """Rows' top-weighted sets ``{i: s_i >= q_{1-f}(s)}``, ties included, but never the
+    rule's baseline level: when more than ``1 - f`` of the scores tie at the minimum (a rule
+    that up-weights fewer than ``f`` of the tasks), the set is the up-weighted tasks, not
+    every task. A constant row's set is every task."""
+    q = np.quantile(s, 1 - top_fraction, axis=1, keepdims=True)
+    lo = s.min(axis=1, keepdims=True)
+    constant = s.max(axis=1, keepdims=True) <= lo
+    return (s >= q) & ((s > lo) | constant)
+
+
 def top_set_jaccard(a: np.ndarray, b: np.ndarray, top_fraction: float) -> np.ndarray:
-    """Jaccard overlap of top-weighted sets ``{i: s_i >= q_{1-f}(s)}`` (ties included).
+    """Jaccard overlap of top-weighted sets ``{i: s_i >= q_{1-f}(s)}`` (ties included;
+    the baseline level of a rule that up-weights fewer than ``f`` of the tasks is excluded,
+    see :func:`_top_sets`).
 
     ``a`` is (n,), ``b`` is (n,) or (G, n); returns a float or (G,).
     """
     a = np.asarray(a, float)
     b2 = np.atleast_2d(np.asarray(b, float))
-    ta = a >= np.quantile(a, 1 - top_fraction)
-    tb = b2 >= np.quantile(b2, 1 - top_fraction, axis=1, keepdims=True)
+    ta = _top_sets(a[None, :], top_fraction)[0]
+    tb = _top_sets(b2, top_fraction)
     inter = (ta & tb).sum(axis=1)
     union = (ta | tb).sum(axis=1)
     out = np.where(union > 0, inter / np.maximum(union, 1), 1.0)
