@@ -134,3 +134,10 @@ def test_shipped_minilm_cache_equals_a_live_encoding(pool):
     idx = np.argsort(pool["text"].str.len().to_numpy())[:2]  # the two shortest texts: fast
     live = rf.embed_pool(pool.iloc[idx], "minilm")
     np.testing.assert_allclose(live, rf.load_cached_embeddings(pool)[idx], atol=2e-3)
+
+
+def test_top_weighted_set_of_a_rule_lifting_few_items_is_the_lifted_items():
+    s = np.ones(20)
+    s[[3, 7]] = 3.0  # lifts 10% < top 20%: the set is the two lifted items, not all 20
+    out = rf.top_weighted_overlap(s, np.isin(np.arange(20), [3, 4]), 0.2)
+    assert out["top_size"] == 2 and out["precision"] == 0.5 and out["recall"] == 0.5

@@ -40,7 +40,7 @@ import pandas as pd
 from scipy import stats
 
 from agentstudies.sasst.data import CONFIRMATION, DISCOVERY, split_clusters
-from agentstudies.sasst.engine import SASST, SASSTReport, rule_scores
+from agentstudies.sasst.engine import SASST, SASSTReport, _top_sets, rule_scores
 from agentstudies.sasst.geometry import KMS
 from agentstudies.sasst.plan import ComparisonPlan
 from agentstudies.sasst.rules import BumpFamily, CompositeFamily, DirectionTiltFamily, rule_from_dict
@@ -287,14 +287,15 @@ def load_cached_embeddings(pool: pd.DataFrame, path: Path | None = None) -> np.n
 def top_weighted_overlap(scores: np.ndarray, subgroup: np.ndarray, top_fraction: float) -> dict[str, float]:
     """Precision, recall and Jaccard of the top-weighted set against the subgroup.
 
-    The top-weighted set is ``{i: s_i >= q_{1 - top_fraction}(s)}`` (ties included), the
-    same definition as the engine's stability metric.
+    The top-weighted set is ``{i: s_i >= q_{1 - top_fraction}(s)}`` (ties included, a
+    non-constant rule's baseline level excluded), the same definition as the engine's
+    stability metric (:func:`agentstudies.sasst.engine.top_set_jaccard`).
     """
     s = np.asarray(scores, dtype=float)
     g = np.asarray(subgroup, dtype=bool)
     if s.shape != g.shape:
         raise ValueError(f"scores {s.shape} and subgroup {g.shape} differ in shape")
-    top = s >= np.quantile(s, 1 - top_fraction)
+    top = _top_sets(s[None, :], top_fraction)[0]
     inter = int((top & g).sum())
     return {"top_size": int(top.sum()), "precision": inter / max(1, int(top.sum())),
             "recall": inter / max(1, int(g.sum())), "jaccard": inter / max(1, int((top | g).sum()))}
