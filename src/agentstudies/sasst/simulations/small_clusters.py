@@ -60,7 +60,7 @@ from agentstudies.sasst.engine import SASST, Discovery, FrozenRule, rule_scores
 from agentstudies.sasst.geometry import make_geometry
 from agentstudies.sasst.plan import SELECTED, ComparisonPlan
 from agentstudies.sasst.rules import FixedFamily, Rule, ThresholdRule, UniformRule
-from agentstudies.sasst.simulations.common import StepRule, latent_probit_scores, proportion_interval
+from agentstudies.sasst.simulations.common import StepRule, latent_probit_scores, proportion_interval, run_trials
 from agentstudies.sasst.slots import CONFIRMED, Slot
 from agentstudies.stats import joint_bounds
 
@@ -87,6 +87,12 @@ __all__ = [
     "summarize_table7",
     "positive_control_trial",
     "summarize_table8",
+    "run_table6",
+    "run_table7",
+    "split_designs",
+    "run_positive_control",
+    "target_index",
+    "KMS_SPEC",
     "PAPER_TABLE6",
     "PAPER_TABLE7",
     "PAPER_TABLE8",
@@ -594,6 +600,47 @@ def summarize_table8(null40: pd.DataFrame, null200: pd.DataFrame, pc: pd.DataFra
     df["result"] = np.where(np.where(df["op"] == "le", df["value"] <= df["limit"], df["value"] >= df["limit"]),
                             "pass", "fail")
     return df.drop(columns=["op", "limit"])
+
+
+# ------------------------------------------------------------------ drivers
+def _seed(seed: int, *keys: int) -> np.random.SeedSequence:
+    return np.random.SeedSequence([int(seed), *[int(k) for k in keys]])
+
+
+def run_table6(*, pool: TauPool, rules: Sequence[Rule], radii: Sequence[float], n_trials: int,
+               settings: Sequence[str] = NULL_SETTINGS, n_clusters: int = 40, n_draws: int = 2000, seed: int = 0,
+               n_jobs: int = 1, backend: str = "loky") -> pd.DataFrame:
+    """Audit records for every null setting (``SeedSequence([seed, 6, k])`` for setting ``k``)."""
+    parts = []
+    for k, name in enumerate(settings):
+        parts.append(run_trials(audit_trial, n_trials, seed=_seed(seed, 6, k), n_jobs=n_jobs, backend=backend,
+                                pool=pool, setting=null_setting(name, pool), rules=tuple(rules), radii=tuple(radii),
+                                n_clusters=n_clusters, n_draws=n_draws))
+    return pd.concat(parts, ignore_index=True)
+
+
+def split_designs(designs: Sequence[PowerDesign], kappa: float = KAPPA) -> tuple[list[PowerDesign], list[PowerDesign]]:
+    """(density-feasible designs, excluded designs with ``N / ESS > kappa``)."""
+    keep = [d for d in designs if d.density <= kappa + 1e-12]
+    return keep, [d for d in designs if d.density > kappa + 1e-12]
+
+
+def run_table7(*, pool: TauPool, designs: Sequence[PowerDesign], n_trials: int, n_draws: int = 2000, seed: int = 0,
+               n_jobs: int = 1, backend: str = "loky") -> pd.DataFrame:
+    """Power records for every design (``SeedSequence([seed, 7, N, ESS])``)."""
+    parts = [run_trials(power_trial, n_trials, seed=_seed(seed, 7, d.n_clusters, d.ess), n_jobs=n_jobs,
+                        backend=backend, pool=pool, design=d, n_draws=n_draws) for d in designs]
+    return pd.concat(parts, ignore_index=True)
+
+
+def run_positive_control(*, pool: TauPool, rules: Sequence[Rule], radii: Sequence[float], n_trials: int,
+                         planted: bool, n_clusters: int, n_stability: int, seed: int = 0, n_jobs: int = 1,
+                         backend: str = "loky") -> pd.DataFrame:
+    """Positive-control (``planted=True``) or null-gate records (``SeedSequence([seed, 8, planted, N])``)."""
+    return run_trials(positive_control_trial, n_trials, seed=_seed(seed, 8, int(planted), n_clusters),
+                      n_jobs=n_jobs, backend=backend, pool=pool,
+                      setting=positive_control_setting(pool, planted=planted), rules=tuple(rules),
+                      radii=tuple(radii), n_clusters=n_clusters, n_stability=n_stability)
 
 
 # ------------------------------------------------------------------ the paper's values (labelled "paper")
