@@ -88,12 +88,12 @@ class PolicyProfile:
 
 #: SFT-like checkpoint: loops often, wanders, chooses bridge actions poorly.
 SFT_PROFILE = PolicyProfile(
-    loop_prob=0.30, loop_persistence=0.93, repeat_prob=0.8, noise=0.30,
+    loop_prob=0.45, loop_persistence=0.99, repeat_prob=0.8, noise=0.30,
     bridge_quality=0.70, finish_quality=0.80, idle_share=0.6,
 )
-#: RL-like checkpoint: rarely loops, rarely wanders, near-perfect bridge choice.
+#: RL-like checkpoint: loops rarely, wanders less, near-perfect bridge choice.
 RL_PROFILE = PolicyProfile(
-    loop_prob=0.04, loop_persistence=0.55, repeat_prob=0.6, noise=0.10,
+    loop_prob=0.09, loop_persistence=0.98, repeat_prob=0.6, noise=0.20,
     bridge_quality=0.975, finish_quality=0.985, idle_share=0.6,
 )
 

@@ -3,10 +3,11 @@
 * :func:`preserve_argv` -- fast-downward's translator overwrites ``sys.argv`` on every
   load/reset; every engine call made by this package runs inside this guard.
 * :func:`enable_parse_cache` -- memoises the two TatSu parses TextWorld repeats on every
-  step (grammar symbol strings and conjunctive queries). The parse is a pure function of
-  its input string, so observations and admissible commands are unchanged (tested); a
-  step becomes ~3x cheaper (``shared/notes/alfworld_engine.md``: 50 ms -> 13-16 ms in a
-  small room).
+  step (grammar symbol strings and conjunctive queries) and replaces the deep copies of
+  the derivation context by dict copies. Both are pure speed-ups: observations and
+  admissible commands are unchanged (tested); a step becomes several times cheaper
+  (``shared/notes/alfworld_engine.md``: 50 ms -> 13-16 ms in a small room from the parse
+  cache alone).
 * :class:`CachedPddlState` -- a ``PddlState`` that reuses the PDDL->SAS translation of a
   problem it has already translated (the translation is the bulk of a reset).
 * :func:`atoms`, :func:`applicable_operators` -- direct reads of the fast-downward state.
@@ -77,6 +78,22 @@ def _cached_query(cls, expr):
     return hit
 
 
+_ORIG_COPY_CONTEXT = _textgen.copy_context
+
+
+def _shallow_copy_context(context):
+    # TextWorld deep-copies ``variables`` (EntityInfo values) and ``mapping`` (Placeholder ->
+    # Variable) for every symbol; derivation only ever adds keys to these dicts and never
+    # mutates their values, so copying the dicts is enough (identical text, tested).
+    return {
+        "state": context["state"],
+        "facts": context["facts"],
+        "variables": dict(context["variables"]),
+        "mapping": dict(context["mapping"]),
+        "entity_infos": context["entity_infos"],
+    }
+
+
 def enable_parse_cache() -> None:
     """Memoise TextWorld's grammar/query parsing for the whole process (idempotent).
 
@@ -87,12 +104,14 @@ def enable_parse_cache() -> None:
     """
     _textgen._parse_and_convert = _cached_parse_and_convert
     _twlogic.Rule.parse_conjunctive_query = classmethod(_cached_query)
+    _textgen.copy_context = _shallow_copy_context
 
 
 def disable_parse_cache() -> None:
     """Restore TextWorld's original (uncached) parsing functions."""
     _textgen._parse_and_convert = _ORIG_PARSE
     _twlogic.Rule.parse_conjunctive_query = _ORIG_QUERY
+    _textgen.copy_context = _ORIG_COPY_CONTEXT
 
 
 def parse_cache_enabled() -> bool:
@@ -105,28 +124,46 @@ _SAS: "OrderedDict[str, tuple]" = OrderedDict()
 _SAS_MAX = 256
 
 
-def _translate(domain: str, problem: str):
-    key = hashlib.sha256((domain + "\0" + problem).encode()).hexdigest()
+def _translate(domain: str, problem: str, optimize: bool = False):
+    """PDDL -> SAS (memoised per (domain, problem, optimize)); returns ``(task, sas)``."""
+    key = hashlib.sha256((domain + "\0" + problem + ("\0opt" if optimize else "")).encode()).hexdigest()
     hit = _SAS.get(key)
     if hit is not None:
         _SAS.move_to_end(key)
         return hit
     with preserve_argv():
-        task, sas = fast_downward.pddl2sas(domain, problem)
-        _, sas_replan = fast_downward.pddl2sas(domain, problem, optimize=True)
-    _SAS[key] = (task, sas, sas_replan)
+        hit = fast_downward.pddl2sas(domain, problem, optimize=optimize)
+    _SAS[key] = hit
     if len(_SAS) > _SAS_MAX:
         _SAS.popitem(last=False)
-    return task, sas, sas_replan
+    return hit
 
 
 class CachedPddlState(PddlState):
     """``textworld.envs.pddl.logic.PddlState`` with the PDDL->SAS translation memoised.
 
     Identical to the parent except that ``fast_downward.pddl2sas`` runs once per distinct
-    (domain, problem) pair; the SAS text is still loaded into the library on every
-    construction, so the C-side state starts fresh.
+    (domain, problem) pair, and the optimised translation the planner expert searches
+    (``sas_replan``) is made only when :meth:`replan` is first called. The SAS text is
+    still loaded into the library on every construction, so the C-side state starts
+    fresh.
     """
+
+    @property
+    def sas_replan(self) -> str:  # noqa: D102
+        if self._sas_replan is None:
+            _, self._sas_replan = _translate(self._logic.domain, self.pddl_problem, optimize=True)
+            self.downward_lib.load_sas_replan(self._sas_replan.encode("utf-8"))
+        return self._sas_replan
+
+    @sas_replan.setter
+    def sas_replan(self, value) -> None:
+        self._sas_replan = value
+
+    def replan(self, infos):  # noqa: D102
+        self.sas_replan  # make sure the optimised task is translated and loaded
+        return super().replan(infos)
+
 
     def __init__(self, downward_lib, pddl_problem: str, logic):  # noqa: D107
         from collections import Counter, defaultdict
@@ -142,7 +179,8 @@ class CachedPddlState(PddlState):
         self._logic = logic
         self.downward_lib = downward_lib
         self.pddl_problem = pddl_problem
-        self.task, self.sas, self.sas_replan = _translate(logic.domain, pddl_problem)
+        self.task, self.sas = _translate(logic.domain, pddl_problem)
+        self._sas_replan = None
         self._actions = {a.name: a for a in self.task.actions}
         for type_ in self.task.types:
             try:
@@ -150,7 +188,6 @@ class CachedPddlState(PddlState):
             except ValueError:
                 pass
         self.downward_lib.load_sas(self.sas.encode("utf-8"))
-        self.downward_lib.load_sas_replan(self.sas_replan.encode("utf-8"))
         self.name2type = {o.name: o.type_name for o in self.task.objects}
 
         def _atom2proposition(atom):

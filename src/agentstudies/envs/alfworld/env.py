@@ -420,6 +420,13 @@ class AlfworldEnv:
         """``b_t`` = budget minus actions taken."""
         return self.budget - len(self._actions)
 
+    def set_remaining_budget(self, n: int) -> None:
+        """Set ``b_t`` to ``n`` from here on (the handoff gives a solver its continuation
+        budget ``B_cont``). Raises ``ValueError`` for a negative ``n``."""
+        if int(n) != n or n < 0:
+            raise ValueError(f"remaining budget {n!r}: expected a non-negative integer")
+        self.budget = len(self._actions) + int(n)
+
     @property
     def done(self) -> bool:
         """Terminal: won, or budget spent."""
@@ -578,6 +585,7 @@ class AlfworldEnv:
             tuple(self._actions),
             tuple(self._records),
             ps,
+            self.budget,
         )
         return Snapshot(self._token, self._generation, self.task_id, int(self._lib.get_state_id()), payload)
 
@@ -598,7 +606,7 @@ class AlfworldEnv:
                 f"stale snapshot: taken in episode generation {snap.generation} of {snap.task_id!r}, "
                 f"env is at generation {self._generation} of {self.task_id!r} (reset/load since)"
             )
-        (facts, vbn, vbt, vc, ops, st, prev, last, moves, state, actions, records, ps) = snap.payload
+        (facts, vbn, vbt, vc, ops, st, prev, last, moves, state, actions, records, ps, budget) = snap.payload
         if ps is not self._pddl._pddl_state:  # pragma: no cover - guarded by generation
             raise SnapshotError("snapshot belongs to a different engine state object")
         self._lib.set_state_id(int(snap.state_id))
@@ -612,6 +620,7 @@ class AlfworldEnv:
         self._state = state
         self._actions = list(actions)
         self._records = list(records)
+        self.budget = budget
         return self.observe()
 
     # ------------------------------------------------------------ operational clone

@@ -9,7 +9,7 @@ Rooms come from the AI2-THOR floor plans shipped in ``alfworld/gen/layouts``
 (``FloorPlan<n>-openable.json`` lists the receptacles with their ALFRED ids,
 ``FloorPlan<n>-objects.json`` the object classes of the scene). Kitchens have 16--30
 receptacles, living rooms 11--26, bedrooms 8--20, bathrooms 8--14, as in ALFWorld.
-Objects of every pickupable class of the scene are scattered (1--3 instances each) in
+Rooms are capped at 36 receptacles. Objects of every pickupable class of the scene are scattered (1--3 instances each) in
 receptacles that may hold them (``alfworld.gen.constants.VAL_RECEPTACLE_OBJECTS``), so
 most objects are distractors. Goals are ``alfworld.gen.goal_library.gdict[task_type]
 ['pddl']``.
@@ -99,6 +99,8 @@ _PICKUPABLE = frozenset(
 _LAMPS = ("DeskLamp", "FloorLamp")
 _LAMP_HOLDERS = ("Desk", "SideTable", "Dresser", "Shelf", "CoffeeTable", "DiningTable", "TVStand")
 _EXTRA_COUNTS = {"StoveBurner": 4}
+#: Largest room generated (ALFWorld kitchens reach the mid-thirties; FloorPlan30 lists 54).
+MAX_RECEPTACLES = 36
 _APPLIANCE = {
     "pick_clean_then_place_in_recep": "SinkBasin",
     "pick_heat_then_place_in_recep": "Microwave",
@@ -166,8 +168,9 @@ def load_layout(layout: int) -> Layout:
     Receptacles are the non-movable receptacles of ``-openable.json`` (ALFRED ids, e.g.
     ``Sink|-01.90|+00.97|-01.50|SinkBasin`` -> ``Sink_bar__minus_01_dot_90_..._bar_SinkBasin``
     which reads "sinkbasin 1"), plus one instance of each receptacle class listed in
-    ``-objects.json`` but absent there (four stove burners). Each receptacle gets its own
-    location ``loc_bar_<x>_bar_<z>_bar_<rot>_bar_<horizon>`` (made unique).
+    ``-objects.json`` but absent there (four stove burners); rooms above
+    :data:`MAX_RECEPTACLES` lose their surplus cabinets/drawers. Each receptacle gets its
+    own location ``loc_bar_<x>_bar_<z>_bar_<rot>_bar_<horizon>`` (made unique).
 
     Raises ``KeyError`` for an unknown floor plan.
     """
@@ -195,6 +198,16 @@ def load_layout(layout: int) -> Layout:
             thor_id = f"{cls}|{_coord(xyz[0])}|{_coord(xyz[1])}|{_coord(xyz[2])}"
             loc = (int(round(xyz[0] * 4)), int(round(xyz[2] * 4)), int(extra_rng.integers(4)), 30)
             recs.append((_mangle(thor_id), cls, loc))
+    # cap the room at MAX_RECEPTACLES by thinning the most numerous classes (cabinets,
+    # drawers) deterministically, keeping at least one of each class
+    recs.sort()
+    while len(recs) > MAX_RECEPTACLES:
+        counts: dict[str, int] = {}
+        for _, cls, _ in recs:
+            counts[cls] = counts.get(cls, 0) + 1
+        big = max(sorted(counts), key=lambda c: counts[c])
+        idx = max(i for i, rec in enumerate(recs) if rec[1] == big)
+        del recs[idx]
     used: set[str] = set()
     out = []
     for rid, cls, (x, z, r, hz) in sorted(recs):
@@ -270,15 +283,23 @@ def _obj_id(cls: str, rng: np.random.Generator) -> str:
 
 
 def sample_spec(
-    split: str, task_type: str, index: int, seed: int, attempt: int = 0
+    split: str,
+    task_type: str,
+    index: int,
+    seed: int,
+    attempt: int = 0,
+    *,
+    layouts: Sequence[int] | None = None,
 ) -> GameSpec:
     """Draw the content of task ``index`` of ``task_type`` in pool ``split``.
 
     All randomness comes from ``SeedSequence(seed, spawn_key=(split, type, index,
     attempt))``, so the same arguments always give the same spec, whatever else is drawn.
 
-    Raises ``KeyError`` for an unknown split or task type, ``RuntimeError`` when no floor
-    plan of the split supports the task type.
+    ``layouts`` restricts the floor plans (they must belong to the split).
+
+    Raises ``KeyError`` for an unknown split or task type, ``ValueError`` for a layout not
+    in the split, ``RuntimeError`` when no floor plan supports the task type.
     """
     if split not in SPLITS:
         raise KeyError(f"split {split!r}: expected one of {sorted(SPLITS)}")
@@ -289,8 +310,14 @@ def sample_spec(
     )
     rng = np.random.default_rng(ss)
     rooms = C.GOALS_VALID[task_type]
+    allowed = SPLITS[split]
+    if layouts is not None:
+        bad = [n for n in layouts if n not in allowed]
+        if bad:
+            raise ValueError(f"layouts {bad} are not floor plans of split {split!r}")
+        allowed = tuple(layouts)
     layouts = [
-        lay for lay in (load_layout(n) for n in SPLITS[split])
+        lay for lay in (load_layout(n) for n in allowed)
         if lay.room in rooms and _task_candidates(task_type, lay)
     ]
     if not layouts:
@@ -582,21 +609,27 @@ def generate_game(
     max_attempts: int = 25,
     check: bool = True,
     env: Any = None,
+    layouts: Sequence[int] | None = None,
+    attempt: int | None = None,
 ) -> dict[str, Any]:
     """Generate one validated, winnable game.
 
     Attempt ``a = 0, 1, ...`` draws :func:`sample_spec` ``(split, task_type, index, seed,
-    a)``; the first attempt whose problem validates, whose planner-expert plan at the start
-    state has ``min_plan_length <= len <= max_plan_length`` and which the planner expert
-    (fast-downward, replanning each step) wins within ``budget`` steps is returned, with
-    ``expert_plan`` (the optimal plan at the start) and ``attempt`` recorded. Regeneration
-    is deterministic. ``check=False`` skips the engine (validation still runs).
+    a)``; the first attempt whose problem validates, whose planner-expert plan at the
+    start state (TextWorld's fast-downward planner, cost-optimal) has ``min_plan_length <=
+    len <= max_plan_length`` and, executed in the engine, wins within ``budget`` steps is
+    returned, with ``expert_plan`` and ``attempt`` recorded. The analytic expert
+    (:mod:`.expert`) must find a plan of the same length, else ``RuntimeError`` (it would be
+    a bug there). Regeneration is deterministic. ``check=False`` skips the engine
+    (validation still runs); ``attempt`` forces one attempt (used to rebuild stored
+    pools).
 
     Raises ``RuntimeError`` if ``max_attempts`` attempts all fail.
     """
     last = None
-    for attempt in range(max_attempts):
-        spec = sample_spec(split, task_type, index, seed, attempt)
+    attempts = [attempt] if attempt is not None else range(max_attempts)
+    for a in attempts:
+        spec = sample_spec(split, task_type, index, seed, a, layouts=layouts)
         game = make_game(spec)
         try:
             validate_game(game)
@@ -609,29 +642,32 @@ def generate_game(
             from agentstudies.envs.alfworld.env import AlfworldEnv
 
             env = AlfworldEnv(budget=budget)
+        from agentstudies.envs.alfworld.expert import Expert
+
         env.load_game(game)
         env.reset(seed=0)
         plan = env.expert_plan()
         if not (min_plan_length <= len(plan) <= max_plan_length):
-            last = f"attempt {attempt}: expert plan length {len(plan)} outside [{min_plan_length}, {max_plan_length}]"
+            last = f"attempt {a}: expert plan length {len(plan)} outside [{min_plan_length}, {max_plan_length}]"
             continue
-        won = False
-        for _ in range(budget):
-            nxt = env.expert_plan()
-            if not nxt:
+        analytic = Expert(env).plan()
+        if len(analytic) != len(plan):
+            raise RuntimeError(
+                f"task {game['task_id']!r}: analytic expert plan has {len(analytic)} actions, "
+                f"fast-downward's {len(plan)} ({analytic} vs {plan})"
+            )
+        for cmd in plan[:budget]:
+            if env.done:
                 break
-            _, _, done = env.step(nxt[0])
-            if env.won:
-                won = True
-                break
-        if not won:
-            last = f"attempt {attempt}: planner expert did not win within {budget} steps"
+            env.step(cmd)
+        if not env.won:
+            last = f"attempt {a}: planner expert did not win within {budget} steps"
             continue
         game["expert_plan"] = list(plan)
         return game
     raise RuntimeError(
         f"generate_game({split!r}, {task_type!r}, index={index}, seed={seed}): no winnable game in "
-        f"{max_attempts} attempts (last: {last})"
+        f"{len(list(attempts))} attempt(s) (last: {last})"
     )
 
 
