@@ -194,3 +194,14 @@ def test_registry_ceiling_is_the_best_candidate_auc_by_sklearn():
     rules = fam.fit(Xa[:80], list(gs.STUDY_B_COLUMNS))
     want = max(roc_auc_score(g[80:], r.score(Xa[80:])) for r in rules)
     assert got == pytest.approx(want, abs=1e-12)
+
+
+def test_informative_columns_drop_numerically_dead_dimensions():
+    rng = np.random.default_rng(14)
+    E = rng.normal(scale=0.05, size=(300, 6))
+    E[:, 1] = 1e-33 * rng.normal(size=300)
+    E[:, 4] = -5e-8 + 8e-9 * rng.normal(size=300)
+    np.testing.assert_array_equal(gs.informative_columns(E), [True, False, True, True, False, True])
+    # a legitimately small but real scale (1% of the others) is kept
+    E[:, 4] = 5e-4 * rng.normal(size=300)
+    assert gs.informative_columns(E)[4]

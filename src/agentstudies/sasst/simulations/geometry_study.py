@@ -83,6 +83,7 @@ __all__ = [
     "AUDIT_GEOMETRIES",
     "PreScaledKMS",
     "FeatureMapGeometry",
+    "informative_columns",
     "tau_audit_features",
     "short_goal_subgroup",
     "AuditConfig",
@@ -567,17 +568,35 @@ class FeatureMapGeometry(Geometry):
                 "bandwidth": self.bandwidth_}
 
 
+def informative_columns(E: np.ndarray, rel_tol: float = 1e-4) -> np.ndarray:
+    """Mask (d,) of embedding dimensions that are not numerically dead on this pool.
+
+    A dimension is dead when its standard deviation over the pool is below ``rel_tol``
+    times the median standard deviation of all dimensions. all-MiniLM-L6-v2 has such
+    dimensions (on the τ²-bench scenarios and on WritingBench three have standard
+    deviations of about 4e-33, 4e-33 and 8e-9 against a median of about 0.05); the
+    per-column standardization of the engine would blow the last one up to a
+    unit-variance column of floating-point noise, which then differs between a live
+    encoding and a cached one. Score-blind: only the features enter.
+    """
+    E = np.asarray(E, dtype=float)
+    sd = E.std(axis=0)
+    return sd >= rel_tol * float(np.median(sd))
+
+
 def tau_audit_features(text_encoder: str = "minilm") -> tuple[pd.DataFrame, list[str], list[str]]:
     """Frozen τ²-bench task features for the audit: (table, structured columns, embedding columns).
 
     The table is :func:`agentstudies.envs.tau.features.task_features` for all 164 tasks
-    plus ``is_airline`` (1 for airline tasks); the tool-indicator columns are dropped.
+    plus ``is_airline`` (1 for airline tasks); the tool-indicator columns and numerically
+    dead embedding dimensions (:func:`informative_columns`) are dropped.
     """
     from agentstudies.envs.tau.features import task_features
 
     f = task_features(None, text_encoder=text_encoder)
     f = f.assign(is_airline=(f["domain"] == "airline").astype(float))
     emb = [c for c in f.columns if c.startswith("emb_")]
+    emb = [c for c, keep in zip(emb, informative_columns(f[emb].to_numpy(float))) if keep]
     cols = list(STRUCTURED_COLUMNS) + emb
     return f[cols].astype(float), list(STRUCTURED_COLUMNS), emb
 

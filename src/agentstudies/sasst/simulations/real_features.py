@@ -44,7 +44,7 @@ from agentstudies.sasst.engine import SASST, SASSTReport, _top_sets, rule_scores
 from agentstudies.sasst.geometry import KMS
 from agentstudies.sasst.plan import ComparisonPlan
 from agentstudies.sasst.rules import BumpFamily, CompositeFamily, DirectionTiltFamily, rule_from_dict
-from agentstudies.sasst.simulations.geometry_study import recovery_auc, registry_distances
+from agentstudies.sasst.simulations.geometry_study import informative_columns, recovery_auc, registry_distances
 from agentstudies.sasst.slots import Slot
 
 __all__ = [
@@ -59,6 +59,7 @@ __all__ = [
     "simulate_score_tensor",
     "episode_table",
     "embed_pool",
+    "study_features",
     "load_cached_embeddings",
     "write_embedding_cache",
     "top_weighted_overlap",
@@ -247,6 +248,13 @@ def embed_pool(pool: pd.DataFrame, text_encoder: str, *, seed: int = 0) -> np.nd
     from agentstudies.envs.tau.features import encode_texts
 
     return np.array(encode_texts(list(pool["text"]), text_encoder, seed=seed))
+
+
+def study_features(emb: np.ndarray) -> np.ndarray:
+    """The embedding columns Study D uses: every dimension except numerically dead ones
+    (:func:`~agentstudies.sasst.simulations.geometry_study.informative_columns`)."""
+    emb = np.asarray(emb, dtype=float)
+    return emb[:, informative_columns(emb)]
 
 
 def write_embedding_cache(pool: pd.DataFrame, emb: np.ndarray, path: Path | None = None) -> Path:
