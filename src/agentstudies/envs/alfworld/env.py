@@ -286,7 +286,8 @@ class AlfworldEnv:
     Parameters
     ----------
     budget:
-        Actions allowed per episode (``b_0``); :meth:`step` raises once it is spent.
+        Default actions allowed per episode (``b_0``; :meth:`reset` may override it);
+        :meth:`step` raises once it is spent.
     cache_templates:
         Memoise TextWorld's template parsing (:func:`engine.enable_parse_cache`).
     command_cache:
@@ -312,6 +313,7 @@ class AlfworldEnv:
         if cache_templates:
             enable_parse_cache()
         self.budget = int(budget)
+        self._episode_budget = int(budget)
         self.validate = validate
         infos = EnvInfos(won=True, admissible_commands=True, extras=["gamefile"])
         with preserve_argv():
@@ -367,17 +369,21 @@ class AlfworldEnv:
             raise RuntimeError("no episode: call reset(seed) first")
 
     # ------------------------------------------------------------ episode
-    def reset(self, seed: int = 0) -> dict[str, Any]:
+    def reset(self, seed: int = 0, budget: int | None = None) -> dict[str, Any]:
         """Start an episode with task seed ``seed`` (seeds the global ``random`` the
-        TextWorld templates and hand-coded expert read). Returns :meth:`observe`."""
+        TextWorld templates and hand-coded expert read) and action budget ``budget``
+        (default :attr:`budget`). Returns :meth:`observe`."""
         self._need_game()
+        if budget is not None and (int(budget) != budget or budget < 0):
+            raise ValueError(f"budget={budget!r}: expected a non-negative integer")
+        self._episode_budget = int(self.budget if budget is None else budget)
         self.seed = int(seed)
         random.seed(self.seed)
         with preserve_argv():
             self._state = self._tw.reset()
         self._generation += 1
         self._actions = []
-        self._records = [record_of(self._state, self.budget)]
+        self._records = [record_of(self._state, self._episode_budget)]
         return self.observe()
 
     def step(self, action: str) -> tuple[dict[str, Any], bool, bool]:
@@ -417,15 +423,15 @@ class AlfworldEnv:
 
     @property
     def remaining_budget(self) -> int:
-        """``b_t`` = budget minus actions taken."""
-        return self.budget - len(self._actions)
+        """``b_t`` = the episode's budget minus actions taken."""
+        return self._episode_budget - len(self._actions)
 
     def set_remaining_budget(self, n: int) -> None:
         """Set ``b_t`` to ``n`` from here on (the handoff gives a solver its continuation
         budget ``B_cont``). Raises ``ValueError`` for a negative ``n``."""
         if int(n) != n or n < 0:
             raise ValueError(f"remaining budget {n!r}: expected a non-negative integer")
-        self.budget = len(self._actions) + int(n)
+        self._episode_budget = len(self._actions) + int(n)
 
     @property
     def done(self) -> bool:
@@ -585,7 +591,7 @@ class AlfworldEnv:
             tuple(self._actions),
             tuple(self._records),
             ps,
-            self.budget,
+            self._episode_budget,
         )
         return Snapshot(self._token, self._generation, self.task_id, int(self._lib.get_state_id()), payload)
 
@@ -620,7 +626,7 @@ class AlfworldEnv:
         self._state = state
         self._actions = list(actions)
         self._records = list(records)
-        self.budget = budget
+        self._episode_budget = budget
         return self.observe()
 
     # ------------------------------------------------------------ operational clone
@@ -629,19 +635,22 @@ class AlfworldEnv:
         seed: int,
         actions: Sequence[str],
         records: Sequence[Mapping[str, Any]] | None = None,
+        budget: int | None = None,
     ) -> dict[str, Any]:
         """Operational clone: reset with ``seed`` and replay ``actions``.
 
         If ``records`` (``len(actions) + 1`` JSON-safe records, e.g. :attr:`records` of the
         original run) are given, the record after the reset and after every action must
         equal the recorded one; otherwise :class:`ReplayMismatch` is raised with the step
-        index (0 = after reset). Returns :meth:`observe` at the end of the prefix.
+        index (0 = after reset). ``budget`` is the episode budget of the original run
+        (default :attr:`budget`; the terminal flags depend on it). Returns :meth:`observe`
+        at the end of the prefix.
         """
         if records is not None and len(records) != len(actions) + 1:
             raise ValueError(
                 f"records has {len(records)} entries, expected len(actions) + 1 = {len(actions) + 1}"
             )
-        self.reset(seed)
+        self.reset(seed, budget)
         if records is not None:
             _compare(0, self._records[-1], records[0])
         for i, a in enumerate(actions):

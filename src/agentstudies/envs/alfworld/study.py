@@ -140,8 +140,7 @@ def _run_task(
 
     for seed in seeds:
         for rname, reacher in reachers:
-            env.budget = budget
-            env.reset(seed)
+            env.reset(seed, budget)
             memo: dict[int, Any] = {}  # frontier answers by engine state id (this episode)
             reacher.reset(task_id, seed, role="reacher")
             obs = observe()
@@ -185,10 +184,9 @@ def _run_task(
             results = []
             for sname, solver in reachers:
                 if clone == "replay":
-                    env.budget = budget
                     audit["replays"] += 1
                     try:
-                        env.replay(seed, prefix, records)
+                        env.replay(seed, prefix, records, budget)
                     except ReplayMismatch:
                         audit["replays_failed"] += 1
                         raise
@@ -210,9 +208,8 @@ def _run_task(
             if clone == "snapshot":
                 env.release_snapshots()
                 # audit: one verified operational clone of the arrival state
-                env.budget = budget
                 audit["replays"] += 1
-                env.replay(seed, prefix, records)
+                env.replay(seed, prefix, records, budget)
                 audit["replays_passed"] += 1
             audit["solver_pairs"] += 1
             audit["solver_pairs_equal_inputs"] += int(all(x == inputs[0] for x in inputs))

@@ -1,0 +1,255 @@
+"""AlfworldEnv on the real ALFWorld engine: budget, history, replay clones, snapshots."""
+
+from __future__ import annotations
+
+import json
+import random
+import sys
+
+import pytest
+
+from agentstudies.envs.alfworld import engine
+from agentstudies.envs.alfworld._testing import small_game
+from agentstudies.envs.alfworld.env import (
+    AlfworldEnv,
+    ReplayMismatch,
+    SnapshotError,
+    official_game_files,
+)
+from agentstudies.envs.alfworld.expert import Expert
+from agentstudies.agents.alfworld_policy import make_checkpoints
+
+
+@pytest.fixture(scope="module")
+def env():
+    e = AlfworldEnv(budget=12)
+    e.load_game(small_game("pick_and_place_simple"))
+    yield e
+    e.close()
+
+
+def _walk(env, n, rng):
+    for _ in range(n):
+        if env.done:
+            break
+        env.step(rng.choice(env.admissible))
+
+
+def test_sys_argv_is_left_alone():
+    before_obj = sys.argv
+    before = list(sys.argv)
+    e = AlfworldEnv(budget=5)
+    e.load_game(small_game("pick_two_obj_and_place"))
+    assert sys.argv == before and sys.argv is before_obj
+    e.reset(3)
+    assert sys.argv == before and sys.argv is before_obj
+    e.expert_plan()  # fast-downward translation of the optimised task happens here
+    assert sys.argv == before and sys.argv is before_obj
+    e.close()
+
+
+def test_step_budget_history_and_records(env):
+    obs = env.reset(4)
+    assert obs["remaining_budget"] == 12 and obs["step"] == 0
+    assert obs["admissible_commands"] == sorted(obs["admissible_commands"])
+    assert obs["observation"].startswith("-= Welcome to TextWorld, ALFRED! =-")
+    a0 = env.admissible[0]
+    obs, won, done = env.step(a0)
+    assert env.actions == [a0] and env.remaining_budget == 11
+    h = env.history
+    assert len(h) == 3 and h[1] == a0 and h[2] == obs["observation"]
+    recs = env.records
+    assert len(recs) == 2 and set(recs[1]) == {"observation", "admissible", "score", "terminal", "won"}
+    json.dumps(recs)  # JSON-safe
+    while not env.done:
+        env.step("look")
+    assert env.remaining_budget == 0 and env.records[-1]["terminal"] is True
+    with pytest.raises(RuntimeError, match="episode over"):
+        env.step("look")
+
+
+def test_won_flag_is_the_engines(env):
+    env.reset(0)
+    plan = Expert(env).plan()
+    fd = env.expert_plan()
+    assert len(plan) == len(fd) >= 1
+    for i, a in enumerate(plan):
+        assert not env.won
+        env.step(a)
+    assert env.won and env.done and env.records[-1]["score"] == 1.0
+
+
+def test_non_admissible_command_costs_one_action(env):
+    env.reset(0)
+    key = env.state_key()
+    obs, _, _ = env.step("dance wildly")
+    assert obs["observation"] == "Nothing happens." and env.remaining_budget == 11
+    assert env.state_key() == key
+
+
+def test_replay_verifies_every_record_and_names_the_step(env):
+    rng = random.Random(5)
+    env.reset(7)
+    _walk(env, 5, rng)
+    actions, records = env.actions, env.records
+    obs = env.replay(7, actions, records)
+    assert env.records == records and obs["observation"] == records[-1]["observation"]
+    bad = [dict(r) for r in records]
+    bad[3]["admissible"] = list(reversed(bad[3]["admissible"]))
+    with pytest.raises(ReplayMismatch, match="step 3") as info:
+        env.replay(7, actions, bad)
+    assert info.value.step == 3 and info.value.field == "admissible"
+    bad = [dict(r) for r in records]
+    bad[0]["observation"] = "something else"
+    with pytest.raises(ReplayMismatch) as info:
+        env.replay(7, actions, bad)
+    assert info.value.step == 0
+    with pytest.raises(ValueError, match="len\\(actions\\) \\+ 1"):
+        env.replay(7, actions, records[:-1])
+
+
+def test_snapshot_branches_equal_replay_branches(env):
+    rng = random.Random(11)
+    env.reset(2)
+    _walk(env, 4, rng)
+    prefix = env.actions
+    snap = env.snapshot()
+    for _ in range(6):
+        env.restore(snap)
+        branch = [rng.choice(env.admissible)]
+        env.step(branch[0])
+        if not env.done:
+            branch.append(rng.choice(env.admissible))
+            env.step(branch[-1])
+        via_snapshot = (env.records, env.state_key(), env.won, env.remaining_budget, env.history)
+        env.replay(2, prefix + branch)
+        via_replay = (env.records, env.state_key(), env.won, env.remaining_budget, env.history)
+        assert via_snapshot == via_replay
+        # the replay's reset invalidated the snapshot: take a fresh one at the same prefix
+        with pytest.raises(SnapshotError):
+            env.restore(snap)
+        env.replay(2, prefix)
+        snap = env.snapshot()
+
+
+def test_restore_after_reset_or_load_raises(env):
+    env.reset(0)
+    env.step(env.admissible[0])
+    snap = env.snapshot()
+    env.restore(snap)  # fine within the episode
+    env.reset(0)
+    with pytest.raises(SnapshotError, match="stale snapshot"):
+        env.restore(snap)
+    snap = env.snapshot()
+    env.load_game(small_game("pick_and_place_simple"))
+    env.reset(0)
+    with pytest.raises(SnapshotError):
+        env.restore(snap)
+
+
+def test_only_one_env_per_process_may_snapshot(env):
+    env.reset(0)
+    env.snapshot()
+    other = AlfworldEnv(budget=5)
+    other.load_game(small_game("pick_two_obj_and_place"))
+    other.reset(0)
+    with pytest.raises(SnapshotError, match="only one AlfworldEnv"):
+        other.snapshot()
+    # replay clones stay available to the second env
+    other.step(other.admissible[0])
+    other.replay(0, other.actions, other.records)
+    env.release_snapshots()
+    s = other.snapshot()
+    other.restore(s)
+    other.close()
+    with pytest.raises(SnapshotError, match="another AlfworldEnv"):
+        env.restore(s)
+
+
+def test_two_solvers_from_one_clone_see_identical_inputs(env):
+    rng = random.Random(3)
+    env.budget = 12
+    env.reset(9)
+    _walk(env, 3, rng)
+    prefix, records = env.actions, env.records
+    snap = env.snapshot()
+    ckpts = make_checkpoints()
+    inputs = {}
+    for name, pol in ckpts.items():
+        for mode in ("snapshot", "replay"):
+            if mode == "snapshot":
+                env.restore(snap)
+            else:
+                env.budget = 12
+                env.replay(9, prefix, records)
+                snap = env.snapshot()
+            env.set_remaining_budget(2)
+            obs = env.observe()
+            inputs[(name, mode)] = (obs["observation"], tuple(obs["admissible_commands"]),
+                                    obs["remaining_budget"], env.history_hash())
+    assert len(set(inputs.values())) == 1
+    assert next(iter(inputs.values()))[2] == 2
+
+
+def test_state_key_ignores_bookkeeping_actions(env):
+    env.reset(0)
+    k0 = env.state_key()
+    env.step("look")
+    assert env.state_key() == k0
+    env.step("inventory")
+    assert env.state_key() == k0
+    go = next(a for a in env.admissible if a.startswith("go to"))
+    env.step(go)
+    assert env.state_key() != k0
+
+
+@pytest.mark.parametrize("task_type", ["look_at_obj_in_light", "pick_clean_then_place_in_recep"])
+def test_fast_rendering_is_identical_to_textworld(task_type):
+    game = small_game(task_type)
+    actions = []
+    rng = random.Random(0)
+    e = AlfworldEnv(budget=15)
+    try:
+        e.load_game(game)
+        e.reset(1)
+        while not e.done:
+            actions.append(rng.choice(e.admissible))
+            e.step(actions[-1])
+        fast = e.records
+        engine.disable_parse_cache()
+        e._pddl.command_cache = False
+        e.reset(1)
+        for a in actions:
+            e.step(a)
+        slow = e.records
+    finally:
+        engine.enable_parse_cache()
+        e._pddl.command_cache = True
+        e.close()
+    assert fast == slow
+
+
+def test_official_game_file_path_branch(tmp_path, monkeypatch):
+    game = small_game("pick_two_obj_and_place")
+    trial = tmp_path / "json_2.1.1" / "valid_unseen" / "pick_two_obj_and_place-X-None-Y-304" / "trial_T1"
+    trial.mkdir(parents=True)
+    (trial / "game.tw-pddl").write_text(json.dumps(
+        {k: game[k] for k in ("pddl_domain", "grammar", "pddl_problem")} | {"solvable": True}))
+    (trial / "traj_data.json").write_text(json.dumps(game["traj_data"]))
+    monkeypatch.setenv("ALFWORLD_DATA", str(tmp_path))
+    files = official_game_files("valid_unseen")
+    assert files == [trial / "game.tw-pddl"]
+    e = AlfworldEnv(budget=5)
+    e.load_game(files[0])
+    assert e.task_id == "pick_two_obj_and_place-X-None-Y-304/trial_T1"
+    assert e.task_type == "pick_two_obj_and_place"
+    e.reset(0)
+    ref = AlfworldEnv(budget=5)
+    ref.load_game(game)
+    ref.reset(0)
+    assert e.records == ref.records
+    e.close()
+    ref.close()
+    monkeypatch.delenv("ALFWORLD_DATA")
+    with pytest.raises(KeyError, match="ALFWORLD_DATA"):
+        official_game_files("valid_unseen")
