@@ -121,12 +121,13 @@ def _run_task(
     D: int,
     cont: int,
     clone: str,
+    expert_method: str = "analytic",
 ) -> dict[str, Any]:
     t0 = time.perf_counter()
     budget = early_budget + cont
     env = _worker_env(budget)
     env.load_game(game)
-    expert = Expert(env)
+    expert = Expert(env, method=expert_method)
     split = str(game.get("split", ""))
     task_id = env.task_id
     task_type = env.task_type
@@ -257,6 +258,7 @@ def run_handoff_study(
     clone: str = "replay",
     backend: str | None = None,
     pool_seed: int = 2029,
+    expert: str = "analytic",
 ) -> HandoffStudy:
     """Run the ALFWorld checkpoint-handoff protocol (paper Section 4.1, Appendix A).
 
@@ -285,6 +287,10 @@ def run_handoff_study(
         ``"replay"`` (reset + verified replay per solver; the paper's protocol) or
         ``"snapshot"`` (in-process restore per solver, plus one verified replay per
         arrival for the audit).
+    expert:
+        Optimal-plan source handed to scripted policies (``observation["expert"]``):
+        ``"analytic"`` (fast, exact on generated games) or ``"fast_downward"`` (TextWorld's
+        planner; use it for official ALFWorld games).
 
     Returns a :class:`HandoffStudy` with the tables described in the module docstring.
 
@@ -300,6 +306,8 @@ def run_handoff_study(
         raise ValueError(f"continuation_budget={continuation_budget} < D={D}: a solver could never finish")
     if clone not in ("replay", "snapshot"):
         raise ValueError(f"clone={clone!r}: expected 'replay' or 'snapshot'")
+    if expert not in ("analytic", "fast_downward"):
+        raise ValueError(f"expert={expert!r}: expected 'analytic' or 'fast_downward'")
     seeds = [int(s) for s in seeds]
     if not seeds:
         raise ValueError("seeds is empty: expected at least one paired seed")
@@ -320,7 +328,7 @@ def run_handoff_study(
     items = [(str(k), v) for k, v in reachers.items()]
     t0 = time.perf_counter()
     out = Parallel(n_jobs=n_jobs, backend=backend)(
-        delayed(_run_task)(g, seeds, items, early_budget, D, continuation_budget, clone) for g in games
+        delayed(_run_task)(g, seeds, items, early_budget, D, continuation_budget, clone, expert) for g in games
     )
     wall = time.perf_counter() - t0
     traj = pd.DataFrame([r for o in out for r in o["trajectories"]], columns=TRAJECTORY_COLUMNS)
@@ -358,7 +366,7 @@ def run_handoff_study(
     params = dict(
         tasks=len(games), tasks_per_type=tasks_per_type, seeds=seeds, reachers=[k for k, _ in items],
         early_budget=early_budget, D=D, continuation_budget=continuation_budget, n_jobs=n_jobs, clone=clone,
-        pool_seed=pool_seed,
+        pool_seed=pool_seed, expert=expert,
         policies={k: getattr(v, "params", repr(v)) for k, v in items},
     )
     return HandoffStudy(traj, steps, eps, audit, params, timing)
