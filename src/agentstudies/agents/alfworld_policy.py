@@ -89,12 +89,12 @@ class PolicyProfile:
 #: SFT-like checkpoint: loops often, wanders, chooses bridge actions poorly.
 SFT_PROFILE = PolicyProfile(
     loop_prob=0.45, loop_persistence=0.99, repeat_prob=0.8, noise=0.30,
-    bridge_quality=0.70, finish_quality=0.80, idle_share=0.6,
+    bridge_quality=0.66, finish_quality=0.76, idle_share=0.6,
 )
 #: RL-like checkpoint: loops rarely, wanders less, near-perfect bridge choice.
 RL_PROFILE = PolicyProfile(
     loop_prob=0.09, loop_persistence=0.98, repeat_prob=0.6, noise=0.20,
-    bridge_quality=0.975, finish_quality=0.985, idle_share=0.6,
+    bridge_quality=0.965, finish_quality=0.975, idle_share=0.6,
 )
 
 

@@ -7,9 +7,9 @@ the real ALFWorld engine (TextWorld ``PddlEnv`` + fast-downward) plays them.
 
 Rooms come from the AI2-THOR floor plans shipped in ``alfworld/gen/layouts``
 (``FloorPlan<n>-openable.json`` lists the receptacles with their ALFRED ids,
-``FloorPlan<n>-objects.json`` the object classes of the scene). Kitchens have 16--30
-receptacles, living rooms 11--26, bedrooms 8--20, bathrooms 8--14, as in ALFWorld.
-Rooms are capped at 36 receptacles. Objects of every pickupable class of the scene are scattered (1--3 instances each) in
+``FloorPlan<n>-objects.json`` the object classes of the scene), capped at 36
+receptacles: kitchens have 16--36 (mean 28), living rooms 6--35 (mean 14), bedrooms 6--25
+(mean 13), bathrooms 9--19 (mean 13), as in ALFWorld. Objects of every pickupable class of the scene are scattered (1--3 instances each) in
 receptacles that may hold them (``alfworld.gen.constants.VAL_RECEPTACLE_OBJECTS``), so
 most objects are distractors. Goals are ``alfworld.gen.goal_library.gdict[task_type]
 ['pddl']``.
