@@ -169,18 +169,27 @@ class KMS(_Sliced):
     n_witness : int, ``L`` unit witness directions in feature space
     bandwidth : float or "median" (median heuristic on standardized discovery features)
     seed : int
+    standardize : bool
+        Standardize each column on discovery features first (default). ``False`` keeps a
+        scaling the caller chose (for example L2-normalized embeddings beside
+        standardized structured features): the frozen standardizer is then the identity.
     """
 
     name = "kms"
     n_features: int = 128
     bandwidth: float | str = "median"
+    standardize: bool = True
     omega: np.ndarray | None = field(default=None, repr=False)
     phase: np.ndarray | None = field(default=None, repr=False)
     bandwidth_: float | None = None
 
     def fit(self, X: np.ndarray) -> "KMS":
         rng = np.random.default_rng(self.seed)
-        self.standardizer = Standardizer.fit(X)
+        X = np.asarray(X, dtype=float)
+        if self.standardize:
+            self.standardizer = Standardizer.fit(X)
+        else:
+            self.standardizer = Standardizer(mean=np.zeros(X.shape[1]), scale=np.ones(X.shape[1]))
         Xs = self.standardizer(X)
         h = median_bandwidth(Xs) if self.bandwidth == "median" else float(self.bandwidth)
         self.bandwidth_ = h
@@ -197,7 +206,7 @@ class KMS(_Sliced):
 
     def to_dict(self) -> dict[str, Any]:
         return {"geometry": "kms", "n_features": self.n_features, "n_witness": self.n_witness,
-                "bandwidth": self.bandwidth_, "seed": self.seed}
+                "bandwidth": self.bandwidth_, "seed": self.seed, "standardize": self.standardize}
 
 
 @dataclass

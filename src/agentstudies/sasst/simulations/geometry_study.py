@@ -451,31 +451,9 @@ PAPER_TABLE10 = pd.DataFrame({
 PAPER_BANDWIDTH_SIMILARITY = 4e-177
 
 
-@dataclass
-class PreScaledKMS(KMS):
-    """KMS on features the caller has already scaled (no per-column standardization).
-
-    Identical to :class:`~agentstudies.sasst.geometry.KMS` (random Fourier features of an
-    RBF kernel with median-heuristic bandwidth, ``L`` unit witnesses) except that the
-    frozen standardizer is the identity, so a block scaling chosen by the caller (for
-    example L2-normalized embeddings beside standardized structured features) survives.
-    """
-
-    name = "kms_prescaled"
-
-    def fit(self, X: np.ndarray) -> "PreScaledKMS":
-        X = np.asarray(X, dtype=float)
-        rng = np.random.default_rng(self.seed)
-        d = X.shape[1]
-        self.standardizer = Standardizer(mean=np.zeros(d), scale=np.ones(d))
-        h = median_bandwidth(X) if self.bandwidth == "median" else float(self.bandwidth)
-        self.bandwidth_ = h
-        self.omega = rng.standard_normal((d, self.n_features)) / h
-        self.phase = rng.uniform(0, 2 * np.pi, self.n_features)
-        B = rng.standard_normal((self.n_witness, self.n_features))
-        self.witnesses = B / np.linalg.norm(B, axis=1, keepdims=True)
-        self._cache = None
-        return self
+def PreScaledKMS(**kwargs: Any) -> KMS:
+    """KMS on features the caller has already scaled: ``KMS(standardize=False)``."""
+    return KMS(standardize=False, **kwargs)
 
 
 @dataclass
@@ -507,7 +485,7 @@ class FeatureMapGeometry(Geometry):
     n_features: int = 128
     n_witness: int = 64
     name: str = field(default="feature_map", init=False)
-    _inner: PreScaledKMS | None = field(default=None, repr=False, init=False)
+    _inner: KMS | None = field(default=None, repr=False, init=False)
     _state: dict = field(default_factory=dict, repr=False, init=False)
 
     def __post_init__(self) -> None:
