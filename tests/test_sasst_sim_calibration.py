@@ -188,6 +188,17 @@ def test_same_data_selection_is_scored_on_the_confirmation_half():
     assert by["same data"]["estimate"] <= exact.min() + 0.01
 
 
+def test_restricted_tercile_search_maps_back_to_the_full_registry():
+    recs = C.table5_trial(0, np.random.default_rng(8), M=300, design=DESIGN, R=2, n_draws=100,
+                          tercile_features=("x1", "x3"))
+    full = DESIGN.tercile_registry()
+    for r in recs:
+        assert r["n_candidates"] == 6
+        assert full[r["rule_index"]].columns[0] in ("x1", "x3")
+    with pytest.raises(ValueError, match="select no tercile"):
+        C.table5_trial(0, np.random.default_rng(8), M=300, design=DESIGN, tercile_features=("nope",))
+
+
 def test_table5_summary_matches_scipy_binomial_mcnemar():
     # fabricate 40 paired trials: split covers in 38, same data in 31; 9 split-only, 2 same-only
     n = 40

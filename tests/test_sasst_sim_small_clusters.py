@@ -184,3 +184,5 @@ def test_positive_control_trial_runs_the_full_protocol(pool, rules):
                              pd.DataFrame([dict(r, trial=0) for r in recs]),
                              pd.DataFrame([dict(r, trial=0) for r in recs]), S.target_index(rules))
     assert list(tab["gate"])[2] == "Target rule discovery, N = 200" and set(tab["result"]) <= {"pass", "fail"}
+    # a confirmed status needs a supporting band: the status-level error cannot exceed the band level
+    assert (tab["status_level"].dropna() <= tab["value"].iloc[:2] + 1e-12).all()

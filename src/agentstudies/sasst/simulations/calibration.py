@@ -386,6 +386,7 @@ def table5_trial(
     R: int = 5,
     n_draws: int = 2000,
     alpha: float = 0.05,
+    tercile_features: Sequence[str] | None = None,
 ) -> list[dict[str, Any]]:
     """One matched trial of the split and the same-data worst-tercile procedures.
 
@@ -394,13 +395,19 @@ def table5_trial(
     *Same data*: it is chosen on ``I`` itself and then estimated on ``I`` - the invalid
     procedure SASST guards against (the engine refuses confirmation clusters that were
     used in discovery; here the guard is bypassed on purpose to simulate the practice).
+    ``tercile_features`` restricts the search to the terciles of those features (default:
+    all eight); ``rule_index`` always refers to the full 24-rule tercile registry.
     """
     data = design.simulate(M, rng)
     is_d = np.arange(M) < M // 2
     D, I = data.subset(is_d), data.subset(~is_d)
     zeta = rng.standard_normal((n_draws, len(I)))
+    full = design.tercile_registry()
+    keep = [i for i, r in enumerate(full) if tercile_features is None or r.columns[0] in tercile_features]
+    if not keep:
+        raise ValueError(f"tercile_features {tercile_features!r} select no tercile; features are {FEATURES}")
     slot = _stress_slot("worst tercile", "tercile")
-    eng = _engine(design, R, [slot], {"tercile": FixedFamily(design.tercile_registry())}, rng)
+    eng = _engine(design, R, [slot], {"tercile": FixedFamily(tuple(full[i] for i in keep))}, rng)
     recs, phis = [], []
     for proc in ("split", "same data"):
         disc = eng.discover(D if proc == "split" else I)
@@ -408,8 +415,11 @@ def table5_trial(
             disc = replace(disc, cluster_ids=())  # deliberate: select and estimate on I
         rep = eng.confirm(disc, I)
         rec = _slot_record(rep, disc, "worst tercile")
+        if rec["rule_index"] >= 0:
+            rec["rule_index"] = keep[rec["rule_index"]]
         phi = rep.phi[:, 0] if rep.phi_slots else np.zeros(len(I))
-        rec.update(M=M, R=R, procedure=proc, se=float(contribution_se(phi)) if rec["feasible"] else np.nan)
+        rec.update(M=M, R=R, procedure=proc, se=float(contribution_se(phi)) if rec["feasible"] else np.nan,
+                   n_candidates=len(keep))
         recs.append(rec)
         phis.append(phi)
     crit = coordinatewise_critical(np.column_stack(phis), -np.ones(2), zeta, alpha)
@@ -487,10 +497,15 @@ def run_table4(*, design: StudyADesign, M_values: Sequence[int], R_values: Seque
 
 
 def run_table5(*, design: StudyADesign, M_values: Sequence[int], n_trials: int, R: int = 5, n_draws: int = 2000,
-               seed: int = 0, n_jobs: int = 1, backend: str = "loky") -> pd.DataFrame:
-    """Table 5 trial records (``SeedSequence([seed, 5, M])`` per ``M``)."""
-    parts = [run_trials(table5_trial, n_trials, seed=config_seed(seed, 5, M), n_jobs=n_jobs, backend=backend,
-                        M=int(M), design=design, R=int(R), n_draws=n_draws) for M in M_values]
+               seed: int = 0, n_jobs: int = 1, backend: str = "loky",
+               tercile_features: Sequence[str] | None = None) -> pd.DataFrame:
+    """Table 5 trial records (``SeedSequence([seed, 5, M])`` per ``M``; ``[seed, 55, M]``
+    when the search is restricted to ``tercile_features``)."""
+    code = 5 if tercile_features is None else 55
+    feats = None if tercile_features is None else tuple(tercile_features)
+    parts = [run_trials(table5_trial, n_trials, seed=config_seed(seed, code, M), n_jobs=n_jobs, backend=backend,
+                        M=int(M), design=design, R=int(R), n_draws=n_draws, tercile_features=feats)
+             for M in M_values]
     return pd.concat(parts, ignore_index=True)
 
 
