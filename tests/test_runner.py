@@ -335,11 +335,19 @@ def test_parse_value(text, value):
 
 def test_cli_run_with_parameters(tree, capsys, tmp_path):
     out = tmp_path / "o.ipynb"
-    code = cli.main(["run", "good", "--root", str(tree), "-p", "n_tasks", "7", "-r", "seed", "12",
+    code = cli.main(["run", "good", "--root", str(tree), "-p", "n_tasks", "7", "-p", "seed", "12",
                      "-p", "labels", "[x, y]", "-o", str(out)])
     assert code == 0
-    assert seen(tree, "good")["params"] == {"seed": "12", "n_tasks": 7, "labels": ["x", "y"], "n_jobs": 1}
-    assert out.is_file() and "ok  good" in capsys.readouterr().out
+    params = json.loads((tmp_path / "o.artifacts" / "good" / "seen.json").read_text())["params"]
+    assert params == {"seed": 12, "n_tasks": 7, "labels": ["x", "y"], "n_jobs": 1}
+    assert not (tree / "artifacts" / "good").exists()
+    printed = capsys.readouterr().out
+    assert out.is_file() and "ok  good" in printed
+    # with -o, tables go beside the output notebook, not into the book's artifacts
+    assert f"tables and figures: {tmp_path / 'o.artifacts' / 'good'}" in printed
+    # -r passes the string unparsed: a string cannot stand for seed's int default
+    assert cli.main(["run", "good", "--root", str(tree), "-r", "seed", "12", "-o", str(out)]) == 1
+    assert "parameter 'seed' of notebook good expects int" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(
@@ -376,3 +384,24 @@ def test_cli_list_reports_bad_profile(tree, capsys):
     (tree / "notebooks" / "profiles.yaml").write_text("chapters:\n  nojobs:\n    paper: {m: 1}\n")
     assert cli.main(["list", "--root", str(tree)]) == 1
     assert "unknown parameter 'm' for notebook nojobs" in capsys.readouterr().out
+
+
+def test_parameter_types_follow_the_declared_defaults(tmp_path):
+    """A value whose type cannot stand for the default's is refused before any run."""
+    import nbformat
+
+    from agentstudies import runner
+
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell('seed = 0\nrate = 0.5\nname = "x"\nflag = True\nitems = [1]\nopt = None\n')
+    cell.metadata["tags"] = ["parameters"]
+    nb.cells = [cell]
+    path = tmp_path / "typed.ipynb"
+    nbformat.write(nb, path)
+    ok = {"seed": 3, "rate": 2, "name": "y", "flag": False, "items": [], "opt": "anything"}
+    assert runner.resolve_parameters(path, parameters=ok) == ok
+    assert runner.resolve_parameters(path, parameters={"name": None}) == {"name": None}
+    for key, bad in [("seed", "abc"), ("seed", 1.5), ("seed", True), ("rate", "x"), ("flag", "maybe"),
+                     ("items", 3), ("name", 1)]:
+        with pytest.raises(runner.ParameterError, match=f"parameter '{key}' of notebook typed expects"):
+            runner.resolve_parameters(path, parameters={key: bad})

@@ -32,10 +32,13 @@ import pandas as pd
 
 from agentstudies import __version__
 
-__all__ = ["Chapter", "artifacts_root", "hash_object", "beside_paper", "SIMULATED"]
+__all__ = ["Chapter", "Provenance", "artifacts_root", "hash_object", "beside_paper", "SIMULATED", "INCOMPLETE"]
 
 #: Label attached to every table, figure and caption produced by a scripted policy.
 SIMULATED = "simulated"
+
+#: Marker file present in ``artifacts/<chapter>/`` while a run has not finished.
+INCOMPLETE = "INCOMPLETE"
 
 
 def artifacts_root() -> Path:
@@ -137,6 +140,15 @@ class Chapter:
         if not self.name or "/" in self.name:
             raise ValueError(f"chapter name must be a plain folder name, got {self.name!r}")
         self.params = dict(self.params)
+        # Start from an empty folder so a run never leaves tables of two runs side by side;
+        # the marker stays until finish() and flags a run that stopped part-way.
+        folder = self.artifacts
+        for old in folder.iterdir():
+            if old.is_file() or old.is_symlink():
+                old.unlink()
+        (folder / INCOMPLETE).write_text(
+            f"run started {self._started} and has not finished (no provenance.json yet)\n"
+        )
 
     # ------------------------------------------------------------------ artifacts
     @property
@@ -153,9 +165,13 @@ class Chapter:
         return digest
 
     def save_table(self, df: pd.DataFrame, name: str, *, index: bool = False) -> Path:
-        """Write ``df`` to ``artifacts/<chapter>/<name>.csv`` and return the path."""
+        """Write ``df`` to ``artifacts/<chapter>/<name>.csv`` and return the path.
+
+        Floats are written with 12 significant digits (``0.025`` rather than
+        ``0.025000000000000022``); nothing else is rounded.
+        """
         path = self.artifacts / f"{name}.csv"
-        df.to_csv(path, index=index)
+        df.to_csv(path, index=index, float_format="%.12g")
         self.outputs.append(path.name)
         return path
 
@@ -200,11 +216,16 @@ class Chapter:
             "simulated": self.simulated,
         }
 
-    def finish(self) -> pd.DataFrame:
-        """Write ``provenance.json`` and return the provenance as a two-column table."""
+    def finish(self) -> "Provenance":
+        """Write ``provenance.json``, clear the incomplete-run marker, return the provenance.
+
+        The returned object renders in a notebook as a titled table with every value in
+        full; ``.table`` is the same as a two-column DataFrame.
+        """
         prov = self.provenance()
         path = self.artifacts / "provenance.json"
         path.write_text(json.dumps(prov, indent=2, sort_keys=True))
+        (self.artifacts / INCOMPLETE).unlink(missing_ok=True)
         rows = []
         for key, value in prov.items():
             if isinstance(value, dict):
@@ -212,7 +233,28 @@ class Chapter:
                     rows.append((f"{key}.{k2}", json.dumps(v2) if not isinstance(v2, str) else v2))
             else:
                 rows.append((key, json.dumps(value) if not isinstance(value, str) else value))
-        return pd.DataFrame(rows, columns=["field", "value"]).set_index("field")
+        return Provenance(pd.DataFrame(rows, columns=["field", "value"]).set_index("field"), path)
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """A chapter's provenance: ``table`` (field -> value) and the JSON file it was written to."""
+
+    table: pd.DataFrame
+    path: Path
+
+    def _repr_markdown_(self) -> str:
+        lines = ["### Provenance of this run", "",
+                 f"Written to `{self.path.name}` in this chapter's artifacts folder.", "",
+                 "| field | value |", "|---|---|"]
+        for field_name, value in self.table["value"].items():
+            text = str(value).replace("|", "\\|")
+            lines.append(f"| `{field_name}` | {text} |")
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        with pd.option_context("display.max_colwidth", None, "display.width", 250):
+            return "Provenance of this run\n" + self.table.to_string()
 
 
 def _jsonable(value: Any) -> Any:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import signal
 import sys
 from pathlib import Path
 from typing import Any, Sequence
@@ -145,7 +146,10 @@ kept as <OUT stem>.failed.ipynb.""",
                      help="set n_jobs=N if the notebook declares n_jobs")
     run.add_argument("-o", "--output", type=Path, metavar="OUT",
                      help="where to write the executed notebook (default: "
-                     "book/chapters/<name>.ipynb, the copy the book renders)")
+                     "book/chapters/<name>.ipynb, the copy the book renders, with tables in "
+                     "artifacts/<name>/); with -o the tables go to OUT's folder as "
+                     "<OUT stem>.artifacts/<name>/ and the book's artifacts stay untouched "
+                     "(AGENTSTUDIES_ARTIFACTS overrides both)")
     run.add_argument("--log-output", action="store_true", help=LOG_HELP)
 
     sub.add_parser(
@@ -185,6 +189,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
         jobs=args.jobs, root=args.root, log_output=args.log_output,
     )
     print(result.summary())
+    if args.jobs is not None and "n_jobs" not in result.parameters:
+        print(f"    note: {result.name} has no n_jobs parameter; --jobs was not used")
     return 0
 
 
@@ -226,9 +232,16 @@ def _cmd_list(args: argparse.Namespace) -> int:
     return status
 
 
+def _raise_interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``agentstudies``; returns the exit status (0 ok, 1 error, 2 usage)."""
     args = build_parser().parse_args(argv)  # the only place arguments are read
+    # A SIGTERM (timeout, kill) unwinds like Ctrl-C, so papermill shuts the kernel down and
+    # takes its worker processes with it instead of leaving them running.
+    signal.signal(signal.SIGTERM, _raise_interrupt)
     if getattr(args, "log_output", False):  # papermill logs cell outputs at INFO
         logging.basicConfig(level=logging.INFO, format="%(message)s")
     commands = {"book": _cmd_book, "run": _cmd_run, "list": _cmd_list}

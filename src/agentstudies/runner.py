@@ -111,10 +111,14 @@ class RunResult:
     output_path: Path
     parameters: dict[str, Any]
     seconds: float
+    artifacts: Path | None = None
 
     def summary(self) -> str:
         params = ", ".join(f"{k}={v!r}" for k, v in self.parameters.items()) or "defaults"
-        return f"ok  {self.name:<28} {self.seconds:8.1f} s  [{params}] -> {self.output_path}"
+        line = f"ok  {self.name:<28} {self.seconds:8.1f} s  [{params}] -> {self.output_path}"
+        if self.artifacts is not None:
+            line += f"\n    tables and figures: {self.artifacts}"
+        return line
 
 
 # --------------------------------------------------------------------------- layout
@@ -308,12 +312,48 @@ def resolve_parameters(
                 f"unknown parameter {key!r} for notebook {path.stem} (from {sources[key]}); "
                 f"declared: {', '.join(declared) or '(none)'}"
             )
+        _check_type(path.stem, declared[key], merged[key], sources[key])
     return merged
+
+
+def _check_type(notebook: str, param: Parameter, value: Any, source: str) -> None:
+    """Reject a value whose type cannot stand for the declared default's.
+
+    The default's type is read from its literal (``0`` -> int, ``0.5`` -> float,
+    ``"x"`` -> str, ``[..]`` -> list, ``{..}`` -> dict, ``True`` -> bool). An int is
+    accepted for a float; ``None`` is accepted everywhere (an explicit "off"); a default
+    that is not a literal, or is ``None``, accepts anything.
+    """
+    try:
+        default = ast.literal_eval(param.default)
+    except (ValueError, SyntaxError, TypeError):
+        return
+    if value is None or default is None:
+        return
+    if isinstance(default, bool):
+        ok = isinstance(value, bool)
+    elif isinstance(default, int):
+        ok = isinstance(value, int) and not isinstance(value, bool)
+    elif isinstance(default, float):
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+    elif isinstance(default, str):
+        ok = isinstance(value, str)
+    elif isinstance(default, (list, tuple)):
+        ok = isinstance(value, (list, tuple))
+    elif isinstance(default, dict):
+        ok = isinstance(value, dict)
+    else:
+        return
+    if not ok:
+        raise ParameterError(
+            f"parameter {param.name!r} of notebook {notebook} expects {type(default).__name__} like its "
+            f"default {param.default}; got {type(value).__name__} {value!r} (from {source})"
+        )
 
 
 # ------------------------------------------------------------------------ execution
 @contextmanager
-def _kernel_env(root: Path) -> Iterator[None]:
+def _kernel_env(root: Path, artifacts: Path | None = None) -> Iterator[None]:
     """Environment inherited by the kernel: artifacts folder and a non-GUI matplotlib.
 
     The backend is matplotlib's inline backend (what ipykernel uses when MPLBACKEND is
@@ -323,7 +363,7 @@ def _kernel_env(root: Path) -> Iterator[None]:
     """
     saved = {k: os.environ.get(k) for k in ("AGENTSTUDIES_ARTIFACTS", "MPLBACKEND")}
     # absolute, since the kernel's cwd is the notebooks folder
-    artifacts = Path(saved["AGENTSTUDIES_ARTIFACTS"] or root / "artifacts").expanduser().resolve()
+    artifacts = Path(saved["AGENTSTUDIES_ARTIFACTS"] or artifacts or root / "artifacts").expanduser().resolve()
     os.environ["AGENTSTUDIES_ARTIFACTS"] = str(artifacts)
     os.environ["MPLBACKEND"] = INLINE_BACKEND
     try:
@@ -365,6 +405,11 @@ def run_notebook(
     ``<root>/artifacts`` unless already set, and matplotlib's non-GUI inline backend
     (``MPLBACKEND=Agg`` would keep figures out of the executed notebook).
 
+    Tables and figures go to ``artifacts/<name>/`` under the artifacts root:
+    ``$AGENTSTUDIES_ARTIFACTS`` if set; otherwise, when ``output_path`` is given (an
+    ad-hoc rerun), ``<output folder>/<output stem>.artifacts`` so the book's own
+    ``<root>/artifacts`` are not overwritten; otherwise ``<root>/artifacts``.
+
     The output (default ``<root>/book/chapters/<name>.ipynb``) is written only when the
     run succeeds. On failure the partially executed notebook is kept as
     ``<output stem>.failed.ipynb`` and an earlier output is removed, so the book never
@@ -390,9 +435,13 @@ def run_notebook(
     partial = out.with_name(f"{out.stem}.partial.ipynb")
     failed = out.with_name(f"{out.stem}.failed.ipynb")
     failed.unlink(missing_ok=True)
+    art_root = out.parent / f"{out.stem}.artifacts" if output_path else root / "artifacts"
+    if os.environ.get("AGENTSTUDIES_ARTIFACTS"):
+        art_root = Path(os.environ["AGENTSTUDIES_ARTIFACTS"]).expanduser()
+    art_root = art_root.resolve()
     t0 = time.perf_counter()
     try:
-        with _kernel_env(root):
+        with _kernel_env(root, art_root):
             pm.execute_notebook(
                 str(path), str(partial), parameters=params, kernel_name=KERNEL,
                 cwd=str(path.parent), progress_bar=False, log_output=log_output,
@@ -412,7 +461,7 @@ def run_notebook(
             path.stem, _source_index(failed, index), ename, evalue, failed
         ) from None
     partial.replace(out)
-    return RunResult(path.stem, path, out, params, time.perf_counter() - t0)
+    return RunResult(path.stem, path, out, params, time.perf_counter() - t0, art_root / path.stem)
 
 
 def _source_index(executed: Path, cell_index: int) -> int:

@@ -1,0 +1,55 @@
+"""Chapter provenance and artifacts: fresh folder per run, incomplete marker, hashes."""
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from agentstudies.chapter import INCOMPLETE, Chapter, beside_paper, hash_object
+
+
+@pytest.fixture
+def artifacts(tmp_path, monkeypatch):
+    monkeypatch.setenv("AGENTSTUDIES_ARTIFACTS", str(tmp_path))
+    return tmp_path
+
+
+def test_run_starts_from_an_empty_folder_and_marks_until_finished(artifacts):
+    stale = artifacts / "demo"
+    stale.mkdir()
+    (stale / "old_table.csv").write_text("x\n1\n")
+    ch = Chapter("demo", params={"seed": 3, "n": 2}, simulated="everything")
+    assert sorted(p.name for p in stale.iterdir()) == [INCOMPLETE]  # old table gone
+    ch.hash_input("tasks", pd.DataFrame({"a": [1, 2]}))
+    ch.save_table(pd.DataFrame({"v": [0.1 + 0.2]}), "t")
+    assert (stale / "t.csv").read_text() == "v\n0.3\n"
+    prov = ch.finish()
+    assert not (stale / INCOMPLETE).exists()
+    data = json.loads((stale / "provenance.json").read_text())
+    assert data["parameters"] == {"seed": 3, "n": 2} and data["seed"] == 3
+    assert data["outputs"] == ["t.csv"] and data["simulated"] == "everything"
+    assert data["input_sha256"]["tasks"] == hash_object(pd.DataFrame({"a": [1, 2]}))
+    md = prov._repr_markdown_()
+    assert "Provenance" in md and data["input_sha256"]["tasks"] in md  # full value, not cut
+
+
+def test_hash_object_is_deterministic_and_sensitive():
+    a = pd.DataFrame({"x": [1.0, 2.0]})
+    assert hash_object(a) == hash_object(a.copy())
+    assert hash_object(a) != hash_object(a.iloc[::-1])
+    assert hash_object(np.arange(3)) != hash_object(np.arange(3.0))
+    with pytest.raises(FileNotFoundError):
+        from pathlib import Path
+
+        hash_object(Path("/nonexistent/file"))
+
+
+def test_beside_paper_keeps_rows_missing_on_either_side():
+    ours = pd.DataFrame({"k": ["a", "b"], "v": [1, 2]})
+    paper = pd.DataFrame({"k": ["b", "c"], "v": [20, 30]})
+    out = beside_paper(ours, paper, on="k")
+    assert list(out.index) == ["a", "b", "c"]
+    assert np.isnan(out.loc["a", ("paper", "v")]) and np.isnan(out.loc["c", ("this run", "v")])
+    with pytest.raises(KeyError, match="key column"):
+        beside_paper(ours, paper.rename(columns={"k": "key"}), on="k")
