@@ -343,3 +343,21 @@ def test_top_set_jaccard_of_rules_lifting_fewer_than_the_top_fraction():
     d = np.ones(n)
     d[:15] = 2.0
     assert top_set_jaccard(d, np.ones(n), 0.25) == pytest.approx(15 / 40)
+
+
+def test_more_bad_inputs_name_the_problem():
+    ep, feats = _episodes(n=20)
+    eng = _engine(n_stability=0)
+    with pytest.raises(ValueError, match=r"feature column\(s\) \['domain'\] are not numeric"):
+        eng.run(ep, feats.assign(domain="retail"))
+    bad = ep.copy()
+    bad["seed"] = bad["seed"].astype(float)
+    bad.loc[2, "seed"] = np.nan
+    with pytest.raises(ValueError, match="missing 'seed'.*t000"):
+        eng.run(bad, feats)
+    with pytest.raises(ValueError, match="not the string 'ReAct'"):
+        ComparisonPlan("ReAct")
+    with pytest.raises(KeyError, match=r"\['lenght'\]"):
+        ThresholdFamily(use_columns=("lenght",)).fit(feats.to_numpy(), list(feats.columns))
+    with pytest.raises(ValueError, match="split lacks cluster\\(s\\): t019"):
+        eng.run(ep, feats, pd.Series("discovery", index=feats.index[:-1]))

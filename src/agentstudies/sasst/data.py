@@ -103,6 +103,13 @@ def cluster_data(
     if len(episodes) == 0:
         raise ValueError("episode table is empty")
     ep = episodes[[cluster, seed, system, score]]
+    for col in (seed, system):
+        na = ep[col].isna()
+        if na.any():
+            raise ValueError(
+                f"missing {col!r} (NaN/None) in {int(na.sum())} row(s): clusters "
+                f"{_preview(ep.loc[na, cluster].astype(str).unique())}"
+            )
     na_cluster = ep[cluster].isna()
     if na_cluster.any():
         raise ValueError(
@@ -146,9 +153,16 @@ def cluster_data(
     if feats.index.has_duplicates:
         raise ValueError(f"feature table has duplicate cluster ids: {_preview(feats.index[feats.index.duplicated()].unique())}")
     if feature_columns is None:
-        feature_columns = [c for c in feats.columns if pd.api.types.is_numeric_dtype(feats[c]) or pd.api.types.is_bool_dtype(feats[c])]
+        numeric = [c for c in feats.columns if pd.api.types.is_numeric_dtype(feats[c]) or pd.api.types.is_bool_dtype(feats[c])]
+        other = [c for c in feats.columns if c not in numeric]
+        if other:
+            raise ValueError(
+                f"feature column(s) {other} are not numeric; rules need numbers. Encode them "
+                "(for example pandas.get_dummies) or choose the columns with feature_columns=[...]"
+            )
+        feature_columns = numeric
         if not feature_columns:
-            raise ValueError("feature table has no numeric columns")
+            raise ValueError("feature table has no columns")
     else:
         miss = [c for c in feature_columns if c not in feats.columns]
         if miss:

@@ -235,6 +235,10 @@ class SASSTReport:
         lines.append("statuses: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
         cols = ["estimate", "se", "bound", "ess", "max_density", "stability", "status"]
         lines.append(self.table[cols].to_string(float_format=lambda x: f"{x:.4f}"))
+        lines.append("frozen rules and claims:")
+        for name, row in self.table.iterrows():
+            lines.append(f"  {name}: claim {row['claim']}; rule: {row['rule']}"
+                         + (f"; {row['reason']}" if row["reason"] else ""))
         return "\n".join(lines)
 
     def __str__(self) -> str:  # pragma: no cover - convenience
@@ -399,9 +403,9 @@ class SASST:
                                    seed=int(self._split_seed.generate_state(1)[0]), strata=strata)
         sp = pd.Series(split)
         sp.index = sp.index.astype(str)
-        missing = [c for c in data.ids if c not in sp.index]
+        missing = [str(c) for c in data.ids if c not in sp.index]
         if missing:
-            raise ValueError(f"split lacks cluster(s): {missing[:5]}{' ...' if len(missing) > 5 else ''}")
+            raise ValueError(f"split lacks cluster(s): {', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''}")
         labels = sp.loc[data.ids].to_numpy()
         bad = sorted(set(labels) - {DISCOVERY, CONFIRMATION})
         if bad:

@@ -98,6 +98,10 @@ class ComparisonPlan:
     _index: dict = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        for label in ("systems", "candidates"):
+            if isinstance(getattr(self, label), str):
+                raise ValueError(f"{label} must be a sequence of names, not the string {getattr(self, label)!r}; "
+                                 f"write ({getattr(self, label)!r},)")
         object.__setattr__(self, "systems", tuple(self.systems))
         object.__setattr__(self, "candidates", tuple(self.candidates))
         if len(set(self.systems)) != len(self.systems) or not self.systems:

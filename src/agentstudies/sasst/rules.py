@@ -248,11 +248,18 @@ class RuleFamily:
         return {"family": self.name}
 
 
-def _check_columns(X: np.ndarray, columns: Sequence[str]) -> tuple[np.ndarray, tuple[str, ...]]:
+def _check_columns(X: np.ndarray, columns: Sequence[str], use_columns: Sequence[str] | None = None
+                   ) -> tuple[np.ndarray, tuple[str, ...]]:
     X = np.asarray(X, dtype=float)
     if X.ndim != 2 or X.shape[1] != len(columns):
         raise ValueError(f"features have shape {X.shape} but {len(columns)} columns were named")
-    return X, tuple(str(c) for c in columns)
+    cols = tuple(str(c) for c in columns)
+    if use_columns is not None:
+        unknown = [c for c in use_columns if c not in cols]
+        if unknown:
+            raise KeyError(f"use_columns names feature(s) {unknown} that the feature table lacks; "
+                           f"it has {list(cols)}")
+    return X, cols
 
 
 @dataclass
@@ -265,7 +272,7 @@ class AxisTiltFamily(RuleFamily):
     use_columns: tuple[str, ...] | None = None
 
     def fit(self, X, columns):
-        X, cols = _check_columns(X, columns)
+        X, cols = _check_columns(X, columns, self.use_columns)
         keep = [i for i, c in enumerate(cols) if self.use_columns is None or c in self.use_columns]
         st = Standardizer.fit(X[:, keep])
         sub = tuple(cols[i] for i in keep)
@@ -294,7 +301,7 @@ class ThresholdFamily(RuleFamily):
     use_columns: tuple[str, ...] | None = None
 
     def fit(self, X, columns):
-        X, cols = _check_columns(X, columns)
+        X, cols = _check_columns(X, columns, self.use_columns)
         rules: list[Rule] = []
         for j, c in enumerate(cols):
             if self.use_columns is not None and c not in self.use_columns:
