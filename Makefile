@@ -32,10 +32,15 @@ book: $(STAMP)
 paper: $(STAMP)
 	$(BIN)/agentstudies book --profile paper --jobs $(JOBS)
 
-# pytest exits 5 when it collects nothing; that is not a failure of the project.
+# pytest exits 5 when it collects nothing. For a selection (PYTEST_ARGS="-k foo") that
+# is not a failure of the project; for the whole suite it means the tests are missing,
+# which must not pass silently in CI.
 test: $(STAMP)
 	@$(BIN)/python -m pytest $(PYTEST_ARGS); rc=$$?; \
-	if [ $$rc -eq 5 ]; then echo "pytest collected no tests (exit 5) - treated as success"; exit 0; fi; \
+	if [ $$rc -eq 5 ]; then \
+	  if [ -n "$(PYTEST_ARGS)" ]; then echo "pytest: no test matched PYTEST_ARGS=$(PYTEST_ARGS) (exit 5), not a failure"; exit 0; \
+	  else echo "pytest collected no tests from tests/ (exit 5): the test suite is missing"; exit 1; fi; \
+	fi; \
 	exit $$rc
 
 bench: $(STAMP)
