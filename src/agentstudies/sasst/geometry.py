@@ -146,12 +146,10 @@ class _Sliced(Geometry):
         """Projections (L, n) of raw features on the frozen witness directions."""
         if self.standardizer is None:
             raise RuntimeError(f"{self.name} geometry used before fit()")
-        key = (id(X), X.shape) if isinstance(X, np.ndarray) else None
-        if key is not None and self._cache is not None and self._cache[0] == key and self._cache[1] is X:
-            return self._cache[2]
+        if self._cache is not None and self._cache[0] is X:  # the array itself is held, so `is` is safe
+            return self._cache[1]
         P = self.witnesses @ self._features(self.standardizer(X)).T
-        if key is not None:
-            self._cache = (key, X, P)
+        self._cache = (X, P)
         return P
 
     def distance(self, X: np.ndarray, u: np.ndarray, W: np.ndarray) -> np.ndarray:
