@@ -18,7 +18,6 @@ repository root (the first parent directory holding ``pyproject.toml``), otherwi
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import platform
@@ -31,6 +30,7 @@ import numpy as np
 import pandas as pd
 
 from agentstudies import __version__
+from agentstudies.results import hash_object
 
 __all__ = ["Chapter", "Provenance", "artifacts_root", "hash_object", "beside_paper", "SIMULATED", "INCOMPLETE"]
 
@@ -51,46 +51,6 @@ def artifacts_root() -> Path:
         if (parent / "pyproject.toml").is_file() and (parent / "src" / "agentstudies").is_dir():
             return parent / "artifacts"
     return here / "artifacts"
-
-
-def hash_object(obj: Any) -> str:
-    """SHA-256 of a file path, bytes, str, DataFrame/Series, ndarray or JSON-able object.
-
-    DataFrames are hashed on their values, index and column names (row order matters),
-    so the same table always gives the same digest.
-
-    Raises
-    ------
-    FileNotFoundError
-        If ``obj`` is a :class:`pathlib.Path` that does not exist.
-    TypeError
-        If the object cannot be hashed deterministically.
-    """
-    h = hashlib.sha256()
-    if isinstance(obj, Path):
-        if not obj.is_file():
-            raise FileNotFoundError(f"cannot hash input file {obj}: it does not exist")
-        with obj.open("rb") as fh:
-            for block in iter(lambda: fh.read(1 << 20), b""):
-                h.update(block)
-    elif isinstance(obj, bytes):
-        h.update(obj)
-    elif isinstance(obj, str):
-        h.update(obj.encode())
-    elif isinstance(obj, (pd.DataFrame, pd.Series)):
-        h.update(pd.util.hash_pandas_object(obj, index=True).values.tobytes())
-        cols = list(obj.columns) if isinstance(obj, pd.DataFrame) else [obj.name]
-        h.update(json.dumps([str(c) for c in cols]).encode())
-    elif isinstance(obj, np.ndarray):
-        h.update(str(obj.dtype).encode())
-        h.update(str(obj.shape).encode())
-        h.update(np.ascontiguousarray(obj).tobytes())
-    else:
-        try:
-            h.update(json.dumps(obj, sort_keys=True, default=str).encode())
-        except TypeError as exc:  # pragma: no cover - defensive
-            raise TypeError(f"cannot hash object of type {type(obj).__name__}") from exc
-    return h.hexdigest()
 
 
 def beside_paper(
@@ -149,6 +109,49 @@ class Chapter:
         (folder / INCOMPLETE).write_text(
             f"run started {self._started} and has not finished (no provenance.json yet)\n"
         )
+
+    @classmethod
+    def from_parameters(
+        cls, name: str, namespace: Mapping[str, Any], *, simulated: str = "", notebook: Path | str | None = None
+    ) -> "Chapter":
+        """A chapter whose ``params`` are read from its own ``parameters`` cell.
+
+        The parameter *names* come from the cell tagged ``parameters`` of
+        ``notebooks/<name>.ipynb`` (or ``notebook``); their *values* from ``namespace``
+        (pass ``globals()``), so papermill-injected values are what is recorded. A
+        chapter therefore declares each parameter exactly once::
+
+            ch = Chapter.from_parameters("tau_workflow_stress", globals(), simulated="agents")
+
+        Raises
+        ------
+        FileNotFoundError
+            If the notebook cannot be found.
+        KeyError
+            If a declared parameter is not defined in ``namespace``.
+        """
+        from agentstudies.runner import declared_parameters, find_root
+
+        path = Path(notebook) if notebook is not None else None
+        if path is None:
+            env = os.environ.get("AGENTSTUDIES_NOTEBOOK")
+            candidates = [Path(env)] if env else []
+            try:
+                candidates.append(find_root() / "notebooks" / f"{name}.ipynb")
+            except Exception:  # noqa: BLE001 - outside a checkout: fall through to cwd
+                pass
+            candidates.append(Path.cwd() / f"{name}.ipynb")
+            path = next((c for c in candidates if c.is_file() and (c.stem == name or str(c) == env)), None)
+            if path is None:
+                raise FileNotFoundError(
+                    f"cannot find the notebook of chapter {name!r} to read its parameters cell; "
+                    f"looked at {[str(c) for c in candidates]}; pass notebook=PATH"
+                )
+        names = list(declared_parameters(path))
+        missing = [n for n in names if n not in namespace]
+        if missing:
+            raise KeyError(f"chapter {name!r}: declared parameter(s) {missing} are not defined")
+        return cls(name, params={n: namespace[n] for n in names}, simulated=simulated)
 
     # ------------------------------------------------------------------ artifacts
     @property

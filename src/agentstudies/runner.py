@@ -353,7 +353,7 @@ def _check_type(notebook: str, param: Parameter, value: Any, source: str) -> Non
 
 # ------------------------------------------------------------------------ execution
 @contextmanager
-def _kernel_env(root: Path, artifacts: Path | None = None) -> Iterator[None]:
+def _kernel_env(root: Path, artifacts: Path | None = None, notebook: Path | None = None) -> Iterator[None]:
     """Environment inherited by the kernel: artifacts folder and a non-GUI matplotlib.
 
     The backend is matplotlib's inline backend (what ipykernel uses when MPLBACKEND is
@@ -361,11 +361,13 @@ def _kernel_env(root: Path, artifacts: Path | None = None) -> Iterator[None]:
     figures into the executed notebook, so they appear in the book. A user's own
     MPLBACKEND (``TkAgg``, ``Agg``...) would drop them, hence it is always overridden.
     """
-    saved = {k: os.environ.get(k) for k in ("AGENTSTUDIES_ARTIFACTS", "MPLBACKEND")}
+    saved = {k: os.environ.get(k) for k in ("AGENTSTUDIES_ARTIFACTS", "MPLBACKEND", "AGENTSTUDIES_NOTEBOOK")}
     # absolute, since the kernel's cwd is the notebooks folder
     artifacts = Path(saved["AGENTSTUDIES_ARTIFACTS"] or artifacts or root / "artifacts").expanduser().resolve()
     os.environ["AGENTSTUDIES_ARTIFACTS"] = str(artifacts)
     os.environ["MPLBACKEND"] = INLINE_BACKEND
+    if notebook is not None:  # Chapter.from_parameters reads this notebook's parameters cell
+        os.environ["AGENTSTUDIES_NOTEBOOK"] = str(Path(notebook).resolve())
     try:
         yield
     finally:
@@ -441,7 +443,7 @@ def run_notebook(
     art_root = art_root.resolve()
     t0 = time.perf_counter()
     try:
-        with _kernel_env(root, art_root):
+        with _kernel_env(root, art_root, path):
             pm.execute_notebook(
                 str(path), str(partial), parameters=params, kernel_name=KERNEL,
                 cwd=str(path.parent), progress_bar=False, log_output=log_output,
