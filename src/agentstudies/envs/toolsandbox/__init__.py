@@ -1,0 +1,66 @@
+"""A ToolSandbox-style stateful, conversational tool world (our own implementation).
+
+Mechanics after ToolSandbox (Lu et al., 2024; ``shared/notes/toolsandbox.md``): versioned
+world tables with per-message stamps and exact snapshots (:class:`ExecutionContext`), 28
+typed tools with implicit state dependencies (:data:`TOOLS`), template-generated scenarios
+with milestones, minefields and the eight augmentations (:func:`generate_scenarios`,
+:func:`make_cases`), ToolSandbox scoring (:func:`evaluate`) and a seeded scripted user
+(:class:`ScriptedUser`, simulated). ToolSandbox's own code and scenarios are not used.
+"""
+
+from agentstudies.envs.toolsandbox._context import (
+    DEFAULT_MAX_MESSAGES,
+    NAMESPACES,
+    ROLES,
+    ExecutionContext,
+    Message,
+    MessageCapReached,
+    Role,
+    Snapshot,
+)
+from agentstudies.envs.toolsandbox._env import SYSTEM_PROMPT, Say, ToolCall, ToolSandboxEnv, gold_case, replay_gold, validate_scenario
+from agentstudies.envs.toolsandbox._scenarios import (
+    AUGMENTATIONS,
+    CATEGORIES,
+    Case,
+    Intent,
+    Scenario,
+    case_table,
+    generate_scenarios,
+    make_cases,
+)
+from agentstudies.envs.toolsandbox._scoring import (
+    CONSTRAINT_KINDS,
+    SIMILARITIES,
+    Constraint,
+    Evaluation,
+    Milestone,
+    best_mapping,
+    column_similarity,
+    evaluate,
+    rouge_l,
+    similarity_matrix,
+    turn_count,
+)
+from agentstudies.envs.toolsandbox._tools import (
+    MUTATING_TOOLS,
+    SCRAMBLES,
+    TOOL_NAMES,
+    TOOLS,
+    ToolError,
+    ToolView,
+    canonical_phone,
+    execute_tool,
+    format_number,
+)
+from agentstudies.envs.toolsandbox._user import ScriptedUser
+
+__all__ = [
+    "AUGMENTATIONS", "CATEGORIES", "CONSTRAINT_KINDS", "DEFAULT_MAX_MESSAGES", "MUTATING_TOOLS", "NAMESPACES",
+    "ROLES", "SCRAMBLES", "SIMILARITIES", "SYSTEM_PROMPT", "TOOLS", "TOOL_NAMES",
+    "Case", "Constraint", "Evaluation", "ExecutionContext", "Intent", "Message", "MessageCapReached", "Milestone",
+    "Role", "Say", "Scenario", "ScriptedUser", "Snapshot", "ToolCall", "ToolError", "ToolSandboxEnv", "ToolView",
+    "best_mapping", "canonical_phone", "case_table", "column_similarity", "evaluate", "execute_tool", "format_number",
+    "generate_scenarios", "gold_case", "make_cases", "replay_gold", "rouge_l", "similarity_matrix", "turn_count",
+    "validate_scenario",
+]
