@@ -99,7 +99,7 @@ class Message:
             "recipient": self.recipient,
             "content": self.content,
             "visible_to": list(self.visible_to),
-            "tool_call": None if self.tool_call is None else {"name": self.tool_call["name"], "arguments": dict(self.tool_call["arguments"])},
+            "tool_call": None if self.tool_call is None else dict(self.tool_call, arguments=dict(self.tool_call["arguments"])),
             "result": self.result,
             "error": self.error,
             "act": None if self.act is None else dict(self.act),

@@ -82,7 +82,14 @@ class ToolSandboxEnv:
 
     def observation(self) -> dict[str, Any]:
         """What the agent sees: its visible messages (with indices), the tool specs, done."""
-        msgs = [dict(m.to_dict(), index=i) for i, m in enumerate(self.ctx.messages) if _visible(m, Role.AGENT)]
+        msgs = []
+        for i, m in enumerate(self.ctx.messages):
+            if _visible(m, Role.AGENT):
+                d = dict(m.to_dict(), index=i)
+                if d["tool_call"] is not None and "shown_name" in d["tool_call"]:
+                    # the agent sees the name it called, never the canonical one
+                    d["tool_call"] = {"name": d["tool_call"]["shown_name"], "arguments": d["tool_call"]["arguments"]}
+                msgs.append(d)
         return {"case_id": self.case.case_id, "messages": msgs, "tools": self.view.specs, "done": self.done}
 
     # ---------------------------------------------------------------- acting

@@ -1,0 +1,16 @@
+"""Scripted (simulated) agents and episode drivers for the ToolSandbox-style world."""
+
+from agentstudies.agents.toolsandbox._episodes import (
+    EPISODE_COLUMNS,
+    GroundingVerifier,
+    drive,
+    frontier_arrival,
+    run_episode,
+    run_episodes,
+    run_handoff,
+    run_handoff_unit,
+)
+from agentstudies.agents.toolsandbox._policy import PROFILES, ScriptedToolAgent, ToolAgentProfile, get_profile
+
+__all__ = ["EPISODE_COLUMNS", "GroundingVerifier", "PROFILES", "ScriptedToolAgent", "ToolAgentProfile", "drive",
+           "frontier_arrival", "get_profile", "run_episode", "run_episodes", "run_handoff", "run_handoff_unit"]

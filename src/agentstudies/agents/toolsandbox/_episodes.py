@@ -1,0 +1,274 @@
+"""Episodes of the ToolSandbox-style world under the three workflow controllers.
+
+One episode = one case x one workflow x one agent profile x one seed. Its randomness is
+``keyed_seed(seed, "toolsandbox-episode", case_id, profile, workflow)``, spawned into four
+streams (agent, user, verifier, spare), so an episode does not depend on which others run
+or on ``n_jobs``. The controllers are the shared ones of :mod:`agentstudies.agents`
+(``ReAct``, ``Plan + verifier``, ``Confirmation gate``); state-changing tools are the
+irreversible calls they review. The Plan + verifier's verifier is scripted (simulated): it
+rejects a mutation whose values are not *grounded* in the visible conversation (said by
+the user or returned by a tool) with probability 0.85, a grounded one with 0.05, and
+answers unparseably with 0.02. The gate asks the scripted user, who declines mutations
+that contradict its own request. Outcomes are scored from the world state and message
+log (:func:`agentstudies.envs.toolsandbox.evaluate`); an exception scores 0 with the
+maximum turn count, as in ToolSandbox.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from agentstudies.agents.controllers import WORKFLOWS, ProposedCall, extract_mutation, make_controller
+from agentstudies.agents.toolsandbox._policy import ScriptedToolAgent, ToolAgentProfile, get_profile
+from agentstudies.envs.toolsandbox import MUTATING_TOOLS, Case, Role, Say, ToolCall, ToolSandboxEnv, evaluate
+from agentstudies.parallel import keyed_seed, seeded_map
+
+__all__ = ["EPISODE_COLUMNS", "GroundingVerifier", "run_episode", "run_episodes", "drive", "run_handoff_unit",
+           "run_handoff", "frontier_arrival"]
+
+#: Columns of the per-episode table, in order.
+EPISODE_COLUMNS: tuple[str, ...] = (
+    "case_id", "base_scenario", "category", "categories", "augmentation", "workflow", "profile", "seed",
+    "similarity", "milestone_similarity", "turn_count", "milestones_matched", "n_milestones", "minefield_hit",
+    "termination", "tool_calls", "failed_calls", "blocked_calls", "declined_calls", "messages",
+)
+
+
+def _digits(s: str) -> str:
+    return "".join(ch for ch in s if ch.isdigit())
+
+
+class GroundingVerifier:
+    """Scripted (simulated) plan verifier: ``prompt -> "APPROVE" | "REJECT" | other text``.
+
+    A mutation is grounded when each argument value appears in the visible conversation:
+    ids and numbers among tool results or user messages, phone numbers by their digits,
+    free text by at least 60% of its words. Draws two uniforms per call.
+    """
+
+    simulated = True
+
+    def __init__(self, env: ToolSandboxEnv, rng: np.random.Generator, *, p_detect: float = 0.85,
+                 p_false_reject: float = 0.05, p_malformed: float = 0.02):
+        self.env, self.rng = env, rng
+        self.p_detect, self.p_false_reject, self.p_malformed = p_detect, p_false_reject, p_malformed
+
+    def grounded(self, arguments: Mapping[str, Any]) -> bool:
+        text = " ".join(
+            (m.content or "") + " " + (repr(m.result) if m.result is not None else "")
+            for m in self.env.ctx.messages
+            if Role.AGENT in m.visible_to and m.sender in (Role.USER, Role.EXECUTION_ENVIRONMENT)
+        ).lower()
+        digits = _digits(text)
+        words = set(re.findall(r"[a-z0-9]+", text))
+        for name, v in arguments.items():
+            if isinstance(v, bool):
+                continue
+            if isinstance(v, (int, float)):
+                if f"{float(v)}" not in text and f"{v}" not in text:
+                    return False
+            elif isinstance(v, str):
+                if "phone" in name:
+                    if not _digits(v) or _digits(v)[-10:] not in digits:
+                        return False
+                else:
+                    toks = re.findall(r"[a-z0-9]+", v.lower())
+                    if toks and sum(t in words for t in toks) / len(toks) < 0.6:
+                        return False
+        return True
+
+    def __call__(self, prompt: str) -> str:
+        u_mal, u = self.rng.random(2)
+        mutation = extract_mutation(prompt)
+        if mutation is None or u_mal < self.p_malformed:
+            return "It is hard to say; the call might be fine."
+        p_reject = self.p_false_reject if self.grounded(mutation["arguments"]) else self.p_detect
+        return "REJECT" if u < p_reject else "APPROVE"
+
+
+def drive(env: ToolSandboxEnv, agent: ScriptedToolAgent, controller, *, max_steps: int = 40) -> dict[str, int]:
+    """Run ``agent`` on ``env`` through ``controller`` until the episode ends; return counts."""
+    counts = {"blocked_calls": 0, "declined_calls": 0, "steps": 0}
+    last_outcome = None
+    while not env.done and counts["steps"] < max_steps:
+        obs = env.observation()
+        obs["last_outcome"] = last_outcome
+        action = agent.act(obs)
+        counts["steps"] += 1
+        if isinstance(action, ToolCall):
+            canonical = env.view.canonical(action.name)
+            call = ProposedCall(action.name, dict(action.arguments), canonical in MUTATING_TOOLS)
+            decision = controller.review(call)
+            if not decision.execute:
+                counts["declined_calls" if decision.outcome == "declined" else "blocked_calls"] += 1
+                last_outcome = "declined" if decision.outcome == "declined" else "blocked"
+                if decision.end_episode:
+                    env.done, env.termination = True, "verifier_rejection"
+                continue
+            last_outcome = "executed"
+            env.step(action)
+        elif isinstance(action, Say):
+            last_outcome = None
+            env.step(action)
+        else:
+            raise TypeError(f"agent returned {type(action).__name__}; expected ToolCall or Say")
+    if not env.done:
+        env.termination = "max_steps"
+    return counts
+
+
+def _controller(workflow: str, env: ToolSandboxEnv, rng: np.random.Generator):
+    return make_controller(
+        workflow,
+        verifier=GroundingVerifier(env, rng),
+        user=lambda prompt: env.consent(prompt, extract_mutation(prompt)),
+        max_rejections=2,
+    )
+
+
+def _row(case: Case, workflow: str, profile: str, seed: int, env: ToolSandboxEnv, counts, ev) -> dict[str, Any]:
+    sc = case.scenario
+    calls = [m for m in env.ctx.messages if m.sender == Role.AGENT and m.tool_call is not None]
+    replies = [m for m in env.ctx.messages if m.sender == Role.EXECUTION_ENVIRONMENT and m.recipient == Role.AGENT]
+    return {
+        "case_id": case.case_id, "base_scenario": sc.scenario_id, "category": sc.category,
+        "categories": "|".join(sc.categories), "augmentation": case.augmentation, "workflow": workflow,
+        "profile": profile, "seed": int(seed),
+        "similarity": ev.similarity, "milestone_similarity": ev.milestone_similarity, "turn_count": ev.turn_count,
+        "milestones_matched": ev.matched, "n_milestones": len(sc.milestones), "minefield_hit": ev.minefield_hit,
+        "termination": env.termination, "tool_calls": len(calls), "failed_calls": sum(1 for m in replies if m.error),
+        "blocked_calls": counts["blocked_calls"], "declined_calls": counts["declined_calls"], "messages": len(env.ctx.messages),
+    }
+
+
+def run_episode(case: Case, workflow: str, profile: str | ToolAgentProfile = "base", seed: int = 0) -> dict[str, Any]:
+    """One simulated episode; returns its row (keys :data:`EPISODE_COLUMNS`).
+
+    Raises
+    ------
+    ValueError
+        Unknown workflow. (Unknown profile: KeyError.)
+    """
+    if workflow not in WORKFLOWS:
+        raise ValueError(f"unknown workflow {workflow!r}; expected one of {list(WORKFLOWS)}")
+    prof = get_profile(profile)
+    s_agent, s_user, s_verifier, _ = keyed_seed(seed, "toolsandbox-episode", case.case_id, prof.name, workflow).spawn(4)
+    env = ToolSandboxEnv(case, s_user)
+    agent = ScriptedToolAgent(prof)
+    agent.reset(case.case_id, s_agent)
+    controller = _controller(workflow, env, np.random.default_rng(s_verifier))
+    controller.reset()
+    try:
+        counts = drive(env, agent, controller)
+        ev = env.evaluate()
+    except Exception:  # noqa: BLE001 - ToolSandbox: an exception scores 0 with the maximum turn count
+        counts = {"blocked_calls": 0, "declined_calls": 0}
+        env.termination = "exception"
+        ev = evaluate(env.ctx, (), ())
+        ev = type(ev)(0.0, 0.0, (), (), False, 0, env.ctx.max_messages)
+    return _row(case, workflow, prof.name, seed, env, counts, ev)
+
+
+def _one(spec, rng=None, cases=None):
+    i, workflow, profile, seed = spec
+    return run_episode(cases[i], workflow, profile, seed)
+
+
+def run_episodes(cases: Sequence[Case], *, workflows: Sequence[str] = WORKFLOWS, profiles: Sequence[str] = ("base",),
+                 seeds: Sequence[int] = (0,), n_jobs: int = 1, backend: str = "loky") -> pd.DataFrame:
+    """Every case x workflow x profile x seed; the table is identical for any ``n_jobs``."""
+    specs = [(i, w, p, int(s)) for p in profiles for s in seeds for i in range(len(cases)) for w in workflows]
+    rows = seeded_map(_one, specs, seed=0, n_jobs=n_jobs, backend=backend, cases=list(cases))
+    return pd.DataFrame(rows, columns=list(EPISODE_COLUMNS))
+
+
+# ---------------------------------------------------------------- handoff
+def frontier_arrival(env: ToolSandboxEnv) -> int | None:
+    """First message index at which every milestone but the last (in topological order)
+    is reached with similarity 1, respecting the DAG (greedy earliest matching, which
+    minimises the arrival index); ``None`` if never."""
+    from agentstudies.envs.toolsandbox import similarity_matrix
+    from agentstudies.envs.toolsandbox._scoring import topological_order
+
+    sc = env.scenario
+    order = topological_order(len(sc.milestones), sc.edges)
+    frontier = order[-1]
+    S = similarity_matrix(sc.milestones, env.ctx)
+    at: dict[int, int] = {}
+    for i in order[:-1]:
+        lo = max((at[u] for u, v in sc.edges if v == i and u in at), default=0) + 1
+        hits = [m for m in range(lo, S.shape[1]) if S[i, m] >= 1.0 - 1e-12]
+        if not hits:
+            return None
+        at[i] = hits[0]
+    del frontier
+    return max(at.values()) if at else None
+
+
+def run_handoff_unit(case: Case, seed: int, reacher: str, solvers: Sequence[str] = ("base", "treated"),
+                     workflow: str = "ReAct") -> list[dict[str, Any]]:
+    """Reach with ``reacher``; from the restored snapshot at arrival, solve with each solver.
+
+    Reach = arriving at the world state of milestone k - 1 (all milestones but the last);
+    Solve = finishing the case (similarity 1, no minefield) from that snapshot. Returns one
+    row per solver in the handoff episode schema (split, task_id, task_type, seed, reacher,
+    solver, arrived, solved, endpoint, arrival_step).
+    """
+    s_agent, s_user, s_ver, _ = keyed_seed(seed, "toolsandbox-reach", case.case_id, reacher, workflow).spawn(4)
+    env = ToolSandboxEnv(case, s_user)
+    agent = ScriptedToolAgent(reacher)
+    agent.reset(case.case_id, s_agent, role="reacher")
+    ctrl = _controller(workflow, env, np.random.default_rng(s_ver))
+    drive(env, agent, ctrl)
+    t = frontier_arrival(env)
+    rows = []
+    for solver in solvers:
+        row = {"split": "all", "task_id": case.case_id, "task_type": case.scenario.category, "seed": int(seed),
+               "reacher": reacher, "solver": solver, "arrived": t is not None, "solved": pd.NA,
+               "endpoint": False, "arrival_step": pd.NA}
+        if t is not None:
+            snap = env.snapshot(after=t)
+            a2, u2, v2, _ = keyed_seed(seed, "toolsandbox-solve", case.case_id, reacher, solver, workflow).spawn(4)
+            env2 = ToolSandboxEnv(case, u2)
+            env2.restore(snap)
+            if snap.state_hash != env2.ctx.state_hash():  # pragma: no cover - exactness guard
+                raise RuntimeError(f"{case.case_id}: restored snapshot differs from the reacher's state")
+            solver_agent = ScriptedToolAgent(solver)
+            solver_agent.reset(case.case_id, a2, role="solver")
+            drive(env2, solver_agent, _controller(workflow, env2, np.random.default_rng(v2)))
+            ev = env2.evaluate()
+            solved = bool(ev.similarity >= 1.0 - 1e-12)
+            row.update(solved=solved, endpoint=solved,
+                       arrival_step=sum(1 for m in env.ctx.messages[: t + 1] if m.sender == Role.AGENT))
+        rows.append(row)
+    return rows
+
+
+def _handoff_one(spec, rng=None, cases=None, solvers=None, workflow="ReAct"):
+    i, seed, reacher = spec
+    return run_handoff_unit(cases[i], seed, reacher, solvers, workflow)
+
+
+def run_handoff(cases: Sequence[Case], *, seeds: Sequence[int] = (0,), profiles: Sequence[str] = ("base", "treated"),
+                workflow: str = "ReAct", n_jobs: int = 1, backend: str = "loky") -> pd.DataFrame:
+    """The handoff episode table (task x seed x reacher x solver) over ``cases`` with >= 2 milestones.
+
+    Raises
+    ------
+    ValueError
+        If no case has at least two milestones.
+    """
+    idx = [i for i, c in enumerate(cases) if len(c.scenario.milestones) >= 2]
+    if not idx:
+        raise ValueError("handoff needs cases with at least two milestones (a frontier k >= 2)")
+    specs = [(i, int(s), r) for i in idx for s in seeds for r in profiles]
+    out = seeded_map(_handoff_one, specs, seed=0, n_jobs=n_jobs, backend=backend, cases=list(cases),
+                     solvers=tuple(profiles), workflow=workflow)
+    df = pd.DataFrame([r for rows in out for r in rows])
+    df["solved"] = df["solved"].astype("boolean")
+    df["arrival_step"] = df["arrival_step"].astype("Int64")
+    return df
