@@ -1,0 +1,284 @@
+"""ToolSandbox-style world, scoring, scripted agents (issue 11 acceptance checks)."""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import itertools
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from agentstudies.envs.toolsandbox import (
+    AUGMENTATIONS,
+    CATEGORIES,
+    NAMESPACES,
+    TOOLS,
+    Constraint,
+    ExecutionContext,
+    Message,
+    MessageCapReached,
+    Milestone,
+    Role,
+    Say,
+    ToolCall,
+    ToolSandboxEnv,
+    best_mapping,
+    column_similarity,
+    evaluate,
+    generate_scenarios,
+    make_cases,
+    replay_gold,
+    rouge_l,
+    turn_count,
+    validate_scenario,
+)
+from agentstudies.envs.toolsandbox.testing import brute_force_mapping
+
+
+@pytest.fixture(scope="module")
+def scenarios():
+    return generate_scenarios(0)
+
+
+@pytest.fixture(scope="module")
+def cases(scenarios):
+    return make_cases(scenarios)
+
+
+# ------------------------------------------------------------ scenarios
+def test_counts_and_coverage(scenarios, cases):
+    assert len(scenarios) >= 100
+    assert len(cases) == 8 * len(scenarios) >= 800
+    assert len({c.case_id for c in cases}) == len(cases)
+    tags = {t for s in scenarios for t in s.categories}
+    assert tags == set(CATEGORIES)
+    assert {c.augmentation for c in cases} == set(AUGMENTATIONS)
+    assert len(TOOLS) >= 25
+    for s in scenarios:
+        assert s.milestones and s.minefields and s.allow_list
+
+
+def test_every_scenario_validates(scenarios):
+    bad = {s.scenario_id: validate_scenario(s) for s in scenarios}
+    assert not {k: v for k, v in bad.items() if v}
+
+
+def test_gold_scores_one_on_every_case(cases):
+    for c in cases:
+        ev = replay_gold(c).evaluate()
+        assert ev.similarity == 1.0, c.case_id
+        assert ev.matched == len(c.scenario.milestones) and not ev.minefield_hit
+
+
+def test_minefield_zeroes_an_otherwise_perfect_trajectory(cases):
+    for c in cases[::8]:
+        ev = replay_gold(c, trigger=True).evaluate()
+        assert ev.milestone_similarity == 1.0, c.case_id
+        assert ev.minefield_hit and ev.similarity == 0.0, c.case_id
+
+
+def test_augmentations_distractors_and_scrambles(scenarios, cases):
+    by = {(c.scenario.scenario_id, c.augmentation): c for c in cases}
+    s = scenarios[0]
+    base = set(by[(s.scenario_id, "base")].view.tools)
+    assert base == set(s.allow_list)
+    three = set(by[(s.scenario_id, "3_distraction_tools")].view.tools)
+    ten = set(by[(s.scenario_id, "10_distraction_tools")].view.tools)
+    assert len(three - base) == 3 and three <= ten and len(ten - base) == 10
+    assert set(by[(s.scenario_id, "all_tools")].view.tools) == set(TOOLS)
+    for aug in ("tool_name_scrambled", "tool_description_scrambled", "arg_description_scrambled", "arg_type_scrambled"):
+        assert set(by[(s.scenario_id, aug)].view.tools) == three
+    names = [sp["name"] for sp in by[(s.scenario_id, "tool_name_scrambled")].view.specs]
+    assert not set(names) & set(TOOLS)
+    assert all(sp["description"] == "" for sp in by[(s.scenario_id, "tool_description_scrambled")].view.specs)
+    assert all(a["type"] == "unknown" for sp in by[(s.scenario_id, "arg_type_scrambled")].view.specs for a in sp["args"])
+
+
+# -------------------------------------------------------- world / context
+def _world():
+    return {"SETTING": [{"name": "cellular", "value": False}, {"name": "wifi", "value": True},
+                        {"name": "location_service", "value": False}, {"name": "low_battery_mode", "value": True},
+                        {"name": "current_timestamp", "value": 1.0e9}, {"name": "own_phone_number", "value": "+14085550100"}],
+            "CONTACT": [{"person_id": "p1", "name": "Ana Silva", "phone_number": "+14155550134", "relationship": "friend"}],
+            "MESSAGING": [], "REMINDER": [{"reminder_id": "r1", "content": "x", "reminder_timestamp": 2.0e9, "creation_timestamp": 1.0e9}]}
+
+
+def test_snapshot_mutate_restore_every_namespace():
+    ctx = ExecutionContext(_world())
+    ctx.add_message(Message(Role.SYSTEM, Role.AGENT, "hi", (Role.SYSTEM, Role.AGENT)))
+    ctx.add_message(Message(Role.USER, Role.AGENT, "do it", (Role.USER, Role.AGENT)))
+    snap = ctx.snapshot()
+    before = {ns: ctx.namespace_hash(ns) for ns in (*NAMESPACES, "SANDBOX")}
+    ctx.add_message(Message(Role.AGENT, Role.USER, "ok", (Role.AGENT, Role.USER)))
+    ctx.set_setting("wifi", False)
+    ctx.write("CONTACT", [])
+    ctx.write("MESSAGING", [{"message_id": "m1", "content": "hey"}])
+    ctx.write("REMINDER", ctx.table("REMINDER") + [{"reminder_id": "r2", "content": "y"}])
+    after = {ns: ctx.namespace_hash(ns) for ns in before}
+    assert all(after[ns] != before[ns] for ns in before)
+    ctx.restore(snap)
+    assert ctx.state_hash() == snap.state_hash
+    assert {ns: ctx.namespace_hash(ns) for ns in before} == before
+
+
+def test_state_after_any_message_is_readable():
+    ctx = ExecutionContext(_world())
+    for k in range(4):
+        ctx.add_message(Message(Role.AGENT, Role.USER, str(k), (Role.AGENT, Role.USER)))
+        ctx.set_setting("wifi", k % 2 == 0)
+    assert ctx.setting("wifi", after=0) is True  # index 0 holds the write after message 0
+    assert [ctx.setting("wifi", after=m) for m in range(4)] == [True, False, True, False]
+    rows = ctx.table("SETTING", after=2, stamped=True)
+    assert {r["sandbox_message_index"] for r in rows} == {2}
+    part = ExecutionContext.from_snapshot(ctx.snapshot(after=1))
+    assert len(part.messages) == 2 and part.setting("wifi") is False
+
+
+def test_message_cap():
+    ctx = ExecutionContext(_world(), max_messages=3)
+    for _ in range(3):
+        ctx.add_message(Message(Role.USER, Role.AGENT, "", (Role.USER, Role.AGENT)))
+    with pytest.raises(MessageCapReached):
+        ctx.add_message(Message(Role.USER, Role.AGENT, "", (Role.USER, Role.AGENT)))
+    with pytest.raises(ValueError, match="unknown role"):
+        Message("robot", Role.AGENT)
+
+
+def test_implicit_dependencies_return_informative_errors(scenarios):
+    sc = next(s for s in scenarios if s.template == "send_contact" and s.dependency_depth == 2)
+    env = ToolSandboxEnv(sc, 0)
+    env.step(ToolCall("send_message_with_phone_number", {"phone_number": "+14155550134", "content": "hi"}))
+    assert "Cellular service is off" in env.ctx.messages[-1].error
+    assert env.ctx.messages[-1].sender == Role.EXECUTION_ENVIRONMENT and env.ctx.messages[-1].recipient == Role.AGENT
+    env.step(ToolCall("set_cellular_service_status", {"on": True}))
+    assert "low battery mode is on" in env.ctx.messages[-1].error
+    env.step(ToolCall("set_cellular_service_status", {"on": "yes"}))
+    assert "must be bool" in env.ctx.messages[-1].error
+    ctx = ExecutionContext(_world())
+    ctx.add_message(Message(Role.SYSTEM, Role.AGENT))
+    from agentstudies.envs.toolsandbox import ToolError, execute_tool
+
+    with pytest.raises(ToolError, match="Location service is off"):
+        execute_tool(ctx, "get_current_location", {})
+    with pytest.raises(ToolError, match="low battery"):
+        execute_tool(ctx, "set_wifi_status", {"on": True})
+    with pytest.raises(ToolError, match="unexpected argument"):
+        execute_tool(ctx, "get_wifi_status", {"x": 1})
+
+
+# ------------------------------------------------------------- scoring
+def test_column_similarities_hand_worked():
+    # LCS("the cat sat", "the cat") = 2 tokens: P = 1, R = 2/3, F = 0.8
+    assert rouge_l("the cat sat", "the cat") == pytest.approx(0.8)
+    assert column_similarity("exact", "+1415", "+1415") == 1.0
+    assert column_similarity("exact", 3.0, 3) == 1.0
+    assert column_similarity("close:60", 100.0, 130.0) == pytest.approx(0.5)
+    assert column_similarity("close:60", 100.0, 200.0) == 0.0
+    assert column_similarity("contains", "cannot", "Sorry, I CANNOT do that") == 1.0
+    with pytest.raises(ValueError):
+        column_similarity("fuzzy", 1, 1)
+
+
+def test_geometric_mean_inside_a_milestone_and_turn_count():
+    ctx = ExecutionContext(_world())
+    ctx.add_message(Message(Role.SYSTEM, Role.AGENT, "sys", (Role.SYSTEM, Role.AGENT)))
+    ctx.add_message(Message(Role.USER, Role.AGENT, "send it", (Role.USER, Role.AGENT)))
+    ctx.add_message(Message(Role.AGENT, Role.EXECUTION_ENVIRONMENT, "", (Role.AGENT, Role.EXECUTION_ENVIRONMENT),
+                            tool_call={"name": "shift_timestamp", "arguments": {"timestamp": 130.0}}))
+    ctx.add_message(Message(Role.EXECUTION_ENVIRONMENT, Role.AGENT, "r", (Role.EXECUTION_ENVIRONMENT, Role.AGENT)))
+    ctx.add_message(Message(Role.AGENT, Role.USER, "done", (Role.AGENT, Role.USER)))
+    ctx.add_message(Message(Role.USER, Role.EXECUTION_ENVIRONMENT, "", (Role.USER, Role.EXECUTION_ENVIRONMENT),
+                            tool_call={"name": "end_conversation", "arguments": {}}))
+    ms = [Milestone("m", (Constraint("tool_trace", target={"timestamp": 100.0}, measures={"timestamp": "close:50"}, tool="shift_timestamp"),
+                          Constraint("guardrail", "CONTACT")))]
+    ev = evaluate(ctx, ms, ())
+    # constraint similarities 1 - 30/50 = 0.4 and 1: geometric mean sqrt(0.4)
+    assert ev.similarity == pytest.approx(np.sqrt(0.4))
+    assert ev.mapping == (2,)
+    # 6 messages minus the system message and the user -> environment message
+    assert turn_count(ctx) == 4 == ev.turn_count
+
+
+def test_best_mapping_hand_example():
+    S = np.array([[0.0, 0.2, 1.0, 0.0], [0.0, 0.9, 0.0, 0.5]])
+    # edge 0 -> 1: m0 < m1. (2, 3): 1.0 + 0.5; (1, ...) impossible better; (None, 1): 0.9 -> best 1.5 / 2
+    val, mp = best_mapping(S, [(0, 1)])
+    assert val == pytest.approx(0.75) and mp == [2, 3]
+    assert best_mapping(np.zeros((0, 3)), [])[0] == 1.0
+
+
+@st.composite
+def _dag_and_matrix(draw):
+    k = draw(st.integers(1, 4))
+    t = draw(st.integers(1, 5))
+    pairs = [(u, v) for u in range(k) for v in range(u + 1, k)]
+    chosen = [p for p in pairs if draw(st.booleans())]
+    perm = draw(st.permutations(range(k)))
+    edges = [(perm[u], perm[v]) for u, v in chosen]
+    vals = draw(st.lists(st.sampled_from([0.0, 0.25, 0.5, 0.8, 1.0]), min_size=k * t, max_size=k * t))
+    return np.array(vals).reshape(k, t), edges
+
+
+@settings(max_examples=300, deadline=None)
+@given(_dag_and_matrix())
+def test_matcher_equals_brute_force(case):
+    S, edges = case
+    val, mapping = best_mapping(S, edges)
+    assert val == pytest.approx(brute_force_mapping(S, edges))
+    # the returned mapping is admissible and attains the value
+    assert all(mapping[u] is None or mapping[v] is None or mapping[u] < mapping[v] for u, v in edges)
+    assert sum(S[i, m] for i, m in enumerate(mapping) if m is not None) / S.shape[0] == pytest.approx(val)
+
+
+def test_cycle_rejected():
+    with pytest.raises(ValueError, match="cycle"):
+        best_mapping(np.ones((2, 3)), [(0, 1), (1, 0)])
+
+
+# -------------------------------------------------------------- agents
+def test_agents_never_read_the_answer():
+    from agentstudies.agents.toolsandbox import _policy
+
+    src = inspect.getsource(_policy)
+    for word in (".gold", ".milestones", ".minefields", ".hidden", ".expect", ".scenario", ".trigger"):
+        assert word not in src, word
+
+
+def test_episodes_deterministic_and_parallel_invariant(cases):
+    from agentstudies.agents.toolsandbox import run_episodes
+
+    sub = cases[::97]
+    a = run_episodes(sub, profiles=("base",), seeds=(0, 1))
+    b = run_episodes(sub, profiles=("base",), seeds=(0, 1), n_jobs=2)
+    pd.testing.assert_frame_equal(a, b)
+    assert a["similarity"].between(0, 1).all()
+    assert (a.loc[a["minefield_hit"], "similarity"] == 0).all()
+    gate = a[a["workflow"] == "Confirmation gate"]
+    assert (gate["declined_calls"] >= 0).all()
+
+
+def test_episode_exception_scores_zero_with_max_turns(cases, monkeypatch):
+    from agentstudies.agents.toolsandbox import _episodes
+
+    def boom(*a, **k):
+        raise RuntimeError("agent crashed")
+
+    monkeypatch.setattr(_episodes, "drive", boom)
+    row = _episodes.run_episode(cases[0], "ReAct", "base", 0)
+    assert row["similarity"] == 0.0 and row["turn_count"] == 30 and row["termination"] == "exception"
+
+
+def test_handoff_table_feeds_analyze_handoff(cases):
+    from agentstudies.agents.toolsandbox import run_handoff
+    from agentstudies.handoff import analyze_handoff
+
+    sub = [c for c in cases if c.augmentation == "base"][:40]
+    df = run_handoff(sub, seeds=(0,))
+    assert set(df["reacher"]) == set(df["solver"]) == {"base", "treated"}
+    assert (df.loc[~df["arrived"], "endpoint"] == False).all()  # noqa: E712
+    res = analyze_handoff(df, base="base", treated="treated", n_boot=50, seed=0)
+    assert "interaction" in set(res.to_frame()["estimand"])
