@@ -1,0 +1,1 @@
+"""Study drivers: environment + agents (or a simulation DGP) into validated episode tables."""

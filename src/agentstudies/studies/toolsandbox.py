@@ -1,0 +1,332 @@
+"""ToolSandbox-style workflow study: category / augmentation means with cluster intervals,
+SASST over scenario features, and a milestone-frontier handoff (all agents simulated).
+
+Drives :mod:`agentstudies.envs.toolsandbox` with the scripted agents of
+:mod:`agentstudies.agents.toolsandbox` under the three shared workflow controllers and
+hands plain tables to the methods (:mod:`agentstudies.sasst`, :mod:`agentstudies.handoff`).
+
+* :func:`run_grid` -- every case x workflow x profile x seed (the per-case artifact:
+  :func:`case_artifact`);
+* :func:`group_means` -- mean similarity and turn count per category (ToolSandbox's
+  multi-label tags or the primary category) or augmentation and workflow, with
+  percentile intervals from a cluster bootstrap over *base scenarios* (the eight
+  augmentations and all seeds of a base scenario are resampled together) ->
+  :class:`GroupMeans`; ToolSandbox itself reports category means only, without repeats or
+  intervals (Lu et al., 2024, Sec. 4);
+* :func:`sasst_design` / :func:`run_sasst` -- one augmentation per base scenario (drawn
+  with the seed) so clusters are independent; features = category tags, dependency depth,
+  augmentation indicators, number of distraction tools, number of milestones; uniform and
+  stressed slots for each enhanced workflow minus ReAct;
+* :func:`run_handoff_study` -- Reach = arriving at the world state of milestone k - 1,
+  Solve = finishing from the restored snapshot; profiles ``base`` and ``treated``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from agentstudies.agents import WORKFLOWS
+from agentstudies.agents.toolsandbox import run_episodes, run_handoff
+from agentstudies.envs.toolsandbox import AUGMENTATIONS, CATEGORIES, Case, Scenario, generate_scenarios, make_cases
+from agentstudies.parallel import keyed_seed
+from agentstudies.results import Result, ResultProvenance, make_provenance, tidy_rows
+from agentstudies.stats import paired_cluster_bootstrap, percentile_interval
+
+__all__ = [
+    "BASELINE",
+    "ENHANCED",
+    "CASE_COLUMNS",
+    "PAPER_DESIGN",
+    "build_cases",
+    "run_grid",
+    "case_artifact",
+    "GroupMeans",
+    "group_means",
+    "sasst_design",
+    "sasst_features",
+    "sasst_slots",
+    "run_sasst",
+    "run_handoff_study",
+    "design_table",
+    "plot_group_means",
+]
+
+BASELINE = "ReAct"
+ENHANCED = ("Plan + verifier", "Confirmation gate")
+
+#: Columns of the per-case artifact table.
+CASE_COLUMNS: tuple[str, ...] = (
+    "case_id", "base_scenario", "category", "augmentation", "workflow", "profile", "seed", "similarity",
+    "turn_count", "milestones_matched", "minefield_hit",
+)
+
+#: ToolSandbox's own design (Lu et al., 2024; shared/notes/toolsandbox.md) -- shown beside ours, labelled "paper".
+PAPER_DESIGN: Mapping[str, Any] = {
+    "base scenarios": 129, "cases (8 augmentations)": 1032, "tools": 34, "message cap": 30,
+    "insufficient-information scenarios": 28, "repeats per case": 1,
+}
+
+
+def build_cases(seed: int = 0, augmentations: Sequence[str] = AUGMENTATIONS,
+                max_scenarios: int | None = None) -> tuple[list[Scenario], list[Case]]:
+    """The base scenarios and their cases (see :func:`~agentstudies.envs.toolsandbox.make_cases`).
+
+    ``max_scenarios`` keeps an evenly spaced subset (every template stays represented when
+    it is at least the number of templates); ``None`` keeps all.
+    """
+    scenarios = generate_scenarios(seed)
+    if max_scenarios is not None:
+        if max_scenarios < 1:
+            raise ValueError(f"max_scenarios must be >= 1 or None; got {max_scenarios}")
+        idx = np.unique(np.linspace(0, len(scenarios) - 1, min(max_scenarios, len(scenarios))).round().astype(int))
+        scenarios = [scenarios[i] for i in idx]
+    return scenarios, make_cases(scenarios, augmentations, seed=seed)
+
+
+def design_table(scenarios: Sequence[Scenario], cases: Sequence[Case]) -> pd.DataFrame:
+    """Our design beside ToolSandbox's (rows: quantity; columns: this run, paper)."""
+    from agentstudies.envs.toolsandbox import TOOLS
+
+    ours = {"base scenarios": len(scenarios), "cases (8 augmentations)": len(cases), "tools": len(TOOLS),
+            "message cap": 30,
+            "insufficient-information scenarios": sum("insufficient_information" in s.categories for s in scenarios),
+            "repeats per case": np.nan}
+    return pd.DataFrame({"quantity": list(ours), "this run": list(ours.values()),
+                         "paper": [PAPER_DESIGN[k] for k in ours]})
+
+
+def run_grid(cases: Sequence[Case], *, seeds: Sequence[int], profiles: Sequence[str] = ("base",),
+             workflows: Sequence[str] = WORKFLOWS, n_jobs: int = 1, backend: str = "loky") -> pd.DataFrame:
+    """Episode table (one row per case x workflow x profile x seed); see
+    :data:`agentstudies.agents.toolsandbox.EPISODE_COLUMNS`."""
+    return run_episodes(cases, workflows=workflows, profiles=profiles, seeds=seeds, n_jobs=n_jobs, backend=backend)
+
+
+def case_artifact(episodes: pd.DataFrame) -> pd.DataFrame:
+    """The per-case table of the chapter (columns :data:`CASE_COLUMNS`).
+
+    Raises
+    ------
+    KeyError
+        If a column is missing.
+    """
+    missing = [c for c in CASE_COLUMNS if c not in episodes.columns]
+    if missing:
+        raise KeyError(f"episode table lacks column(s) {missing}")
+    return episodes[list(CASE_COLUMNS)].reset_index(drop=True)
+
+
+# ------------------------------------------------------------- group means
+@dataclass(frozen=True)
+class GroupMeans(Result):
+    """Means per group and workflow with base-scenario cluster-bootstrap intervals.
+
+    ``to_frame()``: strata ``group_by`` (the grouping column name is in ``params``),
+    ``group``, ``workflow``, ``profile``; estimands ``similarity`` (mean ToolSandbox
+    similarity, fraction) and ``turn_count`` (mean turns); ``n`` = base scenarios.
+    """
+
+    rows: pd.DataFrame
+    params: dict = field(default_factory=dict)
+    provenance: ResultProvenance = field(default_factory=ResultProvenance)
+    title = "ToolSandbox-style means by group (simulated agents), base-scenario cluster bootstrap"
+
+    def _tidy(self) -> pd.DataFrame:
+        return tidy_rows(self.rows, strata=("group", "workflow", "profile"))
+
+    def wide(self, estimand: str = "similarity") -> pd.DataFrame:
+        """Group x workflow table of ``estimate [ci_low, ci_high]`` strings."""
+        df = self.to_frame()
+        df = df[df["estimand"] == estimand]
+        df = df.assign(cell=[f"{e:.2f} [{lo:.2f}, {hi:.2f}]" for e, lo, hi in zip(df["estimate"], df["ci_low"], df["ci_high"])])
+        return df.pivot_table(index=["group", "profile"], columns="workflow", values="cell", aggfunc="first")
+
+
+def group_means(episodes: pd.DataFrame, by: str = "category", *, multilabel: bool = False, n_boot: int = 2000,
+                level: float = 0.95, seed: int = 0) -> GroupMeans:
+    """Mean similarity and turn count per ``by`` x workflow x profile, with intervals.
+
+    Parameters
+    ----------
+    episodes : episode table (needs ``base_scenario, workflow, profile, similarity,
+        turn_count`` and ``by``; with ``multilabel`` the ``categories`` column, ``|``-joined)
+    by : grouping column (``category``, ``augmentation``, ...)
+    multilabel : count a case in every ToolSandbox category tag it carries
+    n_boot, level, seed : cluster bootstrap over base scenarios (resampled within nothing;
+        every case, workflow and seed of a base scenario moves together)
+
+    Raises
+    ------
+    KeyError
+        Missing columns. ValueError: NaN similarity or turn count.
+    """
+    need = ["base_scenario", "workflow", "profile", "similarity", "turn_count", "categories" if multilabel else by]
+    missing = [c for c in need if c not in episodes.columns]
+    if missing:
+        raise KeyError(f"episode table lacks column(s) {missing}")
+    for col in ("similarity", "turn_count"):
+        if episodes[col].isna().any():
+            raise ValueError(f"column {col!r} has NaN values")
+    df = episodes.copy()
+    if multilabel:
+        df["group"] = df["categories"].str.split("|")
+        df = df.explode("group")
+        df = df[df["group"].isin(CATEGORIES)]
+    else:
+        df["group"] = df[by].astype(str)
+    clusters = pd.Index(sorted(df["base_scenario"].unique()))
+    rows = []
+    rng_root = keyed_seed(seed, "toolsandbox-group-means", by, multilabel)
+    cells = list(df.groupby(["group", "workflow", "profile"], sort=True))
+    for j, ((g, w, p), d) in enumerate(cells):
+        s = d.groupby("base_scenario").agg(sim=("similarity", "sum"), turns=("turn_count", "sum"), k=("similarity", "size"))
+        s = s.reindex(clusters, fill_value=0.0)
+        s = s[s["k"] > 0]
+        sums = s[["sim", "turns", "k"]].to_numpy(float)
+        point = sums.sum(axis=0)
+        est = {"similarity": point[0] / point[2], "turn_count": point[1] / point[2]}
+        ci = {"similarity": (np.nan, np.nan), "turn_count": (np.nan, np.nan)}
+        if n_boot and len(s) > 1:
+            reps = paired_cluster_bootstrap(
+                sums, lambda t: np.column_stack([t[:, 0] / t[:, 2], t[:, 1] / t[:, 2]]),
+                n_boot=n_boot, rng=np.random.default_rng(keyed_seed(rng_root, j)))
+            lo, hi = percentile_interval(reps, level)
+            ci = {"similarity": (lo[0], hi[0]), "turn_count": (lo[1], hi[1])}
+        for e in ("similarity", "turn_count"):
+            rows.append({"group": g, "workflow": w, "profile": p, "estimand": e, "estimate": est[e],
+                         "ci_low": ci[e][0], "ci_high": ci[e][1], "side": "two-sided" if n_boot else "",
+                         "level": level, "n": len(s)})
+    return GroupMeans(pd.DataFrame(rows), params={"by": "categories (multi-label)" if multilabel else by,
+                                                  "n_draws": n_boot, "level": level, "seed": seed},
+                      provenance=make_provenance(seed=seed, episodes=episodes))
+
+
+# ------------------------------------------------------------------- SASST
+def sasst_design(cases: Sequence[Case], seed: int = 0) -> list[Case]:
+    """One case per base scenario, its augmentation drawn with ``keyed_seed(seed, "sasst-aug", id)``
+    (clusters stay independent: no base scenario appears twice)."""
+    by: dict[str, dict[str, Case]] = {}
+    for c in cases:
+        by.setdefault(c.scenario.scenario_id, {})[c.augmentation] = c
+    out = []
+    for sid in sorted(by):
+        augs = sorted(by[sid])
+        k = int(np.random.default_rng(keyed_seed(seed, "sasst-aug", sid)).integers(len(augs)))
+        out.append(by[sid][augs[k]])
+    return out
+
+
+def sasst_features(cases: Sequence[Case]) -> pd.DataFrame:
+    """Numeric pre-execution features per case (index ``task_id`` = case id): one 0/1 column
+    per category tag, ``dependency_depth``, ``n_milestones``, ``n_distractors``,
+    ``scrambled`` and one 0/1 column per augmentation. Constant columns are dropped."""
+    rows = []
+    for c in cases:
+        sc = c.scenario
+        r = {"task_id": c.case_id, "dependency_depth": float(sc.dependency_depth),
+             "n_milestones": float(len(sc.milestones)), "n_distractors": float(c.n_distractors),
+             "scrambled": float(c.view.scramble is not None)}
+        for cat in CATEGORIES:
+            r[f"cat_{cat}"] = float(cat in sc.categories)
+        for aug in AUGMENTATIONS:
+            r[f"aug_{aug}"] = float(c.augmentation == aug)
+        rows.append(r)
+    X = pd.DataFrame(rows).set_index("task_id")
+    return X.loc[:, X.std(axis=0) > 0]
+
+
+STRUCTURED = ("dependency_depth", "n_milestones", "n_distractors", "scrambled")
+
+
+def sasst_slots(*, min_ess: float = 20.0, density_cap: float = 5.0, stability_threshold: float = 0.6):
+    """Four slots: uniform benefit and stressed fragility of each enhanced workflow vs ReAct."""
+    from agentstudies.sasst import Slot
+
+    slots = []
+    for w in ENHANCED:
+        slots.append(Slot(f"Uniform: {w} − ReAct", {w: 1, BASELINE: -1}, sign=+1, min_ess=min_ess, density_cap=density_cap))
+    for w in ENHANCED:
+        slots.append(Slot(f"Stress: {w} − ReAct", {w: 1, BASELINE: -1}, sign=-1, family="features", radius=None,
+                          min_ess=min_ess, density_cap=density_cap, stability_threshold=stability_threshold))
+    return slots
+
+
+def run_sasst(episodes: pd.DataFrame, features: pd.DataFrame, *, seed: int = 0, n_multiplier: int = 2000,
+              n_stability: int = 100, alpha: float = 0.05, min_ess: float = 20.0, density_cap: float = 5.0,
+              stability_threshold: float = 0.6):
+    """SASST on ``task_id, seed, workflow, similarity`` episodes (one profile) over ``features``.
+
+    Threshold rules on every feature (category tags, dependency depth, augmentation,
+    milestones); a seeded 50/50 split of cases (= base scenarios) stratified by primary
+    category. Returns the :class:`~agentstudies.sasst.SASSTReport`.
+
+    Raises
+    ------
+    KeyError
+        Missing columns; ValueError from the engine on invalid tables.
+    """
+    from agentstudies.sasst import SASST, ComparisonPlan, ThresholdFamily, split_clusters
+
+    need = ["case_id", "seed", "workflow", "similarity", "category"]
+    missing = [c for c in need if c not in episodes.columns]
+    if missing:
+        raise KeyError(f"episode table lacks column(s) {missing}")
+    if episodes.get("profile") is not None and episodes["profile"].nunique() > 1:
+        raise ValueError("run_sasst takes one profile's episodes; filter on 'profile' first")
+    ep = episodes.rename(columns={"case_id": "task_id", "similarity": "score"})[["task_id", "seed", "workflow", "score"]]
+    strata = episodes.drop_duplicates("case_id").set_index("case_id")["category"]
+    split = split_clusters(list(strata.index), discovery_fraction=0.5, seed=seed, strata=strata)
+    family = ThresholdFamily(quantiles=(1 / 3, 1 / 2, 2 / 3), lifts=(3.0,))
+    eng = SASST(ComparisonPlan(tuple(WORKFLOWS)), sasst_slots(min_ess=min_ess, density_cap=density_cap,
+                                                             stability_threshold=stability_threshold),
+                {"features": family}, alpha=alpha, n_multiplier=n_multiplier, n_stability=n_stability, seed=seed)
+    return eng.run(ep, features.loc[sorted(ep["task_id"].unique())], split)
+
+
+# ------------------------------------------------------------------ handoff
+def run_handoff_study(cases: Sequence[Case], *, seeds: Sequence[int], n_boot: int = 2000, seed: int = 0,
+                      workflow: str = "ReAct", n_jobs: int = 1, backend: str = "loky"):
+    """Handoff on the milestone frontier: episode table and :func:`analyze_handoff` result.
+
+    Profiles ``base`` (reacher/solver label ``base``) and ``treated``; only cases with at
+    least two milestones. Returns ``(episodes, HandoffResult)``.
+    """
+    from agentstudies.handoff import analyze_handoff
+
+    df = run_handoff(cases, seeds=seeds, profiles=("base", "treated"), workflow=workflow, n_jobs=n_jobs, backend=backend)
+    return df, analyze_handoff(df, base="base", treated="treated", n_boot=n_boot, seed=seed)
+
+
+# ------------------------------------------------------------------- plots
+def plot_group_means(result: GroupMeans, estimand: str = "similarity", *, title: str = "", ax=None):
+    """Dot-and-interval plot: one row per group, one colour per workflow (simulated agents)."""
+    import matplotlib.pyplot as plt
+
+    df = result.to_frame()
+    df = df[df["estimand"] == estimand]
+    groups = sorted(df["group"].unique())
+    workflows = [w for w in WORKFLOWS if w in set(df["workflow"])]
+    profiles = sorted(df["profile"].unique())
+    fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(6.8, 0.42 * len(groups) * len(profiles) + 1.6))
+    y0 = np.arange(len(groups) * len(profiles))[::-1]
+    labels = [f"{g} ({p})" if len(profiles) > 1 else g for g in groups for p in profiles]
+    colors = ("tab:gray", "tab:blue", "tab:orange")
+    for k, w in enumerate(workflows):
+        d = df[df["workflow"] == w].set_index(["group", "profile"])
+        est = np.array([d.loc[(g, p), "estimate"] if (g, p) in d.index else np.nan for g in groups for p in profiles])
+        lo = np.array([d.loc[(g, p), "ci_low"] if (g, p) in d.index else np.nan for g in groups for p in profiles])
+        hi = np.array([d.loc[(g, p), "ci_high"] if (g, p) in d.index else np.nan for g in groups for p in profiles])
+        yy = y0 + (k - 1) * 0.22
+        err = np.vstack([np.clip(est - lo, 0, None), np.clip(hi - est, 0, None)])
+        ax.errorbar(est, yy, xerr=np.nan_to_num(err), fmt="o", ms=4, capsize=2, color=colors[k % 3], label=w)
+    ax.set_yticks(y0, labels, fontsize=8)
+    ax.set_xlabel({"similarity": "mean similarity (ToolSandbox score)", "turn_count": "mean turn count"}.get(estimand, estimand))
+    ax.legend(frameon=False, fontsize=8, loc="lower left")
+    ax.set_title(title or f"{estimand} by {result.params.get('by')} (simulated agents, {result.params.get('level', 0.95):.0%} cluster intervals)",
+                 fontsize=9)
+    fig.tight_layout()
+    return fig
