@@ -282,3 +282,64 @@ def test_handoff_table_feeds_analyze_handoff(cases):
     assert (df.loc[~df["arrived"], "endpoint"] == False).all()  # noqa: E712
     res = analyze_handoff(df, base="base", treated="treated", n_boot=50, seed=0)
     assert "interaction" in set(res.to_frame()["estimand"])
+
+
+# --------------------------------------------------------------- study
+@pytest.fixture(scope="module")
+def small_grid():
+    from agentstudies.studies import toolsandbox as ts
+
+    scenarios, cases = ts.build_cases(0, ("base", "tool_name_scrambled"), max_scenarios=30)
+    return scenarios, cases, ts.run_grid(cases, seeds=[0, 1], profiles=["base"])
+
+
+def test_case_artifact_columns(small_grid):
+    from agentstudies.studies import toolsandbox as ts
+
+    _, cases, ep = small_grid
+    art = ts.case_artifact(ep)
+    for col in ("case_id", "base_scenario", "category", "augmentation", "workflow", "seed", "similarity",
+                "turn_count", "milestones_matched", "minefield_hit"):
+        assert col in art.columns
+    assert len(art) == len(cases) * 3 * 2
+    assert not art.duplicated(["case_id", "workflow", "profile", "seed"]).any()
+    with pytest.raises(KeyError, match="similarity"):
+        ts.case_artifact(ep.drop(columns="similarity"))
+
+
+def test_group_means_point_and_cluster_interval(small_grid):
+    from agentstudies.studies import toolsandbox as ts
+
+    _, _, ep = small_grid
+    res = ts.group_means(ep, "augmentation", n_boot=4000, seed=1)
+    f = res.to_frame()
+    for (aug, wf), d in ep.groupby(["augmentation", "workflow"]):
+        row = res.get("similarity", group=aug, workflow=wf, profile="base")
+        assert row["estimate"] == pytest.approx(d["similarity"].mean())
+        # independent check of the width: linearised cluster SE of a ratio of sums
+        g = d.groupby("base_scenario").agg(y=("similarity", "sum"), k=("similarity", "size"))
+        r = g["y"].sum() / g["k"].sum()
+        se = np.sqrt(((g["y"] - r * g["k"]) ** 2).sum()) / g["k"].sum()
+        if se > 0:
+            assert (row["ci_high"] - row["ci_low"]) == pytest.approx(2 * 1.96 * se, rel=0.25)
+    assert set(f["estimand"]) == {"similarity", "turn_count"}
+    multi = ts.group_means(ep, multilabel=True, n_boot=0)
+    tagged = ep.assign(tag=ep["categories"].str.split("|")).explode("tag")
+    sd = tagged[tagged["tag"] == "state_dependency"]
+    got = multi.get("similarity", group="state_dependency", workflow="ReAct", profile="base")["estimate"]
+    assert got == pytest.approx(sd[sd["workflow"] == "ReAct"]["similarity"].mean())
+    with pytest.raises(KeyError):
+        ts.group_means(ep.drop(columns="base_scenario"))
+
+
+def test_sasst_design_and_run(small_grid):
+    from agentstudies.studies import toolsandbox as ts
+
+    scenarios, cases, _ = small_grid
+    design = ts.sasst_design(cases, seed=3)
+    assert len(design) == len(scenarios) == len({c.scenario.scenario_id for c in design})
+    X = ts.sasst_features(design)
+    assert X.notna().all().all() and "dependency_depth" in X and "n_milestones" in X
+    ep = ts.run_grid(design, seeds=[0, 1], profiles=["base"])
+    rep = ts.run_sasst(ep, X, n_stability=5, n_multiplier=200, min_ess=2)
+    assert len(rep.table) == 4

@@ -66,8 +66,7 @@ CASE_COLUMNS: tuple[str, ...] = (
 
 #: ToolSandbox's own design (Lu et al., 2024; shared/notes/toolsandbox.md) -- shown beside ours, labelled "paper".
 PAPER_DESIGN: Mapping[str, Any] = {
-    "base scenarios": 129, "cases (8 augmentations)": 1032, "tools": 34, "message cap": 30,
-    "insufficient-information scenarios": 28, "repeats per case": 1,
+    "scenarios": 129, "cases": 1032, "tools": 34, "message cap": 30, "insufficient info": 28, "runs per case": 1,
 }
 
 
@@ -87,14 +86,18 @@ def build_cases(seed: int = 0, augmentations: Sequence[str] = AUGMENTATIONS,
     return scenarios, make_cases(scenarios, augmentations, seed=seed)
 
 
-def design_table(scenarios: Sequence[Scenario], cases: Sequence[Case]) -> pd.DataFrame:
-    """Our design beside ToolSandbox's (rows: quantity; columns: this run, paper)."""
+def design_table(scenarios: Sequence[Scenario], cases: Sequence[Case], n_repeats: int = 1) -> pd.DataFrame:
+    """Our design beside ToolSandbox's (rows: quantity; columns: this run, paper).
+
+    ``scenarios`` = base scenarios, ``cases`` = scenarios x augmentations, ``insufficient
+    info`` = base scenarios tagged insufficient information, ``runs per case`` = seeds per
+    case, workflow and profile (``n_repeats``).
+    """
     from agentstudies.envs.toolsandbox import TOOLS
 
-    ours = {"base scenarios": len(scenarios), "cases (8 augmentations)": len(cases), "tools": len(TOOLS),
-            "message cap": 30,
-            "insufficient-information scenarios": sum("insufficient_information" in s.categories for s in scenarios),
-            "repeats per case": np.nan}
+    ours = {"scenarios": len(scenarios), "cases": len(cases), "tools": len(TOOLS), "message cap": 30,
+            "insufficient info": sum("insufficient_information" in s.categories for s in scenarios),
+            "runs per case": int(n_repeats)}
     return pd.DataFrame({"quantity": list(ours), "this run": list(ours.values()),
                          "paper": [PAPER_DESIGN[k] for k in ours]})
 
@@ -325,7 +328,7 @@ def plot_group_means(result: GroupMeans, estimand: str = "similarity", *, title:
         ax.errorbar(est, yy, xerr=np.nan_to_num(err), fmt="o", ms=4, capsize=2, color=colors[k % 3], label=w)
     ax.set_yticks(y0, labels, fontsize=8)
     ax.set_xlabel({"similarity": "mean similarity (ToolSandbox score)", "turn_count": "mean turn count"}.get(estimand, estimand))
-    ax.legend(frameon=False, fontsize=8, loc="lower left")
+    ax.legend(frameon=False, fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.09), ncol=3)
     ax.set_title(title or f"{estimand} by {result.params.get('by')} (simulated agents, {result.params.get('level', 0.95):.0%} cluster intervals)",
                  fontsize=9)
     fig.tight_layout()
