@@ -343,3 +343,40 @@ def test_sasst_design_and_run(small_grid):
     ep = ts.run_grid(design, seeds=[0, 1], profiles=["base"])
     rep = ts.run_sasst(ep, X, n_stability=5, n_multiplier=200, min_ess=2)
     assert len(rep.table) == 4
+
+
+def test_frontier_snapshot_restore_then_gold_finishes(cases):
+    from agentstudies.agents.toolsandbox import frontier_arrival
+
+    multi = [c for c in cases if c.augmentation == "tool_name_scrambled" and len(c.scenario.milestones) >= 2]
+    assert multi
+    for c in multi[::3]:
+        env = replay_gold(c)
+        ev = env.evaluate()
+        t = frontier_arrival(env)
+        from agentstudies.envs.toolsandbox._scoring import topological_order
+
+        order = topological_order(len(c.scenario.milestones), c.scenario.edges)
+        assert t == max(ev.mapping[i] for i in order[:-1]), c.case_id
+        # restore the state after message t in a fresh env, then play the rest of the gold
+        snap = env.snapshot(after=t)
+        env2 = ToolSandboxEnv(c, 0)
+        env2.restore(snap)
+        assert env2.ctx.state_hash() == snap.state_hash
+        done = sum(1 for m in env2.ctx.messages if m.sender == Role.AGENT)
+        for step in c.scenario.gold[done:]:
+            if step[0] == "call":
+                env2.step(ToolCall(c.view.shown_name(step[1]), dict(step[2])))
+            else:
+                env2.step(Say(step[2], step[1]))
+        assert env2.evaluate().similarity == 1.0, c.case_id
+
+
+def test_agent_implements_policy_protocol():
+    from agentstudies.agents import Policy
+    from agentstudies.agents.toolsandbox import ScriptedToolAgent
+
+    agent = ScriptedToolAgent("treated")
+    assert isinstance(agent, Policy) and agent.simulated and agent.label == "treated (simulated)"
+    with pytest.raises(KeyError, match="known"):
+        ScriptedToolAgent("oracle")

@@ -24,7 +24,7 @@ import pandas as pd
 
 from agentstudies.agents.controllers import WORKFLOWS, ProposedCall, extract_mutation, make_controller
 from agentstudies.agents.toolsandbox._policy import ScriptedToolAgent, ToolAgentProfile, get_profile
-from agentstudies.envs.toolsandbox import MUTATING_TOOLS, Case, Role, Say, ToolCall, ToolSandboxEnv, evaluate
+from agentstudies.envs.toolsandbox import MUTATING_TOOLS, Case, Evaluation, Role, Say, ToolCall, ToolSandboxEnv
 from agentstudies.parallel import keyed_seed, seeded_map
 
 __all__ = ["EPISODE_COLUMNS", "GroundingVerifier", "run_episode", "run_episodes", "drive", "run_handoff_unit",
@@ -168,22 +168,28 @@ def run_episode(case: Case, workflow: str, profile: str | ToolAgentProfile = "ba
     except Exception:  # noqa: BLE001 - ToolSandbox: an exception scores 0 with the maximum turn count
         counts = {"blocked_calls": 0, "declined_calls": 0}
         env.termination = "exception"
-        ev = evaluate(env.ctx, (), ())
-        ev = type(ev)(0.0, 0.0, (), (), False, 0, env.ctx.max_messages)
+        ev = Evaluation(0.0, 0.0, (), (), False, 0, env.ctx.max_messages)
     return _row(case, workflow, prof.name, seed, env, counts, ev)
 
 
-def _one(spec, rng=None, cases=None):
-    i, workflow, profile, seed = spec
-    return run_episode(cases[i], workflow, profile, seed)
+#: Episodes per parallel work item (fixed, so results never depend on ``n_jobs``).
+CHUNK = 48
+
+
+def _chunks(items: list, size: int = CHUNK) -> list[list]:
+    return [items[i:i + size] for i in range(0, len(items), size)]
+
+
+def _run_chunk(chunk, rng=None):
+    return [run_episode(case, workflow, profile, seed) for case, workflow, profile, seed in chunk]
 
 
 def run_episodes(cases: Sequence[Case], *, workflows: Sequence[str] = WORKFLOWS, profiles: Sequence[str] = ("base",),
                  seeds: Sequence[int] = (0,), n_jobs: int = 1, backend: str = "loky") -> pd.DataFrame:
     """Every case x workflow x profile x seed; the table is identical for any ``n_jobs``."""
-    specs = [(i, w, p, int(s)) for p in profiles for s in seeds for i in range(len(cases)) for w in workflows]
-    rows = seeded_map(_one, specs, seed=0, n_jobs=n_jobs, backend=backend, cases=list(cases))
-    return pd.DataFrame(rows, columns=list(EPISODE_COLUMNS))
+    specs = [(c, w, p, int(s)) for p in profiles for s in seeds for c in cases for w in workflows]
+    out = seeded_map(_run_chunk, _chunks(specs), seed=0, n_jobs=n_jobs, backend=backend)
+    return pd.DataFrame([r for rows in out for r in rows], columns=list(EPISODE_COLUMNS))
 
 
 # ---------------------------------------------------------------- handoff
@@ -248,9 +254,8 @@ def run_handoff_unit(case: Case, seed: int, reacher: str, solvers: Sequence[str]
     return rows
 
 
-def _handoff_one(spec, rng=None, cases=None, solvers=None, workflow="ReAct"):
-    i, seed, reacher = spec
-    return run_handoff_unit(cases[i], seed, reacher, solvers, workflow)
+def _handoff_chunk(chunk, rng=None, solvers=None, workflow="ReAct"):
+    return [run_handoff_unit(case, seed, reacher, solvers, workflow) for case, seed, reacher in chunk]
 
 
 def run_handoff(cases: Sequence[Case], *, seeds: Sequence[int] = (0,), profiles: Sequence[str] = ("base", "treated"),
@@ -265,10 +270,10 @@ def run_handoff(cases: Sequence[Case], *, seeds: Sequence[int] = (0,), profiles:
     idx = [i for i, c in enumerate(cases) if len(c.scenario.milestones) >= 2]
     if not idx:
         raise ValueError("handoff needs cases with at least two milestones (a frontier k >= 2)")
-    specs = [(i, int(s), r) for i in idx for s in seeds for r in profiles]
-    out = seeded_map(_handoff_one, specs, seed=0, n_jobs=n_jobs, backend=backend, cases=list(cases),
+    specs = [(cases[i], int(s), r) for i in idx for s in seeds for r in profiles]
+    out = seeded_map(_handoff_chunk, _chunks(specs, 16), seed=0, n_jobs=n_jobs, backend=backend,
                      solvers=tuple(profiles), workflow=workflow)
-    df = pd.DataFrame([r for rows in out for r in rows])
+    df = pd.DataFrame([r for chunk in out for rows in chunk for r in rows])
     df["solved"] = df["solved"].astype("boolean")
     df["arrival_step"] = df["arrival_step"].astype("Int64")
     return df
