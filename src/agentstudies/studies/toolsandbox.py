@@ -110,7 +110,7 @@ def run_grid(cases: Sequence[Case], *, seeds: Sequence[int], profiles: Sequence[
 
 
 def case_artifact(episodes: pd.DataFrame) -> pd.DataFrame:
-    """The per-case table of the chapter (columns :data:`CASE_COLUMNS`).
+    """The per-case table of the chapter (columns :data:`CASE_COLUMNS` and ``simulated`` = True).
 
     Raises
     ------
@@ -120,7 +120,7 @@ def case_artifact(episodes: pd.DataFrame) -> pd.DataFrame:
     missing = [c for c in CASE_COLUMNS if c not in episodes.columns]
     if missing:
         raise KeyError(f"episode table lacks column(s) {missing}")
-    return episodes[list(CASE_COLUMNS)].reset_index(drop=True)
+    return episodes[list(CASE_COLUMNS)].assign(simulated=True).reset_index(drop=True)
 
 
 # ------------------------------------------------------------- group means
@@ -142,8 +142,9 @@ class GroupMeans(Result):
         return tidy_rows(self.rows, strata=("group", "workflow", "profile"))
 
     def wide(self, estimand: str = "similarity") -> pd.DataFrame:
-        """Group x workflow table of ``estimate [ci_low, ci_high]`` strings."""
+        """Group x workflow table of ``estimate [ci_low, ci_high]`` strings (profiles labelled simulated)."""
         df = self.to_frame()
+        df["profile"] = df["profile"].astype(str) + " (simulated)"
         df = df[df["estimand"] == estimand]
         df = df.assign(cell=[f"{e:.2f} [{lo:.2f}, {hi:.2f}]" for e, lo, hi in zip(df["estimate"], df["ci_low"], df["ci_high"])])
         return df.pivot_table(index=["group", "profile"], columns="workflow", values="cell", aggfunc="first")
