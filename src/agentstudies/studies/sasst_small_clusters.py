@@ -510,8 +510,12 @@ def power_trial(
     fams = {f"planted {lvl}": FixedFamily((r,)) for lvl, r in rules.items()}
     eng = SASST(study_f_plan(), slots, fams, inference="bonferroni-t", n_stability=0,
                 seed=int(rng.integers(2**31)))
-    frozen = {s.name: FrozenRule(rules[s.family.split()[-1]], 0, 1, 1, np.nan, np.nan, np.nan, 0.0, 1.0, 1.0, 1.0,
-                                 pd.DataFrame()) for s in slots if not s.is_uniform}
+    frozen = {
+        s.name: FrozenRule(rule=rules[s.family.split()[-1]], index=0, n_candidates=1, n_feasible=1,
+                           predicted=np.nan, ess=np.nan, max_density=np.nan, distance=0.0, stability=1.0,
+                           stability_correlation=1.0, stability_jaccard=1.0, candidates=pd.DataFrame())
+        for s in slots if not s.is_uniform
+    }
     disc = Discovery(frozen, {}, None, 0, ())
     rep = eng.confirm(disc, I)
     zeta = rng.standard_normal((n_draws, design.n_clusters))
