@@ -163,7 +163,8 @@ def tidy_rows(rows: list[Mapping[str, Any]] | pd.DataFrame, *, strata: tuple[str
     rows : list of mappings or DataFrame
         Each row holds at least ``estimand`` and ``estimate``; absent tidy fields become
         NaN (numbers) or ``""`` (``side``).
-    strata : names of the stratum columns, placed first in this order.
+    strata : names of the stratum columns, placed first in this order (recorded in
+        ``attrs["strata"]``); other columns follow them, then :data:`TIDY_COLUMNS`.
 
     Raises
     ------
@@ -187,7 +188,9 @@ def tidy_rows(rows: list[Mapping[str, Any]] | pd.DataFrame, *, strata: tuple[str
     if bad:
         raise ValueError(f"side must be one of {SIDES}; got {bad}")
     extra = [c for c in df.columns if c not in TIDY_COLUMNS and c not in strata]
-    return df[list(strata) + extra + list(TIDY_COLUMNS)].reset_index(drop=True)
+    out = df[list(strata) + extra + list(TIDY_COLUMNS)].reset_index(drop=True)
+    out.attrs["strata"] = tuple(strata)
+    return out
 
 
 class Result:
@@ -213,12 +216,20 @@ class Result:
         missing = [c for c in TIDY_COLUMNS if c not in df.columns]
         if missing:
             raise TypeError(f"{type(self).__name__}._tidy() lacks tidy column(s) {missing}")
-        return df.reset_index(drop=True)
+        strata = df.attrs.get("strata")
+        df = df.reset_index(drop=True)
+        if strata is not None:
+            df.attrs["strata"] = strata
+        return df
 
     @property
     def strata(self) -> tuple[str, ...]:
-        """The stratum columns of :meth:`to_frame` (those before ``estimand``)."""
-        cols = list(self.to_frame().columns)
+        """The stratum columns of :meth:`to_frame` (as given to :func:`tidy_rows`; else
+        every column before ``estimand``)."""
+        df = self.to_frame()
+        if "strata" in df.attrs:
+            return tuple(df.attrs["strata"])
+        cols = list(df.columns)
         return tuple(c for c in cols[: cols.index("estimand")])
 
     def get(self, estimand: str, **keys: Any) -> pd.Series:
