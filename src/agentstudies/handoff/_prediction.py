@@ -295,6 +295,28 @@ class InteractionPrediction(Result):
         return f"InteractionPrediction(target={self.target_split}, external={self.external_split}, n_draws={self.n_draws})"
 
 
+def _by_type_rows(design: _Design, per: pd.DataFrame, ext_arrivals: np.ndarray) -> list[dict[str, object]]:
+    """Table 6 rows: per task type the weight ``p_k``, sample sizes, every per-type
+    quantity and the bounds of ``predicted, observed, residual``."""
+    labels = design.target.stratum_labels
+    K = len(labels)
+    n = design.target.named(design.target.totals(design.target.point_counts())[0])["n"]
+    p = np.full(K, 1.0 / K) if design.weights == "equal" else n / n.sum()
+    rows = []
+    for k, lab in enumerate(labels):
+        row = dict(task_type=lab, p_k=p[k],
+                   n_tasks_target=int((design.target.strata == k).sum()),
+                   n_tasks_external=int((design.external.strata == k).sum()),
+                   n_states_external=int(ext_arrivals[k]))
+        for q in _PER_TYPE:
+            row[q] = per.loc[f"{q}@{lab}", "estimate"]
+        for q in ("predicted", "observed", "residual"):
+            row[f"{q}_low"] = per.loc[f"{q}@{lab}", "ci_low"]
+            row[f"{q}_high"] = per.loc[f"{q}@{lab}", "ci_high"]
+        rows.append(row)
+    return rows
+
+
 def predict_interaction(
     target: pd.DataFrame,
     external: pd.DataFrame,
@@ -359,26 +381,9 @@ def predict_interaction(
                              seed_seq=bootstrap_seed(seed, "prediction", t_split, e_split), chunk=chunk)
     overall = summarise(list(_OVERALL), point[:3], None if reps is None else reps[:, :3],
                         level=level, empty_threshold=empty_threshold)
-    labels = design.target.stratum_labels
-    K = len(labels)
-    per_names = [f"{q}@{lab}" for q in _PER_TYPE for lab in labels]
-    per = summarise(per_names, point[3:], None if reps is None else reps[:, 3:],
-                    level=level, empty_threshold=empty_threshold).set_index("estimand")
-    tv = design.target.named(design.target.totals(design.target.point_counts())[0])
-    n = tv["n"]
-    p = np.full(K, 1.0 / K) if weights == "equal" else n / n.sum()
-    rows = []
-    for k, lab in enumerate(labels):
-        row = dict(task_type=lab, p_k=p[k],
-                   n_tasks_target=int((design.target.strata == k).sum()),
-                   n_tasks_external=int((design.external.strata == k).sum()),
-                   n_states_external=int(ev["ext_arr"][k]))
-        for q in _PER_TYPE:
-            row[q] = per.loc[f"{q}@{lab}", "estimate"]
-        for q in ("predicted", "observed", "residual"):
-            row[f"{q}_low"] = per.loc[f"{q}@{lab}", "ci_low"]
-            row[f"{q}_high"] = per.loc[f"{q}@{lab}", "ci_high"]
-        rows.append(row)
+    per = summarise([f"{q}@{lab}" for q in _PER_TYPE for lab in design.target.stratum_labels], point[3:],
+                    None if reps is None else reps[:, 3:], level=level, empty_threshold=empty_threshold)
+    rows = _by_type_rows(design, per.set_index("estimand"), ev["ext_arr"])
     if n_draws > 0:
         warn_flagged(overall, "predict_interaction", empty_threshold)
     return InteractionPrediction(

@@ -219,6 +219,9 @@ def example_tables(
     but carry no information about any agent.
 
     Returns ``{"episodes", "trajectories", "steps"}``.
+
+    Length: one seeded draw sequence; splitting it must keep the order of the draws (the
+    tests' fixtures depend on it).
     """
     rng = np.random.default_rng(np.random.SeedSequence(seed))
     labels = {0: base, 1: treated}

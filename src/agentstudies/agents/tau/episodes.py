@@ -164,14 +164,22 @@ def run_episode(
             termination = "transfer_to_human"
             break
 
+    counts = {"blocked_calls": blocked, "declined_calls": declined, "termination": termination, "steps": steps}
+    return _episode_row(env, prof.name, task, int(seed), workflow, counts)
+
+
+def _episode_row(env: TauEnv, profile: str, task: Any, seed: int, workflow: str,
+                 counts: dict[str, Any]) -> dict[str, Any]:
+    """The episode's row of :data:`EPISODE_COLUMNS`: reward and call counts from the
+    environment's transcript, controller counts and termination from the loop."""
     calls = [e for e in env.transcript if e["kind"] == "tool_call"]
     db_ok = env.db_matches_gold()
     info_ok = not env.missing_info()
     return {
-        "profile": prof.name,
+        "profile": profile,
         "task_id": task.task_id,
         "domain": task.domain,
-        "seed": int(seed),
+        "seed": seed,
         "workflow": workflow,
         "reward": float(db_ok and info_ok),
         "db_match": db_ok,
@@ -179,11 +187,11 @@ def run_episode(
         "tool_calls": len(calls),
         "failed_calls": sum(1 for e in calls if not e["ok"]),
         "irreversible_calls": sum(1 for e in calls if e["irreversible"]),
-        "blocked_calls": blocked,
-        "declined_calls": declined,
+        "blocked_calls": counts["blocked_calls"],
+        "declined_calls": counts["declined_calls"],
         "messages": len(env.messages),
-        "termination": termination,
-        "steps": steps,
+        "termination": counts["termination"],
+        "steps": counts["steps"],
     }
 
 
