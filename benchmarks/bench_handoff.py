@@ -4,7 +4,7 @@ Paper profile: 30 tasks (6 types x 5), 4 paired seeds, 4 reacher x solver assign
 (480 episode rows), 100,000 task-stratified paired resamples of every estimand.
 
 Measured
-  vectorized   analyze_handoff(n_boot=100_000): validation, task statistics, the
+  vectorized   analyze_handoff(n_draws=100_000): validation, task statistics, the
                stratified multiplicity matrix, every estimand for all resamples by matrix
                products (in chunks), percentile intervals.
   core         the bootstrap alone (draws + statistic), without validation/summaries.
@@ -12,7 +12,7 @@ Measured
                (same task statistics and draws) - timed on --loop-draws resamples and
                extrapolated to n_boot.
   loop_pandas  the straightforward row-level implementation: build each resample's
-               episode rows and take pandas means (reference.handoff_replicates_loop) -
+               episode rows and take pandas means (testing.handoff_replicates_loop) -
                timed on --pandas-draws resamples and extrapolated.
 
 Usage:  python benchmarks/bench_handoff.py [--n-boot 100000] [--threads 2] [--json out.json]
@@ -43,16 +43,21 @@ def main(argv: list[str] | None = None) -> dict:
 
     from threadpoolctl import threadpool_limits
 
-    from agentstudies.handoff import analyze_handoff, episode_task_stats, split_seed_sequence
-    from agentstudies.handoff._boot import run_bootstrap
-    from agentstudies.handoff.estimands import _flat_statistic
-    from agentstudies.handoff.reference import example_tables, handoff_replicates_loop
+    from agentstudies.handoff import analyze_handoff
+    from agentstudies.handoff.testing import (
+        bootstrap_seed,
+        episode_task_stats,
+        example_tables,
+        flat_statistic,
+        handoff_replicates_loop,
+        run_bootstrap,
+    )
     from agentstudies.stats import bootstrap_counts
 
     ep = example_tables(seed=args.seed, n_per_type=5, n_seeds=4)["episodes"]
     split = "valid_unseen"
     stats = episode_task_stats(ep)[split]
-    statistic, names, by_type = _flat_statistic(stats, bridge=True, pre=False)
+    statistic, names, by_type = flat_statistic(stats, bridge=True, pre=False)
     sums = stats.block_sums()
     out: dict = dict(
         n_rows=len(ep), n_tasks=stats.n_units, n_types=stats.n_strata, n_boot=args.n_boot,
@@ -61,20 +66,20 @@ def main(argv: list[str] | None = None) -> dict:
     )
     with threadpool_limits(limits=args.threads):
         # warm-up (imports, caches)
-        analyze_handoff(ep, n_boot=1000, seed=args.seed, empty_threshold=1.0)
+        analyze_handoff(ep, n_draws=1000, seed=args.seed, empty_threshold=1.0)
         t_full = []
         for _ in range(args.repeats):
             t0 = time.perf_counter()
-            analyze_handoff(ep, n_boot=args.n_boot, seed=args.seed, empty_threshold=1.0)
+            analyze_handoff(ep, n_draws=args.n_boot, seed=args.seed, empty_threshold=1.0)
             t_full.append(time.perf_counter() - t0)
         t_core = []
         for _ in range(args.repeats):
             t0 = time.perf_counter()
-            run_bootstrap(sums, stats.strata, statistic, n_boot=args.n_boot,
-                          seed_seq=split_seed_sequence(args.seed, split), chunk=20_000)
+            run_bootstrap(sums, stats.strata, statistic, n_draws=args.n_boot,
+                          seed_seq=bootstrap_seed(args.seed, "handoff", split), chunk=20_000)
             t_core.append(time.perf_counter() - t0)
 
-        rng = np.random.default_rng(split_seed_sequence(args.seed, split))
+        rng = np.random.default_rng(bootstrap_seed(args.seed, "handoff", split))
         counts = bootstrap_counts(stats.n_units, args.loop_draws, rng, stats.strata).astype(float)
         t0 = time.perf_counter()
         with np.errstate(divide="ignore", invalid="ignore"):

@@ -1,1 +1,1 @@
-"""Study drivers: environment + agents (or a simulation DGP) into validated episode tables."""
+"""Study drivers: one module per study, turning an environment + agent (or a simulation's DGP) into a validated episode table."""
