@@ -88,6 +88,13 @@ def _audit():
     return audit_non_arrivals(t["trajectories"], t["steps"], n_draws=100, seed=2, empty_threshold=1.0)
 
 
+def _toolsandbox_group_means():
+    from agentstudies.studies import toolsandbox as ts
+
+    _, cases = ts.build_cases(0, ("base",), max_scenarios=10)
+    return ts.group_means(ts.run_grid(cases, seeds=[0]), "augmentation", n_draws=100, seed=1)
+
+
 #: ``module.QualName`` -> builder of one instance from small real inputs.
 BUILDERS: dict[str, Callable[[], Result]] = {
     "agentstudies.sasst._engine.SASSTReport": _sasst_report,
@@ -95,6 +102,7 @@ BUILDERS: dict[str, Callable[[], Result]] = {
     "agentstudies.handoff._prediction.InteractionPrediction": _prediction,
     "agentstudies.handoff._diagnostics.BudgetDiagnostic": _budget,
     "agentstudies.handoff._diagnostics.FailureAudit": _audit,
+    "agentstudies.studies.toolsandbox.GroupMeans": _toolsandbox_group_means,
 }
 
 CLASSES = _all_result_classes()

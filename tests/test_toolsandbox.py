@@ -280,7 +280,7 @@ def test_handoff_table_feeds_analyze_handoff(cases):
     df = run_handoff(sub, seeds=(0,))
     assert set(df["reacher"]) == set(df["solver"]) == {"base", "treated"}
     assert (df.loc[~df["arrived"], "endpoint"] == False).all()  # noqa: E712
-    res = analyze_handoff(df, base="base", treated="treated", n_boot=50, seed=0)
+    res = analyze_handoff(df, base="base", treated="treated", n_draws=50, seed=0)
     assert "interaction" in set(res.to_frame()["estimand"])
 
 
@@ -311,7 +311,7 @@ def test_group_means_point_and_cluster_interval(small_grid):
     from agentstudies.studies import toolsandbox as ts
 
     _, _, ep = small_grid
-    res = ts.group_means(ep, "augmentation", n_boot=4000, seed=1)
+    res = ts.group_means(ep, "augmentation", n_draws=4000, seed=1)
     f = res.to_frame()
     for (aug, wf), d in ep.groupby(["augmentation", "workflow"]):
         row = res.get("similarity", group=aug, workflow=wf, profile="base")
@@ -323,7 +323,7 @@ def test_group_means_point_and_cluster_interval(small_grid):
         if se > 0:
             assert (row["ci_high"] - row["ci_low"]) == pytest.approx(2 * 1.96 * se, rel=0.25)
     assert set(f["estimand"]) == {"similarity", "turn_count"}
-    multi = ts.group_means(ep, multilabel=True, n_boot=0)
+    multi = ts.group_means(ep, multilabel=True, n_draws=0)
     tagged = ep.assign(tag=ep["categories"].str.split("|")).explode("tag")
     sd = tagged[tagged["tag"] == "state_dependency"]
     got = multi.get("similarity", group="state_dependency", workflow="ReAct", profile="base")["estimate"]
@@ -341,7 +341,7 @@ def test_sasst_design_and_run(small_grid):
     X = ts.sasst_features(design)
     assert X.notna().all().all() and "dependency_depth" in X and "n_milestones" in X
     ep = ts.run_grid(design, seeds=[0, 1], profiles=["base"])
-    rep = ts.run_sasst(ep, X, n_stability=5, n_multiplier=200, min_ess=2)
+    rep = ts.run_sasst(ep, X, n_stability=5, n_draws=200, min_ess=2)
     assert len(rep.table) == 4
 
 
@@ -354,7 +354,7 @@ def test_frontier_snapshot_restore_then_gold_finishes(cases):
         env = replay_gold(c)
         ev = env.evaluate()
         t = frontier_arrival(env)
-        from agentstudies.envs.toolsandbox._scoring import topological_order
+        from agentstudies.envs.toolsandbox import topological_order
 
         order = topological_order(len(c.scenario.milestones), c.scenario.edges)
         assert t == max(ev.mapping[i] for i in order[:-1]), c.case_id

@@ -150,7 +150,7 @@ class GroupMeans(Result):
         return df.pivot_table(index=["group", "profile"], columns="workflow", values="cell", aggfunc="first")
 
 
-def group_means(episodes: pd.DataFrame, by: str = "category", *, multilabel: bool = False, n_boot: int = 2000,
+def group_means(episodes: pd.DataFrame, by: str = "category", *, multilabel: bool = False, n_draws: int = 2000,
                 level: float = 0.95, seed: int = 0) -> GroupMeans:
     """Mean similarity and turn count per ``by`` x workflow x profile, with intervals.
 
@@ -160,8 +160,8 @@ def group_means(episodes: pd.DataFrame, by: str = "category", *, multilabel: boo
         turn_count`` and ``by``; with ``multilabel`` the ``categories`` column, ``|``-joined)
     by : grouping column (``category``, ``augmentation``, ...)
     multilabel : count a case in every ToolSandbox category tag it carries
-    n_boot, level, seed : cluster bootstrap over base scenarios (resampled within nothing;
-        every case, workflow and seed of a base scenario moves together)
+    n_draws, level, seed : cluster bootstrap over base scenarios (every case, workflow and
+        seed of a base scenario moves together); ``n_draws=0`` skips the intervals
 
     Raises
     ------
@@ -194,18 +194,18 @@ def group_means(episodes: pd.DataFrame, by: str = "category", *, multilabel: boo
         point = sums.sum(axis=0)
         est = {"similarity": point[0] / point[2], "turn_count": point[1] / point[2]}
         ci = {"similarity": (np.nan, np.nan), "turn_count": (np.nan, np.nan)}
-        if n_boot and len(s) > 1:
+        if n_draws and len(s) > 1:
             reps = paired_cluster_bootstrap(
                 sums, lambda t: np.column_stack([t[:, 0] / t[:, 2], t[:, 1] / t[:, 2]]),
-                n_boot=n_boot, rng=np.random.default_rng(keyed_seed(rng_root, j)))
+                n_boot=n_draws, rng=np.random.default_rng(keyed_seed(rng_root, j)))
             lo, hi = percentile_interval(reps, level)
             ci = {"similarity": (lo[0], hi[0]), "turn_count": (lo[1], hi[1])}
         for e in ("similarity", "turn_count"):
             rows.append({"group": g, "workflow": w, "profile": p, "estimand": e, "estimate": est[e],
-                         "ci_low": ci[e][0], "ci_high": ci[e][1], "side": "two-sided" if n_boot else "",
+                         "ci_low": ci[e][0], "ci_high": ci[e][1], "side": "two-sided" if n_draws else "",
                          "level": level, "n": len(s)})
     return GroupMeans(pd.DataFrame(rows), params={"by": "categories (multi-label)" if multilabel else by,
-                                                  "n_draws": n_boot, "level": level, "seed": seed},
+                                                  "n_draws": n_draws, "level": level, "seed": seed},
                       provenance=make_provenance(seed=seed, episodes=episodes))
 
 
@@ -259,14 +259,15 @@ def sasst_slots(*, min_ess: float = 20.0, density_cap: float = 5.0, stability_th
     return slots
 
 
-def run_sasst(episodes: pd.DataFrame, features: pd.DataFrame, *, seed: int = 0, n_multiplier: int = 2000,
-              n_stability: int = 100, alpha: float = 0.05, min_ess: float = 20.0, density_cap: float = 5.0,
+def run_sasst(episodes: pd.DataFrame, features: pd.DataFrame, *, seed: int = 0, n_draws: int = 2000,
+              n_stability: int = 100, level: float = 0.95, min_ess: float = 20.0, density_cap: float = 5.0,
               stability_threshold: float = 0.6):
     """SASST on ``task_id, seed, workflow, similarity`` episodes (one profile) over ``features``.
 
     Threshold rules on every feature (category tags, dependency depth, augmentation,
     milestones); a seeded 50/50 split of cases (= base scenarios) stratified by primary
-    category. Returns the :class:`~agentstudies.sasst.SASSTReport`.
+    category; ``n_draws`` Gaussian multiplier draws, joint one-sided bounds at ``level``.
+    Returns the :class:`~agentstudies.sasst.SASSTReport`.
 
     Raises
     ------
@@ -287,12 +288,12 @@ def run_sasst(episodes: pd.DataFrame, features: pd.DataFrame, *, seed: int = 0, 
     family = ThresholdFamily(quantiles=(1 / 3, 1 / 2, 2 / 3), lifts=(3.0,))
     eng = SASST(ComparisonPlan(tuple(WORKFLOWS)), sasst_slots(min_ess=min_ess, density_cap=density_cap,
                                                              stability_threshold=stability_threshold),
-                {"features": family}, alpha=alpha, n_multiplier=n_multiplier, n_stability=n_stability, seed=seed)
+                {"features": family}, level=level, n_draws=n_draws, n_stability=n_stability, seed=seed)
     return eng.run(ep, features.loc[sorted(ep["task_id"].unique())], split)
 
 
 # ------------------------------------------------------------------ handoff
-def run_handoff_study(cases: Sequence[Case], *, seeds: Sequence[int], n_boot: int = 2000, seed: int = 0,
+def run_handoff_study(cases: Sequence[Case], *, seeds: Sequence[int], n_draws: int = 2000, seed: int = 0,
                       workflow: str = "ReAct", n_jobs: int = 1, backend: str = "loky"):
     """Handoff on the milestone frontier: episode table and :func:`analyze_handoff` result.
 
@@ -302,7 +303,7 @@ def run_handoff_study(cases: Sequence[Case], *, seeds: Sequence[int], n_boot: in
     from agentstudies.handoff import analyze_handoff
 
     df = run_handoff(cases, seeds=seeds, profiles=("base", "treated"), workflow=workflow, n_jobs=n_jobs, backend=backend)
-    return df, analyze_handoff(df, base="base", treated="treated", n_boot=n_boot, seed=seed)
+    return df, analyze_handoff(df, base="base", treated="treated", n_draws=n_draws, seed=seed)
 
 
 # ------------------------------------------------------------------- plots

@@ -197,8 +197,7 @@ def frontier_arrival(env: ToolSandboxEnv) -> int | None:
     """First message index at which every milestone but the last (in topological order)
     is reached with similarity 1, respecting the DAG (greedy earliest matching, which
     minimises the arrival index); ``None`` if never."""
-    from agentstudies.envs.toolsandbox import similarity_matrix
-    from agentstudies.envs.toolsandbox._scoring import topological_order
+    from agentstudies.envs.toolsandbox import similarity_matrix, topological_order
 
     sc = env.scenario
     order = topological_order(len(sc.milestones), sc.edges)

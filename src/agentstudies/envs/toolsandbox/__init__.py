@@ -40,6 +40,7 @@ from agentstudies.envs.toolsandbox._scoring import (
     evaluate,
     rouge_l,
     similarity_matrix,
+    topological_order,
     turn_count,
 )
 from agentstudies.envs.toolsandbox._tools import (
@@ -61,6 +62,6 @@ __all__ = [
     "Case", "Constraint", "Evaluation", "ExecutionContext", "Intent", "Message", "MessageCapReached", "Milestone",
     "Role", "Say", "Scenario", "ScriptedUser", "Snapshot", "ToolCall", "ToolError", "ToolSandboxEnv", "ToolView",
     "best_mapping", "canonical_phone", "case_table", "column_similarity", "evaluate", "execute_tool", "format_number",
-    "generate_scenarios", "gold_case", "make_cases", "replay_gold", "rouge_l", "similarity_matrix", "turn_count",
+    "generate_scenarios", "gold_case", "make_cases", "replay_gold", "rouge_l", "similarity_matrix", "topological_order", "turn_count",
     "validate_scenario",
 ]
