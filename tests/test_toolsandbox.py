@@ -280,6 +280,7 @@ def test_handoff_table_feeds_analyze_handoff(cases):
     df = run_handoff(sub, seeds=(0,))
     assert set(df["reacher"]) == set(df["solver"]) == {"base", "treated"}
     assert (df.loc[~df["arrived"], "endpoint"] == False).all()  # noqa: E712
+    assert set(df["task_id"]) == {c.scenario.scenario_id for c in sub if len(c.scenario.milestones) >= 2}
     res = analyze_handoff(df, base="base", treated="treated", n_draws=50, seed=0)
     assert "interaction" in set(res.to_frame()["estimand"])
 

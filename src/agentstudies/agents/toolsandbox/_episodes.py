@@ -221,7 +221,9 @@ def run_handoff_unit(case: Case, seed: int, reacher: str, solvers: Sequence[str]
     Reach = arriving at the world state of milestone k - 1 (all milestones but the last);
     Solve = finishing the case (similarity 1, no minefield) from that snapshot. Returns one
     row per solver in the handoff episode schema (split, task_id, task_type, seed, reacher,
-    solver, arrived, solved, endpoint, arrival_step).
+    solver, arrived, solved, endpoint, arrival_step) plus ``case_id``. The task is the base
+    scenario and the seed label is ``"<augmentation>/<seed>"``, so a bootstrap over tasks
+    resamples a base scenario with all its augmentations.
     """
     s_agent, s_user, s_ver, _ = keyed_seed(seed, "toolsandbox-reach", case.case_id, reacher, workflow).spawn(4)
     env = ToolSandboxEnv(case, s_user)
@@ -232,7 +234,9 @@ def run_handoff_unit(case: Case, seed: int, reacher: str, solvers: Sequence[str]
     t = frontier_arrival(env)
     rows = []
     for solver in solvers:
-        row = {"split": "all", "task_id": case.case_id, "task_type": case.scenario.category, "seed": int(seed),
+        # the task (cluster) is the base scenario: its augmentations share world, request and facts
+        row = {"split": "all", "task_id": case.scenario.scenario_id, "task_type": case.scenario.category,
+               "seed": f"{case.augmentation}/{int(seed)}", "case_id": case.case_id,
                "reacher": reacher, "solver": solver, "arrived": t is not None, "solved": pd.NA,
                "endpoint": False, "arrival_step": pd.NA}
         if t is not None:
