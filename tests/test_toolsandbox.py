@@ -381,3 +381,40 @@ def test_agent_implements_policy_protocol():
     assert isinstance(agent, Policy) and agent.simulated and agent.label == "treated (simulated)"
     with pytest.raises(KeyError, match="known"):
         ScriptedToolAgent("oracle")
+
+
+def test_scripted_user_answers_from_hidden_facts_and_ends(scenarios):
+    sc = next(s for s in scenarios if s.template == "send_contact" and "disambiguation" in s.categories)
+    env = ToolSandboxEnv(sc, 0)
+    env.step(Say("Which one?", {"act": "ask", "slot": "last_name"}))
+    reply = env.ctx.messages[-1]
+    assert reply.sender == Role.USER and reply.act["value"] == sc.intents[0].hidden["last_name"]
+    env.step(Say("What is their passport number?", {"act": "ask", "slot": "passport"}))
+    assert env.ctx.messages[-1].act["value"] is None
+    env.step(Say("Done.", {"act": "done"}))
+    assert env.done and env.termination == "user_ended"
+    last_two = env.ctx.messages[-2:]
+    assert last_two[0].tool_call["name"] == "end_conversation" and last_two[0].recipient == Role.EXECUTION_ENVIRONMENT
+
+
+def test_verifier_rejects_ungrounded_and_gate_declines_contradicting_mutations(scenarios):
+    from agentstudies.agents import make_controller
+    from agentstudies.agents.controllers import ProposedCall, extract_mutation
+    from agentstudies.agents.toolsandbox import GroundingVerifier
+
+    sc = next(s for s in scenarios if s.template == "insufficient" and s.intents[0].kind == "send_message")
+    env = ToolSandboxEnv(sc, 0)
+    ver = GroundingVerifier(env, np.random.default_rng(0), p_detect=1.0, p_false_reject=0.0, p_malformed=0.0)
+    pv = make_controller("Plan + verifier", verifier=ver, max_rejections=None)
+    invented = ProposedCall("send_message_with_phone_number", {"phone_number": "+15550001111", "content": "hi"}, True)
+    assert not pv.review(invented).execute
+    said = sc.intents[0].slots["content"]
+    phone = env.ctx.table("CONTACT")[0]["phone_number"]
+    env.step(ToolCall("search_contacts", {"name": env.ctx.table("CONTACT")[0]["name"]}))
+    grounded = ProposedCall("send_message_with_phone_number", {"phone_number": phone, "content": said}, True)
+    assert pv.review(grounded).execute
+    env.user.p_accept_inconsistent = 0.0
+    gate = make_controller("Confirmation gate", user=lambda p: env.consent(p, extract_mutation(p)))
+    n = len(env.ctx.messages)
+    assert not gate.review(invented).execute  # the user knows no number for this contact
+    assert len(env.ctx.messages) == n + 2  # the question and the answer are messages (turns)
