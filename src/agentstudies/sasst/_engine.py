@@ -31,17 +31,7 @@ from agentstudies.sasst._data import CONFIRMATION, DISCOVERY, ClusterData, clust
 from agentstudies.sasst._geometry import Geometry, make_geometry
 from agentstudies.sasst._plan import ComparisonPlan
 from agentstudies.sasst._rules import Rule, RuleFamily, UniformRule
-from agentstudies.sasst._slots import (
-    ABSTAINED,
-    CONFIRMED,
-    FAILED_DISCOVERY,
-    FAILED_FEASIBILITY,
-    NOT_CONFIRMED,
-    STATUSES,
-    Slot,
-    recommendation,
-    slot_status,
-)
+from agentstudies.sasst._slots import STATUSES, Slot, recommendation, slot_status
 from agentstudies._tolerances import DEGENERATE_TOL, RADIUS_TOL, SUPPORT_TOL, TINY
 from agentstudies.parallel import keyed_seed
 from agentstudies.results import Result, ResultProvenance, make_provenance, renamed_keyword, tidy_rows

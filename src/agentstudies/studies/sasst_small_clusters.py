@@ -68,7 +68,6 @@ from agentstudies.sasst import (
     Rule,
     Slot,
     ThresholdRule,
-    UniformRule,
     make_geometry,
     rule_scores,
 )
