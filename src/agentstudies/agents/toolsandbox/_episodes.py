@@ -26,6 +26,7 @@ from agentstudies.agents.controllers import WORKFLOWS, ProposedCall, extract_mut
 from agentstudies.agents.toolsandbox._policy import ScriptedToolAgent, ToolAgentProfile, get_profile
 from agentstudies.envs.toolsandbox import MUTATING_TOOLS, Case, Evaluation, Role, Say, ToolCall, ToolSandboxEnv
 from agentstudies.parallel import keyed_seed, seeded_map
+from agentstudies._tolerances import EXACT_TOL
 
 __all__ = ["EPISODE_COLUMNS", "GroundingVerifier", "run_episode", "run_episodes", "drive", "run_handoff_unit",
            "run_handoff", "frontier_arrival"]
@@ -206,7 +207,7 @@ def frontier_arrival(env: ToolSandboxEnv) -> int | None:
     at: dict[int, int] = {}
     for i in order[:-1]:
         lo = max((at[u] for u, v in sc.edges if v == i and u in at), default=0) + 1
-        hits = [m for m in range(lo, S.shape[1]) if S[i, m] >= 1.0 - 1e-12]
+        hits = [m for m in range(lo, S.shape[1]) if S[i, m] >= 1.0 - EXACT_TOL]
         if not hits:
             return None
         at[i] = hits[0]
@@ -250,7 +251,7 @@ def run_handoff_unit(case: Case, seed: int, reacher: str, solvers: Sequence[str]
             solver_agent.reset(case.case_id, a2, role="solver")
             drive(env2, solver_agent, _controller(workflow, env2, np.random.default_rng(v2)))
             ev = env2.evaluate()
-            solved = bool(ev.similarity >= 1.0 - 1e-12)
+            solved = bool(ev.similarity >= 1.0 - EXACT_TOL)
             row.update(solved=solved, endpoint=solved,
                        arrival_step=sum(1 for m in env.ctx.messages[: t + 1] if m.sender == Role.AGENT))
         rows.append(row)

@@ -728,6 +728,11 @@ def _simple_intent(kind: str, rng, w: _World):
 
 
 def _build(sid: str, template: str, kw: dict, rng: np.random.Generator) -> Scenario:
+    """Scenario ``sid`` of ``template`` with recipe ``kw``, entities drawn from ``rng``.
+
+    Length: one short branch per template (starting world, intents, minefields), kept
+    together so that the full list of templates reads in one place.
+    """
     if template == "setting":
         w = _World(rng, low_battery=kw["low_battery"], wifi=not kw["on"] if kw["setting"] == "wifi" else True,
                    cellular=not kw["on"] if kw["setting"] == "cellular" else True,

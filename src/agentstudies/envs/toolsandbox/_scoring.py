@@ -33,6 +33,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from agentstudies._tolerances import EXACT_TOL
 from agentstudies.envs.toolsandbox._context import ID_COLUMNS, ExecutionContext, Role
 
 __all__ = [
@@ -247,7 +248,7 @@ def best_mapping(S: np.ndarray, edges: Sequence[tuple[int, int]]) -> tuple[float
 
     def rec(j: int, acc: float) -> None:
         nonlocal best_val, best_map
-        if acc + suffix[j] <= best_val + 1e-12:
+        if acc + suffix[j] <= best_val + EXACT_TOL:
             return
         if j == K:
             best_val, best_map = acc, list(assign)
@@ -310,14 +311,14 @@ def evaluate(
     hit = False
     if minefields:
         F = similarity_matrix(minefields, ctx)
-        hit = bool((F >= 1.0 - 1e-12).any())
+        hit = bool((F >= 1.0 - EXACT_TOL).any())
     return Evaluation(
         similarity=0.0 if hit else float(value),
         milestone_similarity=float(value),
         mapping=tuple(mapping),
         milestone_scores=scores,
         minefield_hit=hit,
-        matched=sum(1 for s in scores if s >= 1.0 - 1e-12),
+        matched=sum(1 for s in scores if s >= 1.0 - EXACT_TOL),
         turn_count=turn_count(ctx),
     )
 
