@@ -75,11 +75,6 @@ class HandoffResultBase(Result):
     params: Mapping[str, object] = field(default_factory=dict)
     provenance: ResultProvenance = field(default_factory=ResultProvenance)
 
-    @property
-    def n_boot(self) -> int:
-        """Deprecated alias of ``n_draws``."""
-        return self.n_draws
-
 
 @dataclass(frozen=True, eq=False)
 class UnitStats:
@@ -168,7 +163,7 @@ def run_bootstrap(
         raise ValueError(f"chunk must be a positive integer; got {chunk!r}")
     rng = np.random.default_rng(seed_seq)
     with np.errstate(divide="ignore", invalid="ignore"):
-        return paired_cluster_bootstrap(sums, statistic, n_boot=int(n_draws), rng=rng, strata=strata, chunk=int(chunk))
+        return paired_cluster_bootstrap(sums, statistic, n_draws=int(n_draws), rng=rng, strata=strata, chunk=int(chunk))
 
 
 def draw_counts(stats: UnitStats, n_draws: int, seed_seq: np.random.SeedSequence) -> np.ndarray:

@@ -537,11 +537,6 @@ class HandoffResult(HandoffResultBase):
     def splits(self) -> list[str]:
         return sorted(self.assignments["split"].unique())
 
-    @property
-    def input_hash(self) -> str:
-        """SHA-256 of the validated episodes (``provenance.inputs["episodes"]``)."""
-        return self.provenance.inputs["episodes"]
-
     def _tidy(self) -> pd.DataFrame:
         tasks = self.by_type.drop_duplicates(["split", "task_type"]).groupby("split")["n_tasks"].sum()
         pooled = self.estimates.assign(task_type="all", n_tasks=self.estimates["split"].map(tasks), n_states=np.nan)
