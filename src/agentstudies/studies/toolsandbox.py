@@ -197,7 +197,7 @@ def group_means(episodes: pd.DataFrame, by: str = "category", *, multilabel: boo
         if n_draws and len(s) > 1:
             reps = paired_cluster_bootstrap(
                 sums, lambda t: np.column_stack([t[:, 0] / t[:, 2], t[:, 1] / t[:, 2]]),
-                n_boot=n_draws, rng=np.random.default_rng(keyed_seed(rng_root, j)))
+                n_draws=n_draws, rng=np.random.default_rng(keyed_seed(rng_root, j)))
             lo, hi = percentile_interval(reps, level)
             ci = {"similarity": (lo[0], hi[0]), "turn_count": (lo[1], hi[1])}
         for e in ("similarity", "turn_count"):
