@@ -10,7 +10,8 @@ with every request to another origin blocked. A page fails on
 * a failed request (network error or HTTP status >= 400);
 * a request to another origin (blocked, and reported);
 * an image that did not load;
-* math left untypeset (``\\(``, ``\\[``, ``$$`` in the rendered text outside code);
+* math left untypeset (``\\(``, ``\\[``, ``$$``, or ``$..$`` around TeX in the rendered
+  text outside code);
 * horizontal overflow: the page wider than the window, or the text column wider than
   itself (tables and code may scroll inside their own box, the column may not).
 
@@ -118,6 +119,9 @@ async () => {
   const text = clone.textContent;
   const raw = ['\\(', '\\[', '$$'].filter(d => text.includes(d)).map(d => {
       const k = text.indexOf(d); return d + ' in "' + text.slice(Math.max(0, k - 40), k + 60).replace(/\s+/g, ' ') + '"'; });
+  // $...$ left as text: a pair of dollars around TeX (a backslash, ^ or _ inside)
+  const tex = text.match(/\$[^$\n]{0,80}[\\^_][^$\n]{0,80}\$/);
+  if (tex) raw.push('$...$ "' + tex[0].slice(0, 80) + '"');
   const W = window.innerWidth;
   const doc = document.documentElement;
   const col = document.querySelector('.bd-article-container') || article;
@@ -249,7 +253,17 @@ def _copy_book(dest: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def built_book(smoke_runs, tmp_path_factory) -> Path:
+def browser_available() -> None:
+    """Skip (user's machine) or fail (``CI`` set) before building anything."""
+    reason = _missing_browser_reason()
+    if reason:
+        if os.environ.get("CI"):
+            pytest.fail(f"browser check required in CI: {reason}")
+        pytest.skip(f"browser check skipped: {reason}")
+
+
+@pytest.fixture(scope="module")
+def built_book(browser_available, smoke_runs, tmp_path_factory) -> Path:
     given = os.environ.get("AGENTSTUDIES_BROWSER_HTML")
     if given:
         html = Path(given).resolve()
@@ -277,11 +291,6 @@ def built_book(smoke_runs, tmp_path_factory) -> Path:
 @pytest.mark.notebook
 @pytest.mark.browser
 def test_every_page_in_chromium(built_book):
-    reason = _missing_browser_reason()
-    if reason:
-        if os.environ.get("CI"):
-            pytest.fail(f"browser check required in CI: {reason}")
-        pytest.skip(f"browser check skipped: {reason}")
     problems, report = check_book(built_book)
     assert report["pages"] > 1, f"only {report['pages']} page(s) in {built_book}"
     assert not problems, (
@@ -290,13 +299,19 @@ def test_every_page_in_chromium(built_book):
     )
 
 
-def test_missing_browser_is_a_skip_locally_and_a_failure_in_ci(monkeypatch):
-    """The policy above, checked without a browser: the reason names what is missing."""
-    monkeypatch.setenv("CHROMIUM", "/nonexistent/chromium")
-    monkeypatch.setattr(shutil, "which", lambda _name: None)
+@pytest.mark.parametrize("ci", [None, "1"])
+def test_missing_browser_is_a_skip_locally_and_a_failure_in_ci(monkeypatch, ci):
+    """The policy above, checked without a browser: skip with the reason, or fail in CI."""
     monkeypatch.setattr(sys.modules[__name__], "chromium_path", lambda: None)
+    if ci is None:
+        monkeypatch.delenv("CI", raising=False)
+    else:
+        monkeypatch.setenv("CI", ci)
     reason = _missing_browser_reason()
     assert reason is not None and ("Chromium" in reason or "playwright" in reason)
+    outcome = pytest.fail.Exception if ci else pytest.skip.Exception
+    with pytest.raises(outcome, match="Chromium|playwright"):
+        browser_available.__wrapped__()
 
 
 if __name__ == "__main__":  # python tests/test_browser.py book/_build/html

@@ -38,7 +38,19 @@ __all__ = [
 
 TABLE_SUFFIXES = (".csv",)
 FIGURE_SUFFIXES = (".png", ".svg", ".jpg")
-_PAPER_REF = re.compile(r"\b(?:Figure|Fig\.|Table|Tables|Eq\.|Equation)\s*\d+[a-z]?(?:\s*[-–/]\s*\d+)?", re.I)
+_PAPER_REF = re.compile(r"\b(Figure|Fig\.?|Tables?|Eq\.|Equation)\s*(\d+[a-z]?)", re.I)
+
+
+def _paper_refs(text: str) -> str:
+    """"Figure 3, Table 4" from a caption or a file stem like ``table4_coverage``."""
+    out: list[str] = []
+    for word, num in _PAPER_REF.findall(text.replace("_", " ")):
+        w = word.lower().rstrip(".s")
+        name = {"fig": "Figure", "figure": "Figure", "table": "Table", "eq": "Eq.", "equation": "Eq."}.get(w, word)
+        ref = f"{name} {num}"
+        if ref not in out:
+            out.append(ref)
+    return ", ".join(out)
 
 
 @dataclass
@@ -115,14 +127,16 @@ def paper_counterparts(chapter: str, tables: list[str], paper_dir: Path | None,
 def compare_tables(ours: pd.DataFrame, paper: pd.DataFrame) -> str:
     """A one-line, computed comparison of our table with the paper's (no judgement typed).
 
-    Key columns are the non-float columns both tables share; value columns are the float
-    columns of the same name in both. Rows are matched on the keys (if there are none but
-    the two tables have the same number of rows, by position). For each value column the
-    line gives the largest absolute difference; where the paper gives an interval
-    (``<col>_low``/``<col>_high``), how many of our values fall inside it. Returns a plain
-    reason when nothing can be compared.
+    Value columns are the numeric columns of the same name in both tables with a float in
+    at least one of them. Key columns are the shortest prefix (in the paper's column
+    order) of the other shared columns that identifies the paper's rows uniquely; rows are
+    matched on them (with no key, by position if both tables have as many rows). For each
+    value column the line gives the largest absolute difference and, where the paper gives
+    an interval (``<col>_low``/``<col>_high``), how many of our values fall inside it; each
+    remaining shared text column (e.g. a status) is reported as "equal in k of n".
+    Returns a plain reason when nothing can be compared.
     """
-    common = [c for c in ours.columns if c in paper.columns]
+    common = [c for c in paper.columns if c in ours.columns]
     if not common:
         return "no shared columns (compare in the chapter)"
 
@@ -131,39 +145,46 @@ def compare_tables(ours: pd.DataFrame, paper: pd.DataFrame) -> str:
 
     value_cols = [c for c in common if numeric(ours, c) and numeric(paper, c)
                   and (pd.api.types.is_float_dtype(ours[c]) or pd.api.types.is_float_dtype(paper[c]))]
-    keys = [c for c in common if c not in value_cols]
-    keys = [c for c in keys if set(ours[c].astype(str)) & set(paper[c].astype(str))]
     if not value_cols:
         return "no shared numeric columns (compare in the chapter)"
-    a = ours[keys + value_cols].copy()
-    b = paper[[c for c in paper.columns if c in keys + value_cols
-               or any(c == f"{v}_{s}" for v in value_cols for s in ("low", "high"))]].copy()
+    others = [c for c in common if c not in value_cols]
+    keys: list[str] = []
+    for c in others:
+        keys.append(c)
+        if not paper.duplicated(subset=keys).any():
+            break
+    else:
+        if keys and paper.duplicated(subset=keys).any():
+            keys = []
+    texts = [c for c in others if c not in keys]
+    intervals = [f"{v}_{s}" for v in value_cols for s in ("low", "high") if f"{v}_{s}" in paper.columns]
+    a = ours[keys + value_cols + texts].copy()
+    b = paper[keys + value_cols + texts + [c for c in intervals if c not in keys + value_cols + texts]].copy()
     if keys:
         for k in keys:
             a[k], b[k] = a[k].astype(str), b[k].astype(str)
-        merged = a.merge(b, on=keys, how="inner", suffixes=("", "__paper"))
+        merged = a.merge(b.add_suffix("__paper").rename(columns={f"{k}__paper": k for k in keys}),
+                         on=keys, how="inner")
     elif len(a) == len(b):
         merged = pd.concat([a.reset_index(drop=True), b.add_suffix("__paper").reset_index(drop=True)], axis=1)
     else:
         return "no shared key columns (compare in the chapter)"
     if merged.empty:
-        return "no matching rows (e.g. other settings than the paper's)"
+        return "no matching rows (this run's settings differ from the paper's)"
     parts = []
     for v in value_cols:
-        other = f"{v}__paper" if f"{v}__paper" in merged else None
-        if other is None:
-            continue
-        diff = (merged[v] - merged[other]).abs().dropna()
+        diff = (merged[v] - merged[f"{v}__paper"]).abs().dropna()
         if diff.empty:
             continue
         text = f"{v}: max |this run − paper| = {diff.max():.3g}"
-        lo, hi = f"{v}_low", f"{v}_high"
-        lo = lo if lo in merged else f"{lo}__paper" if f"{lo}__paper" in merged else None
-        hi = hi if hi in merged else f"{hi}__paper" if f"{hi}__paper" in merged else None
-        if lo and hi:
-            inside = ((merged[v] >= merged[lo]) & (merged[v] <= merged[hi])).sum()
+        lo, hi = f"{v}_low__paper", f"{v}_high__paper"
+        if lo in merged and hi in merged:
+            inside = int(((merged[v] >= merged[lo]) & (merged[v] <= merged[hi])).sum())
             text += f", inside the paper's interval in {inside} of {len(merged)}"
         parts.append(text)
+    for t in texts:
+        same = int((merged[t].astype(str) == merged[f"{t}__paper"].astype(str)).sum())
+        parts.append(f"{t}: equal in {same} of {len(merged)}")
     if not parts:
         return "no overlapping values (compare in the chapter)"
     on = ", ".join(keys) if keys else "row order"
@@ -198,8 +219,7 @@ def _glued_figures(nb: Any) -> list[FigureEntry]:
                     caption.append(line)
                 i += 1
             text = " ".join(caption)
-            refs = sorted(set(_PAPER_REF.findall(text)), key=text.find)
-            figures.append(FigureEntry(key, label, text, ", ".join(refs)))
+            figures.append(FigureEntry(key, label, text, _paper_refs(text)))
             i += 1
     return figures
 
@@ -260,8 +280,7 @@ def results_index(root: Path | str, artifacts: Path | str | None = None,
         glued = {f.name for f in entry.figures}
         for p in files:
             if p.suffix in FIGURE_SUFFIXES and p.stem not in glued:
-                refs = sorted(set(_PAPER_REF.findall(p.stem.replace("_", " ").replace("figure", "Figure "))))
-                entry.figures.append(FigureEntry(p.stem, None, "", ", ".join(refs), p))
+                entry.figures.append(FigureEntry(p.stem, None, "", _paper_refs(p.stem), p))
         out.append(entry)
     return out
 
@@ -271,11 +290,16 @@ _ITEM = re.compile(r"^\s{0,3}(?:\d+[.)]|[-*+])\s+(.*)$")
 _FENCE = re.compile(r"^\s*(`{3,}|:{3,}|~{3,})\s*(\{[^}]*\})?\s*(.*)$")
 
 
-def _clean(text: str, limit: int = 160) -> str:
+def _clean(text: str, limit: int = 240) -> str:
     text = re.sub(r"\{[a-z:]+\}`([^`]*)`", r"\1", text)  # roles: {glue:text}`x` -> x
     text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", text)  # links
-    text = text.replace("**", "").replace("`", "").strip()
-    return text if len(text) <= limit else text[: limit - 1].rsplit(" ", 1)[0] + " …"
+    text = re.sub(r"(\*\*|__|(?<![\w*])\*(?=\S)|(?<=\S)\*(?![\w*]))", "", text).strip()  # emphasis
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 1].rsplit(" ", 1)[0]
+    if len(re.findall(r"(?<!\\)\$", cut)) % 2:  # never cut inside $...$ math
+        cut = cut[: cut.rfind("$")].rstrip()
+    return cut + " …"
 
 
 def exercise_index(root: Path | str, chapters: list[str] | None = None) -> dict[str, list[Exercise]]:
@@ -297,6 +321,7 @@ def exercise_index(root: Path | str, chapters: list[str] | None = None) -> dict[
         if nb is not None:
             level = 0  # heading level of the Exercises section; 0 = not inside
             fence = None
+            open_item = False
             for cell in nb.cells:
                 if cell.cell_type != "markdown":
                     continue
@@ -307,7 +332,7 @@ def exercise_index(root: Path | str, chapters: list[str] | None = None) -> dict[
                             fence = None
                         continue
                     if fm and level:
-                        fence = fm.group(1)
+                        fence, open_item = fm.group(1), False
                         if fm.group(2) and "exercise" in fm.group(2):
                             found.append(fm.group(3) or f"Exercise {len(found) + 1}")
                         continue
@@ -325,6 +350,11 @@ def exercise_index(root: Path | str, chapters: list[str] | None = None) -> dict[
                         im = _ITEM.match(line)
                         if im and not line.startswith((" ", "\t")):
                             found.append(im.group(1))
+                            open_item = True
+                        elif open_item and line.strip() and line.startswith((" ", "\t")):
+                            found[-1] += " " + line.strip()  # continuation of the item
+                        else:
+                            open_item = False
         out[chapter] = [Exercise(chapter, i, _clean(t)) for i, t in enumerate(found, 1)]
     return out
 
@@ -408,6 +438,21 @@ def _results_nodes(env: Any) -> list[Any]:
     return [top]
 
 
+def _text_with_math(text: str):
+    """A paragraph of ``text`` with each ``$...$`` span as an inline math node."""
+    from docutils import nodes
+
+    para = nodes.paragraph()
+    for i, part in enumerate(re.split(r"((?<!\\)\$[^$]+?(?<!\\)\$|`[^`]+`)", text)):
+        if i % 2 and part.startswith("$"):
+            para += nodes.math(part[1:-1], part[1:-1])
+        elif i % 2:
+            para += nodes.literal(part[1:-1], part[1:-1])
+        elif part:
+            para += nodes.Text(part)
+    return para
+
+
 def _exercise_nodes(env: Any) -> list[Any]:
     from docutils import nodes
 
@@ -422,7 +467,7 @@ def _exercise_nodes(env: Any) -> list[Any]:
             sub = nodes.enumerated_list()
             for ex in exercises:
                 li = nodes.list_item()
-                li += nodes.paragraph("", ex.text)
+                li += _text_with_math(ex.text)
                 sub += li
             item += sub
         top += item
