@@ -263,3 +263,31 @@ def test_landing_page_has_audience_prerequisites_and_reading_paths():
     assert "{tableofcontents}" in intro  # every chapter, in the sidebar's order
     for method in ("method_sasst", "method_handoff", "method_recovery"):
         assert f"chapters/{method}" in intro
+
+
+# ------------------------------------------------------------------ paper-profile runs
+def test_archived_paper_run_round_trip_and_checksums(tmp_path):
+    from agentstudies import paper_runs
+
+    art = tmp_path / "artifacts" / "chap"
+    art.mkdir(parents=True)
+    pd.DataFrame({"M": [1000], "coverage": [0.9475]}).to_csv(art / "table4.csv", index=False)
+    (art / "episodes.parquet").write_bytes(b"PAR1")
+    (art / "provenance.json").write_text(
+        '{"started": "2026-11-30T02:00:00+0000", "wall_time_s": 2472.0, "parameters": {"n_trials": 2000}}')
+    out = paper_runs.archive_run("chap", tmp_path / "artifacts", tmp_path / "runs")
+    assert sorted(p.name for p in out.iterdir()) == ["SHA256SUMS", "provenance.json", "table4.csv"]
+    run = paper_runs.load_run("chap", folder=out)
+    assert run.label == "paper-profile run of 2026-11-30, 41.2 min"  # 2472 s = 41.2 min
+    assert run.parameters == {"n_trials": 2000}
+    assert run.table("table4")["coverage"].tolist() == [0.9475]
+    with pytest.raises(KeyError, match="table5"):
+        run.table("table5")
+    (out / "table4.csv").write_text("M,coverage\n1000,0.99\n")
+    with pytest.raises(paper_runs.ChecksumError, match="table4.csv"):
+        paper_runs.load_run("chap", folder=out)
+    (art / "INCOMPLETE").write_text("")
+    with pytest.raises(ValueError, match="did not finish"):
+        paper_runs.archive_run("chap", tmp_path / "artifacts", tmp_path / "runs")
+    with pytest.raises(FileNotFoundError, match="paper_runs archive nothing"):
+        paper_runs.load_run("nothing", folder=tmp_path / "runs" / "nothing")

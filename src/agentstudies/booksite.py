@@ -83,6 +83,7 @@ class ChapterResults:
     tables: list[TableEntry] = field(default_factory=list)
     figures: list[FigureEntry] = field(default_factory=list)
     executed: bool = False
+    paper_run: str = ""  # label of an archived paper-profile run (data/paper_runs/), if any
 
 
 @dataclass
@@ -274,6 +275,13 @@ def results_index(root: Path | str, artifacts: Path | str | None = None,
                 except Exception as exc:  # noqa: BLE001 - reported, never hidden
                     t.comparison = f"not comparable ({type(exc).__name__})"
             entry.tables.append(t)
+        if (root / "data" / "paper_runs" / chapter).is_dir():
+            from agentstudies.paper_runs import ChecksumError, load_run
+
+            try:
+                entry.paper_run = load_run(chapter, root).label
+            except (FileNotFoundError, ChecksumError) as exc:
+                entry.paper_run = f"archived paper-profile run unusable: {exc}"
         nb, entry.executed = _read_notebook(root / "book", root, chapter)
         if nb is not None:
             entry.figures = _glued_figures(nb)
@@ -405,6 +413,7 @@ def _results_nodes(env: Any) -> list[Any]:
             f" — {len(entry.tables)} table(s), {len(entry.figures)} figure(s); "
             f"{n_paper} table(s) with a paper counterpart"
             + ("" if entry.executed else " (not executed yet)")
+            + (f"; {entry.paper_run} archived in data/paper_runs/" if entry.paper_run else "")
         )
         item += para
         sub = nodes.bullet_list()
