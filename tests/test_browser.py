@@ -149,6 +149,20 @@ async () => {
 """
 
 
+def _same_origin_only(base: str, events: list[str]):
+    """A route handler: requests under ``base`` go through, others are aborted and noted."""
+
+    def route(r, request=None):
+        url = r.request.url
+        if url.startswith(base + "/") or url == base:
+            r.continue_()
+        else:
+            events.append(f"request to another origin: {url}")
+            r.abort()
+
+    return route
+
+
 def check_book(html: Path, shots: Path | None = SHOTS, widths=WIDTHS,
                search_term: str = SEARCH_TERM) -> tuple[list[str], dict]:
     """Open every page of the built book ``html`` in Chromium; return (problems, report)."""
@@ -169,15 +183,7 @@ def check_book(html: Path, shots: Path | None = SHOTS, widths=WIDTHS,
                                           device_scale_factor=1, service_workers="block")
                 events: list[str] = []
 
-                def route(r, events=events):
-                    url = r.request.url
-                    if url.startswith(base + "/") or url == base:
-                        r.continue_()
-                    else:
-                        events.append(f"request to another origin: {url}")
-                        r.abort()
-
-                ctx.route("**/*", route)
+                ctx.route("**/*", _same_origin_only(base, events))
                 page = ctx.new_page()
                 page.on("console", lambda m, ev=events: ev.append(f"console {m.type}: {m.text}")
                         if m.type == "error" else None)
@@ -297,6 +303,42 @@ def test_every_page_in_chromium(built_book):
         f"{len(problems)} problem(s) on {report['pages']} pages (screenshots: {SHOTS}):\n  "
         + "\n  ".join(problems[:60])
     )
+
+
+_PAGE = """<!doctype html><html><head><meta charset="utf-8"><title>t</title></head>
+<body><main><article class="bd-article">{body}</article></main></body></html>"""
+
+
+@pytest.mark.browser
+def test_the_checker_catches_what_it_claims(browser_available, tmp_path):
+    """A tiny hand-made site: one clean page and one page per kind of fault."""
+    site = tmp_path / "site"
+    site.mkdir()
+    png = ("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==")
+    import base64
+
+    (site / "dot.png").write_bytes(base64.b64decode(png))
+    pages = {
+        "clean.html": '<p>fine text with <code>$$ in code</code></p><img src="dot.png">',
+        "cdn.html": '<p>x</p><script src="https://cdn.example.org/lib.js"></script>',
+        "console.html": "<p>x</p><script>console.error('boom')</script>",
+        "missing.html": '<p>x</p><img src="nope.png">',
+        "math.html": "<p>the estimate \\(\\hat I\\) and $\\tau_i$ are raw</p>",
+        "wide.html": '<p>x</p><div style="width: 2000px">wide</div>',
+    }
+    for name, body in pages.items():
+        (site / name).write_text(_PAGE.format(body=body))
+    (site / "search.html").write_text(_PAGE.format(body='<div id="search-results"></div>'))
+    problems, report = check_book(site, shots=None, widths=(390,))
+    by_page = {name: [p for p in problems if p.startswith(name)] for name in pages}
+    assert by_page["clean.html"] == []
+    assert any("another origin: https://cdn.example.org/lib.js" in p for p in by_page["cdn.html"])
+    assert any("console error: boom" in p for p in by_page["console.html"])
+    assert any("image not loaded: nope.png" in p for p in by_page["missing.html"])
+    assert any("HTTP 404" in p for p in by_page["missing.html"])
+    assert sum("untypeset math" in p for p in by_page["math.html"]) == 2  # \\( and $..$
+    assert any("2000" in p or "wider" in p or "px wide" in p for p in by_page["wide.html"])
+    assert any("found nothing" in p for p in problems)  # the empty search page
 
 
 @pytest.mark.parametrize("ci", [None, "1"])
