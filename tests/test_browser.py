@@ -17,8 +17,8 @@ with every request to another origin blocked. A page fails on
 
 It also checks that the search page finds a known term. Screenshots of every page at both
 widths (and the landing page in full) are saved under ``artifacts/browser/<width>/``, with
-``report.json`` listing what was checked and any table that needs horizontal scrolling
-at 1280 px.
+``report.json`` listing what was checked and, as advice rather than failures, the tables
+that need horizontal scrolling and the figures shown below 60 % of their size at 1280 px.
 
 Without Chromium or playwright the test is skipped with the reason on a user's machine,
 and FAILS when the ``CI`` environment variable is set (``.ci/run`` installs chromium).
@@ -141,7 +141,10 @@ async () => {
       for (let p = t.parentElement; p && p !== article; p = p.parentElement)
         if (p.scrollWidth > p.clientWidth + 1) return true;
       return false; }).length;
-  return {broken, raw, pageWidth: doc.scrollWidth, window: W,
+  // figures shown at under 60 % of their pixel width: label text may be hard to read
+  const shrunk = imgs.filter(i => i.naturalWidth > 0 && i.clientWidth > 0 && i.clientWidth / i.naturalWidth < 0.6)
+                     .map(i => i.getAttribute('src') + ' at ' + Math.round(100 * i.clientWidth / i.naturalWidth) + '%');
+  return {broken, raw, shrunk, pageWidth: doc.scrollWidth, window: W,
           columnOverflow: col.scrollWidth - col.clientWidth, wide, scrolledTables: scrolled,
           tables: article.querySelectorAll('table').length,
           math: document.querySelectorAll('mjx-container').length};
@@ -217,7 +220,7 @@ def check_book(html: Path, shots: Path | None = SHOTS, widths=WIDTHS,
                                      f"widest: {', '.join(state['wide']) or '?'}")
                     problems += [f"{rel} @ {width}px: {f}" for f in found]
                     report["per_page"].setdefault(rel, {})[str(width)] = {
-                        k: state[k] for k in ("tables", "scrolledTables", "math", "pageWidth")}
+                        k: state[k] for k in ("tables", "scrolledTables", "math", "pageWidth", "shrunk")}
                     if shots is not None:
                         out = shots / str(width) / (rel.replace("/", "__").removesuffix(".html") + ".png")
                         out.parent.mkdir(parents=True, exist_ok=True)
@@ -240,6 +243,8 @@ def check_book(html: Path, shots: Path | None = SHOTS, widths=WIDTHS,
     report["seconds"] = round(time.perf_counter() - t0, 1)
     report["scrolled_tables_1280"] = {p: v["1280"]["scrolledTables"] for p, v in report["per_page"].items()
                                       if v.get("1280", {}).get("scrolledTables")}
+    report["shrunk_figures_1280"] = {p: v["1280"]["shrunk"] for p, v in report["per_page"].items()
+                                     if v.get("1280", {}).get("shrunk")}
     report["problems"] = problems
     if shots is not None:
         shots.mkdir(parents=True, exist_ok=True)
