@@ -393,10 +393,12 @@ def _root_of(env: Any) -> Path:
 
 
 def _rel(path: Path, root: Path) -> str:
-    try:
-        return str(path.resolve().relative_to(root.resolve()))
-    except ValueError:
-        return path.name
+    for a, b in ((path, root), (path.resolve(), root.resolve())):  # data/ may be a link
+        try:
+            return str(a.relative_to(b))
+        except ValueError:
+            continue
+    return path.name
 
 
 def _results_nodes(env: Any) -> list[Any]:
