@@ -110,6 +110,7 @@ async () => {
   if (window.MathJax && MathJax.startup && MathJax.startup.promise) {
     await Promise.race([MathJax.startup.promise, new Promise(r => setTimeout(r, 10000))]);
   }
+  await Promise.race([document.fonts.ready, new Promise(r => setTimeout(r, 5000))]);
   const broken = imgs.filter(i => !i.complete || i.naturalWidth === 0)
                      .map(i => i.getAttribute('src'));
   const article = document.querySelector('article.bd-article') || document.querySelector('main') || document.body;
@@ -191,9 +192,11 @@ def check_book(html: Path, shots: Path | None = SHOTS, widths=WIDTHS,
                 page.on("console", lambda m, ev=events: ev.append(f"console {m.type}: {m.text}")
                         if m.type == "error" else None)
                 page.on("pageerror", lambda e, ev=events: ev.append(f"page error: {e}"))
+                # a request the page itself cancels (net::ERR_ABORTED, e.g. MathJax swapping
+                # its font styles) is not a failure; a missing file still shows as HTTP 404
                 page.on("requestfailed", lambda q, ev=events: ev.append(
                     f"failed request: {q.url} ({q.failure})")
-                        if q.url.startswith(base) else None)
+                        if q.url.startswith(base) and "ERR_ABORTED" not in str(q.failure) else None)
                 page.on("response", lambda r, ev=events: ev.append(
                     f"HTTP {r.status}: {r.url}") if r.status >= 400 else None)
                 for rel in pages:
