@@ -63,13 +63,13 @@ def test_chapter_structure(name):
 @pytest.mark.notebook
 @pytest.mark.slow
 @pytest.mark.parametrize("name", CHAPTERS)
-def test_chapter_smoke_run(name, tmp_path, monkeypatch):
+def test_chapter_smoke_run(name, smoke_runs):
     path = notebook_path(name)
-    monkeypatch.setenv("AGENTSTUDIES_ARTIFACTS", str(tmp_path / "artifacts"))
-    result = runner.run_notebook(name, {}, tmp_path / f"{name}.ipynb", profile="smoke", root=REPO)
+    # executed once per session (tests/conftest.py), shared with the browser check
+    result = smoke_runs.get(name)
     assert result.output_path.is_file()
 
-    prov_path = tmp_path / "artifacts" / name / "provenance.json"
+    prov_path = smoke_runs.artifacts / name / "provenance.json"
     assert prov_path.is_file(), (
         f"{name}: no provenance.json under artifacts/{name}/ (Chapter must be named "
         f"{name!r} and the last cell must call ch.finish())"

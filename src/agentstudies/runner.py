@@ -48,6 +48,7 @@ __all__ = [
     "NotebookExecutionError", "BookBuildError", "Parameter", "RunResult", "find_root",
     "toc_chapters", "load_profiles", "declared_parameters", "resolve_parameters",
     "run_notebook", "run_book", "check_root_page", "build_book",
+    "QUIET_PROGRESS_ENV", "strip_widgets",
 ]
 
 #: Profile names allowed in ``notebooks/profiles.yaml``.
@@ -378,6 +379,59 @@ def _kernel_env(root: Path, artifacts: Path | None = None, notebook: Path | None
                 os.environ[key] = value
 
 
+# ------------------------------------------------- progress bars and widgets (the book)
+#: Set in the kernel's environment while a notebook executes: progress bars stay out of the
+#: saved notebook (tqdm, also ``tqdm.auto``, and Hugging Face's bars read these), so no
+#: ipywidgets output and no widget manager from a CDN ends up in the offline book.
+QUIET_PROGRESS_ENV = {"TQDM_DISABLE": "1", "HF_HUB_DISABLE_PROGRESS_BARS": "1"}
+
+#: MIME types of ipywidgets outputs (``...widget-view+json``) and notebook widget state.
+WIDGET_MIME_PREFIX = "application/vnd.jupyter.widget"
+
+
+@contextmanager
+def _quiet_progress() -> Iterator[None]:
+    """Set :data:`QUIET_PROGRESS_ENV` for the kernel (inherited), restore it afterwards."""
+    saved = {k: os.environ.get(k) for k in QUIET_PROGRESS_ENV}
+    os.environ.update(QUIET_PROGRESS_ENV)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+def strip_widgets(notebook: Path | str) -> int:
+    """Remove every ipywidgets output and the widget state from an executed notebook.
+
+    An output carrying a ``application/vnd.jupyter.widget-*`` MIME bundle (e.g. a
+    ``tqdm.auto`` progress bar) is dropped whole: its ``text/plain`` fallback is a stale
+    bar, and rendering the widget makes the book load require.js and a widget manager
+    from a CDN. The notebook's ``metadata.widgets`` (saved widget state) is removed too.
+    The file is rewritten only if something was removed.
+
+    Returns the number of outputs removed.
+    """
+    path = Path(notebook)
+    nb = nbformat.read(path, as_version=4)
+    removed = 0
+    for cell in nb.cells:
+        outputs = cell.get("outputs")
+        if not outputs:
+            continue
+        kept = [o for o in outputs
+                if not any(str(m).startswith(WIDGET_MIME_PREFIX) for m in o.get("data", {}))]
+        removed += len(outputs) - len(kept)
+        cell["outputs"] = kept
+    had_state = nb.metadata.pop("widgets", None) is not None
+    if removed or had_state:
+        nbformat.write(nb, path)
+    return removed
+
+
 def _notebook_path(name_or_path: Path | str, root: Path) -> Path:
     text = str(name_or_path)
     if text.endswith(".ipynb") or os.sep in text or "/" in text:
@@ -443,7 +497,7 @@ def run_notebook(
     art_root = art_root.resolve()
     t0 = time.perf_counter()
     try:
-        with _kernel_env(root, art_root, path):
+        with _kernel_env(root, art_root, path), _quiet_progress():
             pm.execute_notebook(
                 str(path), str(partial), parameters=params, kernel_name=KERNEL,
                 cwd=str(path.parent), progress_bar=False, log_output=log_output,
@@ -462,6 +516,7 @@ def run_notebook(
         raise NotebookExecutionError(
             path.stem, _source_index(failed, index), ename, evalue, failed
         ) from None
+    strip_widgets(partial)  # no widget (progress bar) may reach the book: it needs a CDN
     partial.replace(out)
     return RunResult(path.stem, path, out, params, time.perf_counter() - t0, art_root / path.stem)
 

@@ -1,0 +1,522 @@
+"""Site machinery of the HTML book: generated index pages and an offline, CDN-free site.
+
+A Sphinx extension (listed in ``book/_config.yml`` as ``agentstudies.booksite``) that
+
+* adds the directive ``{results-index}``: every regenerated table (CSV under
+  ``artifacts/<chapter>/``) and figure (``{glue:figure}`` of the executed chapter, PNG
+  artifacts) of every chapter in ``book/_toc.yml``, each with its paper counterpart
+  (``data/paper/<chapter>_<table>.csv`` or ``artifacts/<chapter>/<table>_paper.csv``) and
+  a computed comparison where the two tables share key and value columns;
+* adds the directive ``{exercise-index}``: the exercises of every chapter, linked;
+* switches off ``sphinx_thebe`` (Jupyter Book loads it unconditionally; its inline
+  ``const THEBE_JS_URL`` script and a CDN URL are added to every page, twice on some
+  builds, which throws "Identifier 'THEBE_JS_URL' has already been declared").
+
+Both directives are generic over the table of contents: a new chapter appears in both
+indexes without any edit here. The pure functions :func:`results_index` and
+:func:`exercise_index` return plain data and are tested without Sphinx.
+
+The artifacts root is ``$AGENTSTUDIES_ARTIFACTS`` if set, else ``<root>/artifacts``;
+``<root>`` is the folder above ``book/``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import nbformat
+import pandas as pd
+
+__all__ = [
+    "TableEntry", "FigureEntry", "ChapterResults", "Exercise",
+    "results_index", "exercise_index", "compare_tables", "paper_counterparts", "setup",
+]
+
+TABLE_SUFFIXES = (".csv",)
+FIGURE_SUFFIXES = (".png", ".svg", ".jpg")
+_PAPER_REF = re.compile(r"\b(Figure|Fig\.?|Tables?|Eq\.|Equation)\s*(\d+[a-z]?)", re.I)
+
+
+def _paper_refs(text: str) -> str:
+    """"Figure 3, Table 4" from a caption or a file stem like ``table4_coverage``."""
+    out: list[str] = []
+    for word, num in _PAPER_REF.findall(text.replace("_", " ")):
+        w = word.lower().rstrip(".s")
+        name = {"fig": "Figure", "figure": "Figure", "table": "Table", "eq": "Eq.", "equation": "Eq."}.get(w, word)
+        ref = f"{name} {num}"
+        if ref not in out:
+            out.append(ref)
+    return ", ".join(out)
+
+
+@dataclass
+class TableEntry:
+    """One regenerated table: ``name`` (file stem), its shape, and its paper counterpart."""
+
+    name: str
+    path: Path
+    shape: tuple[int, int]
+    paper: Path | None = None
+    comparison: str = ""
+
+
+@dataclass
+class FigureEntry:
+    """One figure: glue ``key`` (or file stem), label, caption and the paper item it mirrors."""
+
+    name: str
+    label: str | None = None
+    caption: str = ""
+    paper_ref: str = ""
+    file: Path | None = None
+
+
+@dataclass
+class ChapterResults:
+    """The tables and figures of one chapter (in TOC order)."""
+
+    chapter: str
+    tables: list[TableEntry] = field(default_factory=list)
+    figures: list[FigureEntry] = field(default_factory=list)
+    executed: bool = False
+    paper_run: str = ""  # label of an archived paper-profile run (data/paper_runs/), if any
+
+
+@dataclass
+class Exercise:
+    """One exercise: chapter, 1-based number within the chapter, and its first line."""
+
+    chapter: str
+    number: int
+    text: str
+
+
+# ------------------------------------------------------------------------ paper tables
+def paper_counterparts(chapter: str, tables: list[str], paper_dir: Path | None,
+                       artifacts: Path | None = None) -> dict[str, Path]:
+    """Map a chapter's table names to the CSV holding the paper's values.
+
+    Rules, in order: ``<artifacts>/<name>_paper.csv`` beside the table;
+    ``<paper_dir>/<chapter>_<name>.csv``; else ``<paper_dir>/<chapter>_<key>.csv`` where
+    ``<name>`` starts with ``<key>_`` (``table2a_reach`` <- ``table2a``), the longest such
+    key, and only if no table is named ``<key>`` exactly.
+    """
+    out: dict[str, Path] = {}
+    keys: dict[str, Path] = {}
+    if paper_dir is not None and paper_dir.is_dir():
+        prefix = f"{chapter}_"
+        keys = {p.stem[len(prefix):]: p for p in sorted(paper_dir.glob(f"{prefix}*.csv"))}
+    names = set(tables)
+    for name in tables:
+        if name.endswith("_paper"):
+            continue
+        if artifacts is not None and (artifacts / f"{name}_paper.csv").is_file():
+            out[name] = artifacts / f"{name}_paper.csv"
+        elif name in keys:
+            out[name] = keys[name]
+        else:
+            cands = [k for k in keys if name.startswith(f"{k}_") and k not in names]
+            if cands:
+                out[name] = keys[max(cands, key=len)]
+    return out
+
+
+def compare_tables(ours: pd.DataFrame, paper: pd.DataFrame) -> str:
+    """A one-line, computed comparison of our table with the paper's (no judgement typed).
+
+    Value columns are the numeric columns of the same name in both tables with a float in
+    at least one of them. Key columns are the shortest prefix (in the paper's column
+    order) of the other shared columns that identifies the paper's rows uniquely; rows are
+    matched on them (with no key, by position if both tables have as many rows). For each
+    value column the line gives the largest absolute difference and, where the paper gives
+    an interval (``<col>_low``/``<col>_high``), how many of our values fall inside it; each
+    remaining shared text column (e.g. a status) is reported as "equal in k of n".
+    Returns a plain reason when nothing can be compared.
+    """
+    common = [c for c in paper.columns if c in ours.columns]
+    if not common:
+        return "no shared columns (compare in the chapter)"
+
+    def numeric(df: pd.DataFrame, c: str) -> bool:
+        return pd.api.types.is_numeric_dtype(df[c]) and not pd.api.types.is_bool_dtype(df[c])
+
+    value_cols = [c for c in common if numeric(ours, c) and numeric(paper, c)
+                  and (pd.api.types.is_float_dtype(ours[c]) or pd.api.types.is_float_dtype(paper[c]))]
+    if not value_cols:
+        return "no shared numeric columns (compare in the chapter)"
+    others = [c for c in common if c not in value_cols]
+    keys: list[str] = []
+    for c in others:
+        keys.append(c)
+        if not paper.duplicated(subset=keys).any():
+            break
+    else:
+        if keys and paper.duplicated(subset=keys).any():
+            keys = []
+    texts = [c for c in others if c not in keys]
+    intervals = [f"{v}_{s}" for v in value_cols for s in ("low", "high") if f"{v}_{s}" in paper.columns]
+    a = ours[keys + value_cols + texts].copy()
+    b = paper[keys + value_cols + texts + [c for c in intervals if c not in keys + value_cols + texts]].copy()
+    if keys:
+        for k in keys:
+            a[k], b[k] = a[k].astype(str), b[k].astype(str)
+        merged = a.merge(b.add_suffix("__paper").rename(columns={f"{k}__paper": k for k in keys}),
+                         on=keys, how="inner")
+    elif len(a) == len(b):
+        merged = pd.concat([a.reset_index(drop=True), b.add_suffix("__paper").reset_index(drop=True)], axis=1)
+    else:
+        return "no shared key columns (compare in the chapter)"
+    if merged.empty:
+        return "no matching rows (this run's settings differ from the paper's)"
+    parts = []
+    for v in value_cols:
+        diff = (merged[v] - merged[f"{v}__paper"]).abs().dropna()
+        if diff.empty:
+            continue
+        text = f"{v}: max |this run − paper| = {diff.max():.3g}"
+        lo, hi = f"{v}_low__paper", f"{v}_high__paper"
+        if lo in merged and hi in merged:
+            inside = int(((merged[v] >= merged[lo]) & (merged[v] <= merged[hi])).sum())
+            text += f", inside the paper's interval in {inside} of {len(merged)}"
+        parts.append(text)
+    for t in texts:
+        same = int((merged[t].astype(str) == merged[f"{t}__paper"].astype(str)).sum())
+        parts.append(f"{t}: equal in {same} of {len(merged)}")
+    if not parts:
+        return "no overlapping values (compare in the chapter)"
+    on = ", ".join(keys) if keys else "row order"
+    return f"{len(merged)} row(s) matched on {on}; " + "; ".join(parts)
+
+
+# -------------------------------------------------------------------------- notebooks
+_GLUE_FIGURE = re.compile(r"^(`{3,}|:{3,})\{glue:figure\}\s+(\S+)\s*$")
+
+
+def _glued_figures(nb: Any) -> list[FigureEntry]:
+    """``{glue:figure}`` blocks of the markdown cells: key, ``:name:`` and caption."""
+    figures = []
+    for cell in nb.cells:
+        if cell.cell_type != "markdown":
+            continue
+        lines = cell.source.splitlines()
+        i = 0
+        while i < len(lines):
+            m = _GLUE_FIGURE.match(lines[i].strip())
+            if not m:
+                i += 1
+                continue
+            fence, key = m.group(1), m.group(2)
+            label, caption = None, []
+            i += 1
+            while i < len(lines) and lines[i].strip() != fence:
+                line = lines[i].strip()
+                if line.startswith(":name:"):
+                    label = line.removeprefix(":name:").strip()
+                elif not line.startswith(":") and line:
+                    caption.append(line)
+                i += 1
+            text = " ".join(caption)
+            figures.append(FigureEntry(key, label, text, _paper_refs(text)))
+            i += 1
+    return figures
+
+
+def _read_notebook(book: Path, root: Path, chapter: str) -> tuple[Any | None, bool]:
+    executed = book / "chapters" / f"{chapter}.ipynb"
+    source = root / "notebooks" / f"{chapter}.ipynb"
+    for path, is_exec in ((executed, True), (source, False)):
+        if path.is_file():
+            try:
+                return nbformat.read(path, as_version=4), is_exec
+            except Exception:  # noqa: BLE001 - an unreadable notebook is reported as missing
+                continue
+    return None, False
+
+
+def results_index(root: Path | str, artifacts: Path | str | None = None,
+                  chapters: list[str] | None = None) -> list[ChapterResults]:
+    """Every regenerated table and figure of every TOC chapter, with paper counterparts.
+
+    ``root`` holds ``book/`` (with ``_toc.yml`` and executed ``chapters/``), ``notebooks/``
+    and ``data/paper/``; ``artifacts`` defaults to ``$AGENTSTUDIES_ARTIFACTS`` or
+    ``<root>/artifacts``. Tables are the chapter's CSV artifacts (``*_paper.csv`` files
+    are shown as counterparts, not as tables); figures are the ``{glue:figure}`` blocks of
+    the executed notebook plus PNG artifacts not already covered by a glued figure key.
+    A chapter without artifacts yields an entry with empty lists (not an error).
+    """
+    from agentstudies.runner import toc_chapters
+
+    root = Path(root)
+    art = Path(artifacts or os.environ.get("AGENTSTUDIES_ARTIFACTS") or root / "artifacts")
+    paper_dir = root / "data" / "paper"
+    out = []
+    for chapter in chapters if chapters is not None else toc_chapters(root):
+        folder = art / chapter
+        entry = ChapterResults(chapter)
+        files = sorted(folder.iterdir()) if folder.is_dir() else []
+        csvs = [p for p in files if p.suffix in TABLE_SUFFIXES]
+        names = [p.stem for p in csvs]
+        papers = paper_counterparts(chapter, names, paper_dir, folder)
+        for p in csvs:
+            if p.stem.endswith("_paper") and p.stem.removesuffix("_paper") in names:
+                continue
+            try:
+                df = pd.read_csv(p)
+            except Exception:  # noqa: BLE001 - an empty/odd CSV is still listed
+                df = pd.DataFrame()
+            t = TableEntry(p.stem, p, df.shape, papers.get(p.stem))
+            if t.paper is not None:
+                try:
+                    t.comparison = compare_tables(df, pd.read_csv(t.paper))
+                except Exception as exc:  # noqa: BLE001 - reported, never hidden
+                    t.comparison = f"not comparable ({type(exc).__name__})"
+            entry.tables.append(t)
+        if (root / "data" / "paper_runs" / chapter).is_dir():
+            from agentstudies.paper_runs import ChecksumError, load_run
+
+            try:
+                entry.paper_run = load_run(chapter, root).label
+            except (FileNotFoundError, ChecksumError) as exc:
+                entry.paper_run = f"archived paper-profile run unusable: {exc}"
+        nb, entry.executed = _read_notebook(root / "book", root, chapter)
+        if nb is not None:
+            entry.figures = _glued_figures(nb)
+        glued = {f.name for f in entry.figures}
+        for p in files:
+            if p.suffix in FIGURE_SUFFIXES and p.stem not in glued:
+                entry.figures.append(FigureEntry(p.stem, None, "", _paper_refs(p.stem), p))
+        out.append(entry)
+    return out
+
+
+_HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
+_ITEM = re.compile(r"^\s{0,3}(?:\d+[.)]|[-*+])\s+(.*)$")
+_FENCE = re.compile(r"^\s*(`{3,}|:{3,}|~{3,})\s*(\{[^}]*\})?\s*(.*)$")
+
+
+def _clean(text: str, limit: int = 240) -> str:
+    text = re.sub(r"\{[a-z:]+\}`([^`]*)`", r"\1", text)  # roles: {glue:text}`x` -> x
+    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", text)  # links
+    text = re.sub(r"(\*\*|__|(?<![\w*])\*(?=\S)|(?<=\S)\*(?![\w*]))", "", text).strip()  # emphasis
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 1].rsplit(" ", 1)[0]
+    if len(re.findall(r"(?<!\\)\$", cut)) % 2:  # never cut inside $...$ math
+        cut = cut[: cut.rfind("$")].rstrip()
+    return cut + " …"
+
+
+def exercise_index(root: Path | str, chapters: list[str] | None = None) -> dict[str, list[Exercise]]:
+    """The exercises of every TOC chapter: ``{chapter: [Exercise, ...]}`` in TOC order.
+
+    Exercises are read from the markdown under the chapter's ``Exercises`` heading (any
+    level, until the next heading of the same or a higher level): each top-level list
+    item, each sub-heading, or each ``{exercise}`` directive is one exercise; fenced
+    blocks (solutions) are skipped. Executed copies in ``book/chapters/`` are read first,
+    then ``notebooks/``. A chapter without exercises maps to an empty list.
+    """
+    from agentstudies.runner import toc_chapters
+
+    root = Path(root)
+    out: dict[str, list[Exercise]] = {}
+    for chapter in chapters if chapters is not None else toc_chapters(root):
+        nb, _ = _read_notebook(root / "book", root, chapter)
+        found: list[str] = []
+        if nb is not None:
+            level = 0  # heading level of the Exercises section; 0 = not inside
+            fence = None
+            open_item = False
+            for cell in nb.cells:
+                if cell.cell_type != "markdown":
+                    continue
+                for line in cell.source.splitlines():
+                    fm = _FENCE.match(line)
+                    if fence is not None:
+                        if fm and fm.group(1)[0] == fence[0] and len(fm.group(1)) >= len(fence) and not fm.group(2):
+                            fence = None
+                        continue
+                    if fm and level:
+                        fence, open_item = fm.group(1), False
+                        if fm.group(2) and "exercise" in fm.group(2):
+                            found.append(fm.group(3) or f"Exercise {len(found) + 1}")
+                        continue
+                    hm = _HEADING.match(line)
+                    if hm:
+                        n = len(hm.group(1))
+                        if re.match(r"exercises?\b", hm.group(2), re.I):
+                            level = n
+                        elif level and n <= level:
+                            level = 0
+                        elif level:
+                            found.append(hm.group(2))
+                        continue
+                    if level:
+                        im = _ITEM.match(line)
+                        if im and not line.startswith((" ", "\t")):
+                            found.append(im.group(1))
+                            open_item = True
+                        elif open_item and line.strip() and line.startswith((" ", "\t")):
+                            found[-1] += " " + line.strip()  # continuation of the item
+                        else:
+                            open_item = False
+        out[chapter] = [Exercise(chapter, i, _clean(t)) for i, t in enumerate(found, 1)]
+    return out
+
+
+# ------------------------------------------------------------------------------ Sphinx
+def _doc_link(docname: str, text: str | None = None):
+    from docutils import nodes
+    from sphinx import addnodes
+
+    ref = addnodes.pending_xref("", refdomain="std", reftype="doc", reftarget=f"/{docname}",
+                                refexplicit=text is not None, refwarn=True)
+    ref += nodes.inline("", text or docname)
+    return ref
+
+
+def _ref_link(label: str, text: str):
+    from docutils import nodes
+    from sphinx import addnodes
+
+    ref = addnodes.pending_xref("", refdomain="std", reftype="ref", reftarget=label.lower(),
+                                refexplicit=True, refwarn=True)
+    ref += nodes.inline("", text)
+    return ref
+
+
+def _root_of(env: Any) -> Path:
+    return Path(env.srcdir).parent
+
+
+def _rel(path: Path, root: Path) -> str:
+    for a, b in ((path, root), (path.resolve(), root.resolve())):  # data/ may be a link
+        try:
+            return str(a.relative_to(b))
+        except ValueError:
+            continue
+    return path.name
+
+
+def _results_nodes(env: Any) -> list[Any]:
+    from docutils import nodes
+
+    root = _root_of(env)
+    top = nodes.bullet_list()
+    for entry in results_index(root):
+        item = nodes.list_item()
+        para = nodes.paragraph()
+        para += nodes.strong("", "", _doc_link(f"chapters/{entry.chapter}"))
+        n_paper = sum(t.paper is not None for t in entry.tables)
+        para += nodes.Text(
+            f" — {len(entry.tables)} table(s), {len(entry.figures)} figure(s); "
+            f"{n_paper} table(s) with a paper counterpart"
+            + ("" if entry.executed else " (not executed yet)")
+            + (f"; {entry.paper_run} archived in data/paper_runs/" if entry.paper_run else "")
+        )
+        item += para
+        sub = nodes.bullet_list()
+        for t in entry.tables:
+            li = nodes.list_item()
+            p = nodes.paragraph()
+            p += nodes.Text("Table ")
+            p += nodes.literal("", t.name)
+            p += nodes.Text(f" ({t.shape[0]} × {t.shape[1]}); paper: ")
+            if t.paper is not None:
+                p += nodes.literal("", _rel(t.paper, root))
+                p += nodes.Text(f" — {t.comparison}")
+            else:
+                p += nodes.Text("none")
+            li += p
+            sub += li
+        for f in entry.figures:
+            li = nodes.list_item()
+            p = nodes.paragraph()
+            p += nodes.Text("Figure ")
+            if f.label:
+                p += _ref_link(f.label, f.name)
+            else:
+                p += nodes.literal("", f.name)
+            p += nodes.Text("; paper: " + (f.paper_ref or "—"))
+            li += p
+            sub += li
+        if len(sub):
+            item += sub
+        top += item
+    return [top]
+
+
+def _text_with_math(text: str):
+    """A paragraph of ``text`` with each ``$...$`` span as an inline math node."""
+    from docutils import nodes
+
+    para = nodes.paragraph()
+    for i, part in enumerate(re.split(r"((?<!\\)\$[^$]+?(?<!\\)\$|`[^`]+`)", text)):
+        if i % 2 and part.startswith("$"):
+            para += nodes.math(part[1:-1], part[1:-1])
+        elif i % 2:
+            para += nodes.literal(part[1:-1], part[1:-1])
+        elif part:
+            para += nodes.Text(part)
+    return para
+
+
+def _exercise_nodes(env: Any) -> list[Any]:
+    from docutils import nodes
+
+    top = nodes.bullet_list()
+    for chapter, exercises in exercise_index(_root_of(env)).items():
+        item = nodes.list_item()
+        para = nodes.paragraph()
+        para += nodes.strong("", "", _doc_link(f"chapters/{chapter}"))
+        para += nodes.Text(f" — {len(exercises)} exercise(s)")
+        item += para
+        if exercises:
+            sub = nodes.enumerated_list()
+            for ex in exercises:
+                li = nodes.list_item()
+                li += _text_with_math(ex.text)
+                sub += li
+            item += sub
+        top += item
+    return [top]
+
+
+def _make_directive(builder):
+    from docutils.parsers.rst import Directive
+
+    class _Index(Directive):
+        has_content = False
+
+        def run(self):  # noqa: D401 - docutils API
+            env = self.state.document.settings.env
+            env.metadata.setdefault(env.docname, {})["agentstudies-generated"] = True
+            return builder(env)
+
+    return _Index
+
+
+def _always_outdated(app, env, added, changed, removed):
+    """Pages with a generated index are re-read on every build (artifacts change)."""
+    return [d for d, meta in env.metadata.items() if meta.get("agentstudies-generated")]
+
+
+def _disable_thebe(app, config):
+    """Remove sphinx_thebe's handlers: no thebe scripts, no CDN URL, no double ``const``."""
+    for event, listeners in app.events.listeners.items():
+        keep = [l for l in listeners if not getattr(l.handler, "__module__", "").startswith("sphinx_thebe")]
+        listeners[:] = keep
+    # its stylesheet was registered in setup(); the file is no longer copied, drop the link
+    app.registry.css_files[:] = [c for c in app.registry.css_files if "thebe" not in str(c[0])]
+
+
+def setup(app):
+    """Sphinx entry point (``extra_extensions: [agentstudies.booksite]``)."""
+    app.add_directive("results-index", _make_directive(_results_nodes))
+    app.add_directive("exercise-index", _make_directive(_exercise_nodes))
+    app.connect("config-inited", _disable_thebe)
+    app.connect("env-get-outdated", _always_outdated)
+    return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,0 +1,58 @@
+"""Shared fixtures of the test suite.
+
+``smoke_runs``: every chapter of ``book/_toc.yml`` executed once per test session at its
+``smoke`` profile, into a session folder (``<tmp>/chapters/<name>.ipynb``, tables under
+``<tmp>/artifacts/<name>/``). The notebook smoke tests (tests/test_notebooks.py) and the
+browser check (tests/test_browser.py, which builds the book from these executed copies)
+share the runs, so each chapter executes once per ``make test``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from agentstudies import runner
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+class SmokeRuns:
+    """Lazily executed smoke copies of the chapters: ``get(name)`` runs a chapter once.
+
+    A chapter whose run failed raises the same :class:`runner.NotebookExecutionError`
+    again on every later ``get`` (it is not re-run).
+    """
+
+    def __init__(self, folder: Path):
+        self.folder = folder
+        self.chapters = folder / "chapters"
+        self.artifacts = folder / "artifacts"
+        self._done: dict[str, runner.RunResult | BaseException] = {}
+
+    def get(self, name: str) -> runner.RunResult:
+        if name not in self._done:
+            saved = os.environ.get("AGENTSTUDIES_ARTIFACTS")
+            os.environ["AGENTSTUDIES_ARTIFACTS"] = str(self.artifacts)
+            try:
+                self._done[name] = runner.run_notebook(
+                    name, {}, self.chapters / f"{name}.ipynb", profile="smoke", root=REPO
+                )
+            except runner.BookError as exc:
+                self._done[name] = exc
+            finally:
+                if saved is None:
+                    os.environ.pop("AGENTSTUDIES_ARTIFACTS", None)
+                else:
+                    os.environ["AGENTSTUDIES_ARTIFACTS"] = saved
+        result = self._done[name]
+        if isinstance(result, BaseException):
+            raise result
+        return result
+
+
+@pytest.fixture(scope="session")
+def smoke_runs(tmp_path_factory) -> SmokeRuns:
+    return SmokeRuns(tmp_path_factory.mktemp("smoke"))

@@ -1,0 +1,293 @@
+"""The book's generated pages and offline hygiene, without building the book.
+
+* ``agentstudies.booksite``: paper counterparts, the computed comparison line, the
+  exercise and results indexes (hand-made notebooks, CSVs and expected values);
+* ``runner.strip_widgets`` and the kernel environment that keeps progress bars out;
+* the book's configuration: offline MathJax, no thebe/launch buttons, the bibliography
+  cites what the pages cite, the glossary defines the field's terms, every TOC page exists.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import nbformat
+import pandas as pd
+import pytest
+import yaml
+
+from agentstudies import booksite, runner
+
+REPO = Path(__file__).resolve().parents[1]
+BOOK = REPO / "book"
+
+
+# ------------------------------------------------------------------ compare_tables
+def test_compare_tables_matches_on_identifying_keys_and_counts_intervals():
+    ours = pd.DataFrame({"M": [500, 500, 1000], "rule": ["fixed", "learned", "fixed"],
+                         "coverage": [0.94, 0.90, 0.951], "status": ["ok", "ok", "bad"]})
+    paper = pd.DataFrame({"M": [500, 500, 1000], "rule": ["fixed", "learned", "fixed"],
+                          "coverage": [0.95, 0.9385, 0.95], "coverage_low": [0.93, 0.92, 0.94],
+                          "coverage_high": [0.96, 0.95, 0.96], "status": ["ok", "ok", "ok"]})
+    line = booksite.compare_tables(ours, paper)
+    # keys: M alone repeats, (M, rule) identifies the paper's rows
+    assert line.startswith("3 row(s) matched on M, rule;")
+    # |0.90 - 0.9385| = 0.0385 is the largest difference; 0.94 and 0.951 inside, 0.90 not
+    assert "coverage: max |this run − paper| = 0.0385" in line
+    assert "inside the paper's interval in 2 of 3" in line
+    assert "status: equal in 2 of 3" in line
+
+
+def test_compare_tables_reports_why_nothing_is_compared():
+    a = pd.DataFrame({"M": [200], "coverage": [0.9]})
+    b = pd.DataFrame({"M": [500], "coverage": [0.95]})
+    assert "no matching rows" in booksite.compare_tables(a, b)
+    assert "no shared columns" in booksite.compare_tables(a, pd.DataFrame({"x": [1.0]}))
+    assert "no shared numeric" in booksite.compare_tables(
+        pd.DataFrame({"q": ["a"], "v": ["x"]}), pd.DataFrame({"q": ["a"], "v": ["y"]}))
+    # no key column but as many rows: matched by position
+    line = booksite.compare_tables(pd.DataFrame({"v": [1.0, 2.0]}), pd.DataFrame({"v": [1.5, 2.0]}))
+    assert line.startswith("2 row(s) matched on row order") and "= 0.5" in line
+
+
+def test_paper_counterparts_rules(tmp_path):
+    paper = tmp_path / "paper"
+    paper.mkdir()
+    for stem in ("ch_table1", "ch_table2a", "ch_table4", "other_table1"):
+        (paper / f"{stem}.csv").write_text("a\n1\n")
+    art = tmp_path / "art"
+    art.mkdir()
+    (art / "table9_paper.csv").write_text("a\n1\n")
+    names = ["table1", "table2a_reach", "table4", "table4_details", "table9", "table9_paper", "misc"]
+    found = booksite.paper_counterparts("ch", names, paper, art)
+    assert found == {
+        "table1": paper / "ch_table1.csv",
+        "table2a_reach": paper / "ch_table2a.csv",  # prefix key, no table named table2a
+        "table4": paper / "ch_table4.csv",  # table4_details is not matched: table4 exists
+        "table9": art / "table9_paper.csv",
+    }
+
+
+# ------------------------------------------------------------------ notebooks on disk
+def _write_nb(path: Path, cells: list[tuple[str, str]]) -> None:
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell(s) if k == "md" else nbformat.v4.new_code_cell(s)
+                for k, s in cells]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, path)
+
+
+@pytest.fixture
+def mini_root(tmp_path):
+    (tmp_path / "book").mkdir()
+    (tmp_path / "notebooks").mkdir()
+    (tmp_path / "book" / "_toc.yml").write_text(yaml.safe_dump(
+        {"format": "jb-book", "root": "intro",
+         "parts": [{"caption": "x", "chapters": [{"file": "chapters/alpha"}, {"file": "chapters/beta"}]}]}))
+    _write_nb(tmp_path / "notebooks" / "alpha.ipynb", [
+        ("md", "# Alpha\n\n## Learning goals\n\n- one\n- two"),
+        ("md", "## Figures\n\n```{glue:figure} fig_cov\n:name: fig-cov\n:figwidth: 600px\n"
+               "Simulated coverage, as in Figure 3 of the paper.\n```"),
+        ("md", "## Exercises\n\n1. First **question** with {glue:text}`n` items.\n\n"
+               "```{admonition} Solution\n:class: dropdown\n1. not an exercise\n```\n\n"
+               "2. Second question\n   continued line\n\n3. Third [question](x.md)."),
+        ("md", "## After\n\n1. not an exercise either"),
+    ])
+    _write_nb(tmp_path / "notebooks" / "beta.ipynb", [("md", "# Beta\n\nNo exercises here.")])
+    art = tmp_path / "artifacts"
+    (art / "alpha").mkdir(parents=True)
+    pd.DataFrame({"k": ["a", "b"], "v": [0.5, 0.25]}).to_csv(art / "alpha" / "table1.csv", index=False)
+    pd.DataFrame({"k": ["a", "b"], "v": [0.5, 0.5]}).to_csv(art / "alpha" / "table1_paper.csv", index=False)
+    (art / "alpha" / "extra_plot.png").write_bytes(b"\x89PNG")
+    return tmp_path
+
+
+def test_exercise_index_reads_numbered_items_and_skips_solutions(mini_root):
+    index = booksite.exercise_index(mini_root)
+    assert list(index) == ["alpha", "beta"]  # TOC order, chapters without exercises kept
+    texts = [e.text for e in index["alpha"]]
+    assert texts == ["First question with n items.", "Second question continued line", "Third question."]
+    assert [e.number for e in index["alpha"]] == [1, 2, 3]
+    assert index["beta"] == []
+
+
+def test_exercise_text_is_cut_outside_math():
+    text = "Show that " + "word " * 25 + "$\\mathrm{ESS} = n^2 / \\sum_k \\omega_k^2$ holds."
+    cut = booksite._clean(text, limit=150)
+    assert cut.endswith(" …") and cut.count("$") % 2 == 0
+    assert booksite._clean("short $x$") == "short $x$"
+
+
+def test_results_index_lists_tables_figures_and_counterparts(mini_root):
+    entries = booksite.results_index(mini_root, artifacts=mini_root / "artifacts")
+    alpha, beta = entries
+    assert [t.name for t in alpha.tables] == ["table1"]  # the _paper file is the counterpart
+    t = alpha.tables[0]
+    assert t.shape == (2, 2) and t.paper.name == "table1_paper.csv"
+    assert t.comparison == "2 row(s) matched on k; v: max |this run − paper| = 0.25"
+    glued, png = alpha.figures
+    assert (glued.name, glued.label, glued.paper_ref) == ("fig_cov", "fig-cov", "Figure 3")
+    assert "Simulated coverage" in glued.caption
+    assert png.name == "extra_plot" and png.paper_ref == ""
+    assert beta.tables == [] and beta.figures == [] and not beta.executed
+
+
+# ------------------------------------------------------------------ runner hygiene
+def test_strip_widgets_removes_widget_outputs_and_state(tmp_path):
+    nb = nbformat.v4.new_notebook()
+    widget = nbformat.v4.new_output("display_data", data={
+        "application/vnd.jupyter.widget-view+json": {"model_id": "x", "version_major": 2, "version_minor": 0},
+        "text/plain": "  0%|          | 0/3"})
+    keep = nbformat.v4.new_output("stream", name="stdout", text="done\n")
+    cell = nbformat.v4.new_code_cell("for _ in tqdm(range(3)): pass")
+    cell.outputs = [widget, keep]
+    nb.cells = [cell, nbformat.v4.new_markdown_cell("text")]
+    nb.metadata["widgets"] = {"application/vnd.jupyter.widget-state+json": {"state": {}}}
+    path = tmp_path / "nb.ipynb"
+    nbformat.write(nb, path)
+    assert runner.strip_widgets(path) == 1
+    out = nbformat.read(path, as_version=4)
+    assert out.cells[0].outputs == [keep]
+    assert "widgets" not in out.metadata
+    assert "widget" not in path.read_text()
+    assert runner.strip_widgets(path) == 0  # idempotent
+
+
+def test_kernel_environment_disables_progress_bars(monkeypatch):
+    monkeypatch.delenv("TQDM_DISABLE", raising=False)
+    with runner._quiet_progress():
+        import os
+
+        assert os.environ["TQDM_DISABLE"] == "1"
+        from tqdm.auto import tqdm
+
+        assert tqdm(range(3)).disable  # tqdm reads TQDM_DISABLE for its defaults
+    assert "TQDM_DISABLE" not in __import__("os").environ
+
+
+# ------------------------------------------------------------------ the book's sources
+def _config() -> dict:
+    return yaml.safe_load((BOOK / "_config.yml").read_text())
+
+
+def test_book_config_is_offline():
+    cfg = _config()
+    assert cfg["launch_buttons"]["thebe"] is False
+    assert not any(cfg["launch_buttons"].get(k) for k in ("binderhub_url", "jupyterhub_url", "colab_url"))
+    sphinx = cfg["sphinx"]
+    assert "sphinx-mathjax-offline" in sphinx["extra_extensions"]
+    assert "agentstudies.booksite" in sphinx["extra_extensions"]
+    assert "://" not in sphinx["config"]["mathjax_path"]
+    assert sphinx["config"]["nb_ipywidgets_js"] == {}
+    # the MathJax bundle the extension serves is really installed
+    import importlib
+
+    mod = importlib.import_module("sphinx-mathjax-offline")
+    assert (Path(mod.__file__).parent / "static" / "mathjax" / "tex-chtml.js").is_file()
+
+
+def _toc_files() -> list[str]:
+    files: list[str] = []
+
+    def walk(node):
+        if isinstance(node, dict):
+            if isinstance(node.get("file"), str):
+                files.append(node["file"])
+            for v in node.values():
+                walk(v)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v)
+
+    walk(yaml.safe_load((BOOK / "_toc.yml").read_text()))
+    return files
+
+
+def test_reference_pages_exist_and_are_in_the_toc():
+    files = _toc_files()
+    for page in ("glossary", "exercises", "results", "references"):
+        assert page in files, f"{page} is not in book/_toc.yml"
+        assert (BOOK / f"{page}.md").is_file()
+    for method in ("method_sasst", "method_handoff", "method_recovery"):
+        assert f"chapters/{method}" in files
+        assert (REPO / "notebooks" / f"{method}.ipynb").is_file()
+    assert "{exercise-index}" in (BOOK / "exercises.md").read_text()
+    assert "{results-index}" in (BOOK / "results.md").read_text()
+    assert "{bibliography}" in (BOOK / "references.md").read_text()
+
+
+def _bib_keys() -> set[str]:
+    return set(re.findall(r"^@\w+\{([^,]+),", (BOOK / "references.bib").read_text(), re.M))
+
+
+def _cited_keys(text: str) -> set[str]:
+    keys = set()
+    for group in re.findall(r"\{cite(?::[a-z]+)?\}`([^`]+)`", text):
+        keys |= {k.strip() for k in group.split(",")}
+    return keys
+
+
+def test_bibliography_holds_the_papers_and_benchmarks_and_every_citation_resolves():
+    keys = _bib_keys()
+    bib = (BOOK / "references.bib").read_text()
+    for title in ("Selection-Aware Stress Testing for Interactive Agents",
+                  "Attributing Agentic {RL} Gains with Checkpoint Handoffs",
+                  "Causal Evaluation of Recovery in {LLM} Agents",
+                  "Evaluating Conversational Agents in a Dual-Control", "{ToolSandbox}", "{ImpossibleBench}",
+                  "{ALFWorld}", "Evaluating Large Language Models Trained on Code", "Inspect"):
+        assert title in bib, f"references.bib lacks {title!r}"
+    texts = [p.read_text() for p in BOOK.glob("*.md")]
+    for nb_path in (REPO / "notebooks").glob("*.ipynb"):
+        nb = nbformat.read(nb_path, as_version=4)
+        texts += [c.source for c in nb.cells if c.cell_type == "markdown"]
+    cited = set().union(*(_cited_keys(t) for t in texts))
+    assert not cited - keys, f"cited but not in references.bib: {sorted(cited - keys)}"
+    intro = (BOOK / "intro.md").read_text()
+    assert {"xu2026sasst", "handoff2026", "xiao2026cir"} <= _cited_keys(intro)
+
+
+def test_glossary_defines_the_fields_terms():
+    text = (BOOK / "glossary.md").read_text()
+    body = text.split("```{glossary}", 1)[1]
+    terms = {line.strip() for line in body.splitlines() if line and not line.startswith((" ", "`"))}
+    for term in ("Cluster", "Estimand", "Effective sample size", "Density ratio", "Arrival",
+                 "Conversion", "Rescue", "Harm", "Frontier", "Milestone", "Minefield"):
+        assert term in terms, f"glossary lacks {term!r}"
+
+
+def test_landing_page_has_audience_prerequisites_and_reading_paths():
+    intro = (BOOK / "intro.md").read_text()
+    for heading in ("## Who this book is for", "## Prerequisites", "## Reading paths"):
+        assert heading in intro
+    assert "{tableofcontents}" in intro  # every chapter, in the sidebar's order
+    for method in ("method_sasst", "method_handoff", "method_recovery"):
+        assert f"chapters/{method}" in intro
+
+
+# ------------------------------------------------------------------ paper-profile runs
+def test_archived_paper_run_round_trip_and_checksums(tmp_path):
+    from agentstudies import paper_runs
+
+    art = tmp_path / "artifacts" / "chap"
+    art.mkdir(parents=True)
+    pd.DataFrame({"M": [1000], "coverage": [0.9475]}).to_csv(art / "table4.csv", index=False)
+    (art / "episodes.parquet").write_bytes(b"PAR1")
+    (art / "provenance.json").write_text(
+        '{"started": "2026-11-30T02:00:00+0000", "wall_time_s": 2472.0, "parameters": {"n_trials": 2000}}')
+    out = paper_runs.archive_run("chap", tmp_path / "artifacts", tmp_path / "runs")
+    assert sorted(p.name for p in out.iterdir()) == ["SHA256SUMS", "provenance.json", "table4.csv"]
+    run = paper_runs.load_run("chap", folder=out)
+    assert run.label == "paper-profile run of 2026-11-30, 41.2 min"  # 2472 s = 41.2 min
+    assert run.parameters == {"n_trials": 2000}
+    assert run.table("table4")["coverage"].tolist() == [0.9475]
+    with pytest.raises(KeyError, match="table5"):
+        run.table("table5")
+    (out / "table4.csv").write_text("M,coverage\n1000,0.99\n")
+    with pytest.raises(paper_runs.ChecksumError, match="table4.csv"):
+        paper_runs.load_run("chap", folder=out)
+    (art / "INCOMPLETE").write_text("")
+    with pytest.raises(ValueError, match="did not finish"):
+        paper_runs.archive_run("chap", tmp_path / "artifacts", tmp_path / "runs")
+    with pytest.raises(FileNotFoundError, match="paper_runs archive nothing"):
+        paper_runs.load_run("nothing", folder=tmp_path / "runs" / "nothing")

@@ -1,0 +1,370 @@
+"""The built book, opened page by page in a real headless browser, offline.
+
+The book is built from the chapters' smoke runs (shared with tests/test_notebooks.py via
+the ``smoke_runs`` fixture of tests/conftest.py) into a temporary copy of ``book/``, served
+on 127.0.0.1 by ``http.server`` in a thread, and every HTML page is opened in Debian's
+headless Chromium (``/usr/bin/chromium``, driven by ``playwright``) at 1280 px and 390 px
+with every request to another origin blocked. A page fails on
+
+* a console error or an uncaught page error;
+* a failed request (network error or HTTP status >= 400);
+* a request to another origin (blocked, and reported);
+* an image that did not load;
+* math left untypeset (``\\(``, ``\\[``, ``$$``, or ``$..$`` around TeX in the rendered
+  text outside code);
+* horizontal overflow: the page wider than the window, or the text column wider than
+  itself (tables and code may scroll inside their own box, the column may not).
+
+It also checks that the search page finds a known term. Screenshots of every page at both
+widths (and the landing page in full) are saved under ``artifacts/browser/<width>/``, with
+``report.json`` listing what was checked and, as advice rather than failures, the tables
+that need horizontal scrolling and the figures shown below 60 % of their size at 1280 px.
+
+Without Chromium or playwright the test is skipped with the reason on a user's machine,
+and FAILS when the ``CI`` environment variable is set (``.ci/run`` installs chromium).
+Reuse an already built book with ``AGENTSTUDIES_BROWSER_HTML=book/_build/html``; run the
+check by hand on any build: ``python tests/test_browser.py book/_build/html``.
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import json
+import os
+import re
+import shutil
+import socketserver
+import sys
+import threading
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SRC = REPO / "src"
+WIDTHS = (1280, 390)
+SEARCH_TERM = "SASST"
+SHOTS = REPO / "artifacts" / "browser"
+CHROMIUM_ARGS = [
+    "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync", "--no-first-run",
+    "--disable-default-apps", "--disable-extensions", "--mute-audio",
+    # belt and braces with the request routing below: no name resolves but 127.0.0.1
+    "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1",
+]
+
+
+def chromium_path() -> str | None:
+    """Debian's chromium (``CHROMIUM`` env overrides), or None."""
+    for candidate in (os.environ.get("CHROMIUM"), "/usr/bin/chromium", shutil.which("chromium"),
+                      shutil.which("chromium-browser")):
+        if candidate and Path(candidate).is_file():
+            return candidate
+    return None
+
+
+def _missing_browser_reason() -> str | None:
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        return "the playwright package is not installed (pip install -e '.[dev]')"
+    if chromium_path() is None:
+        return "Chromium is not installed (Debian: apt-get install chromium)"
+    return None
+
+
+# ------------------------------------------------------------------------------ serving
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format, *args):  # noqa: A002 - http.server API
+        pass
+
+
+@contextmanager
+def serve(folder: Path) -> Iterator[str]:
+    """Serve ``folder`` on 127.0.0.1 (free port) in a thread; yields the base URL."""
+    handler = functools.partial(_QuietHandler, directory=str(folder))
+    socketserver.TCPServer.allow_reuse_address = True
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+# ------------------------------------------------------------------------ page checks
+_PAGE_STATE_JS = r"""
+async () => {
+  // images: make lazy ones load, then wait for every image to settle
+  const imgs = Array.from(document.images);
+  imgs.forEach(i => { if (i.loading === 'lazy') i.loading = 'eager'; });
+  await Promise.all(imgs.map(i => i.complete ? null :
+      new Promise(r => { i.addEventListener('load', r); i.addEventListener('error', r);
+                         setTimeout(r, 5000); })));
+  if (window.MathJax && MathJax.startup && MathJax.startup.promise) {
+    await Promise.race([MathJax.startup.promise, new Promise(r => setTimeout(r, 10000))]);
+  }
+  await Promise.race([document.fonts.ready, new Promise(r => setTimeout(r, 5000))]);
+  const broken = imgs.filter(i => !i.complete || i.naturalWidth === 0)
+                     .map(i => i.getAttribute('src'));
+  const article = document.querySelector('article.bd-article') || document.querySelector('main') || document.body;
+  const clone = article.cloneNode(true);
+  clone.querySelectorAll('pre, code, script, style, .highlight, mjx-container, .MathJax')
+       .forEach(e => e.remove());
+  const text = clone.textContent;
+  const raw = ['\\(', '\\[', '$$'].filter(d => text.includes(d)).map(d => {
+      const k = text.indexOf(d); return d + ' in "' + text.slice(Math.max(0, k - 40), k + 60).replace(/\s+/g, ' ') + '"'; });
+  // $...$ left as text: a pair of dollars around TeX (a backslash, ^ or _ inside)
+  const tex = text.match(/\$[^$\n]{0,80}[\\^_][^$\n]{0,80}\$/);
+  if (tex) raw.push('$...$ "' + tex[0].slice(0, 80) + '"');
+  const W = window.innerWidth;
+  const doc = document.documentElement;
+  const col = document.querySelector('.bd-article-container') || article;
+  // elements sticking out of the window, not inside a box that scrolls on its own
+  const scrollsOwn = e => { for (let p = e.parentElement; p; p = p.parentElement) {
+      const s = getComputedStyle(p); if (s.overflowX === 'auto' || s.overflowX === 'scroll' || s.overflowX === 'hidden') return true; }
+      return false; };
+  const wide = [];
+  for (const e of article.querySelectorAll('*')) {
+    const r = e.getBoundingClientRect();
+    if (r.width > 0 && r.right > W + 1 && !scrollsOwn(e)) {
+      wide.push(e.tagName.toLowerCase() + (e.className && typeof e.className === 'string' ? '.' + e.className.split(' ')[0] : '') + ' (' + Math.round(r.right) + ' px)');
+      if (wide.length >= 5) break;
+    }
+  }
+  const scrolled = Array.from(article.querySelectorAll('table')).filter(t => {
+      for (let p = t.parentElement; p && p !== article; p = p.parentElement)
+        if (p.scrollWidth > p.clientWidth + 1) return true;
+      return false; }).length;
+  // figures shown at under 60 % of their pixel width: label text may be hard to read
+  const shrunk = imgs.filter(i => i.naturalWidth > 0 && i.clientWidth > 0 && i.clientWidth / i.naturalWidth < 0.6)
+                     .map(i => i.getAttribute('src') + ' at ' + Math.round(100 * i.clientWidth / i.naturalWidth) + '%');
+  return {broken, raw, shrunk, pageWidth: doc.scrollWidth, window: W,
+          columnOverflow: col.scrollWidth - col.clientWidth, wide, scrolledTables: scrolled,
+          tables: article.querySelectorAll('table').length,
+          math: document.querySelectorAll('mjx-container').length};
+}
+"""
+
+
+def _same_origin_only(base: str, events: list[str]):
+    """A route handler: requests under ``base`` go through, others are aborted and noted."""
+
+    def route(r, request=None):
+        url = r.request.url
+        if url.startswith(base + "/") or url == base:
+            r.continue_()
+        else:
+            events.append(f"request to another origin: {url}")
+            r.abort()
+
+    return route
+
+
+def check_book(html: Path, shots: Path | None = SHOTS, widths=WIDTHS,
+               search_term: str = SEARCH_TERM) -> tuple[list[str], dict]:
+    """Open every page of the built book ``html`` in Chromium; return (problems, report)."""
+    from playwright.sync_api import sync_playwright
+
+    pages = sorted(p.relative_to(html).as_posix() for p in html.rglob("*.html")
+                   if not p.relative_to(html).parts[0].startswith("_"))
+    problems: list[str] = []
+    report: dict = {"pages": len(pages), "widths": list(widths), "per_page": {}}
+    if shots is not None:
+        shutil.rmtree(shots, ignore_errors=True)
+    t0 = time.perf_counter()
+    with serve(html) as base, sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS, headless=True)
+        try:
+            for width in widths:
+                ctx = browser.new_context(viewport={"width": width, "height": 900},
+                                          device_scale_factor=1, service_workers="block")
+                events: list[str] = []
+
+                ctx.route("**/*", _same_origin_only(base, events))
+                page = ctx.new_page()
+                page.on("console", lambda m, ev=events: ev.append(f"console {m.type}: {m.text}")
+                        if m.type == "error" else None)
+                page.on("pageerror", lambda e, ev=events: ev.append(f"page error: {e}"))
+                # a request the page itself cancels (net::ERR_ABORTED, e.g. MathJax swapping
+                # its font styles) is not a failure; a missing file still shows as HTTP 404
+                page.on("requestfailed", lambda q, ev=events: ev.append(
+                    f"failed request: {q.url} ({q.failure})")
+                        if q.url.startswith(base) and "ERR_ABORTED" not in str(q.failure) else None)
+                page.on("response", lambda r, ev=events: ev.append(
+                    f"HTTP {r.status}: {r.url}") if r.status >= 400 else None)
+                for rel in pages:
+                    events.clear()
+                    if 'http-equiv="refresh"' in (html / rel).read_text(errors="replace")[:3000].lower():
+                        # a redirect page (index.html -> intro.html): it must land without error
+                        target = re.search(r'url=([^"\'>\s]+)', (html / rel).read_text(errors="replace"), re.I)
+                        page.goto(f"{base}/{rel}", wait_until="commit")
+                        if target:
+                            page.wait_for_url(f"**/{target.group(1)}", wait_until="load")
+                        problems += [f"{rel} @ {width}px: {e}" for e in events]
+                        continue
+                    page.goto(f"{base}/{rel}", wait_until="load")
+                    state = page.evaluate(_PAGE_STATE_JS)
+                    page.wait_for_timeout(50)
+                    found = list(events)
+                    found += [f"image not loaded: {src}" for src in state["broken"]]
+                    found += [f"untypeset math: {raw}" for raw in state["raw"]]
+                    if state["pageWidth"] > state["window"] + 1:
+                        found.append(f"page is {state['pageWidth']} px wide in a {state['window']} px "
+                                     f"window; widest: {', '.join(state['wide']) or '?'}")
+                    if state["columnOverflow"] > 1:
+                        found.append(f"text column overflows by {state['columnOverflow']} px; "
+                                     f"widest: {', '.join(state['wide']) or '?'}")
+                    problems += [f"{rel} @ {width}px: {f}" for f in found]
+                    report["per_page"].setdefault(rel, {})[str(width)] = {
+                        k: state[k] for k in ("tables", "scrolledTables", "math", "pageWidth", "shrunk")}
+                    if shots is not None:
+                        out = shots / str(width) / (rel.replace("/", "__").removesuffix(".html") + ".png")
+                        out.parent.mkdir(parents=True, exist_ok=True)
+                        page.screenshot(path=str(out), full_page=(rel == "intro.html"))
+                # search finds a known term
+                page.goto(f"{base}/search.html?q={search_term}", wait_until="load")
+                try:
+                    page.wait_for_selector("#search-results ul.search li", timeout=15000)
+                    hits = page.locator("#search-results ul.search li").count()
+                except Exception:  # noqa: BLE001 - reported as a problem below
+                    hits = 0
+                report.setdefault("search_hits", {})[str(width)] = hits
+                if hits == 0:
+                    problems.append(f"search.html @ {width}px: searching {search_term!r} found nothing")
+                problems += [f"search.html @ {width}px: {e}" for e in events
+                             if "another origin" in e or "error" in e]
+                ctx.close()
+        finally:
+            browser.close()
+    report["seconds"] = round(time.perf_counter() - t0, 1)
+    report["scrolled_tables_1280"] = {p: v["1280"]["scrolledTables"] for p, v in report["per_page"].items()
+                                      if v.get("1280", {}).get("scrolledTables")}
+    report["shrunk_figures_1280"] = {p: v["1280"]["shrunk"] for p, v in report["per_page"].items()
+                                     if v.get("1280", {}).get("shrunk")}
+    report["problems"] = problems
+    if shots is not None:
+        shots.mkdir(parents=True, exist_ok=True)
+        (shots / "report.json").write_text(json.dumps(report, indent=1))
+    return problems, report
+
+
+# ---------------------------------------------------------------------------- the test
+def _copy_book(dest: Path) -> Path:
+    """A build root: a copy of book/ (no build, no chapters), notebooks/ and data/ linked."""
+    shutil.copytree(REPO / "book", dest / "book", ignore=shutil.ignore_patterns("_build", "chapters"))
+    for name in ("notebooks", "data"):
+        if (REPO / name).exists():
+            (dest / name).symlink_to(REPO / name, target_is_directory=True)
+    (dest / "book" / "chapters").mkdir()
+    return dest
+
+
+@pytest.fixture(scope="module")
+def browser_available() -> None:
+    """Skip (user's machine) or fail (``CI`` set) before building anything."""
+    reason = _missing_browser_reason()
+    if reason:
+        if os.environ.get("CI"):
+            pytest.fail(f"browser check required in CI: {reason}")
+        pytest.skip(f"browser check skipped: {reason}")
+
+
+@pytest.fixture(scope="module")
+def built_book(browser_available, smoke_runs, tmp_path_factory) -> Path:
+    given = os.environ.get("AGENTSTUDIES_BROWSER_HTML")
+    if given:
+        html = Path(given).resolve()
+        assert (html / "index.html").is_file(), f"AGENTSTUDIES_BROWSER_HTML={given}: no index.html there"
+        return html
+    from agentstudies import runner
+
+    root = _copy_book(tmp_path_factory.mktemp("browser_book"))
+    for name in runner.toc_chapters(REPO):
+        result = smoke_runs.get(name)  # raises (naming the chapter) if it does not run
+        shutil.copy2(result.output_path, root / "book" / "chapters" / f"{name}.ipynb")
+    saved = os.environ.get("AGENTSTUDIES_ARTIFACTS")
+    os.environ["AGENTSTUDIES_ARTIFACTS"] = str(smoke_runs.artifacts)  # for generated indexes
+    try:
+        index = runner.build_book(root, echo=lambda _m: None)
+    finally:
+        if saved is None:
+            os.environ.pop("AGENTSTUDIES_ARTIFACTS", None)
+        else:
+            os.environ["AGENTSTUDIES_ARTIFACTS"] = saved
+    return index.parent
+
+
+@pytest.mark.slow
+@pytest.mark.notebook
+@pytest.mark.browser
+def test_every_page_in_chromium(built_book):
+    problems, report = check_book(built_book)
+    assert report["pages"] > 1, f"only {report['pages']} page(s) in {built_book}"
+    assert not problems, (
+        f"{len(problems)} problem(s) on {report['pages']} pages (screenshots: {SHOTS}):\n  "
+        + "\n  ".join(problems[:60])
+    )
+
+
+_PAGE = """<!doctype html><html><head><meta charset="utf-8"><title>t</title></head>
+<body><main><article class="bd-article">{body}</article></main></body></html>"""
+
+
+@pytest.mark.browser
+def test_the_checker_catches_what_it_claims(browser_available, tmp_path):
+    """A tiny hand-made site: one clean page and one page per kind of fault."""
+    site = tmp_path / "site"
+    site.mkdir()
+    png = ("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==")
+    import base64
+
+    (site / "dot.png").write_bytes(base64.b64decode(png))
+    pages = {
+        "clean.html": '<p>fine text with <code>$$ in code</code></p><img src="dot.png">',
+        "cdn.html": '<p>x</p><script src="https://cdn.example.org/lib.js"></script>',
+        "console.html": "<p>x</p><script>console.error('boom')</script>",
+        "missing.html": '<p>x</p><img src="nope.png">',
+        "math.html": "<p>the estimate \\(\\hat I\\) and $\\tau_i$ are raw</p>",
+        "wide.html": '<p>x</p><div style="width: 2000px">wide</div>',
+    }
+    for name, body in pages.items():
+        (site / name).write_text(_PAGE.format(body=body))
+    (site / "search.html").write_text(_PAGE.format(body='<div id="search-results"></div>'))
+    problems, report = check_book(site, shots=None, widths=(390,))
+    by_page = {name: [p for p in problems if p.startswith(name)] for name in pages}
+    assert by_page["clean.html"] == []
+    assert any("another origin: https://cdn.example.org/lib.js" in p for p in by_page["cdn.html"])
+    assert any("console error: boom" in p for p in by_page["console.html"])
+    assert any("image not loaded: nope.png" in p for p in by_page["missing.html"])
+    assert any("HTTP 404" in p for p in by_page["missing.html"])
+    assert sum("untypeset math" in p for p in by_page["math.html"]) == 2  # \\( and $..$
+    assert any("2000" in p or "wider" in p or "px wide" in p for p in by_page["wide.html"])
+    assert any("found nothing" in p for p in problems)  # the empty search page
+
+
+@pytest.mark.parametrize("ci", [None, "1"])
+def test_missing_browser_is_a_skip_locally_and_a_failure_in_ci(monkeypatch, ci):
+    """The policy above, checked without a browser: skip with the reason, or fail in CI."""
+    monkeypatch.setattr(sys.modules[__name__], "chromium_path", lambda: None)
+    if ci is None:
+        monkeypatch.delenv("CI", raising=False)
+    else:
+        monkeypatch.setenv("CI", ci)
+    reason = _missing_browser_reason()
+    assert reason is not None and ("Chromium" in reason or "playwright" in reason)
+    outcome = pytest.fail.Exception if ci else pytest.skip.Exception
+    with pytest.raises(outcome, match="Chromium|playwright"):
+        browser_available.__wrapped__()
+
+
+if __name__ == "__main__":  # python tests/test_browser.py book/_build/html
+    found, rep = check_book(Path(sys.argv[1]).resolve())
+    print(json.dumps({k: v for k, v in rep.items() if k != "per_page"}, indent=1))
+    sys.exit(1 if found else 0)
