@@ -41,6 +41,10 @@ LAYER_OF = {
     "chapter": "top",
     "runner": "top",
     "cli": "top",
+    "booksite": "top",
+    "paper_runs": "top",
+    "episodes": "top",
+    "_pytest_offline": "top",
 }
 
 #: Layer -> layers it may import (besides its own package).
