@@ -42,10 +42,21 @@ INCOMPLETE = "INCOMPLETE"
 
 
 def artifacts_root() -> Path:
-    """Return the directory under which chapters write ``<chapter>/`` artifact folders."""
+    """Return the directory under which chapters write ``<chapter>/`` artifact folders.
+
+    ``$AGENTSTUDIES_ARTIFACTS`` if set; a relative value is relative to the folder where
+    the command was given (the shell's ``$PWD``, which papermill hands to the kernel
+    unchanged even with ``--cwd``; the current folder if ``$PWD`` is unset) -- the same
+    rule as ``agentstudies run`` (see :func:`agentstudies.runner.resolve_artifacts_env`).
+    """
     env = os.environ.get("AGENTSTUDIES_ARTIFACTS")
     if env:
-        return Path(env).expanduser().resolve()
+        path = Path(env).expanduser()
+        if not path.is_absolute():
+            pwd = os.environ.get("PWD")
+            base = Path(pwd) if pwd and Path(pwd).is_dir() else Path.cwd()
+            path = base / path
+        return path.resolve()
     here = Path.cwd().resolve()
     for parent in (here, *here.parents):
         if (parent / "pyproject.toml").is_file() and (parent / "src" / "agentstudies").is_dir():
@@ -217,6 +228,7 @@ class Chapter:
             "input_sha256": dict(self.inputs),
             "outputs": sorted(set(self.outputs)),
             "simulated": self.simulated,
+            "run": _run_record(),
         }
 
     def finish(self) -> "Provenance":
@@ -258,6 +270,22 @@ class Provenance:
     def __repr__(self) -> str:
         with pd.option_context("display.max_colwidth", None, "display.width", 250):
             return "Provenance of this run\n" + self.table.to_string()
+
+
+def _run_record() -> dict[str, Any]:
+    """How the runner started this run: ``{"profile": ..., "overrides": {...}}``.
+
+    Set by :func:`agentstudies.runner.run_notebook` through ``$AGENTSTUDIES_RUN``;
+    ``{"profile": "unknown"}`` when the notebook was executed some other way (plain
+    papermill, Jupyter), since then nobody checked the values against a profile.
+    """
+    text = os.environ.get("AGENTSTUDIES_RUN")
+    if not text:
+        return {"profile": "unknown (not run by agentstudies)"}
+    try:
+        return dict(json.loads(text))
+    except (ValueError, TypeError):
+        return {"profile": "unknown", "raw": text}
 
 
 def _jsonable(value: Any) -> Any:
