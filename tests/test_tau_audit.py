@@ -180,3 +180,64 @@ def test_action_match_rule_by_hand():
     assert not action_match(task, gold[:-1] + [(name, altered)])
     assert action_match(task, gold + [("get_user_details", {"user_id": "nobody"})])  # extra calls are fine
     assert reward_basis("retail/0") == "DB+COMMUNICATE"
+
+
+# ------------------------------------------------------------------ the two τ chapters
+TAU_CHAPTERS = {"tau_controller_audit": "episodes.csv", "tau_workflow_stress": "episodes.parquet"}
+
+
+def test_tau_chapter_sources_report_the_audit():
+    """Both τ notebooks run the audit, save it, glue the degenerate count and compare."""
+    import nbformat
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[1]
+    for name in TAU_CHAPTERS:
+        nb = nbformat.read(repo / "notebooks" / f"{name}.ipynb", as_version=4)
+        code = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
+        text = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+        assert "task_audit(" in code and 'ch.save_table(audit, "task_audit")' in code
+        assert "{glue:text}`n_degenerate`" in text
+        assert "success_with_without(" in code
+    code = "\n".join(c.source for c in nbformat.read(repo / "notebooks" / "tau_workflow_stress.ipynb",
+                                                      as_version=4).cells if c.cell_type == "code")
+    assert "slots_side_by_side(" in code and code.count("ts.run_tau_sasst(") >= 2
+
+
+@pytest.mark.notebook
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(TAU_CHAPTERS))
+def test_tau_chapter_episode_tables_carry_the_components(name, tmp_path, monkeypatch):
+    """Smoke run: the episode table has reward_basis and the three match columns, the
+    audit table is an artifact and the page shows the glued degenerate-agent count."""
+    import json
+    from pathlib import Path
+
+    import nbformat
+    import pandas as pd
+
+    from agentstudies import runner
+
+    repo = Path(__file__).resolve().parents[1]
+    monkeypatch.setenv("AGENTSTUDIES_ARTIFACTS", str(tmp_path / "artifacts"))
+    result = runner.run_notebook(name, {}, tmp_path / f"{name}.ipynb", profile="smoke", root=repo)
+    art = tmp_path / "artifacts" / name
+    table = TAU_CHAPTERS[name]
+    episodes = pd.read_parquet(art / table) if table.endswith(".parquet") else pd.read_csv(art / table)
+    for col in ("reward_basis", "db_match", "communicate_match", "action_match"):
+        assert col in episodes.columns, (name, col)
+    assert set(episodes["reward_basis"]) == {"DB+COMMUNICATE"}
+    assert (episodes["reward"] == (episodes["db_match"] & episodes["communicate_match"]).astype(float)).all()
+    audit = pd.read_csv(art / "task_audit.csv")
+    assert list(audit.columns) == list(AUDIT_COLUMNS)
+    assert sorted(audit["task_id"]) == sorted(episodes["task_id"].unique())
+    nb = nbformat.read(result.output_path, as_version=4)
+    glued = {}
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            key = out.get("metadata", {}).get("scrapbook", {}).get("name")
+            if key:
+                glued[key] = next(v for k, v in out["data"].items() if k.endswith("text/plain"))
+    assert int(glued["n_degenerate"]) == int(audit["degenerate_pass"].sum())
+    assert int(glued["n_audited"]) == len(audit)
+    assert "success_with_without.csv" in json.loads((art / "provenance.json").read_text())["outputs"]
