@@ -195,6 +195,7 @@ class SASSTReport:
     discovery: Discovery = field(repr=False)
     params: dict[str, Any] = field(default_factory=dict, repr=False)
     n_confirmation: int = 0
+    notes: tuple[str, ...] = ()
 
     def to_frame(self) -> pd.DataFrame:
         """The report table (one row per slot)."""
@@ -233,12 +234,17 @@ class SASSTReport:
             lines.append(f"discovery selected system: {d.selected_system}")
         counts = self.status_counts()
         lines.append("statuses: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
-        cols = ["estimate", "se", "bound", "ess", "max_density", "stability", "status"]
+        cols = ["estimate", "se", "bound_side", "bound", "band", "ess", "max_density", "stability", "status"]
+        cols = [c for c in cols if c in self.table.columns]
+        lines.append("bound_side: 'lower' = one-sided lower bound (claims of a benefit), "
+                     "'upper' = one-sided upper bound (claims of fragility)")
         lines.append(self.table[cols].to_string(float_format=lambda x: f"{x:.4f}"))
         lines.append("frozen rules and claims:")
         for name, row in self.table.iterrows():
             lines.append(f"  {name}: claim {row['claim']}; rule: {row['rule']}"
                          + (f"; {row['reason']}" if row["reason"] else ""))
+        for note in self.notes:
+            lines.append(f"note: {note}")
         return "\n".join(lines)
 
     def __str__(self) -> str:  # pragma: no cover - convenience
@@ -246,7 +252,39 @@ class SASSTReport:
 
 
 def _assign_statuses(table: pd.DataFrame) -> None:
-    supported = table["sign"] * (table["bound"] - table["threshold"]) > 0
+    """Statuses of Table 3, after checking that each feasible slot has a defined band.
+
+    A band is *undefined* when the joint critical value is NaN, the slot's standard error
+    is zero (every confirmation cluster gives the same contrast: zero variance) or not
+    finite, or the bound is not finite. Such a slot can never be *confirmed*: it is
+    reported as *not confirmed* with the reason, its bound is NaN and ``band`` says why.
+    """
+    feasible = table["discovery_feasible"].astype(bool) & table["confirmation_feasible"].astype(bool)
+    crit = pd.to_numeric(table["critical"], errors="coerce")
+    se = pd.to_numeric(table["se"], errors="coerce")
+    bound = pd.to_numeric(table["bound"], errors="coerce")
+    band = []
+    for name in table.index:
+        if not feasible[name]:
+            band.append("none (slot not feasible)")
+        elif np.isfinite(se[name]) and se[name] <= 1e-12:
+            band.append("undefined: zero variance of the contrast across confirmation clusters")
+        elif not np.isfinite(crit[name]):
+            band.append("undefined: critical value is NaN")
+        elif not (np.isfinite(se[name]) and np.isfinite(bound[name])):
+            band.append("undefined: standard error or bound is not finite")
+        else:
+            band.append("defined")
+    table["band"] = band
+    undefined = feasible & (table["band"] != "defined")
+    if undefined.any():
+        table.loc[undefined, "bound"] = np.nan
+        reasons = table["reason"].astype(str)
+        table.loc[undefined, "reason"] = [
+            "; ".join([r for r in (reasons[k], f"band {table.at[k, 'band']}: the claim cannot be confirmed") if r])
+            for k in table.index[undefined]
+        ]
+    supported = (table["sign"] * (table["bound"] - table["threshold"]) > 0) & ~undefined
     table["status"] = [
         slot_status(bool(df), bool(cf), bool(st), bool(sp))
         for df, cf, st, sp in zip(
@@ -416,7 +454,8 @@ class SASST:
         if is_d.all():
             raise ValueError("empty confirmation split: no cluster is labelled 'confirmation'")
         disc = self.discover(data.subset(is_d))
-        return self.confirm(disc, data.subset(~is_d))
+        report = self.confirm(disc, data.subset(~is_d))
+        return replace(report, notes=tuple(data.notes)) if data.notes else report
 
     # ------------------------------------------------------------------ discovery
     def _geometry(self, name: str, X: np.ndarray) -> Geometry:
@@ -647,7 +686,7 @@ class SASST:
         table["method"] = self.inference
         _assign_statuses(table)
         order = ["claim", "family", "geometry", "radius", "rule", "ordinary", "predicted", "estimate", "se",
-                 "bound", "bound_side", "critical", "method", "ess", "max_density", "min_split_share",
+                 "bound", "bound_side", "critical", "band", "method", "ess", "max_density", "min_split_share",
                  "discovery_distance", "confirmation_distance", "stability", "stability_correlation",
                  "stability_jaccard", "n_candidates", "n_feasible", "status", "reason", "recommendation",
                  "sign", "threshold", "discovery_feasible", "confirmation_feasible", "stable", "runtime_s",
