@@ -60,7 +60,7 @@ from agentstudies.handoff._boot import (
     summarise,
     warn_flagged,
 )
-from agentstudies.handoff._validate import validate_steps, validate_trajectories
+from agentstudies.handoff._validate import check_strata, validate_steps, validate_trajectories
 
 __all__ = [
     "BudgetDiagnostic",
@@ -174,6 +174,7 @@ def budget_diagnostic(
     seed: int = 0,
     level: float = 0.95,
     chunk: int = 20_000,
+    allow_singleton_strata: bool = False,
 ) -> BudgetDiagnostic:
     """Arrival within early-action budgets with task-stratified paired intervals (App. C).
 
@@ -195,6 +196,9 @@ def budget_diagnostic(
     """
     check_level(level, 0.0)
     df = validate_trajectories(trajectories, base=base, treated=treated)
+    if n_boot > 0:  # task_type sets the bootstrap strata (see analyze_handoff)
+        check_strata(df, "trajectories", allow_singleton_strata=allow_singleton_strata,
+                     where="budget_diagnostic")
     budgets = tuple(int(b) for b in budgets)
     if not budgets or any(b < 1 for b in budgets) or len(set(budgets)) != len(budgets):
         raise ValueError(f"budgets must be distinct positive integers; got {budgets}")

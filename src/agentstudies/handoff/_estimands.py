@@ -45,7 +45,7 @@ from agentstudies.handoff._boot import (
     summarise,
     warn_flagged,
 )
-from agentstudies.handoff._validate import validate_episodes
+from agentstudies.handoff._validate import check_strata, validate_episodes
 
 __all__ = [
     "HandoffResult",
@@ -501,6 +501,7 @@ class HandoffResult:
     input_hash: str
     version: str = __version__
     params: Mapping[str, object] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
 
     @property
     def splits(self) -> list[str]:
@@ -527,9 +528,11 @@ class HandoffResult:
         lines = [
             f"Checkpoint handoff: reacher x solver over {{{self.base}, {self.treated}}} "
             f"(base={self.base}, treated={self.treated})",
-            f"task-stratified paired bootstrap: {self.n_boot:,} resamples, {pct} percentile "
-            f"intervals, seed {self.seed}; rates in %, contrasts in points",
+            f"task-stratified paired bootstrap (strata: task_type within split): {self.n_boot:,} "
+            f"resamples, two-sided {pct} percentile intervals [lower, upper], seed {self.seed}; "
+            "rates in %, contrasts in points",
         ]
+        lines += [f"note: {n}" for n in self.notes]
         key = ["reach_gap", "delta_solve_base_states", "delta_solve_treated_states",
                "delta_solve_all_states", "interaction", "survivor_interaction",
                "survivor_minus_endpoint"]
@@ -582,6 +585,7 @@ def analyze_handoff(
     empty_threshold: float = 0.01,
     prespecified: str | None = None,
     chunk: int = 20_000,
+    allow_singleton_strata: bool = False,
 ) -> HandoffResult:
     """Every handoff estimand of every split, with task-stratified paired intervals.
 
@@ -607,6 +611,11 @@ def analyze_handoff(
         ``delta_solve_prespecified`` = Delta_solve(mu_D) (Sec. 3.2).
     chunk : int
         Resamples per vectorized block (memory ~ chunk x n_tasks).
+    allow_singleton_strata : bool
+        ``task_type`` sets the bootstrap strata (tasks are resampled within their type);
+        a type with fewer than two tasks in a split is an error (its resample never
+        varies, so intervals are too narrow) unless this is True; then it is noted in
+        ``notes`` and warned.
 
     Estimands (``estimates.estimand``; fractions)
     ----------------------------------------------
@@ -629,13 +638,16 @@ def analyze_handoff(
     Raises
     ------
     KeyError, ValueError
-        Invalid episodes (see :func:`validate_episodes`), bad parameters, or a failed
-        identity (J = A C, Eq. 3, Eq. 4 = Eq. 8).
+        Invalid episodes (see :func:`validate_episodes`), bad parameters, a task type
+        with fewer than two tasks (see ``allow_singleton_strata``), or a failed identity
+        (J = A C, Eq. 3, Eq. 4 = Eq. 8).
     """
     check_level(level, empty_threshold)
-    if not isinstance(n_boot, (int, np.integer)) or n_boot < 0:
+    if not isinstance(n_boot, (int, np.integer)) or isinstance(n_boot, bool) or n_boot < 0:
         raise ValueError(f"n_boot must be a non-negative integer; got {n_boot!r}")
     df = validate_episodes(episodes, base=base, treated=treated, prespecified=prespecified)
+    notes = check_strata(df, "episodes", allow_singleton_strata=allow_singleton_strata,
+                         where="analyze_handoff") if n_boot > 0 else []
     input_hash = hash_object(df)
     assign = assignment_table(df, base=base, treated=treated, validate=False)
     inter = interaction_terms(assign, base=base, treated=treated)
@@ -738,5 +750,7 @@ def analyze_handoff(
         base=base, treated=treated, n_boot=int(n_boot), seed=seed, level=level,
         empty_threshold=empty_threshold, chunk=chunk, input_hash=input_hash,
         params=dict(base=base, treated=treated, n_boot=int(n_boot), seed=seed, level=level,
-                    empty_threshold=empty_threshold, prespecified=prespecified, chunk=chunk),
+                    empty_threshold=empty_threshold, prespecified=prespecified, chunk=chunk,
+                    allow_singleton_strata=allow_singleton_strata),
+        notes=tuple(notes),
     )

@@ -41,7 +41,7 @@ from agentstudies.handoff._boot import (
     summarise,
     warn_flagged,
 )
-from agentstudies.handoff._validate import validate_episodes
+from agentstudies.handoff._validate import check_strata, validate_episodes
 from agentstudies.handoff._estimands import episode_task_stats
 
 __all__ = ["InteractionPrediction", "predict_interaction", "prediction_design", "prediction_replicates"]
@@ -294,6 +294,7 @@ def predict_interaction(
     level: float = 0.95,
     empty_threshold: float = 0.01,
     chunk: int = 20_000,
+    allow_singleton_strata: bool = False,
 ) -> InteractionPrediction:
     """Eq. 9 prediction Î^comp, observed I and residual R = I - Î^comp, overall and per type.
 
@@ -320,6 +321,10 @@ def predict_interaction(
         (``C^ext(k)`` undefined in the sample itself).
     """
     check_level(level, empty_threshold)
+    if n_boot > 0:  # task_type sets the bootstrap strata (see analyze_handoff)
+        for label, table in (("target", target), ("external", external)):
+            check_strata(validate_episodes(table, base=base, treated=treated), f"{label} episodes",
+                         allow_singleton_strata=allow_singleton_strata, where="predict_interaction")
     design = prediction_design(target, external, base=base, treated=treated, weights=weights,
                                external_reacher=external_reacher, target_split=target_split,
                                external_split=external_split)
