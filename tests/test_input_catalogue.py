@@ -242,11 +242,28 @@ def _handoff_cases() -> list[Case]:
     ]
 
 
+def _tau_study_warns_on_partial_credit() -> str:
+    from agentstudies.studies import tau_workflow as ts
+
+    ep, f = sasst_tables()
+    ep = ep.rename(columns={"score": "reward"})
+    ep.loc[3, "reward"] = 0.5
+    with warnings.catch_warnings(record=True) as got:
+        warnings.simplefilter("always")
+        try:
+            ts.run_tau_sasst(ep, f, pd.Series("discovery", index=f.index), (0.1, 0.2, 0.3))
+        except (ValueError, KeyError):
+            pass  # the tables are not a τ study; only the warning matters here
+    return "\n".join(str(w.message) for w in got)
+
+
 def _tau_cases() -> list[Case]:
     from agentstudies.agents.tau import run_episodes
     from agentstudies.envs.tau import degenerate_task_ids, task_audit
 
     return [
+        Case("tau study reward other than 0/1 warned", _tau_study_warns_on_partial_credit, None,
+             r"assumes 0/1 task success in column 'reward'; found other values \['0.5'\]"),
         Case("tau episodes duplicate task ids", lambda: run_episodes(["retail/0", "retail/0"]), ValueError,
              r"duplicate task_ids \['retail/0'\]"),
         Case("tau episodes unknown task", lambda: run_episodes(["retail/9999"]), KeyError, "no tau task 'retail/9999'"),

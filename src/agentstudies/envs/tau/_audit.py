@@ -76,6 +76,28 @@ AUDIT_COLUMNS: tuple[str, ...] = (
 )
 
 
+def _audit_schema() -> object:
+    """pandera schema of :func:`task_audit`'s table (types, 0/1 rewards, unique task ids)."""
+    import pandera.pandas as pa
+
+    reward = pa.Column(float, pa.Check.isin([0.0, 1.0]))
+    count = pa.Column(int, pa.Check.ge(0))
+    return pa.DataFrameSchema(
+        {
+            "task_id": pa.Column(str, unique=True), "domain": pa.Column(str), "split": pa.Column(str),
+            "reward_basis": pa.Column(str), "action_in_basis": pa.Column(bool),
+            "n_actions": count, "n_writes": count, "n_communicate_info": count,
+            "transfer_expected": pa.Column(bool), "gold_reward": reward, "gold_action_match": pa.Column(bool),
+            "idle_reward": reward, "idle_info_reward": reward,
+            "no_transfer_reward": pa.Column(float, pa.Check.isin([0.0, 1.0]), nullable=True),
+            "single_drops": count, "single_drop_passes": count, "write_drop_passes": count,
+            "n_failed_gold_writes": count, "gold_db_unchanged": pa.Column(bool), "n_nl_assertions": count,
+            "nl_assertions_ignored": pa.Column(bool), "degenerate_pass": pa.Column(bool),
+        },
+        strict=False,
+    )
+
+
 def reward_basis(task: TauTask | str) -> str:
     """The task's declared ``evaluation_criteria.reward_basis``, ``"+"``-joined (``"DB+COMMUNICATE"``)."""
     task = get_task(task) if isinstance(task, str) else task
@@ -281,7 +303,8 @@ def task_audit(domain: str | None = None, task_ids: Sequence[str] | None = None)
     """
     tasks = [get_task(t) for t in task_ids] if task_ids is not None else load_tasks(domain)
     rows = [_audit_row(t) for t in tasks]
-    return pd.DataFrame(rows, columns=list(AUDIT_COLUMNS))
+    out = pd.DataFrame(rows, columns=list(AUDIT_COLUMNS))
+    return _audit_schema().validate(out)
 
 
 def degenerate_task_ids(audit: pd.DataFrame) -> list[str]:
