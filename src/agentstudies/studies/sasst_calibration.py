@@ -62,6 +62,7 @@ from scipy import stats as _st
 from scipy.stats import qmc
 from statsmodels.stats.contingency_tables import mcnemar
 
+from agentstudies.parallel import keyed_seed
 from agentstudies.sasst import (
     SASST,
     SELECTED,
@@ -485,8 +486,8 @@ def a4_trial(
 
 # ------------------------------------------------------------------ drivers
 def config_seed(seed: int, *keys: int) -> np.random.SeedSequence:
-    """Independent ``SeedSequence`` of one configuration: entropy ``(seed, *keys)``."""
-    return np.random.SeedSequence([int(seed), *[int(k) for k in keys]])
+    """Independent seed of one configuration: ``keyed_seed(seed, *keys)``."""
+    return keyed_seed(int(seed), *[int(k) for k in keys])
 
 
 def run_table4(*, design: StudyADesign, M_values: Sequence[int], R_values: Sequence[int], n_trials: int,
@@ -494,7 +495,7 @@ def run_table4(*, design: StudyADesign, M_values: Sequence[int], R_values: Seque
                truth_points: int = 2**21) -> pd.DataFrame:
     """Table 4 trial records for every ``M`` (each trial evaluates every ``R``).
 
-    Configuration ``M`` uses ``SeedSequence([seed, 4, M])``; trial ``i`` its ``i``-th child.
+    Configuration ``M`` uses ``keyed_seed(seed, 4, M)``; trial ``i`` its ``i``-th child.
     """
     oracle = oracle_index(design, truth_points)
     parts = [run_trials(table4_trial, n_trials, seed=config_seed(seed, 4, M), n_jobs=n_jobs, backend=backend,
@@ -506,7 +507,7 @@ def run_table4(*, design: StudyADesign, M_values: Sequence[int], R_values: Seque
 def run_table5(*, design: StudyADesign, M_values: Sequence[int], n_trials: int, R: int = 5, n_draws: int = 2000,
                seed: int = 0, n_jobs: int = 1, backend: str = "loky",
                tercile_features: Sequence[str] | None = None) -> pd.DataFrame:
-    """Table 5 trial records (``SeedSequence([seed, 5, M])`` per ``M``; ``[seed, 55, M]``
+    """Table 5 trial records (``keyed_seed(seed, 5, M)`` per ``M``; ``(seed, 55, M)``
     when the search is restricted to ``tercile_features``)."""
     code = 5 if tercile_features is None else 55
     feats = None if tercile_features is None else tuple(tercile_features)
@@ -518,7 +519,7 @@ def run_table5(*, design: StudyADesign, M_values: Sequence[int], n_trials: int, 
 
 def run_a4(*, design: StudyADesign, M_values: Sequence[int], n_trials: int, R: int = 5, n_draws: int = 2000,
            seed: int = 0, n_jobs: int = 1, backend: str = "loky") -> pd.DataFrame:
-    """Study A4 trial records (``SeedSequence([seed, 44, M])`` per ``M``)."""
+    """Study A4 trial records (``keyed_seed(seed, 44, M)`` per ``M``)."""
     parts = [run_trials(a4_trial, n_trials, seed=config_seed(seed, 44, M), n_jobs=n_jobs, backend=backend,
                         M=int(M), design=design, R=int(R), n_draws=n_draws) for M in M_values]
     return pd.concat(parts, ignore_index=True)
