@@ -376,3 +376,16 @@ def test_cli_profile_with_a_plain_notebook_path_is_refused(tiny_root, tmp_path, 
 def test_catalogue_size():
     n = len(CASES) + len(CLI_CASES) + 3
     assert n >= 40, n
+
+
+def test_selection_skips_candidates_whose_value_is_undefined():
+    """A stability resample can leave the plan's value undefined (NaN) for a candidate; the
+    selection then skips it instead of failing (smoke run of tau_workflow_stress)."""
+    from agentstudies.sasst._engine import _select
+
+    loc = np.array([np.nan, 0.3, 0.1, np.nan])
+    feas = np.array([True, True, True, True])
+    ess = np.ones(4)
+    dist = np.zeros(4)
+    assert _select(loc, feas, ess, dist, "first", 0.0) == 2
+    assert _select(np.full(3, np.nan), np.ones(3, bool), np.ones(3), np.zeros(3), "max_ess", 0.0) == -1

@@ -104,7 +104,8 @@ def test_interrupt_and_failure_leave_the_book_byte_identical(book):
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 130
     lines = [line for line in err.splitlines() if line.strip()]
-    assert lines == ["agentstudies run: interrupted; the book's notebooks and artifacts are unchanged"], err
+    assert lines == ["agentstudies run: interrupted; the interrupted notebook's last good executed copy and "
+                     "artifacts are unchanged"], err
     assert "Traceback" not in err and "\x1b[" not in err
     assert _snapshot(book) == before
     assert not [p for p in (book / "artifacts").iterdir() if p.name.startswith(".staging")]

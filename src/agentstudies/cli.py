@@ -272,8 +272,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"agentstudies {args.command}: error: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
-        print(f"agentstudies {args.command}: interrupted; the book's notebooks and artifacts "
-              "are unchanged", file=sys.stderr, flush=True)
+        print(f"agentstudies {args.command}: interrupted; the interrupted notebook's last good "
+              "executed copy and artifacts are unchanged", file=sys.stderr, flush=True)
         if argv is None:  # the real command: nothing more (no asyncio tracebacks at exit)
             _silence_stderr()
         return 130

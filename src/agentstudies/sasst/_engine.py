@@ -124,8 +124,12 @@ def weight_correlation(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def _select(loc: np.ndarray, feasible: np.ndarray, ess: np.ndarray, dist: np.ndarray,
             tie_rule: str, tol: float) -> int:
-    """Index of the feasible minimizer of ``loc`` under the tie rule, or -1 if none."""
-    idx = np.flatnonzero(feasible)
+    """Index of the feasible minimizer of ``loc`` under the tie rule, or -1 if none.
+
+    A candidate whose ``loc`` is not finite (the plan's value is undefined on this sample,
+    e.g. a stability resample that leaves one cross-fitting half empty) cannot be selected.
+    """
+    idx = np.flatnonzero(feasible & np.isfinite(loc))
     if idx.size == 0:
         return -1
     best = loc[idx].min()
