@@ -321,4 +321,4 @@ def test_result_object_frozen_and_summary(example):
     assert "interaction" in text and "valid_unseen" in text
     frame = res.to_frame()
     assert {"split", "estimand", "estimate", "ci_low", "ci_high", "excluded_share", "flagged"} <= set(frame.columns)
-    assert len(res.input_hash) == 64
+    assert len(res.provenance.inputs["episodes"]) == 64

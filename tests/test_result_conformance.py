@@ -31,7 +31,9 @@ def _all_result_classes() -> list[type]:
         if cls not in seen:
             seen.append(cls)
             todo.extend(cls.__subclasses__())
-    return sorted((c for c in seen if c.__module__.startswith("agentstudies.")), key=lambda c: c.__qualname__)
+    # concrete classes of the package (a shared base without its own _tidy is not one)
+    return sorted((c for c in seen if c.__module__.startswith("agentstudies.") and c._tidy is not Result._tidy),
+                  key=lambda c: c.__qualname__)
 
 
 # ----------------------------------------------------------------- example builders

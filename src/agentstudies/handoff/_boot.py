@@ -12,13 +12,14 @@ into columns ``k*m .. (k+1)*m``, so one matrix product yields the per-stratum to
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Hashable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
 from agentstudies.parallel import keyed_seed
+from agentstudies.results import Result, ResultProvenance
 from agentstudies.stats import bootstrap_counts, paired_cluster_bootstrap, percentile_interval
 
 __all__ = ["UnitStats", "bootstrap_seed", "summarise", "run_bootstrap"]
@@ -59,6 +60,20 @@ def tidy_estimates(table: pd.DataFrame, *, level: float, n: Any) -> pd.DataFrame
     t["level"] = level
     t["n"] = t[n] if isinstance(n, str) else n
     return t
+
+
+@dataclass(frozen=True, eq=False, kw_only=True)
+class HandoffResultBase(Result):
+    """Fields every handoff result shares: checkpoint labels, bootstrap settings,
+    parameters and provenance (construct subclasses by keyword)."""
+
+    base: str
+    treated: str
+    n_draws: int
+    seed: int
+    level: float
+    params: Mapping[str, object] = field(default_factory=dict)
+    provenance: ResultProvenance = field(default_factory=ResultProvenance)
 
 
 @dataclass(frozen=True, eq=False)
@@ -148,7 +163,7 @@ def run_bootstrap(
         raise ValueError(f"chunk must be a positive integer; got {chunk!r}")
     rng = np.random.default_rng(seed_seq)
     with np.errstate(divide="ignore", invalid="ignore"):
-        return paired_cluster_bootstrap(sums, statistic, n_boot=int(n_draws), rng=rng, strata=strata, chunk=int(chunk))
+        return paired_cluster_bootstrap(sums, statistic, n_draws=int(n_draws), rng=rng, strata=strata, chunk=int(chunk))
 
 
 def draw_counts(stats: UnitStats, n_draws: int, seed_seq: np.random.SeedSequence) -> np.ndarray:

@@ -41,13 +41,14 @@ distinct action texts per trajectory.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
 from agentstudies.handoff._boot import (
+    HandoffResultBase,
     bootstrap_seed,
     build_unit_stats,
     check_draws,
@@ -61,7 +62,7 @@ from agentstudies.handoff._boot import (
     warn_flagged,
 )
 from agentstudies.handoff._validate import check_strata, validate_steps, validate_trajectories
-from agentstudies.results import Result, ResultProvenance, make_provenance, renamed_keyword, tidy_rows
+from agentstudies.results import make_provenance, renamed_keyword, tidy_rows
 
 __all__ = [
     "BudgetDiagnostic",
@@ -109,8 +110,8 @@ def default_invalid_action(action: str | None) -> bool:
 
 
 # ------------------------------------------------------------------- budget
-@dataclass(frozen=True, eq=False)
-class BudgetDiagnostic(Result):
+@dataclass(frozen=True, eq=False, kw_only=True)
+class BudgetDiagnostic(HandoffResultBase):
     """Arrival within early-action budgets (Table 7, Figure 10) and by action (Figure 2).
 
     ``to_frame()`` is the tidy table: stratum ``split``, estimands
@@ -138,21 +139,9 @@ class BudgetDiagnostic(Result):
     contrasts: pd.DataFrame
     curve: pd.DataFrame
     reach: pd.DataFrame
-    base: str
-    treated: str
     budgets: tuple[int, ...]
-    n_draws: int
-    seed: int
-    level: float
-    params: Mapping[str, object] = field(default_factory=dict)
-    provenance: ResultProvenance = field(default_factory=ResultProvenance)
 
     title = "Frontier arrival by early-action budget"
-
-    @property
-    def n_boot(self) -> int:
-        """Deprecated alias of :attr:`n_draws`."""
-        return self.n_draws
 
     def _tidy(self) -> pd.DataFrame:
         lv = self.levels.assign(
@@ -434,8 +423,8 @@ def _loop_stats(tr, st, population, base, treated) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-@dataclass(frozen=True, eq=False)
-class FailureAudit(Result):
+@dataclass(frozen=True, eq=False, kw_only=True)
+class FailureAudit(HandoffResultBase):
     """Non-arrival failure-mode audit (App. C).
 
     ``to_frame()`` is the tidy table: stratum ``split``, estimands
@@ -464,20 +453,8 @@ class FailureAudit(Result):
     counts: pd.DataFrame
     step_stats: pd.DataFrame
     loop_share: pd.DataFrame
-    base: str
-    treated: str
-    n_draws: int
-    seed: int
-    level: float
-    params: Mapping[str, object] = field(default_factory=dict)
-    provenance: ResultProvenance = field(default_factory=ResultProvenance)
 
     title = "Non-arrival failure modes"
-
-    @property
-    def n_boot(self) -> int:
-        """Deprecated alias of :attr:`n_draws`."""
-        return self.n_draws
 
     def _tidy(self) -> pd.DataFrame:
         per = self.counts.groupby(["split", "reacher"])["n"].sum()

@@ -25,7 +25,7 @@ seed and all four assignments of a sampled task together, percentile intervals
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Mapping
 
 import numpy as np
@@ -33,6 +33,7 @@ import pandas as pd
 
 from agentstudies._tolerances import EXACT_TOL, IDENTITY_TOL
 from agentstudies.handoff._boot import (
+    HandoffResultBase,
     UnitStats,
     bootstrap_seed,
     build_unit_stats,
@@ -46,7 +47,7 @@ from agentstudies.handoff._boot import (
     tidy_estimates,
     warn_flagged,
 )
-from agentstudies.results import Result, ResultProvenance, make_provenance, renamed_keyword, tidy_rows
+from agentstudies.results import make_provenance, renamed_keyword, tidy_rows
 from agentstudies.handoff._validate import check_strata, validate_episodes
 
 __all__ = [
@@ -486,8 +487,8 @@ def solve_stages(
 
 
 # ------------------------------------------------------------------ result object
-@dataclass(frozen=True, eq=False)
-class HandoffResult(Result):
+@dataclass(frozen=True, eq=False, kw_only=True)
+class HandoffResult(HandoffResultBase):
     """Reach / Solve / interaction estimates of one or more splits, with intervals.
 
     ``to_frame()`` is the tidy table: strata ``split, task_type`` (``task_type`` is
@@ -527,15 +528,8 @@ class HandoffResult(Result):
     by_type: pd.DataFrame
     stages: pd.DataFrame | None
     checks: pd.DataFrame
-    base: str
-    treated: str
-    n_draws: int
-    seed: int
-    level: float
     empty_threshold: float
     chunk: int
-    params: Mapping[str, object] = field(default_factory=dict)
-    provenance: ResultProvenance = field(default_factory=ResultProvenance)
     notes: tuple[str, ...] = ()
 
     title = "Checkpoint handoff"
@@ -543,16 +537,6 @@ class HandoffResult(Result):
     @property
     def splits(self) -> list[str]:
         return sorted(self.assignments["split"].unique())
-
-    @property
-    def n_boot(self) -> int:
-        """Deprecated alias of :attr:`n_draws`."""
-        return self.n_draws
-
-    @property
-    def input_hash(self) -> str:
-        """SHA-256 of the validated episodes (``provenance.inputs["episodes"]``)."""
-        return self.provenance.inputs["episodes"]
 
     def _tidy(self) -> pd.DataFrame:
         tasks = self.by_type.drop_duplicates(["split", "task_type"]).groupby("split")["n_tasks"].sum()

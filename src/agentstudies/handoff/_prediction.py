@@ -23,13 +23,13 @@ excluded and counted (empty-denominator rule).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Mapping
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
 from agentstudies.handoff._boot import (
+    HandoffResultBase,
     UnitStats,
     bootstrap_seed,
     check_draws,
@@ -43,7 +43,7 @@ from agentstudies.handoff._boot import (
 )
 from agentstudies.handoff._estimands import _div, _interaction, _rates, episode_task_stats
 from agentstudies.handoff._validate import check_strata, validate_episodes
-from agentstudies.results import Result, ResultProvenance, make_provenance, renamed_keyword, tidy_rows
+from agentstudies.results import make_provenance, renamed_keyword, tidy_rows
 
 __all__ = ["InteractionPrediction", "predict_interaction", "prediction_design", "prediction_replicates"]
 
@@ -194,8 +194,8 @@ def prediction_replicates(design: _Design, counts: np.ndarray) -> pd.DataFrame:
     return pd.DataFrame(out, columns=names)
 
 
-@dataclass(frozen=True, eq=False)
-class InteractionPrediction(Result):
+@dataclass(frozen=True, eq=False, kw_only=True)
+class InteractionPrediction(HandoffResultBase):
     """Eq. 9 prediction of the interaction, observed value and residual (Table 6).
 
     ``to_frame()`` is the tidy table: stratum ``task_type`` (``"all"`` for the weighted
@@ -220,25 +220,13 @@ class InteractionPrediction(Result):
 
     overall: pd.DataFrame
     by_type: pd.DataFrame
-    base: str
-    treated: str
     weights: str
     external_reacher: str | None
     target_split: str
     external_split: str
-    n_draws: int
-    seed: int
-    level: float
     empty_threshold: float
-    params: Mapping[str, object] = field(default_factory=dict)
-    provenance: ResultProvenance = field(default_factory=ResultProvenance)
 
     title = "Interaction predicted from independent Reach and Solve gaps (Eq. 9)"
-
-    @property
-    def n_boot(self) -> int:
-        """Deprecated alias of :attr:`n_draws`."""
-        return self.n_draws
 
     def _tidy(self) -> pd.DataFrame:
         n_all = int(self.by_type["n_tasks_target"].sum())

@@ -31,20 +31,10 @@ from agentstudies.sasst._data import CONFIRMATION, DISCOVERY, ClusterData, clust
 from agentstudies.sasst._geometry import Geometry, make_geometry
 from agentstudies.sasst._plan import ComparisonPlan
 from agentstudies.sasst._rules import Rule, RuleFamily, UniformRule
-from agentstudies.sasst._slots import (
-    ABSTAINED,
-    CONFIRMED,
-    FAILED_DISCOVERY,
-    FAILED_FEASIBILITY,
-    NOT_CONFIRMED,
-    STATUSES,
-    Slot,
-    recommendation,
-    slot_status,
-)
+from agentstudies.sasst._slots import STATUSES, Slot, recommendation, slot_status
 from agentstudies._tolerances import DEGENERATE_TOL, RADIUS_TOL, SUPPORT_TOL, TINY
 from agentstudies.parallel import keyed_seed
-from agentstudies.results import Result, ResultProvenance, make_provenance, renamed_keyword, tidy_rows
+from agentstudies.results import Result, ResultProvenance, make_provenance, tidy_rows
 from agentstudies.stats import INFERENCE_METHODS, bootstrap_counts, joint_bounds, multiplier_draws
 
 __all__ = [
@@ -196,7 +186,7 @@ def _joint_band(
     zeta = None
     if method in _MULTIPLIER_METHODS and not exact:
         zeta = multiplier_draws(phi.shape[0], n_draws, np.random.default_rng(stream))
-    jb = joint_bounds(phi, estimate, sign, alpha=1.0 - level, method=method, n_slots=n_slots,
+    jb = joint_bounds(phi, estimate, sign, level=level, method=method, n_slots=n_slots,
                       n_draws=n_draws, zeta=zeta, exact=exact, rng=np.random.default_rng(stream))
     return jb.se, jb.bound, float(jb.critical)
 
@@ -300,11 +290,6 @@ class SASSTReport(Result):
     notes: tuple[str, ...] = ()
 
     title = "SASST report"
-
-    @property
-    def alpha(self) -> float:
-        """Familywise one-sided error rate ``1 - level`` (the paper's alpha)."""
-        return 1.0 - self.level
 
     def _tidy(self) -> pd.DataFrame:
         t = self.table.reset_index()
@@ -463,8 +448,6 @@ class SASST:
         Root seed: the split, the stability resamples (one stream per discovery
         specification) and the multipliers use ``keyed_seed(seed, "split")``,
         ``keyed_seed(seed, "stability", k)`` and ``keyed_seed(seed, "multiplier")``.
-    alpha, n_multiplier :
-        Deprecated aliases of ``1 - level`` and ``n_draws``.
 
     Raises
     ------
@@ -489,12 +472,7 @@ class SASST:
         discovery_fraction: float = 0.5,
         exact_multiplier: bool = False,
         seed: int = 0,
-        alpha: float | None = None,
-        n_multiplier: int | None = None,
     ) -> None:
-        if alpha is not None:
-            level = 1.0 - renamed_keyword("SASST", "alpha", alpha, "level", level)
-        n_draws = renamed_keyword("SASST", "n_multiplier", n_multiplier, "n_draws", n_draws)
         self.plan = plan
         self.slots = [s if isinstance(s, Slot) else Slot.from_dict(s) for s in slots]
         if not self.slots:

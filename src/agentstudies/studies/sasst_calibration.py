@@ -334,7 +334,7 @@ def table4_trial(
     oracle: int,
     R_values: Sequence[int] = (5, 20),
     n_draws: int = 2000,
-    alpha: float = 0.05,
+    level: float = 0.95,
     critical: CriticalFn = coordinatewise_critical,
 ) -> list[dict[str, Any]]:
     """One Study A trial at ``M`` clusters: fixed oracle and learned rule, every ``R``.
@@ -344,7 +344,7 @@ def table4_trial(
     discovers the learned rule by Eq. (2) over the 19-rule registry on ``D``, freezes it
     and the oracle rule, and confirms both on ``I``. One multiplier matrix
     ``zeta`` (``n_draws`` x ``|I|``) is shared by all four slots (Appendix C.5), and
-    ``critical(phi, signs, zeta, alpha)`` gives pointwise critical values for the
+    ``critical(phi, signs, zeta, level)`` gives pointwise critical values for the
     fragility direction (``eta = -1``: upper bound) and the opposite one.
 
     Returns
@@ -377,8 +377,8 @@ def table4_trial(
             phis.append(phi)
     phi = np.column_stack(phis)
     signs = -np.ones(phi.shape[1])
-    up = critical(phi, signs, zeta, alpha)
-    lo = critical(phi, -signs, zeta, alpha)
+    up = critical(phi, signs, zeta, level)
+    lo = critical(phi, -signs, zeta, level)
     for rec, cu, cl in zip(recs, up, lo):
         rec["crit_upper"] = float(cu)
         rec["crit_lower"] = float(cl)
@@ -393,7 +393,7 @@ def table5_trial(
     design: StudyADesign,
     R: int = 5,
     n_draws: int = 2000,
-    alpha: float = 0.05,
+    level: float = 0.95,
     tercile_features: Sequence[str] | None = None,
 ) -> list[dict[str, Any]]:
     """One matched trial of the split and the same-data worst-tercile procedures.
@@ -430,7 +430,7 @@ def table5_trial(
                    n_candidates=len(keep))
         recs.append(rec)
         phis.append(phi)
-    crit = coordinatewise_critical(np.column_stack(phis), -np.ones(2), zeta, alpha)
+    crit = coordinatewise_critical(np.column_stack(phis), -np.ones(2), zeta, level)
     for rec, c in zip(recs, crit):
         rec["crit_upper"] = float(c)
     return recs
@@ -454,11 +454,11 @@ def a4_trial(
     design: StudyADesign,
     R: int = 5,
     n_draws: int = 2000,
-    alpha: float = 0.05,
+    level: float = 0.95,
 ) -> list[dict[str, Any]]:
     """One Study A4 trial: the six-slot family, one simultaneous Gaussian multiplier band.
 
-    The critical value is the ``1 - alpha`` quantile of the signed studentized maximum over
+    The critical value is the ``level`` quantile of the signed studentized maximum over
     the support-feasible slots with one multiplier per confirmation cluster shared by all
     slots (Appendix C.5). Returns one record per slot with ``crit`` (shared).
     """
@@ -472,7 +472,7 @@ def a4_trial(
     rep = eng.confirm(disc, I)
     names = list(rep.phi_slots)
     signs = rep.table.loc[names, "sign"].to_numpy(float)
-    crit = simultaneous_critical(rep.phi, signs, zeta, alpha) if names else np.nan
+    crit = simultaneous_critical(rep.phi, signs, zeta, level) if names else np.nan
     recs = []
     for s in slots:
         rec = _slot_record(rep, disc, s.name)

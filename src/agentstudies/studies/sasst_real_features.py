@@ -52,7 +52,6 @@ from agentstudies.sasst import (
     Slot,
     rule_from_dict,
     rule_scores,
-    split_clusters,
     top_weighted_sets,
 )
 from agentstudies.studies.sasst_geometry import informative_columns, recovery_auc, registry_distances

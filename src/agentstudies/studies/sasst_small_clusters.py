@@ -68,7 +68,6 @@ from agentstudies.sasst import (
     Rule,
     Slot,
     ThresholdRule,
-    UniformRule,
     make_geometry,
     rule_scores,
 )
@@ -320,7 +319,7 @@ def _simulate(pool: TauPool, setting: Setting, tasks: np.ndarray, rng: np.random
     return ClusterData(ids, Z, pool.X[tasks], SYSTEMS, pool.feature_names, np.full(len(tasks), N_SEEDS))
 
 
-def _bounds_all_methods(rep, zeta: np.ndarray, alpha: float) -> dict[str, np.ndarray]:
+def _bounds_all_methods(rep, zeta: np.ndarray, level: float) -> dict[str, np.ndarray]:
     names = list(rep.phi_slots)
     if not names:
         return {}
@@ -329,7 +328,7 @@ def _bounds_all_methods(rep, zeta: np.ndarray, alpha: float) -> dict[str, np.nda
     out = {}
     for m in METHODS:
         try:
-            jb = joint_bounds(rep.phi, est, signs, alpha=alpha, method=m, n_slots=len(rep.table), zeta=zeta)
+            jb = joint_bounds(rep.phi, est, signs, level=level, method=m, n_slots=len(rep.table), zeta=zeta)
             out[m] = jb.bound
         except ValueError as exc:  # every slot degenerate: the bound is the estimate
             if "zero contribution variance" not in str(exc):
@@ -349,7 +348,7 @@ def audit_trial(
     radii: Sequence[float],
     n_clusters: int = 40,
     n_draws: int = 2000,
-    alpha: float = 0.05,
+    level: float = 0.95,
 ) -> list[dict[str, Any]]:
     """One small-cluster audit trial: discovery and confirmation on ``n_clusters`` each.
 
@@ -367,7 +366,7 @@ def audit_trial(
                 seed=int(rng.integers(2**31)))
     rep = eng.confirm(eng.discover(D), I)
     zeta = rng.standard_normal((n_draws, n_clusters))
-    bounds = _bounds_all_methods(rep, zeta, alpha)
+    bounds = _bounds_all_methods(rep, zeta, level)
     names = list(rep.phi_slots)
     recs = []
     for s in eng.slots:
@@ -486,7 +485,7 @@ def power_trial(
     base: float = 0.25,
     rho: float = 0.5,
     n_draws: int = 2000,
-    alpha: float = 0.05,
+    level: float = 0.95,
 ) -> list[dict[str, Any]]:
     """Confirmation-only power trial of a planted stressed effect (Table 7).
 
@@ -520,7 +519,7 @@ def power_trial(
     disc = Discovery(frozen, {}, None, 0, ())
     rep = eng.confirm(disc, I)
     zeta = rng.standard_normal((n_draws, design.n_clusters))
-    bounds = _bounds_all_methods(rep, zeta, alpha)
+    bounds = _bounds_all_methods(rep, zeta, level)
     names = list(rep.phi_slots)
     row = rep.table.loc[TARGET_SLOT]
     rec = {"n_clusters": design.n_clusters, "ess_design": design.ess, "ess": float(row["ess"]),
@@ -565,7 +564,7 @@ def positive_control_trial(
     radii: Sequence[float],
     n_clusters: int = 200,
     n_stability: int = 50,
-    alpha: float = 0.05,
+    level: float = 0.95,
 ) -> list[dict[str, Any]]:
     """One positive-control (or null-gate) trial: the full protocol with Bonferroni-t.
 
