@@ -64,6 +64,22 @@ def artifacts_root() -> Path:
     return here / "artifacts"
 
 
+def _run_record() -> dict[str, Any]:
+    """How the runner started this run: ``{"profile": ..., "overrides": {...}}``.
+
+    Set by :func:`agentstudies.runner.run_notebook` through ``$AGENTSTUDIES_RUN``;
+    ``{"profile": "unknown"}`` when the notebook was executed some other way (plain
+    papermill, Jupyter), since then nobody checked the values against a profile.
+    """
+    text = os.environ.get("AGENTSTUDIES_RUN")
+    if not text:
+        return {"profile": "unknown (not run by agentstudies)"}
+    try:
+        return dict(json.loads(text))
+    except (ValueError, TypeError):
+        return {"profile": "unknown", "raw": text}
+
+
 def beside_paper(
     this_run: pd.DataFrame, paper: pd.DataFrame, on: str | list[str]
 ) -> pd.DataFrame:
@@ -270,22 +286,6 @@ class Provenance:
     def __repr__(self) -> str:
         with pd.option_context("display.max_colwidth", None, "display.width", 250):
             return "Provenance of this run\n" + self.table.to_string()
-
-
-def _run_record() -> dict[str, Any]:
-    """How the runner started this run: ``{"profile": ..., "overrides": {...}}``.
-
-    Set by :func:`agentstudies.runner.run_notebook` through ``$AGENTSTUDIES_RUN``;
-    ``{"profile": "unknown"}`` when the notebook was executed some other way (plain
-    papermill, Jupyter), since then nobody checked the values against a profile.
-    """
-    text = os.environ.get("AGENTSTUDIES_RUN")
-    if not text:
-        return {"profile": "unknown (not run by agentstudies)"}
-    try:
-        return dict(json.loads(text))
-    except (ValueError, TypeError):
-        return {"profile": "unknown", "raw": text}
 
 
 def _jsonable(value: Any) -> Any:
