@@ -194,7 +194,9 @@ def test_run_notebook_injects_and_sets_environment(tree):
     assert got["params"] == {"seed": 5, "n_tasks": 2, "labels": ["z"], "n_jobs": 2}
     assert Path(got["cwd"]) == tree / "notebooks"
     assert got["mpl"] == "module://matplotlib_inline.backend_inline"
-    assert Path(got["artifacts"]) == tree / "artifacts"
+    # the kernel writes into a staging folder under the artifacts root; swapped in on success
+    assert Path(got["artifacts"]).parent == tree / "artifacts"
+    assert sorted(p.name for p in (tree / "artifacts").iterdir()) == ["good"]
     assert result.seconds > 0
 
 
@@ -233,7 +235,8 @@ def test_failing_cell_names_notebook_and_cell(tree):
     failing = [c for c in kept.cells if c.get("outputs") and c.outputs[0].get("ename")]
     assert [c.source for c in failing] == ["raise ValueError(f'boom {seed}')"]
     assert str(err.output_path) in str(err)
-    assert not out.exists(), "a stale output must not survive a failing run"
+    # the earlier output is kept byte-identical (the failed run is beside it)
+    assert out.read_text() == "stale output of an earlier run"
 
 
 @pytest.mark.parametrize("bad", [1, 2, 3])
@@ -405,3 +408,144 @@ def test_parameter_types_follow_the_declared_defaults(tmp_path):
                      ("items", 3), ("name", 1)]:
         with pytest.raises(runner.ParameterError, match=f"parameter '{key}' of notebook typed expects"):
             runner.resolve_parameters(path, parameters={key: bad})
+
+
+# ------------------------------------------------------- runs that never damage the book
+def _snapshot(root: Path) -> dict[str, bytes]:
+    """Every file of the book's executed chapters and artifacts, byte for byte."""
+    files = {}
+    for folder in (root / "book" / "chapters", root / "artifacts"):
+        for p in sorted(folder.rglob("*")) if folder.exists() else []:
+            if p.is_file() and not p.name.endswith(".failed.ipynb"):
+                files[str(p.relative_to(root))] = p.read_bytes()
+    return files
+
+
+def test_failed_run_keeps_notebook_and_artifacts_byte_identical(tree):
+    runner.run_notebook("good", {}, root=tree)
+    before = _snapshot(tree)
+    assert "artifacts/good/seen.json" in before
+    bad = tree / "notebooks" / "good.ipynb"
+    nb = nbf.read(bad, as_version=4)
+    nb.cells.append(nbf.v4.new_code_cell("if n_tasks == 0:\n    raise ValueError('n_tasks must be positive')"))
+    nbf.write(nb, bad)
+    with pytest.raises(runner.NotebookExecutionError, match="n_tasks must be positive"):
+        runner.run_notebook("good", {"n_tasks": 0}, root=tree)
+    assert _snapshot(tree) == before
+    assert (tree / "book" / "chapters" / "good.failed.ipynb").is_file()
+    assert not [p for p in (tree / "artifacts").iterdir() if p.name.startswith(".")]  # no staging left
+
+
+def test_output_folder_is_refused_before_running(tree, tmp_path, capsys):
+    folder = tmp_path / "outdir"
+    folder.mkdir()
+    assert cli.main(["run", "good", "--root", str(tree), "-o", str(folder)]) == 1
+    assert "is a folder" in capsys.readouterr().err
+    assert list(folder.iterdir()) == []
+    with pytest.raises(runner.ParameterError, match="must be a .ipynb file"):
+        runner.run_notebook("good", {}, tmp_path / "out.txt", root=tree)
+
+
+def test_notebook_path_gets_its_own_artifacts(tree, tmp_path):
+    variant = tmp_path / "variants" / "my_variant.ipynb"
+    variant.parent.mkdir()
+    shutil.copy(tree / "notebooks" / "good.ipynb", variant)
+    result = runner.run_notebook(variant, {"seed": 3}, root=tree)
+    assert result.output_path == variant.with_name("my_variant.executed.ipynb")
+    assert result.output_path.is_file()
+    assert result.artifacts is not None and result.artifacts.is_dir()
+    assert result.artifacts.parent == variant.with_name("my_variant.executed.artifacts")
+    assert not (tree / "artifacts").exists() and not (tree / "book" / "chapters").exists()
+    assert str(result.artifacts) in result.summary()
+
+
+def test_profile_with_a_notebook_path_is_honoured_or_refused(tree, tmp_path):
+    plain = tmp_path / "plain.ipynb"
+    shutil.copy(tree / "notebooks" / "good.ipynb", plain)
+    with pytest.raises(runner.ParameterError, match="--profile smoke: notebook .*plain.ipynb is not a chapter"):
+        runner.run_notebook(plain, {}, profile="smoke", root=tree)
+    named = make_notebook(tmp_path / "named.ipynb", "seed = 0\nn_tasks = 20\nlabels = ['a']\nn_jobs = 1\n",
+                          ["# Chapter.from_parameters('good', globals())\nresult = n_tasks"])
+    result = runner.run_notebook(named, {}, tmp_path / "named_out.ipynb", profile="smoke", root=tree)
+    assert result.parameters == {"n_tasks": 2, "labels": ["z"]}  # good's smoke profile
+
+
+@pytest.mark.parametrize(
+    "params, match",
+    [
+        ({"n_tasks": None}, "'n_tasks' .* expects int like its default; got None"),
+        ({"labels": ["a", 3]}, "'labels' .* expects str like its default element \\[1\\]; got int 3"),
+        ({"seed": -1}, "'seed' .* non-negative integer seed.*got -1"),
+        ({"n_tasks": -5}, "'n_tasks' .* is a count and must be >= 0; got -5"),
+        ({"n_jobs": 0}, "'n_jobs' .* got 0"),
+    ],
+)
+def test_parameters_checked_up_front(tree, params, match):
+    with pytest.raises(runner.ParameterError, match=match):
+        runner.run_notebook("good", params, root=tree)
+    assert not (tree / "book" / "chapters").exists()
+
+
+def test_list_elements_of_nested_lists_are_checked(tmp_path):
+    nb = make_notebook(tmp_path / "nest.ipynb", "sim_seeds = [0, 1]\ndesigns = [[40, 20]]\nname = 'x'\n", [])
+    with pytest.raises(runner.ParameterError, match="'sim_seeds' .* element \\[0\\]; got str 'a'"):
+        runner.resolve_parameters(nb, parameters={"sim_seeds": ["a", "b"]})
+    with pytest.raises(runner.ParameterError, match="'sim_seeds' .* non-negative"):
+        runner.resolve_parameters(nb, parameters={"sim_seeds": [0, -2]})
+    with pytest.raises(runner.ParameterError, match="'designs' .* element \\[0\\] element \\[1\\]"):
+        runner.resolve_parameters(nb, parameters={"designs": [[40, "x"]]})
+    assert runner.resolve_parameters(nb, parameters={"name": None}) == {"name": None}  # a str may be off
+
+
+def test_unknown_chapter_lists_the_chapters(tree, capsys):
+    assert cli.main(["run", "no_such_chapter", "--root", str(tree)]) == 1
+    err = capsys.readouterr().err
+    assert "no chapter named 'no_such_chapter'" in err and "good, nojobs, broken" in err
+
+
+def test_non_profile_run_is_marked_on_page_and_in_metadata(tree):
+    runner.run_notebook("good", {"n_tasks": 7, "n_jobs": 2}, root=tree)
+    nb = nbf.read(tree / "book" / "chapters" / "good.ipynb", as_version=4)
+    notes = [c for c in nb.cells if runner.NOTE_TAG in c.metadata.get("tags", [])]
+    assert len(notes) == 1 and nb.cells.index(notes[0]) == 1  # right after the title
+    assert "Non-profile run" in notes[0].source and "`n_tasks = 7`" in notes[0].source
+    assert "n_jobs" not in notes[0].source  # n_jobs never changes a table
+    assert nb.metadata["agentstudies"]["overrides"] == {"n_tasks": 7}
+    lines = runner.overwrite_report(["good", "nojobs"], tree)
+    assert "will overwrite 1 executed chapter" in lines[0]
+    assert "NON-PROFILE run: n_tasks=7" in lines[1]
+    # a run at the profile's own values carries no note
+    runner.run_notebook("good", {"n_tasks": 20}, root=tree)
+    nb = nbf.read(tree / "book" / "chapters" / "good.ipynb", as_version=4)
+    assert not [c for c in nb.cells if runner.NOTE_TAG in c.metadata.get("tags", [])]
+    assert "profile quick" in runner.overwrite_report(["good"], tree)[1]
+
+
+def test_book_says_what_it_overwrites(tree):
+    runner.run_notebook("nojobs", {"n": 9}, root=tree)
+    lines: list[str] = []
+    runner.run_book("quick", only=["nojobs"], root=tree, echo=lines.append)
+    text = "\n".join(lines)
+    assert "will overwrite 1 executed chapter" in text and "NON-PROFILE run: n=9" in text
+
+
+def test_build_command_only_builds(tree, capsys, monkeypatch):
+    called = []
+    monkeypatch.setattr(runner, "build_book", lambda root=None, **kw: called.append(root))
+    monkeypatch.setattr(runner, "run_notebook", lambda *a, **k: pytest.fail("build must not execute"))
+    assert cli.main(["build", "--root", str(tree)]) == 0
+    assert called == [tree]
+
+
+def test_relative_artifacts_env_one_rule_for_plain_papermill(tmp_path, monkeypatch):
+    """chapter.artifacts_root resolves a relative folder against $PWD (the shell's folder,
+    which papermill's kernel inherits even with --cwd), the CLI against its cwd: same."""
+    from agentstudies.chapter import artifacts_root
+
+    shell = tmp_path / "shell"
+    (shell / "notebooks").mkdir(parents=True)
+    monkeypatch.setenv("PWD", str(shell))
+    monkeypatch.chdir(shell / "notebooks")  # the kernel's cwd under papermill --cwd notebooks
+    monkeypatch.setenv("AGENTSTUDIES_ARTIFACTS", "rel")
+    assert artifacts_root() == shell / "rel"
+    assert runner.resolve_artifacts_env("rel", shell) == shell / "rel"

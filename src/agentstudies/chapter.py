@@ -42,15 +42,42 @@ INCOMPLETE = "INCOMPLETE"
 
 
 def artifacts_root() -> Path:
-    """Return the directory under which chapters write ``<chapter>/`` artifact folders."""
+    """Return the directory under which chapters write ``<chapter>/`` artifact folders.
+
+    ``$AGENTSTUDIES_ARTIFACTS`` if set; a relative value is relative to the folder where
+    the command was given (the shell's ``$PWD``, which papermill hands to the kernel
+    unchanged even with ``--cwd``; the current folder if ``$PWD`` is unset) -- the same
+    rule as ``agentstudies run`` (see :func:`agentstudies.runner.resolve_artifacts_env`).
+    """
     env = os.environ.get("AGENTSTUDIES_ARTIFACTS")
     if env:
-        return Path(env).expanduser().resolve()
+        path = Path(env).expanduser()
+        if not path.is_absolute():
+            pwd = os.environ.get("PWD")
+            base = Path(pwd) if pwd and Path(pwd).is_dir() else Path.cwd()
+            path = base / path
+        return path.resolve()
     here = Path.cwd().resolve()
     for parent in (here, *here.parents):
         if (parent / "pyproject.toml").is_file() and (parent / "src" / "agentstudies").is_dir():
             return parent / "artifacts"
     return here / "artifacts"
+
+
+def _run_record() -> dict[str, Any]:
+    """How the runner started this run: ``{"profile": ..., "overrides": {...}}``.
+
+    Set by :func:`agentstudies.runner.run_notebook` through ``$AGENTSTUDIES_RUN``;
+    ``{"profile": "unknown"}`` when the notebook was executed some other way (plain
+    papermill, Jupyter), since then nobody checked the values against a profile.
+    """
+    text = os.environ.get("AGENTSTUDIES_RUN")
+    if not text:
+        return {"profile": "unknown (not run by agentstudies)"}
+    try:
+        return dict(json.loads(text))
+    except (ValueError, TypeError):
+        return {"profile": "unknown", "raw": text}
 
 
 def beside_paper(
@@ -217,6 +244,7 @@ class Chapter:
             "input_sha256": dict(self.inputs),
             "outputs": sorted(set(self.outputs)),
             "simulated": self.simulated,
+            "run": _run_record(),
         }
 
     def finish(self) -> "Provenance":

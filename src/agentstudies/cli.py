@@ -34,6 +34,7 @@ examples:
   agentstudies book --only alfworld_handoff          rerun one chapter, rebuild the book
   agentstudies book --profile paper --no-build       execute at paper scale only
   agentstudies run alfworld_handoff -p seed 3 -o /tmp/out.ipynb
+  agentstudies build                                 rebuild the HTML only (executes nothing)
   agentstudies list                                  chapters, parameters and profiles
 """
 
@@ -128,8 +129,12 @@ first failing notebook and keeps it as book/chapters/<name>.failed.ipynb.""",
         description="""\
 Execute one notebook with papermill. Parameters start from the notebook's defaults,
 overridden by --profile, then --jobs, then -p/-r. Every key must be assigned in the
-notebook's cell tagged `parameters`; an unknown key is an error. A failing notebook is
-kept as <OUT stem>.failed.ipynb.""",
+notebook's cell tagged `parameters`; an unknown key, a value of the wrong type (also
+None and list elements) or out of range (a negative seed) is an error before anything
+runs. Nothing is replaced until the run succeeds: a failing or interrupted run leaves the
+earlier notebook and artifacts byte-identical and keeps the partial notebook as
+<OUT stem>.failed.ipynb. A run whose parameters differ from the profile carries a note
+on its page and in its provenance.""",
     )
     run.add_argument("notebook", metavar="NOTEBOOK",
                      help="chapter name (notebooks/NAME.ipynb) or path to a .ipynb file")
@@ -148,13 +153,21 @@ kept as <OUT stem>.failed.ipynb.""",
     run.add_argument("--jobs", type=_positive_int, metavar="N",
                      help="set n_jobs=N if the notebook declares n_jobs")
     run.add_argument("-o", "--output", type=Path, metavar="OUT",
-                     help="where to write the executed notebook (default: "
-                     "book/chapters/<name>.ipynb, the copy the book renders, with tables in "
-                     "artifacts/<name>/); with -o the tables go to OUT's folder as "
+                     help="the executed notebook, a .ipynb file (a folder is refused); default: "
+                     "book/chapters/<name>.ipynb for a chapter, the copy the book renders, with "
+                     "tables in artifacts/<name>/; <stem>.executed.ipynb beside a notebook given "
+                     "by path. Otherwise the tables go to OUT's folder as "
                      "<OUT stem>.artifacts/<name>/ and the book's artifacts stay untouched "
-                     "(AGENTSTUDIES_ARTIFACTS overrides both)")
+                     "(AGENTSTUDIES_ARTIFACTS overrides both; relative = to the current folder)")
     run.add_argument("--log-output", action="store_true", help=LOG_HELP)
 
+    sub.add_parser(
+        "build", parents=[common], help="build the HTML book from the executed chapters only",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="""\
+Render book/chapters/*.ipynb (the executed copies) to book/_build/html with Jupyter
+Book. Executes nothing; fails if a TOC chapter has no executed copy.""",
+    )
     sub.add_parser(
         "list", parents=[common], help="list the chapters, their parameters and profiles",
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -197,6 +210,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_build(args: argparse.Namespace) -> int:
+    runner.build_book(args.root)
+    return 0
+
+
 def _cmd_list(args: argparse.Namespace) -> int:
     root = runner.find_root() if args.root is None else args.root.resolve()
     profiles = runner.load_profiles(root)
@@ -235,27 +253,52 @@ def _cmd_list(args: argparse.Namespace) -> int:
     return status
 
 
-def _raise_interrupt(signum: int, frame: Any) -> None:
-    raise KeyboardInterrupt
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``agentstudies``; returns the exit status (0 ok, 1 error, 2 usage)."""
     args = build_parser().parse_args(argv)  # the only place arguments are read
     # A SIGTERM (timeout, kill) unwinds like Ctrl-C, so papermill shuts the kernel down and
     # takes its worker processes with it instead of leaving them running.
-    signal.signal(signal.SIGTERM, _raise_interrupt)
+    saved = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    signal.signal(signal.SIGTERM, _first_interrupt)
     if getattr(args, "log_output", False):  # papermill logs cell outputs at INFO
         logging.basicConfig(level=logging.INFO, format="%(message)s")
-    commands = {"book": _cmd_book, "run": _cmd_run, "list": _cmd_list}
+    # Ctrl-C raises KeyboardInterrupt even when the shell started us with SIGINT ignored
+    # (a background job); a second Ctrl-C while the run cleans up is ignored.
+    signal.signal(signal.SIGINT, _first_interrupt)
+    commands = {"book": _cmd_book, "run": _cmd_run, "list": _cmd_list, "build": _cmd_build}
     try:
         return commands[args.command](args)
     except (runner.BookError, FileNotFoundError) as exc:
         print(f"agentstudies {args.command}: error: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
+        print(f"agentstudies {args.command}: interrupted; the interrupted notebook's last good "
+              "executed copy and artifacts are unchanged", file=sys.stderr, flush=True)
+        if argv is None:  # the real command: nothing more (no asyncio tracebacks at exit)
+            _silence_stderr()
         return 130
+    finally:
+        for sig, handler in saved.items():
+            signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
+
+
+def _first_interrupt(signum: int, frame: Any) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    raise KeyboardInterrupt
+
+
+def _silence_stderr() -> None:
+    """Send everything written to stderr after the one-line message to /dev/null."""
+    import os
+
+    logging.disable(logging.CRITICAL)
+    sys.unraisablehook = lambda unraisable: None
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, 2)
+    except OSError:  # pragma: no cover
+        pass
 
 
 if __name__ == "__main__":  # pragma: no cover

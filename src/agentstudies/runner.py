@@ -29,8 +29,10 @@ from __future__ import annotations
 
 import ast
 import io
+import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -279,12 +281,13 @@ def resolve_parameters(
     jobs: int | None = None,
     *,
     root: Path | str | None = None,
+    chapter: str | None = None,
 ) -> dict[str, Any]:
     """The parameters papermill will inject into ``notebook`` (defaults are not included).
 
     Merges, lowest precedence first: ``profile``'s entry for the notebook (looked up by
-    file stem in ``notebooks/profiles.yaml``; missing = {}), ``n_jobs=jobs`` if the notebook
-    declares ``n_jobs``, then ``parameters``.
+    ``chapter``, default the file stem, in ``notebooks/profiles.yaml``; missing = {}),
+    ``n_jobs=jobs`` if the notebook declares ``n_jobs``, then ``parameters``.
 
     Raises
     ------
@@ -299,7 +302,7 @@ def resolve_parameters(
     merged: dict[str, Any] = {}
     sources: dict[str, str] = {}
     if profile is not None:
-        prof = load_profiles(root).get(path.stem, {}).get(profile, {})
+        prof = load_profiles(root).get(chapter or path.stem, {}).get(profile, {})
         merged.update(prof)
         sources.update({k: f"profile {profile!r} in notebooks/profiles.yaml" for k in prof})
     if jobs is not None and "n_jobs" in declared:
@@ -318,57 +321,128 @@ def resolve_parameters(
 
 
 def _check_type(notebook: str, param: Parameter, value: Any, source: str) -> None:
-    """Reject a value whose type cannot stand for the declared default's.
+    """Reject a value whose type or range cannot stand for the declared default's.
 
     The default's type is read from its literal (``0`` -> int, ``0.5`` -> float,
     ``"x"`` -> str, ``[..]`` -> list, ``{..}`` -> dict, ``True`` -> bool). An int is
-    accepted for a float; ``None`` is accepted everywhere (an explicit "off"); a default
-    that is not a literal, or is ``None``, accepts anything.
+    accepted for a float. ``None`` is accepted only where the default is ``None`` or a
+    string (an explicit "off", e.g. ``compare_encoder: null``); ``-p n_tasks None`` is an
+    error. A list default whose elements share one type checks every element of the
+    value against it, recursively (``-p sim_seeds [a,b]`` is an error naming the element).
+    Ranges: ``seed``, ``*_seed`` and the elements of ``*_seeds`` are integers >= 0 (numpy
+    refuses negative seeds); a count ``n_*`` is >= 0 (``n_jobs``: non-zero). A default
+    that is not a literal accepts anything.
     """
     try:
         default = ast.literal_eval(param.default)
     except (ValueError, SyntaxError, TypeError):
         return
-    if value is None or default is None:
-        return
-    if isinstance(default, bool):
-        ok = isinstance(value, bool)
-    elif isinstance(default, int):
-        ok = isinstance(value, int) and not isinstance(value, bool)
-    elif isinstance(default, float):
-        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
-    elif isinstance(default, str):
-        ok = isinstance(value, str)
-    elif isinstance(default, (list, tuple)):
-        ok = isinstance(value, (list, tuple))
-    elif isinstance(default, dict):
-        ok = isinstance(value, dict)
-    else:
-        return
-    if not ok:
+    problem = _type_problem(default, value, "")
+    if problem is None:
+        problem = _range_problem(param.name, value)
+    if problem is not None:
         raise ParameterError(
-            f"parameter {param.name!r} of notebook {notebook} expects {type(default).__name__} like its "
-            f"default {param.default}; got {type(value).__name__} {value!r} (from {source})"
+            f"parameter {param.name!r} of notebook {notebook} {problem} (from {source}); "
+            f"default: {param.default}"
         )
 
 
+def _kind(default: Any) -> str:
+    return {bool: "bool", int: "int", float: "float", str: "str", list: "list", tuple: "list",
+            dict: "dict"}.get(type(default), "")
+
+
+def _type_problem(default: Any, value: Any, where: str) -> str | None:
+    """Why ``value`` cannot stand for ``default`` (None: it can); ``where`` names an element."""
+    if default is None:
+        return None
+    kind = _kind(default)
+    if not kind:
+        return None
+    if value is None:
+        if kind == "str" and not where:
+            return None
+        return f"expects {kind} like its default{where}; got None"
+    ok = {
+        "bool": lambda v: isinstance(v, bool),
+        "int": lambda v: isinstance(v, int) and not isinstance(v, bool),
+        "float": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
+        "str": lambda v: isinstance(v, str),
+        "list": lambda v: isinstance(v, (list, tuple)),
+        "dict": lambda v: isinstance(v, dict),
+    }[kind](value)
+    if not ok:
+        return f"expects {kind} like its default{where}; got {type(value).__name__} {value!r}"
+    if kind == "list" and default:
+        kinds = {_kind(d) for d in default}
+        if len(kinds) == 1 and "" not in kinds:
+            proto = default[0]
+            for i, item in enumerate(value):
+                inner = _type_problem(proto, item, f"{where} element [{i}]")
+                if inner is not None:
+                    return inner
+    return None
+
+
+def _range_problem(name: str, value: Any) -> str | None:
+    def ints(v: Any) -> list[int]:
+        if isinstance(v, (list, tuple)):
+            return [x for item in v for x in ints(item)]
+        return [v] if isinstance(v, int) and not isinstance(v, bool) else []
+
+    if name == "seed" or name.endswith("_seed") or name.endswith("_seeds"):
+        bad = [v for v in ints(value) if v < 0]
+        if bad:
+            return f"must be a non-negative integer seed (numpy refuses negative seeds); got {bad[0]}"
+    elif name == "n_jobs":
+        if value == 0:
+            return "must be a positive number of workers (or -1 for all cores); got 0"
+    elif name.startswith("n_") and isinstance(value, (int, float)) and not isinstance(value, bool):
+        if value < 0:
+            return f"is a count and must be >= 0; got {value}"
+    return None
+
+
 # ------------------------------------------------------------------------ execution
+def resolve_artifacts_env(value: str | os.PathLike[str], base: Path | None = None) -> Path:
+    """Absolute form of an ``AGENTSTUDIES_ARTIFACTS`` value -- one rule for the CLI and
+    plain papermill: a relative folder is relative to the folder where the command was
+    given. The ``agentstudies`` process never changes folder, so that is its cwd (the
+    default ``base``); it hands the kernel the absolute path. A kernel started by plain
+    papermill may run elsewhere (``--cwd notebooks``), so :func:`agentstudies.chapter.
+    artifacts_root` resolves against the shell's ``$PWD``, which papermill passes on
+    unchanged.
+    """
+    path = Path(value).expanduser()
+    if not path.is_absolute():
+        path = (base or Path.cwd()) / path
+    return path.resolve()
+
+
 @contextmanager
-def _kernel_env(root: Path, artifacts: Path | None = None, notebook: Path | None = None) -> Iterator[None]:
+def _kernel_env(root: Path, artifacts: Path | None = None, notebook: Path | None = None,
+                run_info: Mapping[str, Any] | None = None) -> Iterator[None]:
     """Environment inherited by the kernel: artifacts folder and a non-GUI matplotlib.
 
     The backend is matplotlib's inline backend (what ipykernel uses when MPLBACKEND is
     unset), not ``Agg``: it never opens a window either, but unlike ``Agg`` it puts the
     figures into the executed notebook, so they appear in the book. A user's own
     MPLBACKEND (``TkAgg``, ``Agg``...) would drop them, hence it is always overridden.
+    ``AGENTSTUDIES_RUN`` (JSON: profile and non-profile parameters) reaches the chapter's
+    provenance.
     """
-    saved = {k: os.environ.get(k) for k in ("AGENTSTUDIES_ARTIFACTS", "MPLBACKEND", "AGENTSTUDIES_NOTEBOOK")}
+    keys = ("AGENTSTUDIES_ARTIFACTS", "MPLBACKEND", "AGENTSTUDIES_NOTEBOOK", "AGENTSTUDIES_RUN")
+    saved = {k: os.environ.get(k) for k in keys}
     # absolute, since the kernel's cwd is the notebooks folder
-    artifacts = Path(saved["AGENTSTUDIES_ARTIFACTS"] or artifacts or root / "artifacts").expanduser().resolve()
+    artifacts = Path(artifacts or root / "artifacts").expanduser().resolve()
     os.environ["AGENTSTUDIES_ARTIFACTS"] = str(artifacts)
     os.environ["MPLBACKEND"] = INLINE_BACKEND
     if notebook is not None:  # Chapter.from_parameters reads this notebook's parameters cell
         os.environ["AGENTSTUDIES_NOTEBOOK"] = str(Path(notebook).resolve())
+    if run_info is not None:
+        os.environ["AGENTSTUDIES_RUN"] = json.dumps(run_info, default=repr, sort_keys=True)
+    else:
+        os.environ.pop("AGENTSTUDIES_RUN", None)
     try:
         yield
     finally:
@@ -432,15 +506,179 @@ def strip_widgets(notebook: Path | str) -> int:
     return removed
 
 
-def _notebook_path(name_or_path: Path | str, root: Path) -> Path:
+def _notebook_path(name_or_path: Path | str, root: Path) -> tuple[Path, bool]:
+    """The notebook to run and whether it is a book chapter (``notebooks/<name>.ipynb``).
+
+    Raises
+    ------
+    UnknownChapterError
+        For a chapter name without notebook (lists the chapters) or a missing file.
+    """
     text = str(name_or_path)
     if text.endswith(".ipynb") or os.sep in text or "/" in text:
-        path = Path(text).resolve()
-    else:
-        path = root / "notebooks" / f"{text}.ipynb"
+        path = Path(text).expanduser().resolve()
+        if not path.is_file():
+            raise UnknownChapterError(f"notebook {path} does not exist")
+        chapter_file = root / "notebooks" / path.name
+        return path, chapter_file.is_file() and chapter_file.resolve() == path
+    path = root / "notebooks" / f"{text}.ipynb"
     if not path.is_file():
-        raise UnknownChapterError(f"notebook {path} does not exist")
-    return path
+        try:
+            chapters = toc_chapters(root)
+        except BookError:
+            chapters = []
+        raise UnknownChapterError(
+            f"no chapter named {text!r} (notebook {path} does not exist); chapters in "
+            f"book/_toc.yml: {', '.join(chapters) or '(none)'}; or give a path to a .ipynb file"
+        )
+    return path, True
+
+
+_CHAPTER_CALL = re.compile(r"""Chapter(?:\.from_parameters)?\(\s*["']([A-Za-z0-9_\-]+)["']""")
+
+
+def chapter_of(notebook: Path | str) -> str | None:
+    """The chapter name a notebook passes to ``Chapter(...)``/``Chapter.from_parameters``."""
+    try:
+        nb = nbformat.read(Path(notebook), as_version=4)
+    except Exception:  # noqa: BLE001 - unreadable: no chapter
+        return None
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            found = _CHAPTER_CALL.search(cell.source)
+            if found:
+                return found.group(1)
+    return None
+
+
+def _check_output(output_path: Path | str) -> Path:
+    text = str(output_path)
+    out = Path(text).expanduser()
+    if out.is_dir() or text.endswith(("/", os.sep)):
+        raise ParameterError(
+            f"-o {text}: is a folder; give the executed notebook's file name, e.g. "
+            f"{out / 'out.ipynb'}"
+        )
+    if out.suffix != ".ipynb":
+        raise ParameterError(f"-o {text}: the executed notebook must be a .ipynb file")
+    if out.parent.exists() and not out.parent.is_dir():
+        raise ParameterError(f"-o {text}: {out.parent} is not a folder")
+    return out.resolve()
+
+
+def _literal(text: str) -> Any:
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError, TypeError):
+        return text
+
+
+def run_note(path: Path, profile: str | None, params: Mapping[str, Any], *,
+             chapter: str | None = None, root: Path | None = None) -> dict[str, Any]:
+    """What a run's page and provenance record about its parameters.
+
+    ``{"profile": P, "overrides": {name: value}}`` where ``P`` is the profile the run
+    started from (``quick``, i.e. the notebook's defaults, when none was given) and
+    ``overrides`` the injected values that differ from that profile (``n_jobs`` is left
+    out: it never changes a table).
+    """
+    base_profile = profile or "quick"
+    declared = declared_parameters(path)
+    base = {k: _literal(p.default) for k, p in declared.items()}
+    base.update(load_profiles(root).get(chapter or path.stem, {}).get(base_profile, {}))
+    overrides = {k: v for k, v in params.items() if k != "n_jobs" and base.get(k) != v}
+    return {"profile": base_profile, "overrides": overrides, "chapter": chapter or path.stem}
+
+
+NOTE_TAG = "agentstudies-run-note"
+
+
+def _note_cell(info: Mapping[str, Any]) -> Any:
+    prof = info["profile"]
+    if info["overrides"]:
+        items = ", ".join(f"`{k} = {v!r}`" for k, v in info["overrides"].items())
+        body = (f"This page was executed with parameters outside the `{prof}` profile of "
+                f"`notebooks/profiles.yaml`: {items}. Its numbers are not those of the "
+                f"book's profile run; `agentstudies book --only {info.get('chapter', '<chapter>')}` restores it.")
+        title = "Non-profile run"
+    else:
+        body = (f"This page was executed at the `{prof}` profile of `notebooks/profiles.yaml` "
+                f"(the book's default is `quick`).")
+        title = f"Profile {prof}"
+    cell = nbformat.v4.new_markdown_cell(
+        f"```{{admonition}} {title}\n:class: warning\n{body}\n```"
+    )
+    cell.metadata["tags"] = [NOTE_TAG]
+    return cell
+
+
+def _mark_notebook(nb_path: Path, info: Mapping[str, Any]) -> None:
+    """Record the run in the executed notebook: metadata always, a visible note cell after
+    the title when the run is not at the ``quick`` profile or has non-profile parameters."""
+    nb = nbformat.read(nb_path, as_version=4)
+    nb.metadata["agentstudies"] = json.loads(json.dumps(dict(info), default=repr))
+    nb.cells = [c for c in nb.cells if NOTE_TAG not in c.metadata.get("tags", [])]
+    if info["overrides"] or info["profile"] != "quick":
+        nb.cells.insert(1 if nb.cells else 0, _note_cell(info))
+    nbformat.write(nb, nb_path)
+
+
+def executed_run_info(executed: Path) -> dict[str, Any] | None:
+    """The run record an executed notebook carries (``None``: none or unreadable)."""
+    try:
+        return dict(nbformat.read(executed, as_version=4).metadata.get("agentstudies") or {}) or None
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Atomically exchange two existing paths (Linux ``renameat2(RENAME_EXCHANGE)``)."""
+    if sys.platform != "linux":
+        return False
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        fn = libc.renameat2
+    except (OSError, AttributeError):
+        return False
+    AT_FDCWD, RENAME_EXCHANGE = -100, 2
+    return fn(AT_FDCWD, os.fsencode(a), AT_FDCWD, os.fsencode(b), RENAME_EXCHANGE) == 0
+
+
+def _swap_in(staged: Path, target: Path) -> None:
+    """Put the folder ``staged`` at ``target``; the old ``target`` is removed afterwards.
+
+    On Linux the two folders are exchanged in one atomic step, so ``target`` always holds
+    either the complete old or the complete new artifacts.
+    """
+    import shutil
+
+    if target.exists():
+        if not _exchange(staged, target):
+            old = target.with_name(f".{target.name}.old-{os.getpid()}")
+            target.rename(old)
+            staged.rename(target)
+            shutil.rmtree(old, ignore_errors=True)
+            return
+        shutil.rmtree(staged, ignore_errors=True)  # now holds the old artifacts
+    else:
+        staged.rename(target)
+
+
+@contextmanager
+def _signals_blocked() -> Iterator[None]:
+    """Hold SIGINT/SIGTERM while the finished run is committed (a few renames)."""
+    sigs = {signal.SIGINT, signal.SIGTERM}
+    try:
+        old = signal.pthread_sigmask(signal.SIG_BLOCK, sigs)
+    except (AttributeError, ValueError, OSError):  # pragma: no cover - not POSIX / thread
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 def run_notebook(
@@ -457,68 +695,140 @@ def run_notebook(
 
     ``name_or_path`` is a chapter name (``notebooks/<name>.ipynb``) or a path to an
     ``.ipynb``. Injected parameters come from :func:`resolve_parameters`. The kernel
-    (``python3``) runs with cwd = the notebook's folder, ``AGENTSTUDIES_ARTIFACTS`` =
-    ``<root>/artifacts`` unless already set, and matplotlib's non-GUI inline backend
-    (``MPLBACKEND=Agg`` would keep figures out of the executed notebook).
+    (``python3``) runs with cwd = the notebook's folder and matplotlib's non-GUI inline
+    backend (``MPLBACKEND=Agg`` would keep figures out of the executed notebook).
 
-    Tables and figures go to ``artifacts/<name>/`` under the artifacts root:
-    ``$AGENTSTUDIES_ARTIFACTS`` if set; otherwise, when ``output_path`` is given (an
-    ad-hoc rerun), ``<output folder>/<output stem>.artifacts`` so the book's own
-    ``<root>/artifacts`` are not overwritten; otherwise ``<root>/artifacts``.
+    Where things go:
 
-    The output (default ``<root>/book/chapters/<name>.ipynb``) is written only when the
-    run succeeds. On failure the partially executed notebook is kept as
-    ``<output stem>.failed.ipynb`` and an earlier output is removed, so the book never
-    shows results of code that no longer runs (on Ctrl-C the earlier output stays).
+    * a book chapter without ``output_path``: ``book/chapters/<name>.ipynb``, tables in
+      ``<root>/artifacts/<chapter>/``;
+    * with ``output_path`` (``-o OUT.ipynb``; a folder is refused before running): OUT,
+      tables in ``<OUT folder>/<OUT stem>.artifacts/<chapter>/``;
+    * a notebook path that is not a book chapter: ``<its folder>/<stem>.executed.ipynb``,
+      tables in ``<stem>.executed.artifacts/`` beside it -- never the book's. ``profile``
+      is then looked up under the chapter the notebook names in its
+      ``Chapter.from_parameters("<chapter>", ...)`` call, and refused if it names none.
+
+    ``$AGENTSTUDIES_ARTIFACTS`` overrides the artifacts root (a relative value is relative
+    to the folder the command was given in, see :func:`resolve_artifacts_env`).
+
+    Nothing that exists is touched until the run succeeds: the kernel writes into a
+    staging folder beside the artifacts and papermill into ``<OUT stem>.partial.ipynb``;
+    on success each artifacts folder is swapped in atomically, then the notebook. On a
+    failing cell, a dead kernel or an interrupt (Ctrl-C, SIGTERM) the earlier notebook and
+    artifacts stay byte-identical; the partially executed notebook is kept as
+    ``<OUT stem>.failed.ipynb`` for inspection and the staged artifacts are removed.
+
+    A run whose parameters differ from its profile, or at a profile other than ``quick``,
+    gets a visible note cell after the title of the executed notebook (an admonition) and
+    the record in the notebook's metadata and in the chapter's provenance (``run``).
 
     Raises
     ------
     ParameterError
-        See :func:`resolve_parameters` (raised before any execution).
+        See :func:`resolve_parameters`; also a folder as ``output_path``, or ``profile``
+        for a notebook that names no chapter (all raised before any execution).
     UnknownChapterError
-        If the notebook does not exist.
+        If the notebook does not exist (lists the chapters for an unknown name).
     NotebookExecutionError
         If a cell raises (names the notebook, the source cell index and the exception).
     """
+    import shutil
+    import uuid
+
     import papermill as pm  # slow import: only when executing
 
     root = _root(root)
-    path = _notebook_path(name_or_path, root)
-    params = resolve_parameters(path, profile, parameters, jobs, root=root)
-    out = Path(output_path) if output_path else root / "book" / "chapters" / f"{path.stem}.ipynb"
+    path, is_chapter = _notebook_path(name_or_path, root)
+    if output_path is not None:
+        out = _check_output(output_path)
+    elif is_chapter:
+        out = root / "book" / "chapters" / f"{path.stem}.ipynb"
+    else:
+        out = path.with_name(f"{path.stem}.executed.ipynb")
+    chapter = path.stem
+    if not is_chapter:
+        named = chapter_of(path)
+        profiled = named if named in load_profiles(root) else None
+        if profile is not None and profiled is None:
+            raise ParameterError(
+                f"--profile {profile}: notebook {path} is not a chapter of notebooks/"
+                f"profiles.yaml{' and names chapter ' + repr(named) + ' which has no profiles' if named else ' and names no chapter'}"
+                "; run it without --profile and set parameters with -p"
+            )
+        chapter = profiled or path.stem
+    params = resolve_parameters(path, profile, parameters, jobs, root=root, chapter=chapter)
+    info = run_note(path, profile, params, chapter=chapter, root=root)
     out = out.resolve()
+    book_out = is_chapter and output_path is None
+    if os.environ.get("AGENTSTUDIES_ARTIFACTS"):
+        art_root = resolve_artifacts_env(os.environ["AGENTSTUDIES_ARTIFACTS"])
+    elif book_out:
+        art_root = root / "artifacts"
+    else:
+        art_root = out.parent / f"{out.stem}.artifacts"
+    art_root = art_root.resolve()
     out.parent.mkdir(parents=True, exist_ok=True)
+    art_root.mkdir(parents=True, exist_ok=True)
     partial = out.with_name(f"{out.stem}.partial.ipynb")
     failed = out.with_name(f"{out.stem}.failed.ipynb")
-    failed.unlink(missing_ok=True)
-    art_root = out.parent / f"{out.stem}.artifacts" if output_path else root / "artifacts"
-    if os.environ.get("AGENTSTUDIES_ARTIFACTS"):
-        art_root = Path(os.environ["AGENTSTUDIES_ARTIFACTS"]).expanduser()
-    art_root = art_root.resolve()
+    staging = art_root / f".staging-{path.stem}-{uuid.uuid4().hex[:8]}"
+    staging.mkdir()
     t0 = time.perf_counter()
+    committed: list[Path] = []
     try:
-        with _kernel_env(root, art_root, path), _quiet_progress():
-            pm.execute_notebook(
-                str(path), str(partial), parameters=params, kernel_name=KERNEL,
-                cwd=str(path.parent), progress_bar=False, log_output=log_output,
-                extra_arguments=["--IPKernelApp.log_level=CRITICAL"],  # silence kernel chatter
-            )
-    except BaseException as exc:
-        if partial.exists():
-            partial.replace(failed)
-        if isinstance(exc, KeyboardInterrupt) or not failed.exists():
-            raise  # interrupted (earlier output kept), or nothing ran at all
-        out.unlink(missing_ok=True)
-        if isinstance(exc, pm.PapermillExecutionError):
-            ename, evalue, index = exc.ename, exc.evalue, exc.cell_index
-        else:  # e.g. nbclient's DeadKernelError (kernel crashed or ran out of memory)
-            ename, evalue, index = type(exc).__name__, str(exc), -1
-        raise NotebookExecutionError(
-            path.stem, _source_index(failed, index), ename, evalue, failed
-        ) from None
-    strip_widgets(partial)  # no widget (progress bar) may reach the book: it needs a CDN
-    partial.replace(out)
-    return RunResult(path.stem, path, out, params, time.perf_counter() - t0, art_root / path.stem)
+        try:
+            with _kernel_env(root, staging, path, info), _quiet_progress():
+                pm.execute_notebook(
+                    str(path), str(partial), parameters=params, kernel_name=KERNEL,
+                    cwd=str(path.parent), progress_bar=False, log_output=log_output,
+                    extra_arguments=["--IPKernelApp.log_level=CRITICAL"],  # silence kernel chatter
+                )
+        except BaseException as exc:
+            if partial.exists():
+                partial.replace(failed)
+            if isinstance(exc, KeyboardInterrupt) or not failed.exists():
+                raise  # interrupted, or nothing ran at all; earlier output kept either way
+            if isinstance(exc, pm.PapermillExecutionError):
+                ename, evalue, index = exc.ename, exc.evalue, exc.cell_index
+            else:  # e.g. nbclient's DeadKernelError (kernel crashed or ran out of memory)
+                ename, evalue, index = type(exc).__name__, str(exc), -1
+            raise NotebookExecutionError(
+                path.stem, _source_index(failed, index), ename, evalue, failed
+            ) from None
+        strip_widgets(partial)  # no widget (progress bar) may reach the book: it needs a CDN
+        _hide_injected_parameters(partial)
+        _mark_notebook(partial, info)
+        with _signals_blocked():  # commit: artifacts first, then the notebook
+            for entry in sorted(staging.iterdir()):
+                if entry.is_dir():
+                    _swap_in(entry, art_root / entry.name)
+                    committed.append(art_root / entry.name)
+            partial.replace(out)
+            failed.unlink(missing_ok=True)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+        partial.unlink(missing_ok=True)
+    named_dir = [c for c in committed if c.name == chapter] or committed
+    return RunResult(path.stem, path, out, params, time.perf_counter() - t0,
+                     named_dir[0] if named_dir else None)
+
+
+def _hide_injected_parameters(executed: Path) -> None:
+    """Tag papermill's ``injected-parameters`` cell ``remove-cell`` so the book omits it.
+
+    The values it injected are recorded in the chapter's provenance table; the page keeps
+    the notebook's own ``parameters`` cell (the quick-profile defaults).
+    """
+    nb = nbformat.read(executed, as_version=4)
+    changed = False
+    for cell in nb.cells:
+        tags = cell.metadata.get("tags", [])
+        if "injected-parameters" in tags and "remove-cell" not in tags:
+            cell.metadata["tags"] = [*tags, "remove-cell"]
+            changed = True
+    if changed:
+        nbformat.write(nb, executed)
 
 
 def _source_index(executed: Path, cell_index: int) -> int:
@@ -582,6 +892,8 @@ def run_book(
         )
     for chapter in chapters:  # validate everything before running anything
         resolve_parameters(root / "notebooks" / f"{chapter}.ipynb", profile, None, jobs, root=root)
+    for line in overwrite_report(chapters, root):
+        echo(line)
     results = []
     t0 = time.perf_counter()
     for i, chapter in enumerate(chapters, 1):
@@ -591,6 +903,28 @@ def run_book(
         results.append(result)
     echo(f"executed {len(results)} chapter(s) in {time.perf_counter() - t0:.1f} s")
     return results
+
+
+def overwrite_report(chapters: Sequence[str], root: Path | str | None = None) -> list[str]:
+    """Lines saying which executed chapters a book run will replace, and how each was run.
+
+    A copy made at non-profile parameters (``agentstudies run NAME -p ...``) is named with
+    its parameters, so ``agentstudies book`` never overwrites one silently.
+    """
+    root = _root(root)
+    lines = []
+    for chapter in chapters:
+        executed = root / "book" / "chapters" / f"{chapter}.ipynb"
+        if not executed.is_file():
+            continue
+        info = executed_run_info(executed) or {}
+        how = f"profile {info.get('profile', 'unknown')}"
+        if info.get("overrides"):
+            how = "NON-PROFILE run: " + ", ".join(f"{k}={v!r}" for k, v in info["overrides"].items())
+        lines.append(f"    {executed.relative_to(root)} ({how}), artifacts/{chapter}/")
+    if lines:
+        lines.insert(0, f"will overwrite {len(lines)} executed chapter(s) and their artifacts, each only once its new run succeeds:")
+    return lines
 
 
 # -------------------------------------------------------------------------- the book

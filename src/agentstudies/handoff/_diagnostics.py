@@ -61,7 +61,7 @@ from agentstudies.handoff._boot import (
     tidy_estimates,
     warn_flagged,
 )
-from agentstudies.handoff._validate import validate_steps, validate_trajectories
+from agentstudies.handoff._validate import check_strata, validate_steps, validate_trajectories
 from agentstudies.results import make_provenance, renamed_keyword, tidy_rows
 
 __all__ = [
@@ -186,6 +186,7 @@ def budget_diagnostic(
     level: float = 0.95,
     chunk: int = 20_000,
     n_boot: int | None = None,
+    allow_singleton_strata: bool = False,
 ) -> BudgetDiagnostic:
     """Arrival within early-action budgets with task-stratified paired intervals (App. C).
 
@@ -210,6 +211,9 @@ def budget_diagnostic(
     n_draws = check_draws(renamed_keyword("budget_diagnostic", "n_boot", n_boot, "n_draws", n_draws))
     check_level(level, 0.0)
     df = validate_trajectories(trajectories, base=base, treated=treated)
+    if n_draws > 0:  # task_type sets the bootstrap strata (see analyze_handoff)
+        check_strata(df, "trajectories", allow_singleton_strata=allow_singleton_strata,
+                     where="budget_diagnostic")
     budgets, cross = _check_budgets(budgets, cross, base, treated)
     parts = [_budget_split(split, g, budgets=budgets, cross=cross, run_budget=run_budget, base=base,
                            treated=treated, n_draws=n_draws, seed=seed, level=level, chunk=chunk)

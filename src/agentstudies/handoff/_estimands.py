@@ -48,7 +48,7 @@ from agentstudies.handoff._boot import (
     warn_flagged,
 )
 from agentstudies.results import make_provenance, renamed_keyword, tidy_rows
-from agentstudies.handoff._validate import validate_episodes
+from agentstudies.handoff._validate import check_strata, validate_episodes
 
 __all__ = [
     "HandoffResult",
@@ -530,6 +530,7 @@ class HandoffResult(HandoffResultBase):
     checks: pd.DataFrame
     empty_threshold: float
     chunk: int
+    notes: tuple[str, ...] = ()
 
     title = "Checkpoint handoff"
 
@@ -563,9 +564,11 @@ class HandoffResult(HandoffResultBase):
         lines = [
             f"Checkpoint handoff: reacher x solver over {{{self.base}, {self.treated}}} "
             f"(base={self.base}, treated={self.treated})",
-            f"task-stratified paired bootstrap: {self.n_draws:,} resamples, {pct} percentile "
-            f"intervals, seed {self.seed}; rates in %, contrasts in points",
+            f"task-stratified paired bootstrap (strata: task_type within split): {self.n_draws:,} "
+            f"resamples, two-sided {pct} percentile intervals [lower, upper], seed {self.seed}; "
+            "rates in %, contrasts in points",
         ]
+        lines += [f"note: {n}" for n in self.notes]
         for split in self.splits:
             lines += self._split_summary(split)
         return "\n".join(lines)
@@ -619,6 +622,7 @@ def analyze_handoff(
     prespecified: str | None = None,
     chunk: int = 20_000,
     n_boot: int | None = None,
+    allow_singleton_strata: bool = False,
 ) -> HandoffResult:
     """Every handoff estimand of every split, with task-stratified paired intervals.
 
@@ -645,6 +649,11 @@ def analyze_handoff(
         ``delta_solve_prespecified`` = Delta_solve(mu_D) (Sec. 3.2).
     chunk : int
         Resamples per vectorized block (memory ~ chunk x n_tasks).
+    allow_singleton_strata : bool
+        ``task_type`` sets the bootstrap strata (tasks are resampled within their type);
+        a type with fewer than two tasks in a split is an error (its resample never
+        varies, so intervals are too narrow) unless this is True; then it is noted in
+        ``notes`` and warned.
 
     Estimands (``estimates.estimand``; fractions)
     ----------------------------------------------
@@ -667,12 +676,15 @@ def analyze_handoff(
     Raises
     ------
     KeyError, ValueError
-        Invalid episodes (see :func:`validate_episodes`), bad parameters, or a failed
-        identity (J = A C, Eq. 3, Eq. 4 = Eq. 8).
+        Invalid episodes (see :func:`validate_episodes`), bad parameters, a task type
+        with fewer than two tasks (see ``allow_singleton_strata``), or a failed identity
+        (J = A C, Eq. 3, Eq. 4 = Eq. 8).
     """
     n_draws = check_draws(renamed_keyword("analyze_handoff", "n_boot", n_boot, "n_draws", n_draws))
     check_level(level, empty_threshold)
     df = validate_episodes(episodes, base=base, treated=treated, prespecified=prespecified)
+    notes = check_strata(df, "episodes", allow_singleton_strata=allow_singleton_strata,
+                         where="analyze_handoff") if n_draws > 0 else []
     assign = assignment_table(df, base=base, treated=treated, validate=False)
     inter = interaction_terms(assign, base=base, treated=treated)
     stages = solve_stages(df, base=base, treated=treated, validate=False) if "bridge" in df.columns else None
@@ -691,12 +703,13 @@ def analyze_handoff(
     if n_draws > 0:
         warn_flagged(estimates, "analyze_handoff", empty_threshold)
     params = dict(base=base, treated=treated, n_draws=n_draws, seed=seed, level=level,
-                  empty_threshold=empty_threshold, prespecified=prespecified, chunk=chunk)
+                  empty_threshold=empty_threshold, prespecified=prespecified, chunk=chunk,
+                  allow_singleton_strata=allow_singleton_strata)
     return HandoffResult(
         assignments=assign, estimates=estimates, by_type=pd.concat(type_frames, ignore_index=True),
         stages=stages, checks=checks, base=base, treated=treated, n_draws=n_draws, seed=seed, level=level,
         empty_threshold=empty_threshold, chunk=chunk, params=params,
-        provenance=make_provenance(seed=seed, episodes=df),
+        provenance=make_provenance(seed=seed, episodes=df), notes=tuple(notes),
     )
 
 

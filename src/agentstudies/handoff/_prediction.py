@@ -42,7 +42,7 @@ from agentstudies.handoff._boot import (
     warn_flagged,
 )
 from agentstudies.handoff._estimands import _div, _interaction, _rates, episode_task_stats
-from agentstudies.handoff._validate import validate_episodes
+from agentstudies.handoff._validate import check_strata, validate_episodes
 from agentstudies.results import make_provenance, renamed_keyword, tidy_rows
 
 __all__ = ["InteractionPrediction", "predict_interaction", "prediction_design", "prediction_replicates"]
@@ -321,6 +321,7 @@ def predict_interaction(
     empty_threshold: float = 0.01,
     chunk: int = 20_000,
     n_boot: int | None = None,
+    allow_singleton_strata: bool = False,
 ) -> InteractionPrediction:
     """Eq. 9 prediction Î^comp, observed I and residual R = I - Î^comp, overall and per type.
 
@@ -349,6 +350,10 @@ def predict_interaction(
     """
     n_draws = check_draws(renamed_keyword("predict_interaction", "n_boot", n_boot, "n_draws", n_draws))
     check_level(level, empty_threshold)
+    if n_draws > 0:  # task_type sets the bootstrap strata (see analyze_handoff)
+        for label, table in (("target", target), ("external", external)):
+            check_strata(validate_episodes(table, base=base, treated=treated), f"{label} episodes",
+                         allow_singleton_strata=allow_singleton_strata, where="predict_interaction")
     design = prediction_design(target, external, base=base, treated=treated, weights=weights,
                                external_reacher=external_reacher, target_split=target_split,
                                external_split=external_split)

@@ -25,6 +25,8 @@ from __future__ import annotations
 
 from typing import Iterable, Sequence
 
+import warnings
+
 import numpy as np
 import pandas as pd
 
@@ -35,6 +37,7 @@ __all__ = [
     "validate_episodes",
     "validate_trajectories",
     "validate_steps",
+    "check_strata",
 ]
 
 EPISODE_COLUMNS = (
@@ -101,13 +104,29 @@ def _as_flag(s: pd.Series, name: str, table: str, keys_df: pd.DataFrame, keys) -
             f"{table}: column {name!r} must hold booleans (True/False or 0/1, NA where "
             f"allowed); bad values {shown} at {_fmt_keys(keys_df, ~ok, keys)}"
         )
+    texts = sorted({v for v in s.to_numpy() if isinstance(v, str)})
+    if texts:
+        warnings.warn(
+            f"{table}: column {name!r} holds text values {texts[:_MAX_LISTED]}; read "
+            "'1'/'true'/'True' as True and '0'/'false'/'False' as False. Store booleans to "
+            "silence this note.",
+            UserWarning, stacklevel=4,
+        )
     res = pd.array(vals, dtype="boolean")
     res[na] = pd.NA
     return pd.Series(res, index=s.index, name=s.name)
 
 
 def _as_int(s: pd.Series, name: str, table: str, keys_df, keys, *, allow_na: bool) -> pd.Series:
+    if s.dtype == bool or isinstance(s.dtype, pd.BooleanDtype):
+        raise ValueError(f"{table}: column {name!r} must be integer; got booleans")
     num = pd.to_numeric(s, errors="coerce")
+    inf = np.isinf(num.to_numpy(dtype=float, na_value=np.nan))
+    if inf.any():
+        raise ValueError(
+            f"{table}: column {name!r} has non-finite values (+/-inf) at "
+            f"{_fmt_keys(keys_df, inf, keys)}; expected an integer"
+        )
     badtype = num.isna() & s.notna()
     if badtype.any():
         raise ValueError(
@@ -203,6 +222,44 @@ def _check_arrival_step(df, table, keys) -> None:
     neg = step.notna() & (step.fillna(0) < 0)
     if neg.any():
         raise ValueError(f"{table}: arrival_step must be >= 0; negative at {_fmt_keys(df, neg, keys)}")
+
+
+def check_strata(df: pd.DataFrame, table: str, *, allow_singleton_strata: bool = False,
+                 where: str = "") -> list[str]:
+    """Check the bootstrap strata: ``task_type`` within each ``split``.
+
+    The handoff intervals resample whole tasks *within* each task type (the strata of the
+    task-stratified paired bootstrap, App. C). A type with a single task is resampled as
+    that task every time: it adds no variance, and with one task per type every interval
+    has zero width. Such strata are an error unless ``allow_singleton_strata=True``; then
+    a ``UserWarning`` is issued and the returned notes name them.
+
+    Returns
+    -------
+    list of notes (empty when every stratum has at least two tasks).
+
+    Raises
+    ------
+    ValueError
+        A ``(split, task_type)`` with fewer than two tasks, naming them (unless allowed).
+    """
+    n = df.groupby(["split", "task_type"], sort=True)["task_id"].nunique()
+    small = n[n < 2]
+    if small.empty:
+        return []
+    listed = ", ".join(f"(split={sp!r}, task_type={tt!r}): {k} task" for (sp, tt), k in small.head(_MAX_LISTED).items())
+    more = f" and {len(small) - _MAX_LISTED} more" if len(small) > _MAX_LISTED else ""
+    what = (f"{table}: task_type sets the strata of the task-stratified bootstrap (tasks are "
+            f"resampled within their type); {len(small)} of {len(n)} strata have fewer than two "
+            f"tasks: {listed}{more}. A one-task stratum contributes no resampling variance, so "
+            "intervals are too narrow (zero width when every type has one task)")
+    if not allow_singleton_strata:
+        raise ValueError(
+            what + ". Merge small task types (or give every task one common task_type), or pass "
+            f"allow_singleton_strata=True{(' to ' + where) if where else ''} to accept it."
+        )
+    warnings.warn(what + " (allowed by allow_singleton_strata=True)", UserWarning, stacklevel=3)
+    return [what + " (allowed by allow_singleton_strata=True)"]
 
 
 # ---------------------------------------------------------------------- episodes

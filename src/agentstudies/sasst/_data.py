@@ -39,13 +39,15 @@ class ClusterData:
     systems: tuple[str, ...]
     feature_names: tuple[str, ...]
     n_seeds: np.ndarray
+    notes: tuple[str, ...] = ()
+    extra_feature_ids: tuple[str, ...] = ()
 
     def __len__(self) -> int:
         return len(self.ids)
 
     def subset(self, mask: np.ndarray) -> "ClusterData":
         return ClusterData(self.ids[mask], self.Z[mask], self.X[mask], self.systems,
-                           self.feature_names, self.n_seeds[mask])
+                           self.feature_names, self.n_seeds[mask], self.notes, self.extra_feature_ids)
 
     def features_frame(self) -> pd.DataFrame:
         return pd.DataFrame(self.X, index=pd.Index(self.ids, name="cluster"), columns=list(self.feature_names))
@@ -95,6 +97,13 @@ def cluster_data(
     """
     if not isinstance(episodes, pd.DataFrame):
         raise TypeError(f"episodes must be a pandas DataFrame; got {type(episodes).__name__}")
+    if not isinstance(features, pd.DataFrame):
+        raise TypeError(
+            f"features must be a pandas DataFrame indexed by cluster id (one row per cluster, "
+            f"numeric columns); got {type(features).__name__}"
+            + (" -- build one with pandas.DataFrame.from_dict(mapping, orient='index')"
+               if isinstance(features, Mapping) else "")
+        )
     for col in (cluster, seed, system, score):
         if col not in episodes.columns:
             raise KeyError(
@@ -102,6 +111,7 @@ def cluster_data(
             )
     if len(episodes) == 0:
         raise ValueError("episode table is empty")
+    notes: list[str] = []
     ep = episodes[[cluster, seed, system, score]]
     for col in (seed, system):
         na = ep[col].isna()
@@ -116,11 +126,13 @@ def cluster_data(
             f"missing cluster id ({cluster!r} is NaN/None) in {int(na_cluster.sum())} row(s): "
             f"rows {_preview(ep.index[na_cluster])}"
         )
-    scores = pd.to_numeric(ep[score], errors="coerce")
-    bad = ~np.isfinite(scores.to_numpy(dtype=float))
-    if bad.any():
-        rows = ep.loc[bad, [cluster, seed, system]].astype(str).agg("/".join, axis=1)
-        raise ValueError(f"NaN or non-numeric score in column {score!r} for {int(bad.sum())} row(s): {_preview(rows)}")
+    scores = _score_values(ep, cluster, seed, system, score, notes)
+    # one id type before the duplicate check: 5 and "5" name the same cluster
+    ep = ep.assign(**{cluster: ep[cluster].map(_id_text), seed: ep[seed].map(_id_text),
+                      system: ep[system].astype(str)})
+    mixed = {type(v).__name__ for v in episodes[cluster]}
+    if len(mixed) > 1:
+        notes.append(f"cluster ids in column {cluster!r} mix types {sorted(mixed)}; compared as text")
     dup = ep.duplicated([cluster, seed, system], keep=False)
     if dup.any():
         rows = ep.loc[dup, [cluster, seed, system]].astype(str).agg("/".join, axis=1).unique()
@@ -129,7 +141,7 @@ def cluster_data(
     unknown = sorted(set(ep[system].astype(str)) - set(systems))
     if unknown:
         raise ValueError(f"episode table has system(s) {unknown} not in the plan's systems {list(systems)}")
-    ep = ep.assign(**{cluster: ep[cluster].astype(str), score: scores.astype(float)})
+    ep = ep.assign(**{score: scores.astype(float)})
     wide = ep.pivot_table(index=[cluster, seed], columns=system, values=score, aggfunc="first")
     missing_sys = [s for s in systems if s not in wide.columns]
     if missing_sys:
@@ -149,7 +161,7 @@ def cluster_data(
     if cluster in feats.columns:
         feats = feats.set_index(cluster)
     feats = feats.copy()
-    feats.index = feats.index.astype(str)
+    feats.index = pd.Index([_id_text(v) for v in feats.index])
     if feats.index.has_duplicates:
         raise ValueError(f"feature table has duplicate cluster ids: {_preview(feats.index[feats.index.duplicated()].unique())}")
     if feature_columns is None:
@@ -174,11 +186,21 @@ def cluster_data(
     if absent:
         raise ValueError(f"cluster(s) without features: {_preview(absent)}")
     F = feats.loc[Zdf.index, list(feature_columns)].astype(float)
-    nan = F.isna()
-    if nan.to_numpy().any():
-        where = [f"{r}:{c}" for r, c in zip(*np.nonzero(nan.to_numpy()))]
-        cols = sorted({feature_columns[c] for _, c in zip(*np.nonzero(nan.to_numpy()))})
-        raise ValueError(f"NaN feature values in column(s) {cols} ({len(where)} cells)")
+    values = F.to_numpy()
+    for kind, bad in (("NaN", np.isnan(values)), ("infinite (+/-inf)", np.isinf(values))):
+        if bad.any():
+            rows, cols = np.nonzero(bad)
+            where = [f"{F.columns[c]} of cluster {F.index[r]}" for r, c in zip(rows, cols)]
+            names = sorted({str(F.columns[c]) for c in cols})
+            raise ValueError(
+                f"{kind} feature values in column(s) {names} ({len(where)} cells): {_preview(where)}; "
+                "features must be finite numbers"
+            )
+    extra = tuple(sorted(set(feats.index) - set(Zdf.index)))
+    if extra:
+        notes.append(
+            f"feature table has {len(extra)} cluster(s) without episodes, not used: {_preview(extra)}"
+        )
     return ClusterData(
         ids=Zdf.index.to_numpy(dtype=str),
         Z=Zdf.to_numpy(dtype=float),
@@ -186,7 +208,54 @@ def cluster_data(
         systems=systems,
         feature_names=tuple(str(c) for c in feature_columns),
         n_seeds=n_seeds,
+        notes=tuple(notes),
+        extra_feature_ids=extra,
     )
+
+
+def _id_text(value: object) -> str:
+    """One text form per id: ``5``, ``5.0``, ``np.int64(5)`` and ``"5"`` are all ``"5"``."""
+    if isinstance(value, (bool, np.bool_)):
+        return str(value)
+    if isinstance(value, (int, np.integer)):
+        return str(int(value))
+    if isinstance(value, (float, np.floating)) and float(value).is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def _score_values(ep: pd.DataFrame, cluster: str, seed: str, system: str, score: str,
+                  notes: list[str]) -> pd.Series:
+    """The score column as floats; strings are refused, booleans read as 0/1 (noted),
+    NaN and +/-inf named separately with their rows."""
+    col = ep[score]
+    keys = ep[[cluster, seed, system]].astype(str).agg("/".join, axis=1)
+    if pd.api.types.is_bool_dtype(col):
+        notes.append(f"score column {score!r} is boolean; read as 0/1")
+        return col.astype(float)
+    if not pd.api.types.is_numeric_dtype(col):
+        kinds = sorted({type(v).__name__ for v in col if not isinstance(v, (int, float, np.number))})
+        strings = [isinstance(v, str) for v in col]
+        if any(strings):
+            raise TypeError(
+                f"score column {score!r} holds text ({kinds}), e.g. {col[np.array(strings)].iloc[0]!r} "
+                f"for {keys[np.array(strings)].iloc[0]}; convert it to numbers first "
+                "(pandas.to_numeric) -- strings such as '0'/'1' are not read as scores"
+            )
+        bools = np.array([isinstance(v, (bool, np.bool_)) for v in col])
+        if bools.any():
+            notes.append(f"score column {score!r} mixes booleans with numbers; booleans read as 0/1")
+        col = pd.to_numeric(col.map(lambda v: float(v) if isinstance(v, (bool, np.bool_)) else v), errors="coerce")
+    values = col.to_numpy(dtype=float)
+    nan = np.isnan(values)
+    if nan.any():
+        raise ValueError(f"NaN or non-numeric score in column {score!r} for {int(nan.sum())} row(s): {_preview(keys[nan])}")
+    inf = np.isinf(values)
+    if inf.any():
+        raise ValueError(
+            f"non-finite score (+/-inf) in column {score!r} for {int(inf.sum())} row(s): {_preview(keys[inf])}"
+        )
+    return pd.Series(values, index=ep.index)
 
 
 def split_clusters(

@@ -114,8 +114,12 @@ def weight_correlation(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def _select(loc: np.ndarray, feasible: np.ndarray, ess: np.ndarray, dist: np.ndarray,
             tie_rule: str, tol: float) -> int:
-    """Index of the feasible minimizer of ``loc`` under the tie rule, or -1 if none."""
-    idx = np.flatnonzero(feasible)
+    """Index of the feasible minimizer of ``loc`` under the tie rule, or -1 if none.
+
+    A candidate whose ``loc`` is not finite (the plan's value is undefined on this sample,
+    e.g. a stability resample that leaves one cross-fitting half empty) cannot be selected.
+    """
+    idx = np.flatnonzero(feasible & np.isfinite(loc))
     if idx.size == 0:
         return -1
     best = loc[idx].min()
@@ -242,7 +246,7 @@ class Discovery:
 #: Column order of :meth:`SASSTReport.report_table` (every field of SASST Appendix C.5).
 REPORT_COLUMNS = (
     "claim", "family", "geometry", "radius", "rule", "ordinary", "predicted", "estimate", "se",
-    "bound", "bound_side", "critical", "method", "ess", "max_density", "min_split_share",
+    "bound", "bound_side", "critical", "band", "method", "ess", "max_density", "min_split_share",
     "discovery_distance", "confirmation_distance", "stability", "stability_correlation",
     "stability_jaccard", "n_candidates", "n_feasible", "status", "reason", "recommendation",
     "sign", "threshold", "discovery_feasible", "confirmation_feasible", "stable", "runtime_s",
@@ -283,6 +287,7 @@ class SASSTReport(Result):
     params: dict[str, Any] = field(default_factory=dict, repr=False)
     n_confirmation: int = 0
     provenance: ResultProvenance = field(default_factory=ResultProvenance, repr=False)
+    notes: tuple[str, ...] = ()
 
     title = "SASST report"
 
@@ -341,17 +346,54 @@ class SASSTReport(Result):
             lines.append(f"discovery selected system: {d.selected_system}")
         counts = self.status_counts()
         lines.append("statuses: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
-        cols = ["estimate", "se", "bound", "ess", "max_density", "stability", "status"]
+        cols = ["estimate", "se", "bound_side", "bound", "band", "ess", "max_density", "stability", "status"]
+        cols = [c for c in cols if c in self.table.columns]
+        lines.append("bound_side: 'lower' = one-sided lower bound (claims of a benefit), "
+                     "'upper' = one-sided upper bound (claims of fragility)")
         lines.append(self.table[cols].to_string(float_format=lambda x: f"{x:.4f}"))
         lines.append("frozen rules and claims:")
         for name, row in self.table.iterrows():
             lines.append(f"  {name}: claim {row['claim']}; rule: {row['rule']}"
                          + (f"; {row['reason']}" if row["reason"] else ""))
+        for note in self.notes:
+            lines.append(f"note: {note}")
         return "\n".join(lines)
 
 
 def _assign_statuses(table: pd.DataFrame) -> None:
-    supported = table["sign"] * (table["bound"] - table["threshold"]) > 0
+    """Statuses of Table 3, after checking that each feasible slot has a defined band.
+
+    A band is *undefined* when the joint critical value is NaN, the slot's standard error
+    is zero (every confirmation cluster gives the same contrast: zero variance) or not
+    finite, or the bound is not finite. Such a slot can never be *confirmed*: it is
+    reported as *not confirmed* with the reason, its bound is NaN and ``band`` says why.
+    """
+    feasible = table["discovery_feasible"].astype(bool) & table["confirmation_feasible"].astype(bool)
+    crit = pd.to_numeric(table["critical"], errors="coerce")
+    se = pd.to_numeric(table["se"], errors="coerce")
+    bound = pd.to_numeric(table["bound"], errors="coerce")
+    band = []
+    for name in table.index:
+        if not feasible[name]:
+            band.append("none (slot not feasible)")
+        elif np.isfinite(se[name]) and se[name] <= 1e-12:
+            band.append("undefined: zero variance of the contrast across confirmation clusters")
+        elif not np.isfinite(crit[name]):
+            band.append("undefined: critical value is NaN")
+        elif not (np.isfinite(se[name]) and np.isfinite(bound[name])):
+            band.append("undefined: standard error or bound is not finite")
+        else:
+            band.append("defined")
+    table["band"] = band
+    undefined = feasible & (table["band"] != "defined")
+    if undefined.any():
+        table.loc[undefined, "bound"] = np.nan
+        reasons = table["reason"].astype(str)
+        table.loc[undefined, "reason"] = [
+            "; ".join([r for r in (reasons[k], f"band {table.at[k, 'band']}: the claim cannot be confirmed") if r])
+            for k in table.index[undefined]
+        ]
+    supported = (table["sign"] * (table["bound"] - table["threshold"]) > 0) & ~undefined
     table["status"] = [
         slot_status(bool(df), bool(cf), bool(st), bool(sp))
         for df, cf, st, sp in zip(
@@ -516,7 +558,8 @@ class SASST:
                             system=system, score=score, feature_columns=feature_columns)
         is_d = self._discovery_mask(data, split, strata)
         report = self.confirm(self.discover(data.subset(is_d)), data.subset(~is_d))
-        return replace(report, provenance=make_provenance(seed=self.seed, episodes=episodes, features=features))
+        return replace(report, provenance=make_provenance(seed=self.seed, episodes=episodes, features=features),
+                       notes=tuple(data.notes))
 
     def _discovery_mask(self, data: ClusterData, split: Mapping[str, str] | pd.Series | None,
                         strata: Mapping[str, str] | pd.Series | None) -> np.ndarray:

@@ -171,10 +171,32 @@ def run_tau_sasst(
         level = 1.0 - renamed_keyword("run_tau_sasst", "alpha", alpha, "level", level)
     if "reward" not in episodes.columns:
         raise KeyError(f"episode table lacks column 'reward'; it has {list(episodes.columns)}")
+    _warn_non_binary(episodes["reward"])
     slots = tau_slots(radii, min_ess=min_ess, density_cap=density_cap, stability_threshold=stability_threshold)
     eng = SASST(tau_plan(), slots, {"stress": tau_family(list(features.columns), seed=family_seed)},
                 level=level, inference=inference, n_draws=n_draws, n_stability=n_stability, seed=seed)
     return eng.run(episodes.rename(columns={"reward": "score"}), features, split)
+
+
+def _warn_non_binary(reward: pd.Series) -> None:
+    """τ-bench success is 0/1; the study's plan, tables and prose read it so. Other values
+    (partial credit, booleans, text) are not refused by SASST, which takes any numeric
+    score, but they are named here (pandera check of the column)."""
+    import warnings
+
+    import pandera.pandas as pa
+
+    schema = pa.SeriesSchema(float, pa.Check.isin([0.0, 1.0]), coerce=True, name=reward.name)
+    try:
+        schema.validate(reward)
+    except (pa.errors.SchemaError, ValueError, TypeError) as exc:
+        bad = sorted({repr(v) for v in reward if not (isinstance(v, (int, float, np.number))
+                                                     and not isinstance(v, bool) and v in (0, 1))})[:5]
+        warnings.warn(
+            f"run_tau_sasst assumes 0/1 task success in column 'reward'; found other values {bad} "
+            f"({type(exc).__name__}); the success-rate reading of the tables does not apply",
+            UserWarning, stacklevel=3,
+        )
 
 
 # ----------------------------------------------------------------------------- tables

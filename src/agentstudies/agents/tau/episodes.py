@@ -32,6 +32,7 @@ from agentstudies.agents.tau.policy import (
 )
 from agentstudies.agents.tau.simulated import SimulatedUser, SimulatedVerifier
 from agentstudies.envs.tau.data import get_task, is_write_tool
+from agentstudies.envs.tau import reward_components
 from agentstudies.envs.tau.env import TauEnv
 from agentstudies.parallel import BACKENDS, keyed_seed, seeded_map
 
@@ -55,6 +56,9 @@ EPISODE_COLUMNS: tuple[str, ...] = (
     "messages",
     "termination",
     "steps",
+    "reward_basis",
+    "communicate_match",
+    "action_match",
 )
 
 #: Termination reasons.
@@ -104,8 +108,12 @@ def run_episode(
     (calls that reached a tool), ``failed_calls`` (of those, errors), ``irreversible_calls``
     (executed state-changing calls), ``blocked_calls`` (rejected by the verifier),
     ``declined_calls`` (declined by the user), ``messages`` (to the user), ``termination``
-    (one of :data:`TERMINATIONS`), ``steps`` (policy actions). The scripted policy has no
-    tokens, so none are recorded.
+    (one of :data:`TERMINATIONS`), ``steps`` (policy actions), ``reward_basis`` (the
+    task's declared τ²-bench basis, ``"DB+COMMUNICATE"`` on every shipped task),
+    ``communicate_match`` (same as ``info_match``, τ²-bench's name) and ``action_match``
+    (τ²-bench's action check on the calls that reached a tool, see
+    :func:`agentstudies.envs.tau.action_match`; not part of the reward, reported anyway).
+    The scripted policy has no tokens, so none are recorded.
 
     Raises
     ------
@@ -173,8 +181,8 @@ def _episode_row(env: TauEnv, profile: str, task: Any, seed: int, workflow: str,
     """The episode's row of :data:`EPISODE_COLUMNS`: reward and call counts from the
     environment's transcript, controller counts and termination from the loop."""
     calls = [e for e in env.transcript if e["kind"] == "tool_call"]
-    db_ok = env.db_matches_gold()
-    info_ok = not env.missing_info()
+    comp = reward_components(env)
+    db_ok, info_ok = comp["db_match"], comp["communicate_match"]
     return {
         "profile": profile,
         "task_id": task.task_id,
@@ -192,6 +200,9 @@ def _episode_row(env: TauEnv, profile: str, task: Any, seed: int, workflow: str,
         "messages": len(env.messages),
         "termination": counts["termination"],
         "steps": counts["steps"],
+        "reward_basis": comp["reward_basis"],
+        "communicate_match": info_ok,
+        "action_match": comp["action_match"],
     }
 
 

@@ -10,6 +10,9 @@ run workflows on τ-bench tasks of these domains.
   :meth:`~TauEnv.final_db_hash` and the package's reward.
 - :func:`replay_gold`: gold actions + required info communicated (reward 1 on every task).
 - :func:`is_write_tool`: the state-changing (declared irreversible) tools.
+- :func:`task_audit`, :func:`action_match`, :func:`reward_components`,
+  :func:`reward_basis`: the evaluator audit (degenerate agents that pass, gold writes that
+  fail in the gold replay, ignored natural-language assertions, the action check).
 - :func:`task_features`, :func:`encode_texts`: pre-execution task features and text
   embeddings (``text_encoder="tfidf-svd"`` or ``"minilm"``).
 """
@@ -29,6 +32,15 @@ from agentstudies.envs.tau.data import (
     task_ids,
     tool_specs,
 )
+from agentstudies.envs.tau._audit import (
+    AUDIT_COLUMNS,
+    DEGENERATE_AGENTS,
+    action_match,
+    degenerate_task_ids,
+    reward_basis,
+    reward_components,
+    task_audit,
+)
 from agentstudies.envs.tau.features import MINILM_DIM, TEXT_ENCODERS, TFIDF_SVD_DIM, encode_texts, task_features
 from agentstudies.envs.tau.env import (
     TauEnv,
@@ -42,6 +54,13 @@ from agentstudies.envs.tau.env import (
 )
 
 __all__ = [
+    "AUDIT_COLUMNS",
+    "DEGENERATE_AGENTS",
+    "action_match",
+    "degenerate_task_ids",
+    "reward_basis",
+    "reward_components",
+    "task_audit",
     "DOMAINS",
     "MINILM_DIM",
     "TEXT_ENCODERS",

@@ -1,0 +1,391 @@
+"""A catalogue of malformed inputs across every entry point (issue 12, item 1).
+
+Each case feeds one malformed input to SASST, the checkpoint-handoff API, the τ episode
+and audit import, or the ``agentstudies`` CLI, and asserts an error -- or, where the
+input is usable but unusual, a note/warning -- that names the problem (column, task,
+parameter). Nothing may be silently dropped: the "note" cases check that the result
+says what happened. The recovery API (issue 11, branch ``recovery``) had not landed on
+this branch when the catalogue was written, so it has no cases here.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import nbformat as nbf
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from agentstudies import cli, handoff as ho
+from agentstudies.handoff import testing as ho_testing
+from agentstudies.sasst import SASST, ComparisonPlan, Slot, ThresholdFamily
+
+SYSTEMS = ("ReAct", "PV", "Gate")
+
+
+# ------------------------------------------------------------------------- fixtures
+def sasst_tables(n: int = 20, seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 3))
+    ids = [f"t{i:03d}" for i in range(n)]
+    rows = [(ids[i], s, w, float(rng.random() < 0.4)) for i in range(n) for s in range(2) for w in SYSTEMS]
+    return (pd.DataFrame(rows, columns=["task_id", "seed", "workflow", "score"]),
+            pd.DataFrame(X, index=ids, columns=["x0", "x1", "x2"]))
+
+
+def sasst_engine() -> SASST:
+    slots = [Slot("uniform PV", {"PV": 1, "ReAct": -1}, sign=1),
+             Slot("stress PV", {"PV": 1, "ReAct": -1}, sign=-1, family="thr", radius=None, min_ess=5)]
+    return SASST(ComparisonPlan(SYSTEMS), slots, {"thr": ThresholdFamily(quantiles=(0.5,), lifts=(3.0,))},
+                 n_stability=0)
+
+
+def run_sasst(ep: pd.DataFrame, feats: Any, split: Any = None):
+    return sasst_engine().run(ep, feats, split)
+
+
+def int_ids(ep: pd.DataFrame, feats: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    ep = ep.assign(task_id=[int(t[1:]) for t in ep["task_id"]])
+    feats = feats.set_axis([int(t[1:]) for t in feats.index])
+    return ep, feats
+
+
+def with_row(ep: pd.DataFrame, row: dict) -> pd.DataFrame:
+    return pd.concat([ep.astype(object), pd.DataFrame([row]).astype(object)], ignore_index=True)
+
+
+def zero_variance(ep: pd.DataFrame) -> pd.DataFrame:
+    """PV = ReAct + 0.1 on every task and seed, Gate = ReAct: every contrast is constant."""
+    react = ep[ep.workflow == "ReAct"].set_index(["task_id", "seed"])["score"]
+    out = ep.copy()
+    key = pd.MultiIndex.from_frame(out[["task_id", "seed"]])
+    base = react.reindex(key).to_numpy()
+    out["score"] = np.where(out.workflow == "PV", base + 0.1, base)
+    return out
+
+
+def handoff_tables(n_per_type: int = 2) -> dict[str, pd.DataFrame]:
+    return ho_testing.example_tables(n_per_type=n_per_type, n_seeds=2, task_types=("pick", "heat"))
+
+
+def handoff_ep(**kw) -> pd.DataFrame:
+    return handoff_tables(**kw)["episodes"]
+
+
+def mutate(df: pd.DataFrame, fn: Callable[[pd.DataFrame], None]) -> pd.DataFrame:
+    out = df.copy()
+    fn(out)
+    return out
+
+
+# ------------------------------------------------------------------------- the cases
+@dataclass(frozen=True)
+class Case:
+    name: str
+    run: Callable[[], Any]
+    exc: type | tuple | None  # None: must succeed with a note/warning matching `match`
+    match: str
+    note: Callable[[Any], str] | None = None  # where the note lives on the result
+
+
+def _sasst_cases() -> list[Case]:
+    ep, f = sasst_tables()
+
+    def set_(col, i, v):
+        return lambda d: d.__setitem__(col, d[col].astype(object).where(d.index != i, v))
+
+    split_one = pd.Series(["discovery"] * 19 + ["confirmation"], index=f.index)
+    return [
+        Case("sasst missing column", lambda: run_sasst(ep.drop(columns="task_id"), f), KeyError, "task_id"),
+        Case("sasst missing cluster id", lambda: run_sasst(mutate(ep, set_("task_id", 3, None)), f),
+             ValueError, "missing cluster id"),
+        Case("sasst NaN score", lambda: run_sasst(mutate(ep, set_("score", 5, np.nan)), f),
+             ValueError, "NaN or non-numeric score in column 'score'.*t000/1/Gate"),
+        Case("sasst +inf score", lambda: run_sasst(mutate(ep, set_("score", 4, np.inf)), f),
+             ValueError, r"non-finite score \(\+/-inf\) in column 'score'.*t000/1/PV"),
+        Case("sasst -inf score", lambda: run_sasst(mutate(ep, set_("score", 0, -np.inf)), f),
+             ValueError, r"non-finite score \(\+/-inf\).*t000/0/ReAct"),
+        Case("sasst string scores '0'/'1'", lambda: run_sasst(ep.assign(score=ep.score.map(lambda v: str(int(v)))), f),
+             TypeError, "score column 'score' holds text.*'0'/'1'"),
+        Case("sasst boolean scores noted", lambda: run_sasst(ep.assign(score=ep.score.astype(bool)), f),
+             None, "score column 'score' is boolean; read as 0/1", note=lambda r: "\n".join(r.notes)),
+        Case("sasst exact duplicate row", lambda: run_sasst(pd.concat([ep, ep.iloc[[0]]]), f),
+             ValueError, "duplicate .* t000/0/ReAct"),
+        Case("sasst duplicate 5 vs '5'",
+             lambda: (lambda e, g: run_sasst(with_row(e, {"task_id": "5", "seed": 0, "workflow": "ReAct",
+                                                          "score": 1 - e.score.iloc[15]}), g))(*int_ids(ep, f)),
+             ValueError, r"duplicate \(task_id, seed, workflow\) rows: 5/0/ReAct"),
+        Case("sasst duplicate 5 vs 5.0",
+             lambda: (lambda e, g: run_sasst(with_row(e, {"task_id": 5.0, "seed": 0, "workflow": "ReAct",
+                                                          "score": 0.0}), g))(*int_ids(ep, f)),
+             ValueError, "duplicate .*5/0/ReAct"),
+        Case("sasst duplicate seed 0 vs '0'", lambda: run_sasst(with_row(ep, {"task_id": "t000", "seed": "0",
+                                                                             "workflow": "ReAct", "score": 1.0}), f),
+             ValueError, "duplicate .*t000/0/ReAct"),
+        Case("sasst unknown system", lambda: run_sasst(mutate(ep, set_("workflow", 2, "Other")), f),
+             ValueError, r"system\(s\) \['Other'\] not in the plan's systems"),
+        Case("sasst unpaired design", lambda: run_sasst(ep.drop(index=5), f), ValueError, "unpaired design.*t000/seed 1"),
+        Case("sasst cluster without features", lambda: run_sasst(ep, f.iloc[:-1]), ValueError,
+             r"cluster\(s\) without features: t019"),
+        Case("sasst NaN feature", lambda: run_sasst(ep, mutate(f, lambda d: d.iloc.__setitem__((2, 1), np.nan))),
+             ValueError, r"NaN feature values in column\(s\) \['x1'\].*x1 of cluster t002"),
+        Case("sasst +inf feature", lambda: run_sasst(ep, mutate(f, lambda d: d.iloc.__setitem__((3, 0), np.inf))),
+             ValueError, r"infinite \(\+/-inf\) feature values in column\(s\) \['x0'\].*x0 of cluster t003"),
+        Case("sasst -inf feature", lambda: run_sasst(ep, mutate(f, lambda d: d.iloc.__setitem__((4, 2), -np.inf))),
+             ValueError, r"infinite .*\['x2'\].*cluster t004"),
+        Case("sasst features as a dict", lambda: run_sasst(ep, f.to_dict(orient="index")), TypeError,
+             "features must be a pandas DataFrame.*got dict"),
+        Case("sasst episodes as a dict", lambda: run_sasst(ep.to_dict(), f), TypeError,
+             "episodes must be a pandas DataFrame"),
+        Case("sasst extra feature rows reported",
+             lambda: run_sasst(ep, pd.concat([f, pd.DataFrame([[0.0, 0.0, 0.0]], index=["zzz"], columns=f.columns)])),
+             None, r"feature table has 1 cluster\(s\) without episodes, not used: zzz",
+             note=lambda r: r.summary()),
+        Case("sasst text feature column", lambda: run_sasst(ep, f.assign(domain="retail")), ValueError,
+             r"feature column\(s\) \['domain'\] are not numeric"),
+        Case("sasst duplicate feature ids 5 vs '5'",
+             lambda: (lambda e, g: run_sasst(e, pd.concat([g, g.iloc[[5]].set_axis(["5"])])))(*int_ids(ep, f)),
+             ValueError, "feature table has duplicate cluster ids: 5"),
+        Case("sasst empty episode table", lambda: run_sasst(ep.iloc[:0], f), ValueError, "episode table is empty"),
+        Case("sasst split lacks clusters", lambda: run_sasst(ep, f, pd.Series("discovery", index=f.index[:-1])),
+             ValueError, r"split lacks cluster\(s\): t019"),
+        Case("sasst bad split label", lambda: run_sasst(ep, f, pd.Series("holdout", index=f.index)), ValueError,
+             "split labels must be 'discovery' or 'confirmation'"),
+        Case("sasst one confirmation cluster (band undefined)", lambda: run_sasst(ep, f, split_one), ValueError,
+             "confirmation split has 1 cluster; need at least 2"),
+        Case("sasst zero variance never confirmed", lambda: run_sasst(zero_variance(ep), f), None,
+             "undefined: zero variance",
+             note=lambda r: ("" if (r.table["status"] == "confirmed").any() else "\n".join(r.table["band"]))),
+        Case("sasst summary states the bound side", lambda: run_sasst(ep, f), None, "bound_side.*lower.*upper",
+             note=lambda r: r.summary().replace("\n", " ")),
+    ]
+
+
+def _handoff_cases() -> list[Case]:
+    ep = handoff_ep()
+    tr = handoff_tables()["trajectories"]
+    single = handoff_ep(n_per_type=1)
+
+    def at(col, i, v):
+        return lambda d: d.__setitem__(col, d[col].astype(object).where(d.index != i, v))
+
+    first_arrived = int(ep.index[ep["arrived"].astype(bool)][0])
+    first_missed = int(ep.index[~ep["arrived"].astype(bool)][0])
+
+    def relabel_dup(d: pd.DataFrame) -> pd.DataFrame:
+        d = d.copy()
+        d["task_id"] = d["task_id"].astype(object)
+        ids = sorted(d["task_id"].unique())
+        d.loc[d.task_id == ids[0], "task_id"] = 5
+        d.loc[d.task_id == ids[1], "task_id"] = "5"
+        return d
+
+    def warned(fn):
+        def run():
+            with warnings.catch_warnings(record=True) as got:
+                warnings.simplefilter("always")
+                res = fn()
+            return res, "\n".join(str(w.message) for w in got)
+        return run
+
+    return [
+        Case("handoff missing column", lambda: ho.analyze_handoff(ep.drop(columns="solved"), n_draws=0), KeyError,
+             r"lacks required column\(s\) \['solved'\]"),
+        Case("handoff episodes as a dict", lambda: ho.validate_episodes(ep.to_dict()), TypeError,
+             "episodes must be a pandas DataFrame"),
+        Case("handoff duplicate row", lambda: ho.validate_episodes(pd.concat([ep, ep.iloc[[0]]])), ValueError,
+             "duplicate rows for"),
+        Case("handoff duplicate task 5 vs '5'", lambda: ho.validate_episodes(relabel_dup(ep)), ValueError,
+             "duplicate rows for .*task_id='5'"),
+        Case("handoff non-boolean flag", lambda: ho.validate_episodes(mutate(ep, at("arrived", 0, "maybe"))), ValueError,
+             "column 'arrived' must hold booleans.*'maybe'"),
+        Case("handoff solved = 2", lambda: ho.validate_episodes(mutate(ep, at("solved", first_arrived, 2))), ValueError,
+             "column 'solved' must hold booleans"),
+        Case("handoff text flags '0'/'1' noted",
+             warned(lambda: ho.validate_episodes(ep.assign(arrived=ep["arrived"].map(lambda v: "1" if v else "0")))),
+             None, "column 'arrived' holds text values", note=lambda r: r[1]),
+        Case("handoff +inf arrival_step",
+             lambda: ho.validate_episodes(mutate(ep, at("arrival_step", first_arrived, np.inf))), ValueError,
+             r"column 'arrival_step' has non-finite values \(\+/-inf\)"),
+        Case("handoff arrival_step for a non-arrival",
+             lambda: ho.validate_episodes(mutate(ep, at("arrival_step", first_missed, 3))), ValueError,
+             "arrival_step must be NA when the reacher did not arrive"),
+        Case("handoff endpoint != arrived & solved",
+             lambda: ho.validate_episodes(mutate(ep, at("endpoint", first_missed, 1))), ValueError,
+             "'endpoint' must equal arrived & solved"),
+        Case("handoff incomplete assignments", lambda: ho.validate_episodes(ep.iloc[1:]), ValueError,
+             "needs all four reacher x solver assignments"),
+        Case("handoff unknown checkpoint label", lambda: ho.validate_episodes(mutate(ep, at("solver", 0, "PPO"))),
+             ValueError, "must be one of the two checkpoint labels.*PPO"),
+        Case("handoff task_type varies within a task",
+             lambda: ho.validate_episodes(mutate(ep, at("task_type", 0, "cool"))), ValueError, "a task has one task type"),
+        Case("handoff one task per task_type", lambda: ho.analyze_handoff(single, n_draws=50), ValueError,
+             r"task_type sets the strata.*task_type='heat'\): 1 task.*allow_singleton_strata=True"),
+        Case("handoff singleton strata allowed, noted", warned(lambda: ho.analyze_handoff(single, n_draws=50,
+                                                                                          allow_singleton_strata=True)),
+             None, "fewer than two tasks.*allowed", note=lambda r: r[1] + "\n".join(r[0].notes)),
+        Case("handoff budget diagnostic singleton strata",
+             lambda: ho.budget_diagnostic(handoff_tables(n_per_type=1)["trajectories"], n_draws=50),
+             ValueError, "trajectories: task_type sets the strata"),
+        Case("handoff negative n_draws", lambda: ho.analyze_handoff(ep, n_draws=-1), ValueError,
+             "n_draws must be a non-negative integer"),
+        Case("handoff summary states the interval sides", lambda: ho.analyze_handoff(ep, n_draws=20, empty_threshold=1.0), None,
+             r"two-sided 95% percentile intervals \[lower, upper\]", note=lambda r: r.summary()),
+        Case("log import: empty recorded trajectory", lambda: ho.cut_before_final_call([]), ValueError,
+             "recorded trajectory is empty"),
+        Case("log import: no model call", lambda: ho.cut_before_final_call([{"role": "user", "content": "hi"}]),
+             ValueError, "has no model call"),
+        Case("log import: record not a dict",
+             lambda: ho.cut_before_final_call([{"role": "user"}, "oops", {"role": "assistant"}]), TypeError,
+             "history record.* must be a dict; got str"),
+        Case("log import: record not JSON", lambda: ho.history_hash([{"role": "user", "x": {1, 2}}]), TypeError,
+             "is not JSON-serialisable"),
+        Case("log import: replay differs",
+             lambda: ho.verify_replay([{"role": "user", "content": "a"}], [{"role": "user", "content": "b"}]),
+             ho.ReplayMismatch, "differs from the recording at step 0"),
+        Case("handoff trajectories missing reacher",
+             lambda: ho.validate_trajectories(tr[tr["reacher"] != "RL"]), ValueError,
+             "needs a trajectory from both reachers"),
+    ]
+
+
+def _tau_study_warns_on_partial_credit() -> str:
+    from agentstudies.studies import tau_workflow as ts
+
+    ep, f = sasst_tables()
+    ep = ep.rename(columns={"score": "reward"})
+    ep.loc[3, "reward"] = 0.5
+    with warnings.catch_warnings(record=True) as got:
+        warnings.simplefilter("always")
+        try:
+            ts.run_tau_sasst(ep, f, pd.Series("discovery", index=f.index), (0.1, 0.2, 0.3))
+        except (ValueError, KeyError):
+            pass  # the tables are not a τ study; only the warning matters here
+    return "\n".join(str(w.message) for w in got)
+
+
+def _tau_cases() -> list[Case]:
+    from agentstudies.agents.tau import run_episodes
+    from agentstudies.envs.tau import degenerate_task_ids, task_audit
+
+    return [
+        Case("tau study reward other than 0/1 warned", _tau_study_warns_on_partial_credit, None,
+             r"assumes 0/1 task success in column 'reward'; found other values \['0.5'\]"),
+        Case("tau episodes duplicate task ids", lambda: run_episodes(["retail/0", "retail/0"]), ValueError,
+             r"duplicate task_ids \['retail/0'\]"),
+        Case("tau episodes unknown task", lambda: run_episodes(["retail/9999"]), KeyError, "no tau task 'retail/9999'"),
+        Case("tau episodes negative seed", lambda: run_episodes(["retail/0"], seeds=(-1,)), ValueError,
+             "seed must be a non-negative integer, got -1"),
+        Case("tau audit unknown domain", lambda: task_audit("telecom"), ValueError, "unknown tau domain 'telecom'"),
+        Case("tau audit malformed task id", lambda: task_audit(task_ids=["retail-0"]), KeyError,
+             "is not of the form '<domain>/<id>'"),
+        Case("tau degenerate ids from a table without the flag",
+             lambda: degenerate_task_ids(pd.DataFrame({"task_id": ["retail/0"]})), KeyError,
+             r"lacks column\(s\) \['degenerate_pass'\]"),
+    ]
+
+
+CASES = _sasst_cases() + _handoff_cases() + _tau_cases()
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_malformed_input_is_named(case):
+    if case.exc is not None:
+        with pytest.raises(case.exc, match=case.match):
+            case.run()
+    else:
+        result = case.run()
+        text = case.note(result) if case.note else str(result)
+        import re
+
+        assert re.search(case.match, text), f"{case.name}: no note matching {case.match!r} in {text[:500]!r}"
+
+
+# ------------------------------------------------------------------------------- CLI
+@pytest.fixture
+def tiny_root(tmp_path: Path, monkeypatch) -> Path:
+    monkeypatch.delenv("AGENTSTUDIES_ARTIFACTS", raising=False)
+    root = tmp_path / "repo"
+    (root / "book").mkdir(parents=True)
+    (root / "book" / "intro.md").write_text("# t\n")
+    (root / "book" / "_toc.yml").write_text(yaml.safe_dump(
+        {"format": "jb-book", "root": "intro", "chapters": [{"file": "chapters/alpha"}, {"file": "chapters/beta"}]}))
+    for name in ("alpha", "beta"):
+        nb = nbf.v4.new_notebook()
+        nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+        cell = nbf.v4.new_code_cell("seed = 0\nn_tasks = 10\nsim_seeds = [0, 1]\nlabels = ['a']\nn_jobs = 1\n")
+        cell.metadata["tags"] = ["parameters"]
+        nb.cells = [nbf.v4.new_markdown_cell(f"# {name}"), cell, nbf.v4.new_code_cell("x = 1")]
+        (root / "notebooks").mkdir(exist_ok=True)
+        nbf.write(nb, root / "notebooks" / f"{name}.ipynb")
+    (root / "notebooks" / "profiles.yaml").write_text("chapters:\n  alpha:\n    smoke: {n_tasks: 2}\n")
+    return root
+
+
+CLI_CASES = [
+    (["run", "alpha", "-p", "n_tasks", "None"], "parameter 'n_tasks' of notebook alpha expects int like its default; got None"),
+    (["run", "alpha", "-p", "sim_seeds", "[a,b]"], "parameter 'sim_seeds' of notebook alpha expects int like its default element [0]; got str 'a'"),
+    (["run", "alpha", "-p", "sim_seeds", "[0, -3]"], "parameter 'sim_seeds' of notebook alpha must be a non-negative integer seed"),
+    (["run", "alpha", "-p", "seed", "-1"], "parameter 'seed' of notebook alpha must be a non-negative integer seed"),
+    (["run", "alpha", "-p", "seed", "abc"], "parameter 'seed' of notebook alpha expects int"),
+    (["run", "alpha", "-p", "n_tasks", "-4"], "parameter 'n_tasks' of notebook alpha is a count and must be >= 0"),
+    (["run", "alpha", "-p", "n_jobs", "0"], "parameter 'n_jobs' of notebook alpha must be a positive number of workers"),
+    (["run", "alpha", "-p", "labels", "[x, 3]"], "parameter 'labels' of notebook alpha expects str like its default element [1]"),
+    (["run", "alpha", "-p", "labels", "[x"], "parameter 'labels': cannot parse '[x' as a YAML list/mapping"),
+    (["run", "alpha", "-p", "n_task", "1"], "unknown parameter 'n_task' for notebook alpha"),
+    (["run", "alpha", "-p", "seed", "1", "-p", "seed", "2"], "parameter 'seed' is given twice"),
+    (["run", "no_such_chapter"], "no chapter named 'no_such_chapter'"),
+    (["book", "--only", "gamma"], "unknown chapter(s) gamma; chapters in book/_toc.yml: alpha, beta"),
+]
+
+
+@pytest.mark.parametrize("args, message", CLI_CASES, ids=[" ".join(a) for a, _ in CLI_CASES])
+def test_cli_malformed_input_is_named_before_running(tiny_root, capsys, args, message):
+    assert cli.main([*args, "--root", str(tiny_root)]) == 1
+    err = capsys.readouterr().err
+    assert message in err
+    assert not (tiny_root / "book" / "chapters").exists()  # nothing ran, nothing written
+
+
+def test_cli_unknown_chapter_lists_chapters(tiny_root, capsys):
+    assert cli.main(["run", "gamma", "--root", str(tiny_root)]) == 1
+    assert "chapters in book/_toc.yml: alpha, beta" in capsys.readouterr().err
+
+
+def test_cli_output_folder_refused_before_running(tiny_root, tmp_path, capsys):
+    out = tmp_path / "a_folder"
+    out.mkdir()
+    assert cli.main(["run", "alpha", "-o", str(out), "--root", str(tiny_root)]) == 1
+    assert "is a folder" in capsys.readouterr().err
+    assert list(out.iterdir()) == []
+
+
+def test_cli_profile_with_a_plain_notebook_path_is_refused(tiny_root, tmp_path, capsys):
+    plain = tmp_path / "variant.ipynb"
+    plain.write_bytes((tiny_root / "notebooks" / "alpha.ipynb").read_bytes())
+    assert cli.main(["run", str(plain), "--profile", "smoke", "--root", str(tiny_root)]) == 1
+    assert "--profile smoke: notebook" in capsys.readouterr().err
+    assert not plain.with_name("variant.executed.ipynb").exists()
+
+
+def test_catalogue_size():
+    n = len(CASES) + len(CLI_CASES) + 3
+    assert n >= 40, n
+
+
+def test_selection_skips_candidates_whose_value_is_undefined():
+    """A stability resample can leave the plan's value undefined (NaN) for a candidate; the
+    selection then skips it instead of failing (smoke run of tau_workflow_stress)."""
+    from agentstudies.sasst._engine import _select
+
+    loc = np.array([np.nan, 0.3, 0.1, np.nan])
+    feas = np.array([True, True, True, True])
+    ess = np.ones(4)
+    dist = np.zeros(4)
+    assert _select(loc, feas, ess, dist, "first", 0.0) == 2
+    assert _select(np.full(3, np.nan), np.ones(3, bool), np.ones(3), np.zeros(3), "max_ess", 0.0) == -1

@@ -1,0 +1,243 @@
+"""The τ²-bench evaluator audit (agentstudies.envs.tau.task_audit) against the package.
+
+Every verdict of the audit's scripted agents is recomputed with the package's own scorers
+(``db_match``, ``score_communicated_info``, ``evaluate_required_actions`` of
+``inspect_evals.tau2.common.scorer``) on at least 20 tasks per domain; the counts of
+agents that pass come from ../shared/notes/tau_bench_data.md (measured there with the
+unmodified package scorers), not from our output.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+
+import numpy as np
+import pytest
+
+from agentstudies.envs.tau import (
+    AUDIT_COLUMNS,
+    TauEnv,
+    action_match,
+    degenerate_task_ids,
+    get_task,
+    reward_basis,
+    reward_components,
+    task_audit,
+    task_ids,
+)
+from agentstudies.envs.tau._audit import _episode
+
+
+def _package_verdicts(env: TauEnv) -> dict[str, bool]:
+    """db / communicate / action verdicts of the package's scorers for a finished episode."""
+    from inspect_ai.model import ChatMessageAssistant, ChatMessageUser, ModelName
+    from inspect_ai.scorer import CORRECT, Target
+    from inspect_ai.solver import TaskState
+    from inspect_ai.tool import ToolCall
+    from inspect_ai.util import Store
+    from inspect_ai.util._store import init_subtask_store
+    from inspect_evals.tau2.common.agents import StoredAgentState
+    from inspect_evals.tau2.common.metadata import Tau2MetaData
+    from inspect_evals.tau2.common.scorer import db_match, evaluate_required_actions, score_communicated_info
+
+    calls = [e for e in env.transcript if e["kind"] == "tool_call"]
+    agent = StoredAgentState(store=Store(), instance="audit-test")
+    agent.messages = [
+        ChatMessageAssistant(
+            content="",
+            tool_calls=[ToolCall(id=f"c{i}", function=e["name"], arguments=dict(e["arguments"]))],
+        )
+        for i, e in enumerate(calls)
+    ]
+
+    def run() -> dict[str, bool]:
+        init_subtask_store(Store())  # fresh store: the scorer parks its expected DB there
+        state = TaskState(
+            model=ModelName("mockllm/model"),
+            sample_id=env.task_id,
+            epoch=1,
+            input="",
+            messages=[ChatMessageUser(content=m) for m in env.messages],
+            metadata=Tau2MetaData(instance="audit-test", task=env.task.raw).model_dump(),
+        )
+        s_db = asyncio.run(db_match(domain=env.domain, testing_mock_predicted_db=env._tools)(state, Target("")))
+        s_info = asyncio.run(score_communicated_info()(state, Target("")))
+        s_act = asyncio.run(
+            evaluate_required_actions(get_agent_state=lambda instance: agent)(state, Target(""))
+        )
+        return {"db_match": s_db.value == CORRECT, "communicate_match": s_info.value == CORRECT,
+                "action_match": s_act.value == CORRECT}
+
+    return contextvars.copy_context().run(run)
+
+
+def _sample(domain: str, n: int = 20) -> list[str]:
+    ids = task_ids(domain)
+    rng = np.random.default_rng(12)
+    return sorted(rng.choice(ids, size=min(n, len(ids)), replace=False).tolist(), key=ids.index)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("domain", ["retail", "airline"])
+def test_audit_agrees_with_the_package_scorer(domain, tmp_path, monkeypatch):
+    """≥ 20 tasks per domain: every degenerate agent's components equal the package's."""
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # DB.load leaks a temp copy per call
+    sample = _sample(domain)
+    assert len(sample) >= 20
+    audit = task_audit(task_ids=sample).set_index("task_id")
+    checked = 0
+    outcomes = set()
+    for tid in sample:
+        task = get_task(tid)
+        n = len(task.actions)
+        transfer = [i for i, a in enumerate(task.actions) if a.name == "transfer_to_human_agents"]
+        agents = {
+            "gold": _episode(task, None, True),
+            "idle": _episode(task, [], False),
+            "idle_info": _episode(task, [], True),
+        }
+        if n:
+            agents["drop_last"] = _episode(task, list(range(n - 1)), True)
+        if transfer:
+            agents["no_transfer"] = _episode(task, [i for i in range(n) if i not in transfer], True)
+        for label, env in agents.items():
+            ours = reward_components(env)
+            theirs = _package_verdicts(env)
+            assert {k: ours[k] for k in theirs} == theirs, (tid, label)
+            reward = float(theirs["db_match"] and theirs["communicate_match"])
+            assert ours["reward"] == reward
+            outcomes.add((label, reward))
+            checked += 1
+            if label in ("gold", "idle", "idle_info", "no_transfer"):
+                assert audit.loc[tid, f"{label}_reward"] == reward, (tid, label)
+    assert checked >= 3 * len(sample)
+    assert ("gold", 1.0) in outcomes and ("idle", 0.0) in outcomes
+
+
+def test_audit_counts_match_the_measured_package_counts():
+    """No actions + required info: 11 of 114 retail, 20 of 50 airline (notes, package scorer)."""
+    retail = task_audit("retail")
+    airline = task_audit("airline")
+    for table, n in ((retail, 114), (airline, 50)):
+        assert list(table.columns) == list(AUDIT_COLUMNS) and len(table) == n
+        assert (table["gold_reward"] == 1.0).all() and table["gold_action_match"].all()
+        assert set(table["reward_basis"]) == {"DB+COMMUNICATE"} and not table["action_in_basis"].any()
+    assert int(retail["idle_info_reward"].sum()) == 11
+    assert int(airline["idle_info_reward"].sum()) == 20
+    # the idle agent says nothing: it passes only where nothing must be communicated
+    for table in (retail, airline):
+        idle = table["idle_reward"] == 1.0
+        assert (table.loc[idle, "n_communicate_info"] == 0).all()
+        assert (idle <= (table["idle_info_reward"] == 1.0)).all()
+        assert (table["idle_info_reward"] == table["gold_db_unchanged"].astype(float)).all()
+        # dropping the transfer never changes the DB: reward 1, action check fails
+        tr = table[table["transfer_expected"]]
+        assert (tr["no_transfer_reward"] == 1.0).all() and not tr["no_transfer_action_match"].any()
+        assert table.loc[~table["transfer_expected"], "no_transfer_reward"].isna().all()
+        expected = (table["idle_reward"] == 1) | (table["idle_info_reward"] == 1) | (table["no_transfer_reward"] == 1)
+        assert (table["degenerate_pass"] == expected).all()
+        assert sorted(degenerate_task_ids(table)) == sorted(table.loc[expected, "task_id"])
+    # natural-language assertions exist and are never scored
+    assert (retail["n_nl_assertions"] > 0).any() and (airline["n_nl_assertions"] > 0).any()
+    assert (retail["nl_assertions_ignored"] == (retail["n_nl_assertions"] > 0)).all()
+
+
+def test_failed_gold_writes_are_tool_errors_in_the_replay():
+    """Every listed failed gold write raises a ToolError when the gold is replayed."""
+    from inspect_ai.tool import ToolError
+
+    audit = task_audit("retail")
+    rows = audit[audit["n_failed_gold_writes"] > 0]
+    assert len(rows) >= 1
+    for _, row in rows.iterrows():
+        task = get_task(row["task_id"])
+        env = TauEnv(task.task_id)
+        errors = []
+        for i, action in enumerate(task.actions):
+            if action.name in ("calculate", "transfer_to_human_agents"):
+                continue
+            try:
+                getattr(env._tools, action.name)(**action.args())
+            except ToolError:
+                if action.irreversible:
+                    errors.append(f"{i}:{action.name}")
+        assert ";".join(errors) == row["failed_gold_writes"]
+
+
+def test_action_match_rule_by_hand():
+    task = get_task("retail/0")
+    gold = [(a.name, a.args()) for a in task.actions]
+    assert action_match(task, gold)
+    assert action_match(task, list(reversed(gold)))  # order does not matter
+    assert not action_match(task, gold[:-1])
+    name, args = gold[-1]
+    altered = dict(args)
+    key = next(iter(altered))
+    altered[key] = "something else"
+    assert not action_match(task, gold[:-1] + [(name, altered)])
+    assert action_match(task, gold + [("get_user_details", {"user_id": "nobody"})])  # extra calls are fine
+    assert reward_basis("retail/0") == "DB+COMMUNICATE"
+
+
+# ------------------------------------------------------------------ the two τ chapters
+TAU_CHAPTERS = {"tau_controller_audit": "episodes.csv", "tau_workflow_stress": "episodes.parquet"}
+
+
+def test_tau_chapter_sources_report_the_audit():
+    """Both τ notebooks run the audit, save it, glue the degenerate count and compare."""
+    import nbformat
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[1]
+    for name in TAU_CHAPTERS:
+        nb = nbformat.read(repo / "notebooks" / f"{name}.ipynb", as_version=4)
+        code = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
+        text = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+        assert "task_audit(" in code and 'ch.save_table(audit, "task_audit")' in code
+        assert "{glue:text}`n_degenerate`" in text
+        assert "success_with_without(" in code
+    code = "\n".join(c.source for c in nbformat.read(repo / "notebooks" / "tau_workflow_stress.ipynb",
+                                                      as_version=4).cells if c.cell_type == "code")
+    assert "slots_side_by_side(" in code and code.count("ts.run_tau_sasst(") >= 2
+
+
+@pytest.mark.notebook
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(TAU_CHAPTERS))
+def test_tau_chapter_episode_tables_carry_the_components(name, tmp_path, monkeypatch):
+    """Smoke run: the episode table has reward_basis and the three match columns, the
+    audit table is an artifact and the page shows the glued degenerate-agent count."""
+    import json
+    from pathlib import Path
+
+    import nbformat
+    import pandas as pd
+
+    from agentstudies import runner
+
+    repo = Path(__file__).resolve().parents[1]
+    monkeypatch.setenv("AGENTSTUDIES_ARTIFACTS", str(tmp_path / "artifacts"))
+    result = runner.run_notebook(name, {}, tmp_path / f"{name}.ipynb", profile="smoke", root=repo)
+    art = tmp_path / "artifacts" / name
+    table = TAU_CHAPTERS[name]
+    episodes = pd.read_parquet(art / table) if table.endswith(".parquet") else pd.read_csv(art / table)
+    for col in ("reward_basis", "db_match", "communicate_match", "action_match"):
+        assert col in episodes.columns, (name, col)
+    assert set(episodes["reward_basis"]) == {"DB+COMMUNICATE"}
+    assert (episodes["reward"] == (episodes["db_match"] & episodes["communicate_match"]).astype(float)).all()
+    audit = pd.read_csv(art / "task_audit.csv")
+    assert list(audit.columns) == list(AUDIT_COLUMNS)
+    assert sorted(audit["task_id"]) == sorted(episodes["task_id"].unique())
+    nb = nbformat.read(result.output_path, as_version=4)
+    glued = {}
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            key = out.get("metadata", {}).get("scrapbook", {}).get("name")
+            if key:
+                glued[key] = next(v for k, v in out["data"].items() if k.endswith("text/plain"))
+    assert int(glued["n_degenerate"]) == int(audit["degenerate_pass"].sum())
+    assert int(glued["n_audited"]) == len(audit)
+    assert "success_with_without.csv" in json.loads((art / "provenance.json").read_text())["outputs"]
