@@ -160,9 +160,13 @@ def test_kernel_environment_disables_progress_bars(monkeypatch):
         import os
 
         assert os.environ["TQDM_DISABLE"] == "1"
-        from tqdm.auto import tqdm
+        import subprocess
+        import sys
 
-        assert tqdm(range(3)).disable  # tqdm reads TQDM_DISABLE for its defaults
+        # tqdm reads TQDM_DISABLE when it is imported, as in a freshly started kernel
+        probe = "from tqdm.auto import tqdm; print(tqdm(range(3)).disable)"
+        out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+        assert out.stdout.strip() == "True"
     assert "TQDM_DISABLE" not in __import__("os").environ
 
 
