@@ -1,6 +1,15 @@
 """Agents: the policy protocol, scripted (simulated) policies and workflow controllers."""
 
+from agentstudies.agents._llm import (
+    LLMAlfworldPolicy,
+    LLMClient,
+    LLMError,
+    LLMSpec,
+    LLMTauPolicy,
+    is_llm_agent,
+)
 from agentstudies.agents.base import Policy, SimulatedPolicyMixin
 from agentstudies.agents.controllers import WORKFLOWS, controller_audit, make_controller
 
-__all__ = ["Policy", "SimulatedPolicyMixin", "WORKFLOWS", "controller_audit", "make_controller"]
+__all__ = ["Policy", "SimulatedPolicyMixin", "LLMSpec", "LLMClient", "LLMError", "LLMTauPolicy",
+           "LLMAlfworldPolicy", "is_llm_agent", "WORKFLOWS", "controller_audit", "make_controller"]
