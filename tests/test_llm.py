@@ -137,3 +137,17 @@ def test_simulated_rows_carry_agent_columns_without_tokens():
 def test_llm_settings_without_llm_agent_is_an_error():
     with pytest.raises(ValueError, match="llm_settings"):
         run_episodes(["retail/5"], workflows=["ReAct"], llm_settings={"temperature": 0.5})
+
+
+def test_the_suite_cannot_reach_the_outside_network():
+    import socket
+
+    from agentstudies._pytest_offline import OutsideNetworkError
+
+    with pytest.raises(OutsideNetworkError):
+        socket.create_connection(("93.184.216.34", 80), timeout=1)
+    with pytest.raises(OutsideNetworkError):
+        socket.getaddrinfo("example.com", 443)
+    with ScriptedChatServer() as server:  # loopback stays allowed
+        host, port = server.base_url.split("//")[1].split("/")[0].split(":")
+        socket.create_connection((host, int(port)), timeout=5).close()

@@ -163,6 +163,8 @@ def mock_tau2_eval(
     token usage set (offline: no tokenizer download). ``token_limit`` makes Inspect stop
     samples that exceed it, so the log holds samples with a ``limit``. The workflow is
     recorded in the eval's metadata (``from_inspect_log(workflow="metadata:workflow")``).
+    The log is renamed ``tau2-<domain>_<workflow>.eval`` in ``log_dir`` (replacing an
+    earlier one).
 
     Raises
     ------
@@ -184,7 +186,18 @@ def mock_tau2_eval(
         log_realtime=False,
         fail_on_error=False,
     )
-    return str(logs[0].location)
+    return _stable_name(logs[0].location, f"tau2-{domain}_{workflow}.eval")
+
+
+def _stable_name(location: str, name: str) -> str:
+    """Rename Inspect's timestamped log file to ``name`` (same folder), so tables that
+    record the file name are identical across runs."""
+    from pathlib import Path
+
+    src = Path(location)
+    dst = src.with_name(name)
+    src.replace(dst)
+    return str(dst)
 
 
 def mock_error_eval(log_dir: str, *, n_samples: int = 8, epochs: int = 2, fail_every: int = 3,
@@ -220,5 +233,6 @@ def mock_error_eval(log_dir: str, *, n_samples: int = 8, epochs: int = 2, fail_e
     task = Task(dataset=[Sample(id=i, input=f"What is {i} + {i}?", target=str(2 * i)) for i in range(n_samples)],
                 solver=generate(), scorer=match(), name="mock_arithmetic")
     logs = inspect_eval(task, model="mockllm/model", model_args={"custom_outputs": outputs}, epochs=epochs,
-                        log_dir=str(log_dir), display="none", fail_on_error=False, max_samples=1)
-    return str(logs[0].location)
+                        log_dir=str(log_dir), display="none", fail_on_error=False, max_samples=1,
+                        log_realtime=False)
+    return _stable_name(logs[0].location, "mock-arithmetic_errors.eval")
