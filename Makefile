@@ -21,7 +21,7 @@ $(STAMP): pyproject.toml
 	    { echo "agentstudies needs Python 3.11: make PYTHON=python3.11 ..."; exit 1; }; \
 	  $(PYTHON) -m venv $(VENV); }
 	$(BIN)/python -m pip install --quiet "pip>=24"
-	$(BIN)/python -m pip install --quiet -e ".[book,embeddings,dev]"
+	$(BIN)/python -m pip install --quiet -e ".[book,embeddings,llm,dev]"
 	@touch $(STAMP)
 
 # Executes every chapter of book/_toc.yml (papermill) into book/chapters/, then renders

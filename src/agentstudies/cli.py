@@ -176,7 +176,49 @@ List the chapters of book/_toc.yml with each declared parameter, its default and
 value in every profile ('-' = the notebook's default). Exits 1 if a profile names a
 parameter that the notebook does not declare.""",
     )
+    _add_import_log(sub)
     return parser
+
+
+def _add_import_log(sub: Any) -> None:
+    imp = sub.add_parser(
+        "import-log", help="convert Inspect eval logs to an episode table (CSV or Parquet)",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="""Convert Inspect .eval/.json logs to the episode table the methods take (one row per sample
+x epoch: task_id, seed, workflow, score, tokens, error, limit, flagged). Samples with an
+error or a limit are kept and flagged unless --on-error says otherwise; the command prints
+how many there are. See agentstudies.episodes.from_inspect_log.""",
+    )
+    imp.add_argument("logs", nargs="+", type=Path, help="log files or folders of logs")
+    imp.add_argument("-o", "--output", type=Path, required=True, help="OUT.csv or OUT.parquet")
+    imp.add_argument("--scorer", help="scorer whose value is the score (required if a log has several)")
+    imp.add_argument("--workflow", help="a constant, task_arg:NAME, metadata:NAME, solver or model "
+                                        "(default: the solver, else the model)")
+    imp.add_argument("--task-id", help="format of task ids from sample ids, e.g. 'retail/{id}'")
+    imp.add_argument("--task", help="keep only logs of this Inspect task")
+    imp.add_argument("--on-error", choices=("keep", "zero", "exclude"), default="keep",
+                     help="samples with an error or limit: keep flagged (default), score 0, or exclude (counted)")
+
+
+def _cmd_import_log(args: argparse.Namespace) -> int:
+    from agentstudies.episodes import LogImportError, from_inspect_log
+
+    suffix = args.output.suffix.lower()
+    if suffix not in (".csv", ".parquet"):
+        raise runner.BookError(f"-o must end in .csv or .parquet, got {args.output}")
+    if args.output.is_dir():
+        raise runner.BookError(f"-o {args.output} is a directory; name a .csv or .parquet file")
+    try:
+        df = from_inspect_log(args.logs, scorer=args.scorer, workflow=args.workflow, task_id=args.task_id,
+                              task=args.task, on_error=args.on_error)
+    except LogImportError as exc:
+        raise runner.BookError(str(exc)) from None
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    df.to_csv(args.output, index=False) if suffix == ".csv" else df.to_parquet(args.output, index=False)
+    excluded = len(df.attrs.get("excluded", []))
+    print(f"{len(df)} episodes ({df['task_id'].nunique()} tasks, workflows {sorted(df['workflow'].unique())}) "
+          f"-> {args.output}; flagged (error or limit): {int(df['flagged'].sum())}; excluded: {excluded}")
+    return 0
 
 
 def _cmd_book(args: argparse.Namespace) -> int:
@@ -265,7 +307,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     # Ctrl-C raises KeyboardInterrupt even when the shell started us with SIGINT ignored
     # (a background job); a second Ctrl-C while the run cleans up is ignored.
     signal.signal(signal.SIGINT, _first_interrupt)
-    commands = {"book": _cmd_book, "run": _cmd_run, "list": _cmd_list, "build": _cmd_build}
+    commands = {"book": _cmd_book, "run": _cmd_run, "list": _cmd_list, "build": _cmd_build,
+                "import-log": _cmd_import_log}
     try:
         return commands[args.command](args)
     except (runner.BookError, FileNotFoundError) as exc:

@@ -1,5 +1,13 @@
 """Agents: the policy protocol, scripted (simulated) policies and workflow controllers."""
 
+from agentstudies.agents._llm import (
+    LLMAlfworldPolicy,
+    LLMClient,
+    LLMError,
+    LLMSpec,
+    LLMTauPolicy,
+    is_llm_agent,
+)
 from agentstudies.agents.base import Policy, SimulatedPolicyMixin
 from agentstudies.agents.controllers import (
     WORKFLOWS,
@@ -19,4 +27,10 @@ __all__ = [
     "PlanVerifierController",
     "ConfirmationGateController",
     "make_controller",
+    "LLMSpec",
+    "LLMClient",
+    "LLMError",
+    "LLMTauPolicy",
+    "LLMAlfworldPolicy",
+    "is_llm_agent",
 ]

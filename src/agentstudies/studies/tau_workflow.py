@@ -241,11 +241,16 @@ def summary_table(episodes: pd.DataFrame, reports: Mapping[str, SASSTReport]) ->
 
 
 def execution_counts(episodes: pd.DataFrame) -> pd.DataFrame:
-    """Table 17 layout per profile and workflow: the scripted policy has no tokens, so the
-    token column says so; tool calls, failed calls, irreversible calls, steps are summed."""
+    """Table 17 layout per profile and workflow: tokens (input + output, summed over the
+    episodes of an LLM agent; "n/a (scripted policy)" for simulated agents, which call no
+    model), tool calls, failed calls, irreversible calls, steps (summed)."""
     g = episodes.groupby(["profile", "workflow"], sort=False)
     out = g[["tool_calls", "failed_calls", "irreversible_calls", "blocked_calls", "declined_calls", "steps"]].sum()
-    out.insert(0, "tokens", "n/a (scripted policy)")
+    if {"input_tokens", "output_tokens"} <= set(episodes.columns) and episodes["input_tokens"].notna().any():
+        tokens = (episodes["input_tokens"].fillna(0) + episodes["output_tokens"].fillna(0)).astype("int64")
+        out.insert(0, "tokens", tokens.groupby([episodes["profile"], episodes["workflow"]], sort=False).sum())
+    else:
+        out.insert(0, "tokens", "n/a (scripted policy)")
     out["episodes"] = g.size()
     return out
 

@@ -15,7 +15,7 @@ back to the policy. The episode ends when the policy stops, after a successful
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -30,13 +30,13 @@ from agentstudies.agents.tau.policy import (
     ToolCallAction,
     get_profile,
 )
-from agentstudies.agents.tau.simulated import SimulatedUser, SimulatedVerifier
+from agentstudies.agents.tau.simulated import ScriptedChatUser, SimulatedUser, SimulatedVerifier
 from agentstudies.envs.tau.data import get_task, is_write_tool
 from agentstudies.envs.tau import reward_components
 from agentstudies.envs.tau.env import TauEnv
 from agentstudies.parallel import BACKENDS, keyed_seed, seeded_map
 
-__all__ = ["EPISODE_COLUMNS", "TERMINATIONS", "episode_seed", "run_episode", "run_episodes"]
+__all__ = ["EPISODE_COLUMNS", "AGENT_COLUMNS", "TERMINATIONS", "episode_seed", "run_episode", "run_episodes"]
 
 #: Columns of the episode table, in order.
 EPISODE_COLUMNS: tuple[str, ...] = (
@@ -61,8 +61,18 @@ EPISODE_COLUMNS: tuple[str, ...] = (
     "action_match",
 )
 
-#: Termination reasons.
-TERMINATIONS: tuple[str, ...] = ("done", "agent_stop", "transfer_to_human", "verifier_rejection", "max_steps")
+#: Columns added for every episode: who acted, and what a model cost (NaN / "" for
+#: simulated agents, which call no model). See :meth:`LLMPolicyBase.episode_record`.
+AGENT_COLUMNS: tuple[str, ...] = (
+    "agent", "simulated", "model", "generate_config", "llm_seed", "prompt_sha256", "llm_calls",
+    "input_tokens", "output_tokens", "llm_errors", "llm_limit",
+)
+
+#: Termination reasons (``agent_error``: the model call failed; ``user_stop``: the
+#: simulated user ended the conversation with an LLM agent).
+TERMINATIONS: tuple[str, ...] = (
+    "done", "agent_stop", "transfer_to_human", "verifier_rejection", "max_steps", "agent_error", "user_stop",
+)
 
 
 def episode_seed(profile: str, task_id: str, seed: int, workflow: str) -> np.random.SeedSequence:
@@ -83,7 +93,13 @@ def _int_seed(ss: np.random.SeedSequence) -> int:
 
 
 def run_episode(
-    task_id: str, workflow: str, profile: str | TauProfile = "profile_a", seed: int = 0, *, max_steps: int = 60
+    task_id: str,
+    workflow: str,
+    profile: str | TauProfile = "profile_a",
+    seed: int = 0,
+    *,
+    max_steps: int = 60,
+    policy: Any = None,
 ) -> dict[str, Any]:
     """Run one simulated episode and return its row of the episode table.
 
@@ -100,6 +116,12 @@ def run_episode(
         Simulator seed (non-negative integer).
     max_steps:
         Maximum number of policy actions.
+    policy:
+        Another agent to run instead of the scripted policy (e.g.
+        :class:`agentstudies.agents.LLMTauPolicy`): anything with ``reset(task_id, seed,
+        role)`` and ``act(observation)``. It talks to a :class:`ScriptedChatUser` (the
+        observation carries ``"user_message"``); the verifier and the consenting user of
+        the workflow controllers stay simulated with ``profile``'s rates.
 
     Returns
     -------
@@ -131,10 +153,16 @@ def run_episode(
     s_policy, s_verifier, s_user = episode_seed(prof.name, task.task_id, seed, workflow).spawn(3)
 
     env = TauEnv(task.task_id)
-    policy = ScriptedTauPolicy(prof)
-    policy.reset(task.task_id, _int_seed(s_policy))
-    verifier = SimulatedVerifier(task, policy.probs, np.random.default_rng(s_verifier))
-    user = SimulatedUser(task, policy.probs, np.random.default_rng(s_user))
+    scripted = ScriptedTauPolicy(prof)
+    scripted.reset(task.task_id, _int_seed(s_policy))
+    chat = None
+    if policy is None:
+        policy = scripted
+    else:
+        policy.reset(task.task_id, _int_seed(s_policy) % (2**31 - 1), "agent")
+        chat = ScriptedChatUser(task)
+    verifier = SimulatedVerifier(task, scripted.probs, np.random.default_rng(s_verifier))
+    user = SimulatedUser(task, scripted.probs, np.random.default_rng(s_user))
     controller = make_controller(workflow, verifier=verifier, user=user, max_rejections=prof.max_rejections)
     controller.reset()
 
@@ -142,8 +170,11 @@ def run_episode(
     termination = "max_steps"
     last: dict[str, Any] | None = None
     tool_names = tuple(s.name for s in env.tools)
+    user_message = chat.first_message() if chat is not None else None
     while steps < max_steps:
-        action = policy.act({"task_id": task.task_id, "domain": task.domain, "step": steps, "tools": tool_names, "last": last})
+        action = policy.act({"task_id": task.task_id, "domain": task.domain, "step": steps, "tools": tool_names,
+                             "last": last, "user_message": user_message})
+        user_message = None
         if isinstance(action, StopAction):
             termination = action.reason
             break
@@ -151,6 +182,12 @@ def run_episode(
         if isinstance(action, MessageAction):
             env.send_message(action.text)
             last = {"status": "sent", "kind": "message"}
+            if chat is not None:
+                user_message = chat.reply(action.text)
+                if user_message is None:
+                    termination = "user_stop"
+                    break
+                last = None
             continue
         if not isinstance(action, ToolCallAction):
             raise TypeError(f"policy returned {type(action).__name__}; expected a tool call, message or stop")
@@ -173,7 +210,7 @@ def run_episode(
             break
 
     counts = {"blocked_calls": blocked, "declined_calls": declined, "termination": termination, "steps": steps}
-    return _episode_row(env, prof.name, task, int(seed), workflow, counts)
+    return _episode_row(env, prof.name, task, int(seed), workflow, counts) | _agent_fields(policy)
 
 
 def _episode_row(env: TauEnv, profile: str, task: Any, seed: int, workflow: str,
@@ -206,8 +243,23 @@ def _episode_row(env: TauEnv, profile: str, task: Any, seed: int, workflow: str,
     }
 
 
-def _run_spec(spec: tuple[str, str, int, str], rng: Any = None, max_steps: int = 60) -> dict[str, Any]:
+def _agent_fields(policy: Any) -> dict[str, Any]:
+    if getattr(policy, "simulated", True):
+        return {"agent": "simulated", "simulated": True, "model": "", "generate_config": "", "llm_seed": np.nan,
+                "prompt_sha256": "", "llm_calls": 0, "input_tokens": np.nan, "output_tokens": np.nan,
+                "llm_errors": "", "llm_limit": ""}
+    rec = policy.episode_record()
+    return {"agent": f"llm:{rec['model']}", "simulated": False, **rec}
+
+
+def _run_spec(spec: tuple[str, str, int, str], rng: Any = None, max_steps: int = 60, llm: Any = None) -> dict[str, Any]:
     profile, task_id, seed, workflow = spec
+    if llm is not None:
+        from agentstudies.agents._llm import LLMTauPolicy
+
+        spec_, client = llm
+        return run_episode(task_id, workflow, "profile_a", seed, max_steps=max_steps,
+                           policy=LLMTauPolicy(spec_, client=client)) | {"profile": profile}
     return run_episode(task_id, workflow, profile, seed, max_steps=max_steps)
 
 
@@ -220,8 +272,17 @@ def run_episodes(
     backend: str = "loky",
     *,
     max_steps: int = 60,
+    agent: str = "simulated",
+    llm_settings: Mapping[str, Any] | None = None,
 ) -> pd.DataFrame:
     """Run every (profile, task, seed, workflow) episode; one row per episode.
+
+    ``agent="llm:<provider/model>"`` runs an LLM agent
+    (:class:`agentstudies.agents.LLMTauPolicy`, settings from ``llm_settings``: see
+    :class:`agentstudies.agents.LLMSpec`) instead of the scripted profiles: ``profiles``
+    is then ignored and the profile column holds the agent string. LLM episodes share
+    one client and run on ``max_connections`` threads; their tables are reproducible
+    only as far as the provider honours the seed.
 
     Rows are ordered by profile, task (as given), seed, workflow. The table is identical
     for any ``n_jobs`` and backend (each episode has its own seed sequence, see
@@ -251,7 +312,19 @@ def run_episodes(
     for w in lists["workflows"]:
         if w not in WORKFLOWS:
             raise ValueError(f"unknown workflow {w!r}; expected one of {list(WORKFLOWS)}")
-    for p in lists["profiles"]:
+    from agentstudies.agents._llm import is_llm_agent
+
+    llm = None
+    if is_llm_agent(agent):
+        from agentstudies.agents._llm import LLMClient, LLMSpec
+
+        spec = LLMSpec.from_agent(agent, **dict(llm_settings or {}))
+        llm = (spec, LLMClient(spec))
+        lists["profiles"] = [agent]
+        n_jobs, backend = max(1, spec.max_connections), "threading"
+    elif llm_settings:
+        raise ValueError("llm_settings given but agent='simulated'; set agent='llm:<provider>/<model>'")
+    for p in lists["profiles"] if llm is None else ():
         if p not in PROFILES:
             raise ValueError(f"unknown tau profile {p!r}; expected one of {sorted(PROFILES)}")
     for t in lists["task_ids"]:
@@ -261,5 +334,5 @@ def run_episodes(
     if backend not in BACKENDS:
         raise ValueError(f"unknown backend {backend!r}; choose from {BACKENDS}")
     specs = [(p, t, int(s), w) for p in lists["profiles"] for t in lists["task_ids"] for s in lists["seeds"] for w in lists["workflows"]]
-    rows = seeded_map(_run_spec, specs, seed=0, n_jobs=n_jobs, backend=backend, max_steps=max_steps)
-    return pd.DataFrame(rows, columns=list(EPISODE_COLUMNS))
+    rows = seeded_map(_run_spec, specs, seed=0, n_jobs=n_jobs, backend=backend, max_steps=max_steps, llm=llm)
+    return pd.DataFrame(rows, columns=list(EPISODE_COLUMNS + AGENT_COLUMNS))

@@ -26,7 +26,7 @@ import numpy as np
 from agentstudies.agents.controllers import extract_mutation
 from agentstudies.envs.tau.data import TauTask
 
-__all__ = ["is_planned_write", "SimulatedVerifier", "SimulatedUser"]
+__all__ = ["is_planned_write", "SimulatedVerifier", "SimulatedUser", "ScriptedChatUser"]
 
 
 def is_planned_write(task: TauTask, name: str, arguments: Mapping[str, Any]) -> bool:
@@ -86,3 +86,36 @@ class SimulatedUser(_SimulatedReviewer):
         valid = is_planned_write(self.task, mutation["tool"], mutation["arguments"])
         p_decline = self.probs["user_decline_valid"] if valid else self.probs["user_decline_invalid"]
         return "NO" if u < p_decline else "YES"
+
+
+class ScriptedChatUser:
+    """Simulated customer who talks to an LLM agent (scripted, never a model).
+
+    The scripted τ policy needs no conversation; an LLM agent does. This user opens with
+    the task's reason for calling and the facts the scenario says the user knows
+    (``known_info``), answers a question (a message with ``?``) by agreeing and repeating
+    those facts, and ends the conversation (``None``) after the first agent message that
+    asks nothing, or after ``max_turns`` replies. It reads the scenario's user side only:
+    never the gold actions.
+    """
+
+    simulated = True
+
+    def __init__(self, task: TauTask, max_turns: int = 10):
+        instr = task.raw.user_scenario.instructions
+        known = "" if isinstance(instr, str) else (getattr(instr, "known_info", None) or "")
+        self.opening = f"{task.reason_for_call.strip()} {known.strip()}".strip()
+        self.known = known.strip()
+        self.max_turns = max_turns
+        self.turns = 0
+
+    def first_message(self) -> str:
+        """The user's opening message."""
+        return self.opening
+
+    def reply(self, agent_message: str) -> str | None:
+        """The user's answer to ``agent_message``; ``None`` ends the conversation."""
+        self.turns += 1
+        if self.turns > self.max_turns or "?" not in agent_message:
+            return None
+        return ("Yes, please go ahead. " + self.known).strip()

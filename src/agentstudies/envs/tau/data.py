@@ -48,6 +48,7 @@ __all__ = [
     "sample_task_ids",
     "split_task_id",
     "tool_specs",
+    "policy_text",
     "pristine_db",
     "CopyOnAccessTable",
     "new_episode_db",
@@ -317,6 +318,18 @@ class ToolSpec:
 
 
 @functools.cache
+@functools.cache
+def policy_text(domain: str) -> str:
+    """The domain policy an agent follows (``policy.txt`` shipped with τ²-bench).
+
+    Raises
+    ------
+    ValueError
+        If ``domain`` is unknown.
+    """
+    return (_tau2_dir() / _check_domain(domain) / "policy.txt").read_text(encoding="utf-8")
+
+
 def tool_specs(domain: str) -> tuple[ToolSpec, ...]:
     """The tools an agent gets in ``domain`` (retail: 15, airline: 14), sorted by name.
 
