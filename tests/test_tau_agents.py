@@ -18,6 +18,7 @@ import pytest
 from agentstudies.agents.base import Policy
 from agentstudies.agents.controllers import WORKFLOWS
 from agentstudies.agents.tau import (
+    AGENT_COLUMNS,
     EPISODE_COLUMNS,
     PROFILES,
     TERMINATIONS,
@@ -178,7 +179,7 @@ def test_spurious_write_comes_from_another_task():
 def test_episode_rows_and_invariants():
     ids = sample_task_ids(20, seed=2)
     df = run_episodes(ids, profiles=("profile_a", "profile_b"), seeds=(0, 1))
-    assert list(df.columns) == list(EPISODE_COLUMNS) and len(df) == 20 * 3 * 2 * 2
+    assert list(df.columns) == list(EPISODE_COLUMNS + AGENT_COLUMNS) and len(df) == 20 * 3 * 2 * 2
     assert set(df["termination"]) <= set(TERMINATIONS)
     assert (df["reward"] == (df["db_match"] & df["info_match"]).astype(float)).all()
     assert (df["irreversible_calls"] <= df["tool_calls"]).all() and (df["failed_calls"] <= df["tool_calls"]).all()

@@ -6,7 +6,14 @@ it makes is drawn from a feature-dependent model (:mod:`.policy`). The two profi
 stand-ins for the two models of the SASST paper's agent studies (Section 4, App. D.8).
 """
 
-from agentstudies.agents.tau.episodes import EPISODE_COLUMNS, TERMINATIONS, episode_seed, run_episode, run_episodes
+from agentstudies.agents.tau.episodes import (
+    AGENT_COLUMNS,
+    EPISODE_COLUMNS,
+    TERMINATIONS,
+    episode_seed,
+    run_episode,
+    run_episodes,
+)
 from agentstudies.agents.tau.mistakes import ALTERABLE_TOOLS, alter_arguments, spurious_write
 from agentstudies.agents.tau.policy import (
     PROFILES,
@@ -19,14 +26,16 @@ from agentstudies.agents.tau.policy import (
     mistake_probabilities,
     task_covariates,
 )
-from agentstudies.agents.tau.simulated import SimulatedUser, SimulatedVerifier, is_planned_write
+from agentstudies.agents.tau.simulated import ScriptedChatUser, SimulatedUser, SimulatedVerifier, is_planned_write
 
 __all__ = [
+    "AGENT_COLUMNS",
     "ALTERABLE_TOOLS",
     "EPISODE_COLUMNS",
     "PROFILES",
     "TERMINATIONS",
     "MessageAction",
+    "ScriptedChatUser",
     "ScriptedTauPolicy",
     "SimulatedUser",
     "SimulatedVerifier",
