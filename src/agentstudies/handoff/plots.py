@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import matplotlib.pyplot as plt
 import numpy as np
+import seaborn as sns
 
 from agentstudies.handoff._diagnostics import BudgetDiagnostic
 from agentstudies.handoff._estimands import HandoffResult
@@ -38,7 +39,7 @@ __all__ = [
     "plot_solve_by_type",
 ]
 
-_COLORS = ("#4C72B0", "#DD8452")  # base, treated
+_COLORS = tuple(sns.color_palette("colorblind", 2).as_hex())  # base, treated: seaborn's colour-blind-safe palette
 
 
 def _title(text: str, label: str) -> str:
