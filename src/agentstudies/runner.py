@@ -462,8 +462,26 @@ def run_notebook(
         raise NotebookExecutionError(
             path.stem, _source_index(failed, index), ename, evalue, failed
         ) from None
+    _hide_injected_parameters(partial)
     partial.replace(out)
     return RunResult(path.stem, path, out, params, time.perf_counter() - t0, art_root / path.stem)
+
+
+def _hide_injected_parameters(executed: Path) -> None:
+    """Tag papermill's ``injected-parameters`` cell ``remove-cell`` so the book omits it.
+
+    The values it injected are recorded in the chapter's provenance table; the page keeps
+    the notebook's own ``parameters`` cell (the quick-profile defaults).
+    """
+    nb = nbformat.read(executed, as_version=4)
+    changed = False
+    for cell in nb.cells:
+        tags = cell.metadata.get("tags", [])
+        if "injected-parameters" in tags and "remove-cell" not in tags:
+            cell.metadata["tags"] = [*tags, "remove-cell"]
+            changed = True
+    if changed:
+        nbformat.write(nb, executed)
 
 
 def _source_index(executed: Path, cell_index: int) -> int:
