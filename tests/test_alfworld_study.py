@@ -9,7 +9,7 @@ from agentstudies.agents.alfworld_policy import make_checkpoints
 from agentstudies.envs.alfworld._testing import small_game
 from agentstudies.envs.alfworld.env import AlfworldEnv
 from agentstudies.envs.alfworld.frontier import frontier_check_reference
-from agentstudies.envs.alfworld.study import (
+from agentstudies.studies.alfworld_handoff import (
     AUDIT_COLUMNS,
     EPISODE_COLUMNS,
     STEP_COLUMNS,

@@ -1,4 +1,4 @@
-"""Study drivers: environment + agent (or a simulation's DGP) into validated episode tables, with each study's paper values."""
+"""Study drivers: one module per study, turning an environment + agent (or a simulation's DGP) into a validated episode table."""
 
 from agentstudies.studies._paper import paper_note, paper_tables, paper_values
 

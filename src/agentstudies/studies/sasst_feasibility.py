@@ -46,7 +46,7 @@ from agentstudies.parallel import seeded_map
 from agentstudies.sasst.data import ClusterData
 from agentstudies.sasst.engine import SASST
 from agentstudies.sasst.plan import ComparisonPlan
-from agentstudies.sasst.simulations.geometry_study import _fresh
+from agentstudies.studies.sasst_geometry import _fresh
 from agentstudies.sasst.rules import AxisTiltFamily, FixedFamily, RuleFamily, ThresholdRule
 from agentstudies.sasst.slots import (
     ABSTAINED,

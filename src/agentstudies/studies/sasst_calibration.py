@@ -67,7 +67,7 @@ from agentstudies.sasst.engine import SASST, rule_scores
 from agentstudies.sasst.geometry import Standardizer
 from agentstudies.sasst.plan import SELECTED, ComparisonPlan
 from agentstudies.sasst.rules import FixedFamily, ProjectionTiltRule, Rule, UniformRule
-from agentstudies.sasst.simulations.common import (
+from agentstudies.studies._sasst_common import (
     StepRule,
     coordinatewise_critical,
     latent_probit_scores,

@@ -44,7 +44,7 @@ from agentstudies.sasst.engine import SASST, SASSTReport, _top_sets, rule_scores
 from agentstudies.sasst.geometry import KMS
 from agentstudies.sasst.plan import ComparisonPlan
 from agentstudies.sasst.rules import BumpFamily, CompositeFamily, DirectionTiltFamily, rule_from_dict
-from agentstudies.sasst.simulations.geometry_study import informative_columns, recovery_auc, registry_distances
+from agentstudies.studies.sasst_geometry import informative_columns, recovery_auc, registry_distances
 from agentstudies.sasst.slots import Slot
 
 __all__ = [
@@ -252,7 +252,7 @@ def embed_pool(pool: pd.DataFrame, text_encoder: str, *, seed: int = 0) -> np.nd
 
 def study_features(emb: np.ndarray) -> np.ndarray:
     """The embedding columns Study D uses: every dimension except numerically dead ones
-    (:func:`~agentstudies.sasst.simulations.geometry_study.informative_columns`)."""
+    (:func:`~agentstudies.studies.sasst_geometry.informative_columns`)."""
     emb = np.asarray(emb, dtype=float)
     return emb[:, informative_columns(emb)]
 
