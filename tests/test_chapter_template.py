@@ -293,3 +293,40 @@ def test_runner_removes_the_injected_parameters_cell(tmp_path):
     cells = nbformat.read(path, as_version=4).cells
     assert cells[0].metadata["tags"] == ["parameters"]
     assert cells[1].metadata["tags"] == ["injected-parameters", "remove-cell"]
+
+
+# ------------------------------------------------------------------------- paper values
+def test_every_paper_csv_is_documented_and_loads():
+    from agentstudies.studies import paper_values
+    from agentstudies.studies._paper import paper_dir, paper_tables
+
+    readme = (paper_dir() / "README.md").read_text()
+    files = sorted(paper_dir().glob("*.csv"))
+    assert files, "data/paper holds no CSV"
+    for path in files:
+        assert f"`{path.name}`" in readme, f"data/paper/README.md does not name {path.name}"
+        study = next(c for c in CHAPTERS if path.stem.startswith(c + "_"))
+        df = paper_values(study, path.stem[len(study) + 1:])
+        assert len(df) > 0
+        assert path.stem[len(study) + 1:] in paper_tables(study)
+
+
+def test_paper_values_errors_and_copies():
+    from agentstudies.studies import paper_note, paper_values
+
+    with pytest.raises(KeyError, match="stored"):
+        paper_values("sasst_calibration", "table99")
+    with pytest.raises(KeyError, match="not stored"):
+        paper_note("sasst_calibration", "nothing")
+    a = paper_values("sasst_calibration", "table4")
+    a.loc[0, "coverage"] = -1.0
+    assert paper_values("sasst_calibration", "table4").loc[0, "coverage"] != -1.0  # a fresh copy each call
+
+
+def test_study_modules_read_their_paper_values_from_data_paper():
+    from agentstudies.studies import paper_values
+    from agentstudies.studies import sasst_calibration as cal
+    from agentstudies.studies import tau_controller_audit as audit
+
+    assert cal.PAPER_TABLE4.equals(paper_values("sasst_calibration", "table4"))
+    assert audit.PAPER_TABLE_13.equals(paper_values("tau_controller_audit", "table13"))
