@@ -49,6 +49,13 @@ _REFERENCE = re.compile(
     r"(?:\s*(?:,|and|–|-|to|&)\s*\(?[A-Z]?\.?\d+(?:\.\d+)*\)?)*"
     r"|§\s*\d+(?:\.\d+)*"
 )
+#: The level of an interval or band ("95% Clopper–Pearson interval", "95% task-level
+#: paired bootstrap intervals"): a design constant, not a result.
+_LEVEL = re.compile(
+    r"(?<![\w.])\d{2}(?:\.\d+)?\s?%(?=\s+(?:(?:task-level|paired|simultaneous|one-sided|two-sided|pointwise|"
+    r"Gaussian|multiplier)\s+)*(?:Clopper|confidence|intervals?|bands?|bootstrap|Monte|MC|CI|credible|"
+    r"upper|lower|familywise|level)(?![\w-]))"
+)
 #: Citation years (``Xu et al., 2026``; ``(2026)``): four digits 2010-2039 standing alone.
 _YEAR = re.compile(r"(?<![\d.,])20[1-3]\d(?![\d.,%])")
 #: A number standing alone (not part of an identifier such as x1, Qwen3, r2, D.7, τ²).
@@ -95,6 +102,7 @@ def typed_numbers(markdown: str) -> list[str]:
     text = _HTML_TAG.sub(" ", text)
     text = _LIST_MARKER.sub(" ", text)
     text = _REFERENCE.sub(" ", text)
+    text = _LEVEL.sub(" ", text)
     text = _YEAR.sub(" ", text)
     found += [m.group(0).strip() for m in NUMBER.finditer(text)]
     return found
@@ -113,6 +121,8 @@ def typed_numbers(markdown: str) -> list[str]:
         "-0.0554 weighted",
         "ESS near 20–35",
         "about 1e-170",
+        "95% of trials cover",
+        "coverage 93.9% interval-wise",
     ],
 )
 def test_detector_catches_typed_numbers(text):
@@ -131,6 +141,7 @@ def test_detector_catches_typed_numbers(text):
         "```{glue:figure} fig_x\n:name: fig-x\n:figwidth: 700px\nSimulated coverage.\n```",
         "```{admonition} Solution\n:class: dropdown\nRerun with `-p seed 7`.\n```",
         "See {numref}`fig-x` and [the chapter](sasst_calibration.md).",
+        "with 95% Clopper–Pearson intervals and 95% task-level paired bootstrap intervals",
     ],
 )
 def test_detector_allows_references_glue_and_symbols(text):
