@@ -40,7 +40,7 @@ def test_schemas_are_exact(study):
 
 
 def test_tables_pass_the_handoff_validators(study):
-    ho = pytest.importorskip("agentstudies.handoff._validate")
+    ho = pytest.importorskip("agentstudies.handoff")
     ho.validate_episodes(study.episodes)
     ho.validate_trajectories(study.trajectories)
     ho.validate_steps(study.steps)

@@ -62,11 +62,19 @@ from scipy import stats as _st
 from scipy.stats import qmc
 from statsmodels.stats.contingency_tables import mcnemar
 
-from agentstudies.sasst.data import ClusterData
-from agentstudies.sasst.engine import SASST, rule_scores
-from agentstudies.sasst.geometry import Standardizer
-from agentstudies.sasst.plan import SELECTED, ComparisonPlan
-from agentstudies.sasst.rules import FixedFamily, ProjectionTiltRule, Rule, UniformRule
+from agentstudies.sasst import (
+    SASST,
+    SELECTED,
+    ClusterData,
+    ComparisonPlan,
+    FixedFamily,
+    ProjectionTiltRule,
+    Rule,
+    Slot,
+    Standardizer,
+    UniformRule,
+    rule_scores,
+)
 from agentstudies.studies._sasst_common import (
     StepRule,
     coordinatewise_critical,
@@ -75,7 +83,6 @@ from agentstudies.studies._sasst_common import (
     run_trials,
     simultaneous_critical,
 )
-from agentstudies.sasst.slots import Slot
 from agentstudies.stats import contribution_se
 from agentstudies.studies._paper import paper_note, paper_values
 

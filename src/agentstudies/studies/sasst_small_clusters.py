@@ -55,13 +55,23 @@ import numpy as np
 import pandas as pd
 from scipy import stats as _st
 
-from agentstudies.sasst.data import ClusterData
-from agentstudies.sasst.engine import SASST, Discovery, FrozenRule, rule_scores
-from agentstudies.sasst.geometry import make_geometry
-from agentstudies.sasst.plan import SELECTED, ComparisonPlan
-from agentstudies.sasst.rules import FixedFamily, Rule, ThresholdRule, UniformRule
+from agentstudies.sasst import (
+    CONFIRMED,
+    SASST,
+    SELECTED,
+    ClusterData,
+    ComparisonPlan,
+    Discovery,
+    FixedFamily,
+    FrozenRule,
+    Rule,
+    Slot,
+    ThresholdRule,
+    UniformRule,
+    make_geometry,
+    rule_scores,
+)
 from agentstudies.studies._sasst_common import StepRule, latent_probit_scores, proportion_interval, run_trials
-from agentstudies.sasst.slots import CONFIRMED, Slot
 from agentstudies.stats import joint_bounds
 from agentstudies.studies._paper import paper_values
 
