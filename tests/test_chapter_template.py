@@ -57,7 +57,7 @@ _LEVEL = re.compile(
     r"upper|lower|familywise|level)(?![\w-]))"
 )
 #: Citation years (``Xu et al., 2026``; ``(2026)``): four digits 2010-2039 standing alone.
-_YEAR = re.compile(r"(?<![\d.,])20[1-3]\d(?![\d.,%])")
+_YEAR = re.compile(r"(?<![\d.,])20[1-3]\d(?![\d%]|[.,]\d)")
 #: A number standing alone (not part of an identifier such as x1, Qwen3, r2, D.7, τ²).
 NUMBER = re.compile(r"(?<![\w.\-/])[-+−]?\d[\d,]*(?:\.\d+)?(?:e[-+]?\d+)?\s*%?(?![\w])")
 #: A math or code span that is only a number (a run or paper value in disguise).
@@ -133,7 +133,7 @@ def test_detector_catches_typed_numbers(text):
     "text",
     [
         "Table 4 and Tables 15 and 16 (Appendix D.7–D.8), Eq. (2), Eq. 7, Section 4, §2, Algorithm 1.",
-        "Xu et al., 2026 ran Qwen3-8B and Qwen2.5-7B-Instruct on τ²-bench.",
+        "(Xu et al., 2026, Section 4) and Xu et al., 2026 ran Qwen3-8B and Qwen2.5-7B-Instruct on τ²-bench.",
         "Features x1..x8 and rules r1, r2, r3; Study A4 and S_1.",
         "Coverage is {glue:text}`cov:.1%` against {glue:text}`paper_cov:.1%` (paper).",
         "The density cap $\\kappa = 5$ and `n_write_actions > 1`.",
