@@ -66,3 +66,19 @@ def test_stack_paper_puts_the_paper_row_under_ours():
     assert out.loc[("b", "paper"), "v"] == 20.0 and np.isnan(out.loc[("c", "paper"), "only_ours"])
     with pytest.raises(KeyError, match="lacks key"):
         stack_paper(ours, paper.rename(columns={"k": "x"}), on="k")
+
+
+def test_figure_is_saved_glued_and_closed(tmp_path, monkeypatch):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    monkeypatch.setenv("AGENTSTUDIES_ARTIFACTS", str(tmp_path))
+    ch = Chapter("demo_fig", params={"seed": 0})
+    fig, ax = plt.subplots()
+    ax.plot([0, 1], [0, 1])
+    assert ch.figure("fig_demo", fig, "demo") is None
+    assert (tmp_path / "demo_fig" / "demo.png").stat().st_size > 0
+    assert not plt.fignum_exists(fig.number)  # closed: the inline backend will not show it twice
+    assert ch.glue("x", np.float64(0.5)) == 0.5

@@ -219,8 +219,10 @@ class Chapter:
         glue(key, Markdown(text), display=False)
         return text
 
-    def figure(self, key: str, fig: Any, name: str | None = None, *, dpi: int = 120) -> Path:
+    def figure(self, key: str, fig: Any, name: str | None = None, *, dpi: int = 120) -> None:
         """Save ``fig`` as ``artifacts/<chapter>/<name or key>.png``, glue it as ``key`` and close it.
+
+        Returns nothing, so a cell ending with it shows no output of its own.
 
         In markdown the figure is placed, numbered and captioned with::
 
@@ -231,7 +233,7 @@ class Chapter:
 
         Closing the figure keeps the inline backend from showing it a second time.
         """
-        path = self.save_figure(fig, name or key, dpi=dpi)
+        self.save_figure(fig, name or key, dpi=dpi)
         self.glue(key, fig)
         try:
             import matplotlib.pyplot as plt
@@ -239,7 +241,6 @@ class Chapter:
             plt.close(fig)
         except ImportError:  # pragma: no cover
             pass
-        return path
 
     # ----------------------------------------------------------------- provenance
     def provenance(self) -> dict[str, Any]:
