@@ -82,3 +82,16 @@ def test_figure_is_saved_glued_and_closed(tmp_path, monkeypatch):
     assert (tmp_path / "demo_fig" / "demo.png").stat().st_size > 0
     assert not plt.fignum_exists(fig.number)  # closed: the inline backend will not show it twice
     assert ch.glue("x", np.float64(0.5)) == 0.5
+
+
+def test_compact_lets_headers_wrap_without_touching_values():
+    from agentstudies.chapter import compact
+
+    df = pd.DataFrame({"key_col": ["a_b"], "abstention_or_failure": [0.5]}).set_index("key_col")
+    out = compact(df)
+    assert list(out.columns) == ["abstention or failure"] and out.index.name == "key col"
+    assert list(out.index) == ["a b"] and out.iloc[0, 0] == 0.5
+    assert list(df.columns) == ["abstention_or_failure"]  # the input is not modified
+    multi = df.reset_index().assign(s=["this run"]).set_index(["key_col", "s"])
+    assert list(compact(multi).index) == [("a b", "this run")]
+    assert compact("x_y") == "x_y"

@@ -35,7 +35,7 @@ import pandas as pd
 from agentstudies import __version__
 from agentstudies.results import hash_object
 
-__all__ = ["Chapter", "Provenance", "artifacts_root", "hash_object", "beside_paper", "stack_paper", "SIMULATED", "INCOMPLETE"]
+__all__ = ["Chapter", "Provenance", "artifacts_root", "hash_object", "beside_paper", "stack_paper", "compact", "SIMULATED", "INCOMPLETE"]
 
 #: Label attached to every table, figure and caption produced by a scripted policy.
 SIMULATED = "simulated"
@@ -316,6 +316,35 @@ def _plain(value: Any) -> Any:
     if isinstance(value, np.generic):
         return value.item()
     return value
+
+
+def compact(table: Any) -> Any:
+    """A display copy of a table whose headers can wrap: underscores become spaces.
+
+    Column names, index names and string index values of a DataFrame or Series get spaces
+    for underscores (``abstention_or_failure`` -> ``abstention or failure``), so the book's
+    text column can wrap them instead of scrolling. Values are unchanged. Anything else
+    (a Styler, a string) is returned as is. Use it for display only; saved tables keep
+    their names.
+    """
+    if not isinstance(table, (pd.DataFrame, pd.Series)):
+        return table
+
+    def nice(x: Any) -> Any:
+        return x.replace("_", " ") if isinstance(x, str) else x
+
+    out = table.copy()
+    if isinstance(out, pd.DataFrame):
+        out.columns = out.columns.map(lambda c: tuple(nice(v) for v in c) if isinstance(c, tuple) else nice(c))
+    else:
+        out.name = nice(out.name)
+    if isinstance(out.index, pd.MultiIndex):
+        out.index = out.index.set_levels([lvl.map(nice) for lvl in out.index.levels], verify_integrity=False)
+        out.index = out.index.set_names([nice(n) for n in out.index.names])
+    else:
+        out.index = out.index.map(nice)
+        out.index.name = nice(out.index.name)
+    return out
 
 
 def stack_paper(
