@@ -366,3 +366,16 @@ def test_study_modules_read_their_paper_values_from_data_paper():
 
     assert cal.PAPER_TABLE4.equals(paper_values("sasst_calibration", "table4"))
     assert audit.PAPER_TABLE_13.equals(paper_values("tau_controller_audit", "table13"))
+
+
+@pytest.mark.parametrize("name", CHAPTERS)
+def test_no_cell_echoes_a_glued_value(name):
+    """A cell whose last statement is ``ch.glue(...)`` would print the value under the cell
+    (glue returns it); end it with ``;`` or another statement."""
+    nb = _notebook(name)
+    for i, cell in enumerate(_code(nb)):
+        tree = ast.parse(cell.source)
+        last = tree.body[-1] if tree.body else None
+        if (isinstance(last, ast.Expr) and isinstance(last.value, ast.Call)
+                and isinstance(last.value.func, ast.Attribute) and last.value.func.attr in ("glue", "glue_md")):
+            assert cell.source.rstrip().endswith(";"), f"{name} code cell {i} echoes its last glued value"
