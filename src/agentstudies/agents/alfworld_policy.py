@@ -29,8 +29,8 @@ trajectories and the RL reacher in 75-90%, and the SFT/RL solvers convert roughl
 50-60% / 90-97% of frontier states (handoff paper Table 2 region). Outcomes always come
 from the engine; the policy never samples success.
 
-All randomness of an episode derives from ``SeedSequence(base_seed, spawn_key=(task,
-seed, role))``; the checkpoint name is deliberately not part of the key, so the SFT and
+All randomness of an episode derives from ``keyed_seed(base_seed, "episode", task, seed,
+role)`` (:func:`agentstudies.parallel.keyed_seed`); the checkpoint name is deliberately not part of the key, so the SFT and
 RL solvers handed one state draw the same random numbers (paired seeds, as in the paper).
 
 :class:`CallablePolicy` is the hook for real checkpoints: it wraps any callable
@@ -40,13 +40,13 @@ RL solvers handed one state draw the same random numbers (paired seeds, as in th
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, fields
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
 from agentstudies.agents.base import SimulatedPolicyMixin
+from agentstudies.parallel import keyed_seed
 
 __all__ = [
     "ScriptedAlfworldPolicy",
@@ -60,7 +60,7 @@ __all__ = [
 
 #: Command prefixes that never change the task state (bookkeeping only).
 IDLE_PREFIXES = ("look", "inventory", "examine", "help")
-_ROLES = {"reacher": 0, "solver": 1}
+_ROLES = ("reacher", "solver")
 
 
 @dataclass(frozen=True)
@@ -98,10 +98,6 @@ RL_PROFILE = PolicyProfile(
 )
 
 
-def _stable_int(text: str) -> int:
-    return int(hashlib.sha256(text.encode()).hexdigest()[:15], 16)
-
-
 def _is_idle(cmd: str) -> bool:
     return cmd.startswith(IDLE_PREFIXES)
 
@@ -118,7 +114,7 @@ class ScriptedAlfworldPolicy(SimulatedPolicyMixin):
         ``loop_persistence``, ``repeat_prob``, ``noise``, ``bridge_quality``,
         ``finish_quality``, ``idle_share``).
     base_seed:
-        Root of the per-episode ``SeedSequence``.
+        Root seed of every episode's stream.
 
     Raises ``ValueError`` for a probability outside [0, 1] and ``TypeError`` for an
     unknown parameter.
@@ -148,11 +144,10 @@ class ScriptedAlfworldPolicy(SimulatedPolicyMixin):
         return {"name": self.name, "base_seed": self.base_seed, **self.profile.as_dict()}
 
     def reset(self, task_id: str, seed: int, role: str = "reacher") -> None:
-        """Start an episode; randomness from ``SeedSequence(base_seed, (task, seed, role))``."""
+        """Start an episode; randomness from ``keyed_seed(base_seed, "episode", task, seed, role)``."""
         if role not in _ROLES:
             raise ValueError(f"role={role!r}: expected 'reacher' or 'solver'")
-        ss = np.random.SeedSequence(self.base_seed, spawn_key=(_stable_int(str(task_id)), int(seed), _ROLES[role]))
-        self._rng = np.random.default_rng(ss)
+        self._rng = np.random.default_rng(keyed_seed(self.base_seed, "episode", str(task_id), int(seed), role))
         self._looping = False
         self._prev = None
 

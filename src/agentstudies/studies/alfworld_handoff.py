@@ -31,8 +31,9 @@ Tables (pandas; simulated policies are labelled by their ``label``/name):
     split, clone, arrivals, replays, replays_passed, replays_failed, solver_pairs,
     solver_pairs_equal_inputs.
 
-Parallel over tasks with ``joblib`` (each worker process owns its env); every random
-draw derives from (task, seed, role), so the tables do not depend on ``n_jobs``.
+Parallel over tasks with :func:`agentstudies.parallel.seeded_map` (each worker process
+owns its env); every random draw derives from (task, seed, role), so the tables do not
+depend on ``n_jobs``.
 """
 
 from __future__ import annotations
@@ -43,12 +44,12 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
-from joblib import Parallel, delayed
 
 from agentstudies.envs.alfworld.env import AlfworldEnv, ReplayMismatch
 from agentstudies.envs.alfworld.expert import Expert
 from agentstudies.envs.alfworld.frontier import frontier_check
 from agentstudies.envs.alfworld.generate import TASK_TYPES
+from agentstudies.parallel import seeded_map
 
 __all__ = ["run_handoff_study", "HandoffStudy", "TRAJECTORY_COLUMNS", "STEP_COLUMNS", "EPISODE_COLUMNS", "AUDIT_COLUMNS"]
 
@@ -222,6 +223,12 @@ def _run_task(
     )
 
 
+def _run_task_item(game: Mapping[str, Any], rng: np.random.Generator, **kwargs: Any) -> dict[str, Any]:
+    """:func:`seeded_map` adapter; a task's randomness comes from its (task, seed, role)
+    keys inside the policies, not from ``rng``."""
+    return _run_task(game, **kwargs)
+
+
 def _resolve_pool(pool, tasks_per_type, pool_seed) -> list[dict[str, Any]]:
     from agentstudies.envs.alfworld.pools import load_pool
 
@@ -282,7 +289,8 @@ def run_handoff_study(
     continuation_budget:
         ``B_cont``: solver actions after the handoff (``>= D``).
     n_jobs, backend:
-        ``joblib.Parallel`` over tasks (results do not depend on them).
+        :func:`agentstudies.parallel.seeded_map` over tasks (results do not depend on
+        them; ``backend=None`` means ``"loky"``).
     clone:
         ``"replay"`` (reset + verified replay per solver; the paper's protocol) or
         ``"snapshot"`` (in-process restore per solver, plus one verified replay per
@@ -327,9 +335,9 @@ def run_handoff_study(
         raise ValueError("duplicate task ids in the pool")
     items = [(str(k), v) for k, v in reachers.items()]
     t0 = time.perf_counter()
-    out = Parallel(n_jobs=n_jobs, backend=backend)(
-        delayed(_run_task)(g, seeds, items, early_budget, D, continuation_budget, clone, expert) for g in games
-    )
+    out = seeded_map(_run_task_item, games, seed=0, n_jobs=n_jobs, backend=backend or "loky", seeds=seeds,
+                     reachers=items, early_budget=early_budget, D=D, cont=continuation_budget, clone=clone,
+                     expert_method=expert)
     wall = time.perf_counter() - t0
     traj = pd.DataFrame([r for o in out for r in o["trajectories"]], columns=TRAJECTORY_COLUMNS)
     steps = pd.DataFrame([r for o in out for r in o["steps"]], columns=STEP_COLUMNS)
