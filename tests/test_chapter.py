@@ -30,8 +30,9 @@ def test_run_starts_from_an_empty_folder_and_marks_until_finished(artifacts):
     assert data["parameters"] == {"seed": 3, "n": 2} and data["seed"] == 3
     assert data["outputs"] == ["t.csv"] and data["simulated"] == "everything"
     assert data["input_sha256"]["tasks"] == hash_object(pd.DataFrame({"a": [1, 2]}))
-    md = prov._repr_markdown_()
-    assert "Provenance" in md and data["input_sha256"]["tasks"] in md  # full value, not cut
+    page = prov._repr_html_()
+    assert page.startswith("<details") and "<table" in page and "|" not in page  # a real table, collapsed
+    assert "Provenance" in page and data["input_sha256"]["tasks"] in page  # full value, not cut
 
 
 def test_hash_object_is_deterministic_and_sensitive():
@@ -53,3 +54,44 @@ def test_beside_paper_keeps_rows_missing_on_either_side():
     assert np.isnan(out.loc["a", ("paper", "v")]) and np.isnan(out.loc["c", ("this run", "v")])
     with pytest.raises(KeyError, match="key column"):
         beside_paper(ours, paper.rename(columns={"k": "key"}), on="k")
+
+
+def test_stack_paper_puts_the_paper_row_under_ours():
+    from agentstudies.chapter import stack_paper
+
+    ours = pd.DataFrame({"k": ["a", "b"], "v": [1.0, 2.0], "only_ours": [5, 6]})
+    paper = pd.DataFrame({"k": ["b", "c"], "v": [20.0, 30.0]})
+    out = stack_paper(ours, paper, on="k")
+    assert list(out.index) == [("a", "this run"), ("b", "this run"), ("b", "paper"), ("c", "paper")]
+    assert out.loc[("b", "paper"), "v"] == 20.0 and np.isnan(out.loc[("c", "paper"), "only_ours"])
+    with pytest.raises(KeyError, match="lacks key"):
+        stack_paper(ours, paper.rename(columns={"k": "x"}), on="k")
+
+
+def test_figure_is_saved_glued_and_closed(tmp_path, monkeypatch):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    monkeypatch.setenv("AGENTSTUDIES_ARTIFACTS", str(tmp_path))
+    ch = Chapter("demo_fig", params={"seed": 0})
+    fig, ax = plt.subplots()
+    ax.plot([0, 1], [0, 1])
+    assert ch.figure("fig_demo", fig, "demo") is None
+    assert (tmp_path / "demo_fig" / "demo.png").stat().st_size > 0
+    assert not plt.fignum_exists(fig.number)  # closed: the inline backend will not show it twice
+    assert ch.glue("x", np.float64(0.5)) == 0.5
+
+
+def test_compact_lets_headers_wrap_without_touching_values():
+    from agentstudies.chapter import compact
+
+    df = pd.DataFrame({"key_col": ["a_b"], "abstention_or_failure": [0.5]}).set_index("key_col")
+    out = compact(df)
+    assert list(out.columns) == ["abstention or failure"] and out.index.name == "key col"
+    assert list(out.index) == ["a b"] and out.iloc[0, 0] == 0.5
+    assert list(df.columns) == ["abstention_or_failure"]  # the input is not modified
+    multi = df.reset_index().assign(s=["this run"]).set_index(["key_col", "s"])
+    assert list(compact(multi).index) == [("a b", "this run")]
+    assert compact("x_y") == "x_y"

@@ -5,9 +5,11 @@ input-data hashes, wall time) and writes the tables it produces as CSV under
 ``artifacts/<chapter>/``. A chapter notebook uses this module as::
 
     from agentstudies.chapter import Chapter
-    ch = Chapter("tau_workflow_stress", params=dict(seed=seed, n_tasks=n_tasks))
+    ch = Chapter.from_parameters("tau_workflow_stress", globals(), simulated="the agents")
     ch.hash_input("tasks", tasks_df)
     ch.save_table(table, "slots")           # -> artifacts/tau_workflow_stress/slots.csv
+    ch.glue("n_tasks", n)                   # markdown: {glue:text}`n_tasks`
+    ch.figure("fig_slots", fig)             # markdown: ```{glue:figure} fig_slots
     ...
     ch.finish()                             # last cell: shows and writes provenance.json
 
@@ -18,6 +20,7 @@ repository root (the first parent directory holding ``pyproject.toml``), otherwi
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import platform
@@ -32,7 +35,7 @@ import pandas as pd
 from agentstudies import __version__
 from agentstudies.results import hash_object
 
-__all__ = ["Chapter", "Provenance", "artifacts_root", "hash_object", "beside_paper", "SIMULATED", "INCOMPLETE"]
+__all__ = ["Chapter", "Provenance", "artifacts_root", "hash_object", "beside_paper", "stack_paper", "compact", "SIMULATED", "INCOMPLETE"]
 
 #: Label attached to every table, figure and caption produced by a scripted policy.
 SIMULATED = "simulated"
@@ -220,13 +223,51 @@ class Chapter:
         return path
 
     def glue(self, key: str, value: Any, *, display: bool = False) -> Any:
-        """Glue a value for use in the book's text (``{glue:}`key```); no-op without myst-nb."""
+        """Glue a value for the book's text (``{glue:text}`key:.2f```); no-op without myst-nb.
+
+        NumPy scalars are converted to Python numbers first, so ``{glue:text}`` can apply
+        a format spec (myst-nb parses the stored ``text/plain``; ``np.float64(0.5)`` would
+        not parse). Returns ``value`` unchanged.
+        """
         try:
             from myst_nb import glue
         except ImportError:  # pragma: no cover - book extra not installed
             return value
-        glue(key, value, display=display)
+        glue(key, _plain(value), display=display)
         return value
+
+    def glue_md(self, key: str, text: str) -> str:
+        """Glue a Markdown sentence for ``{glue:md}`key``` (prose chosen by code)."""
+        try:
+            from IPython.display import Markdown
+            from myst_nb import glue
+        except ImportError:  # pragma: no cover - book extra not installed
+            return text
+        glue(key, Markdown(text), display=False)
+        return text
+
+    def figure(self, key: str, fig: Any, name: str | None = None, *, dpi: int = 120) -> None:
+        """Save ``fig`` as ``artifacts/<chapter>/<name or key>.png``, glue it as ``key`` and close it.
+
+        Returns nothing, so a cell ending with it shows no output of its own.
+
+        In markdown the figure is placed, numbered and captioned with::
+
+            ```{glue:figure} key
+            :name: fig-key
+            Caption (say *simulated*).
+            ```
+
+        Closing the figure keeps the inline backend from showing it a second time.
+        """
+        self.save_figure(fig, name or key, dpi=dpi)
+        self.glue(key, fig)
+        try:
+            import matplotlib.pyplot as plt
+
+            plt.close(fig)
+        except ImportError:  # pragma: no cover
+            pass
 
     # ----------------------------------------------------------------- provenance
     def provenance(self) -> dict[str, Any]:
@@ -274,18 +315,96 @@ class Provenance:
     table: pd.DataFrame
     path: Path
 
-    def _repr_markdown_(self) -> str:
-        lines = ["### Provenance of this run", "",
-                 f"Written to `{self.path.name}` in this chapter's artifacts folder.", "",
-                 "| field | value |", "|---|---|"]
-        for field_name, value in self.table["value"].items():
-            text = str(value).replace("|", "\\|")
-            lines.append(f"| `{field_name}` | {text} |")
-        return "\n".join(lines)
+    def _repr_html_(self) -> str:
+        """A real HTML table inside a collapsed ``<details>`` block (every value in full).
+
+        HTML rather than Markdown: the book renders a Markdown output as CommonMark, where
+        a pipe table shows as literal ``| field | value |`` text.
+        """
+        rows = "".join(
+            f"<tr><td><code>{html.escape(str(field_name))}</code></td>"
+            f"<td style=\"word-break: break-all\">{html.escape(str(value))}</td></tr>"
+            for field_name, value in self.table["value"].items()
+        )
+        return (
+            "<details class=\"agentstudies-provenance\"><summary><strong>Provenance of this run</strong> "
+            f"(written to <code>{html.escape(self.path.name)}</code> in this chapter's artifacts folder)"
+            "</summary><table class=\"table\" style=\"table-layout: fixed; width: 100%\">"
+            "<colgroup><col style=\"width: 32%\"><col style=\"width: 68%\"></colgroup>"
+            f"<thead><tr><th>field</th><th>value</th></tr></thead><tbody>{rows}</tbody></table></details>"
+        )
 
     def __repr__(self) -> str:
         with pd.option_context("display.max_colwidth", None, "display.width", 250):
             return "Provenance of this run\n" + self.table.to_string()
+
+
+def _plain(value: Any) -> Any:
+    """NumPy scalars as Python scalars (for glue); anything else unchanged."""
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+def compact(table: Any) -> Any:
+    """A display copy of a table whose headers can wrap: underscores become spaces.
+
+    Column names, index names and string index values of a DataFrame or Series get spaces
+    for underscores (``abstention_or_failure`` -> ``abstention or failure``), so the book's
+    text column can wrap them instead of scrolling. Values are unchanged. Anything else
+    (a Styler, a string) is returned as is. Use it for display only; saved tables keep
+    their names.
+    """
+    if not isinstance(table, (pd.DataFrame, pd.Series)):
+        return table
+
+    def nice(x: Any) -> Any:
+        return x.replace("_", " ") if isinstance(x, str) else x
+
+    out = table.copy()
+    if isinstance(out, pd.DataFrame):
+        out.columns = out.columns.map(lambda c: tuple(nice(v) for v in c) if isinstance(c, tuple) else nice(c))
+    else:
+        out.name = nice(out.name)
+    if isinstance(out.index, pd.MultiIndex):
+        out.index = out.index.set_levels([lvl.map(nice) for lvl in out.index.levels], verify_integrity=False)
+        out.index = out.index.set_names([nice(n) for n in out.index.names])
+    else:
+        out.index = out.index.map(nice)
+        out.index.name = nice(out.index.name)
+    return out
+
+
+def stack_paper(
+    this_run: pd.DataFrame, paper: pd.DataFrame, on: str | list[str], *, source: str = "source"
+) -> pd.DataFrame:
+    """Stack our table and the paper's as rows labelled ``this run`` / ``paper``.
+
+    The narrow alternative to :func:`beside_paper` for the book's text column: both tables
+    keep their own columns (union, NaN where one side lacks a column), each key of ``on``
+    shows our row first and the paper's row under it, and the index is ``on`` plus
+    ``source``. Keys present on one side only are kept (visible, not dropped).
+
+    Raises
+    ------
+    KeyError
+        If either table lacks a key column.
+    """
+    keys = [on] if isinstance(on, str) else list(on)
+    for name, df in (("this_run", this_run), ("paper", paper)):
+        missing = [k for k in keys if k not in df.columns]
+        if missing:
+            raise KeyError(f"stack_paper: {name} table lacks key column(s) {missing}")
+    order = list(dict.fromkeys(list(map(tuple, this_run[keys].to_numpy())) + list(map(tuple, paper[keys].to_numpy()))))
+    rank = {k: i for i, k in enumerate(order)}
+    a = this_run.assign(**{source: "this run"})
+    b = paper.assign(**{source: "paper"})
+    cols = keys + [source] + [c for c in dict.fromkeys([*this_run.columns, *paper.columns]) if c not in keys]
+    out = pd.concat([a, b], ignore_index=True)[cols]
+    out["_rank"] = [rank[tuple(r)] for r in out[keys].to_numpy()]
+    out["_side"] = (out[source] == "paper").astype(int)
+    out = out.sort_values(["_rank", "_side"], kind="stable").drop(columns=["_rank", "_side"])
+    return out.set_index(keys + [source])
 
 
 def _jsonable(value: Any) -> Any:

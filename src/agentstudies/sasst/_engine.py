@@ -119,7 +119,7 @@ def _select(loc: np.ndarray, feasible: np.ndarray, ess: np.ndarray, dist: np.nda
     A candidate whose ``loc`` is not finite (the plan's value is undefined on this sample,
     e.g. a stability resample that leaves one cross-fitting half empty) cannot be selected.
     """
-    idx = np.flatnonzero(feasible & np.isfinite(loc))
+    idx = np.flatnonzero(np.asarray(feasible, bool) & np.isfinite(loc))
     if idx.size == 0:
         return -1
     best = loc[idx].min()

@@ -85,6 +85,7 @@ from agentstudies.studies._sasst_common import (
     simultaneous_critical,
 )
 from agentstudies.stats import contribution_se
+from agentstudies.studies._paper import paper_note, paper_values
 
 __all__ = [
     "FEATURES",
@@ -629,25 +630,15 @@ def summarize_a4(records: pd.DataFrame, design: StudyADesign, n_points: int = 2*
 
 
 # ------------------------------------------------------------------ the paper's values (labelled "paper")
-PAPER_TABLE4 = pd.DataFrame(
-    [(M, R, rule, cov / 100) for M, vals in {
-        500: (95.00, 93.85, 94.60, 94.05), 1000: (94.75, 95.10, 95.10, 94.75),
-        2000: (95.10, 95.30, 94.95, 95.05), 4000: (95.30, 95.15, 95.75, 95.10)}.items()
-     for (R, rule), cov in zip(((5, "fixed"), (5, "learned"), (20, "fixed"), (20, "learned")), vals)],
-    columns=["M", "R", "rule", "coverage"],
-)
+PAPER_TABLE4 = paper_values("sasst_calibration", "table4")  # data/paper/ (labelled "paper", never a result)
 """SASST Table 4 (pointwise coverage, 2,000 trials per cell), as fractions."""
 
-PAPER_TABLE4_NOTES = ("For M >= 1000 the paper reports negligible bias and estimated-to-empirical "
-                      "standard error ratios from 0.991 to 1.018 (Appendix D.1).")
+PAPER_TABLE4_NOTES = ("For M >= 1000 the paper reports negligible bias and estimated-to-empirical standard error "
+                      f"ratios from {paper_note('sasst_calibration', 'se_ratio_low')} to "
+                      f"{paper_note('sasst_calibration', 'se_ratio_high')} (Appendix D.1).")
 
-PAPER_TABLE5 = pd.DataFrame(
-    {"M": [500, 1000, 2000], "split_coverage": [0.944, 0.936, 0.944],
-     "same_data_coverage": [0.913, 0.916, 0.933], "gap": [np.nan, 0.020, np.nan],
-     "gap_lower_bound": [np.nan, 0.0031, np.nan], "mcnemar_p": [np.nan, 0.032, np.nan]}
-)
+PAPER_TABLE5 = paper_values("sasst_calibration", "table5")  # data/paper/ (labelled "paper", never a result)
 """SASST Table 5 (matched same-data comparison) and the M = 1000 paired statistics of D.1."""
 
-PAPER_A4 = pd.DataFrame({"M": [1000, 2000], "familywise_coverage": [0.9495, 0.9550],
-                         "false_fragility": [0.0085, 0.0055]})
+PAPER_A4 = paper_values("sasst_calibration", "a4")  # data/paper/ (labelled "paper", never a result)
 """SASST Table 5, right column (Study A4 signed family; not run at M = 500)."""

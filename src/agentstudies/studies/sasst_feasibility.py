@@ -58,6 +58,7 @@ from agentstudies.sasst import (
     Slot,
     ThresholdRule,
 )
+from agentstudies.studies._paper import paper_values
 from agentstudies.studies.sasst_geometry import _fresh
 
 __all__ = [
@@ -92,13 +93,7 @@ TILT_STRENGTHS = (0.5, 0.75)
 Q75 = float(stats.norm.ppf(0.75))
 
 #: Paper Table 11 (500 trials per setting), shown beside ours labelled "paper".
-PAPER_TABLE11 = pd.DataFrame({
-    "setting": list(SETTINGS),
-    "abstention_or_failure": [1.000, 1.000, 1.000, 0.958, 0.000],
-    "nonabstention": [0.000, 0.000, 0.000, 0.042, 1.000],
-    "recorded_check": ["ESS and density", "density, while ESS passes", "split support, while global checks pass",
-                       "stability", "none"],
-})
+PAPER_TABLE11 = paper_values("sasst_feasibility", "table11")  # data/paper/ (labelled "paper", never a result)
 
 
 @dataclass(frozen=True)

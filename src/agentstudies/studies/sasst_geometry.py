@@ -56,6 +56,7 @@ from agentstudies.sasst import (
     rbf_similarity_median,
     rule_scores,
 )
+from agentstudies.studies._paper import paper_note, paper_values
 
 __all__ = [
     "MECHANISMS",
@@ -109,16 +110,7 @@ STRESSED_SHARE = 0.25
 P_BASELINE, P_CANDIDATE_OUT, P_CANDIDATE_IN = 0.5, 0.6, 0.3
 
 #: Paper Table 9 (held-out AUC, mean over 200 trials), shown beside ours labelled "paper".
-PAPER_TABLE9 = pd.DataFrame(
-    {
-        "mechanism": list(MECHANISMS),
-        "kms": [0.602, 0.639, 0.695, 0.698],
-        "mmd": [0.631, 0.747, 0.716, 0.679],
-        "max_sliced": [0.623, 0.610, 0.696, 0.707],
-        "no_radius": [0.597, 0.649, 0.558, 0.700],
-        "linear_only": [0.594, 0.631, 0.500, 0.576],
-    }
-)
+PAPER_TABLE9 = paper_values("sasst_geometry", "table9")  # data/paper/ (labelled "paper", never a result)
 
 
 # ----------------------------------------------------------------------------- AUC
@@ -440,14 +432,9 @@ STRUCTURED_COLUMNS = (
 AUDIT_GEOMETRIES = ("standardized", "normalized_structured", "pca_structured", "structured")
 
 #: Paper Table 10 (mean over six kernel seeds), shown beside ours labelled "paper".
-PAPER_TABLE10 = pd.DataFrame({
-    "geometry": list(AUDIT_GEOMETRIES) + ["no_radius"],
-    "accepted_rules": [53.0, 50.7, 50.7, 52.5, 71.0],
-    "correct_recovery": [0.000, 0.000, 0.000, 0.000, 0.610],
-    "auc": [0.579, 0.526, 0.522, 0.527, 0.814],
-})
+PAPER_TABLE10 = paper_values("sasst_geometry", "table10")  # data/paper/ (labelled "paper", never a result)
 #: Paper D.4: median unit-bandwidth RBF similarity in the standardized high-dimensional space.
-PAPER_BANDWIDTH_SIMILARITY = 4e-177
+PAPER_BANDWIDTH_SIMILARITY = paper_note("sasst_geometry", "bandwidth_similarity_unit")  # data/paper/ (labelled "paper", never a result)
 
 
 def PreScaledKMS(**kwargs: Any) -> KMS:

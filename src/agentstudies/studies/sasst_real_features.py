@@ -55,6 +55,7 @@ from agentstudies.sasst import (
     top_weighted_sets,
 )
 from agentstudies.studies.sasst_geometry import informative_columns, recovery_auc, registry_distances
+from agentstudies.studies._paper import paper_values
 
 __all__ = [
     "POOL_RESOURCE",
@@ -89,13 +90,7 @@ SYSTEMS = ("reference", "degraded")
 CACHE_NAME = "sasst_real_features_minilm.npz"
 
 #: Paper Table 12, shown beside ours labelled "paper".
-PAPER_TABLE12 = pd.DataFrame({
-    "quantity": ["weighted confirmation contrast", "pointwise 95% interval", "unweighted confirmation contrast",
-                 "stress amplification", "recovery AUC", "top-weighted precision", "top-weighted Jaccard",
-                 "top-weighted recall", "inference ESS", "functional stability (100 resamples)", "formal status"],
-    "paper": ["-0.0554", "[-0.0886, -0.0221]", "-0.0294", "-0.0260", "0.974", "0.444", "0.444", "1.000", "405.7",
-              "0.18", "abstained"],
-})
+PAPER_TABLE12 = paper_values("sasst_real_features", "table12")  # data/paper/ (labelled "paper", never a result)
 
 
 @dataclass(frozen=True)

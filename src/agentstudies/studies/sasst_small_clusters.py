@@ -73,6 +73,7 @@ from agentstudies.sasst import (
 )
 from agentstudies.studies._sasst_common import StepRule, latent_probit_scores, proportion_interval, run_trials
 from agentstudies.stats import joint_bounds
+from agentstudies.studies._paper import paper_values
 
 __all__ = [
     "SYSTEMS",
@@ -671,30 +672,11 @@ def run_positive_control(*, pool: TauPool, rules: Sequence[Rule], radii: Sequenc
 
 
 # ------------------------------------------------------------------ the paper's values (labelled "paper")
-PAPER_TABLE6 = pd.DataFrame({
-    "rule": list(METHODS),
-    "familywise_low": [0.9055, 0.9195, 0.9375, 0.9640],
-    "familywise_high": [0.9350, 0.9385, 0.9520, 0.9755],
-    "reading": ["below the declared threshold", "not adequate", "not uniformly adequate",
-                "conservative in all four settings"],
-})
+PAPER_TABLE6 = paper_values("sasst_small_clusters", "table6")  # data/paper/ (labelled "paper", never a result)
 """SASST Table 6: ranges of familywise coverage over the four audited null settings."""
 
-PAPER_TABLE7 = pd.DataFrame({
-    "clusters": [40, 80, 200, 200, 200], "stressed_ess": [20, 20, 40, 100, 20],
-    "gaussian_power": [0.1095, 0.0970, 0.1890, 0.4810, np.nan],
-    "bonferroni_t_power": [0.0390, 0.0435, 0.1445, 0.4025, np.nan],
-    "max_density": [np.nan, np.nan, np.nan, np.nan, 10.26],
-    "excluded": [False, False, False, False, True],
-})
+PAPER_TABLE7 = paper_values("sasst_small_clusters", "table7")  # data/paper/ (labelled "paper", never a result)
 """SASST Table 7 (and the excluded 200/20 design of D.2, density ratio 10.26)."""
 
-PAPER_TABLE8 = pd.DataFrame({
-    "gate": ["Null familywise error, N = 40", "Null familywise error, N = 200", "Target rule discovery, N = 200",
-             "Conditional confirmation, N = 200", "End to end detection, N = 200"],
-    "value": [0.017, 0.018, 0.921, 0.701, 0.646],
-    "mc_low": [np.nan, np.nan, np.nan, 0.671, np.nan],
-    "mc_high": [np.nan, np.nan, np.nan, 0.730, np.nan],
-    "result": ["pass"] * 5,
-})
+PAPER_TABLE8 = paper_values("sasst_small_clusters", "table8")  # data/paper/ (labelled "paper", never a result)
 """SASST Table 8 (same-seed positive-control diagnostic; MC interval given for one gate)."""

@@ -23,6 +23,7 @@ from agentstudies.agents.controllers import (
     extract_mutation,
     make_controller,
 )
+from agentstudies.studies._paper import paper_values
 
 __all__ = [
     "DeckCard",
@@ -218,15 +219,7 @@ def controller_audit(deck: list[DeckCard] | None = None) -> pd.DataFrame:
 
 
 #: The paper's Table 13 (Appendix D.7), for display beside :func:`controller_audit` only.
-PAPER_TABLE_13 = pd.DataFrame(
-    {
-        "workflow": list(WORKFLOWS),
-        "invalid_block_recall": [0.0, 1.0, 0.5],
-        "valid_approval": [1.0, 1.0, 0.5],
-        "confirmed_executed": [1.0, 0.5, 1.0],
-        "declined_blocked": [0.0, 0.5, 1.0],
-    }
-)
+PAPER_TABLE_13 = paper_values("tau_controller_audit", "table13")  # data/paper/ (labelled "paper", never a result)
 
 
 def controller_boundary_tests() -> pd.DataFrame:
