@@ -53,7 +53,7 @@ _REFERENCE = re.compile(
 #: paired bootstrap intervals"): a design constant, not a result.
 _LEVEL = re.compile(
     r"(?<![\w.])\d{2}(?:\.\d+)?\s?%(?=\s+(?:(?:task-level|paired|simultaneous|one-sided|two-sided|pointwise|"
-    r"Gaussian|multiplier|base-scenario)\s+)*(?:Clopper|Wilson|percentile|confidence|intervals?|bands?|bootstrap|Monte[- ]Carlo|MC|CI|credible|"
+    r"Gaussian|multiplier|base-scenario|cluster|cluster-bootstrap)\s+)*(?:Clopper|Wilson|percentile|confidence|intervals?|bands?|bootstrap|Monte[- ]Carlo|MC|CI|credible|"
     r"upper|lower|familywise|level)(?![\w-]))"
 )
 #: Citation years (``Xu et al., 2026``; ``(2026)``): four digits 2010-2039 standing alone.
