@@ -183,9 +183,10 @@ def _check(setting: str) -> None:
 def recorded_checks(row: pd.Series, candidates: pd.DataFrame | None, slot: Slot) -> tuple[str, str]:
     """(stage, checks) that recorded a slot's status.
 
-    * failed discovery: the discovery checks (``ESS``, ``density``, ``radius``) failed by
-      the candidate with the lowest Eq. (2) prediction (the rule discovery would have
-      chosen without constraints);
+    * failed discovery: the discovery checks (``ESS``, ``density``, ``radius``, ``split
+      support``: every predeclared score-blind constraint of App. C.2) failed by the
+      candidate with the lowest Eq. (2) prediction (the rule discovery would have chosen
+      without constraints);
     * failed feasibility: the confirmation checks failed by the frozen rule (``density``,
       ``ESS``, ``split support``);
     * abstained: ``stability``; confirmed / not confirmed: ``none``.
@@ -200,6 +201,8 @@ def recorded_checks(row: pd.Series, candidates: pd.DataFrame | None, slot: Slot)
             fails.append("density")
         if slot.radius is not None and c["distance"] > slot.radius + 1e-15:
             fails.append("radius")
+        if "min_split_share" in c and c["min_split_share"] < slot.min_split_share - 1e-12:
+            fails.append("split support")
         return "discovery", " + ".join(fails) or "none"
     if status == FAILED_FEASIBILITY:
         fails = []
@@ -247,10 +250,14 @@ def feasibility_trial(item: tuple[str, int], rng: np.random.Generator, *, cfg: F
     disc = eng.discover(data.subset(d))
     rep = eng.confirm(disc, data.subset(~d))
     row = rep.table.loc["stress"]
-    stage, checks = recorded_checks(row, disc.rules["stress"].candidates, stress)
+    cands = disc.rules["stress"].candidates
+    stage, checks = recorded_checks(row, cands, stress)
+    share = row["min_split_share"]
+    if stage == "discovery":  # the split share discovery measured on the would-be choice
+        share = float(cands.loc[cands["predicted"].idxmin(), "min_split_share"])
     return {"setting": setting, "trial": trial, "status": row["status"], "stage": stage, "checks": checks,
             "reason": row["reason"], "rule": row["rule"], "ess": row["ess"], "max_density": row["max_density"],
-            "min_split_share": row["min_split_share"], "stability": row["stability"],
+            "min_split_share": share, "stability": row["stability"],
             "estimate": row["estimate"]}
 
 

@@ -1,0 +1,152 @@
+"""SASST fidelity to the paper (issue 13, item 1): split denominators in discovery
+feasibility (App. C.2), confirmation distances in the frozen discovery geometry (C.3),
+statuses in Table 3's order, the soft selection the rules are tuned against, and
+stability that reruns the slot on each resample. Every expected value is computed here
+independently (brute force over candidates and resamples, hand-built softmax)."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from agentstudies.sasst import (
+    KMS,
+    SASST,
+    STATUSES,
+    ClusterData,
+    ComparisonPlan,
+    FixedFamily,
+    Slot,
+    ThresholdFamily,
+    ThresholdRule,
+    cluster_data,
+)
+
+SYSTEMS = ("ReAct", "PV", "Gate")
+
+
+def _data(n=80, seed=0):
+    rng = np.random.default_rng(seed)
+    ids = np.array([f"t{i:03d}" for i in range(n)])
+    Z = rng.random((n, 3)).round(1)
+    X = rng.normal(size=(n, 3))
+    return ClusterData(ids, Z, X, SYSTEMS, ("x0", "x1", "x2"), np.ones(n, int))
+
+
+def _with_split_feature(data, plan):
+    """Append the plan's split-1 membership as a feature ``in_s`` (1 in S_1, 0 in E_1)."""
+    m = plan.split_masks(data.ids)[0].astype(float)
+    return ClusterData(data.ids, data.Z, np.column_stack([data.X, m]), SYSTEMS,
+                       data.feature_names + ("in_s",), data.n_seeds)
+
+
+def test_statuses_follow_table_3_order():
+    # SASST Table 3 lists: Confirmed, Not confirmed, Failed discovery, Failed feasibility, Abstained
+    assert STATUSES == ("confirmed", "not confirmed", "failed discovery", "failed feasibility", "abstained")
+
+
+@pytest.mark.parametrize("mode", ["refit", "fixed"])
+def test_a_rule_that_starves_a_split_is_never_frozen(mode):
+    plan = ComparisonPlan(SYSTEMS, candidates=("PV", "Gate"), selection="soft", n_splits=1)
+    data = _with_split_feature(_data(), plan)
+    d = np.arange(80) < 40
+    D = data.subset(d)
+    starve = ThresholdRule(columns=("in_s",), threshold=0.5, above=True, lift=50.0)  # ~1/51 of mass in E_1
+    mild = ThresholdRule(columns=("x0",), threshold=0.0, above=True, lift=2.0)
+    # a huge tolerance ties every candidate: registry order would pick ``starve`` first
+    slot = dict(contrast={"selected": 1, "ReAct": -1}, family="reg", radius=None, density_cap=100,
+                min_ess=5, tolerance=1e9, min_split_share=0.2)
+    eng = SASST(plan, [Slot("s", **slot)], {"reg": FixedFamily((starve, mild))}, n_stability=5,
+                stability_mode=mode)
+    fr = eng.discover(D).rules["s"]
+    # brute-force split shares on D
+    m = plan.split_masks(D.ids)[0]
+    for k, r in enumerate((starve, mild)):
+        s = r.score(D.X[:, [D.feature_names.index(c) for c in r.columns]])
+        want = min(s[m].sum(), s[~m].sum()) / s.sum()
+        assert fr.candidates["min_split_share"].iloc[k] == pytest.approx(want, rel=1e-12)
+    assert fr.candidates["min_split_share"].iloc[0] < 0.2 <= fr.candidates["min_split_share"].iloc[1]
+    assert fr.index == 1 and fr.rule is mild and fr.n_feasible == 1
+    # only the starving rule: failed discovery, not a frozen infeasible rule
+    eng2 = SASST(plan, [Slot("s", **slot)], {"reg": FixedFamily((starve,))}, n_stability=5)
+    rep = eng2.confirm(eng2.discover(D), data.subset(~d))
+    assert eng2.discover(D).rules["s"].rule is None
+    assert rep.table.loc["s", "status"] == "failed discovery"
+
+
+def test_confirmation_distance_uses_the_frozen_discovery_geometry_and_leaves_user_objects_alone():
+    rng = np.random.default_rng(3)
+    ids = [f"t{i:03d}" for i in range(80)]
+    X = rng.normal(size=(80, 3))
+    X[40:] = 3.0 * X[40:] + 1.0  # confirmation features on another scale
+    rows = [(t, 0, w, float(rng.random() < 0.4)) for t in ids for w in SYSTEMS]
+    ep = pd.DataFrame(rows, columns=["task_id", "seed", "workflow", "score"])
+    feats = pd.DataFrame(X, index=ids, columns=["x0", "x1", "x2"])
+    split = pd.Series(["discovery"] * 40 + ["confirmation"] * 40, index=ids)
+    user_geom = KMS(n_witness=8, n_features=32, seed=4)
+    slot = Slot("s", {"PV": 1, "ReAct": -1}, family="thr", radius=10.0, geometry="mine", min_ess=5)
+    eng = SASST(ComparisonPlan(SYSTEMS), [slot], {"thr": ThresholdFamily(quantiles=(0.5,))},
+                geometries={"mine": user_geom}, n_stability=0)
+    rep = eng.run(ep, feats, split)
+    # the user's object is never fitted in place
+    assert user_geom.standardizer is None and user_geom.omega is None and user_geom.witnesses is None
+    # reference: a fresh KMS with the same settings fitted on the discovery features only
+    ref = KMS(n_witness=8, n_features=32, seed=4).fit(X[:40])
+    rule = rep.discovery.rules["s"].rule
+    s = rule.score(X[40:, [["x0", "x1", "x2"].index(c) for c in rule.columns]])
+    want = ref.distance(X[40:], np.full(40, 1 / 40), (s / s.sum())[None])[0]
+    assert rep.table.loc["s", "confirmation_distance"] == pytest.approx(want, rel=1e-12)
+    refit_on_i = KMS(n_witness=8, n_features=32, seed=4).fit(X[40:])
+    assert abs(refit_on_i.distance(X[40:], np.full(40, 1 / 40), (s / s.sum())[None])[0] - want) > 1e-6
+
+
+def test_soft_selection_is_the_cross_fitted_softmax_beside_the_hard_argmax():
+    plan = ComparisonPlan(SYSTEMS, candidates=("PV", "Gate"), selection="soft", temperature=0.05, n_splits=2)
+    data = _data(seed=1).subset(np.arange(80) < 40)
+    eng = SASST(plan, [Slot("u", {"PV": 1, "ReAct": -1}, sign=1)], {}, n_stability=0)
+    disc = eng.discover(data)
+    masks = plan.split_masks(data.ids)
+    want = np.zeros(2)
+    for m in masks:
+        sc = data.Z[m][:, [1, 2]].mean(axis=0) / 0.05
+        want += np.exp(sc - sc.max()) / np.exp(sc - sc.max()).sum() / len(masks)
+    assert [disc.soft_selection["PV"], disc.soft_selection["Gate"]] == pytest.approx(want, rel=1e-10)
+    hard = "PV" if data.Z[:, 1].mean() >= data.Z[:, 2].mean() else "Gate"
+    assert disc.selected_system == hard
+
+
+def test_stability_refit_reruns_the_family_on_each_resample():
+    # brute force: rerun discovery (family refit, Eq. 2 argmin) on each bootstrap resample
+    from agentstudies.parallel import keyed_seed
+    from agentstudies.sasst import top_set_jaccard
+    from agentstudies.stats import bootstrap_counts
+
+    data = _data(n=40, seed=2)
+    Z = data.Z.copy()
+    Z[:, 1] += 0.5 * (data.X[:, 0] > 0)
+    data = ClusterData(data.ids, Z, data.X, SYSTEMS, data.feature_names, data.n_seeds)
+    fam = ThresholdFamily(quantiles=(0.25, 0.5, 0.75))
+    slot = Slot("s", {"PV": 1, "ReAct": -1}, family="thr", radius=None, min_ess=5, density_cap=10,
+                min_split_share=0.0)
+    B = 12
+    got = {}
+    for mode in ("refit", "fixed"):
+        eng = SASST(ComparisonPlan(SYSTEMS), [slot], {"thr": fam}, n_stability=B, stability_mode=mode, seed=9)
+        got[mode] = eng.discover(data).rules["s"]
+    fr = got["refit"]
+    s0 = fr.rule.score(data.X[:, [data.feature_names.index(c) for c in fr.rule.columns]])
+    counts = bootstrap_counts(40, B, np.random.default_rng(keyed_seed(9, "stability", 0)))
+    diff = Z[:, 1] - Z[:, 0]
+    jac = []
+    for m in counts:
+        rows = np.repeat(np.arange(40), m)
+        cands = fam.fit(data.X[rows], data.feature_names)
+        best, best_s = np.inf, None
+        for r in cands:  # linear plan: Eq. (2) is the exact weighted contrast on the resample
+            s = r.score(data.X[:, [data.feature_names.index(c) for c in r.columns]])
+            w = s * m / np.sum(s * m)
+            ess, dens = 1 / np.sum(w**2), 40 * w.max()
+            if ess >= 5 and dens <= 10 and np.sum(w * diff) < best - 1e-9:
+                best, best_s = np.sum(w * diff), s
+        jac.append(top_set_jaccard(s0, best_s, 0.25))
+    assert fr.stability_jaccard == pytest.approx(np.mean(jac), abs=1e-12)
+    assert got["fixed"].rule.describe() == fr.rule.describe()
