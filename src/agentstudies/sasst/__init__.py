@@ -32,6 +32,7 @@ from agentstudies.sasst._geometry import (
     weighted_w1_same_support,
 )
 from agentstudies.sasst._plan import SELECTED, ComparisonPlan
+from agentstudies.sasst._prereg import Preregistration, geometry_from_state, geometry_state, preregister
 from agentstudies.sasst._radius import calibrate_radii, candidate_distances
 from agentstudies.sasst._rules import (
     AxisTiltFamily,
@@ -45,7 +46,9 @@ from agentstudies.sasst._rules import (
     RuleFamily,
     ThresholdFamily,
     ThresholdRule,
+    RULE_KINDS,
     UniformRule,
+    register_rule,
     rule_from_dict,
 )
 from agentstudies.sasst._slots import (
@@ -74,8 +77,10 @@ __all__ = [
     "Geometry", "KMS", "MMD", "MaxSliced", "NoRadius", "Standardizer", "make_geometry",
     "median_bandwidth", "rbf_similarity_median", "weighted_w1_same_support",
     "calibrate_radii", "candidate_distances",
+    # pre-registration
+    "Preregistration", "preregister", "geometry_state", "geometry_from_state",
     # rules and families
     "Rule", "RuleFamily", "UniformRule", "ThresholdRule", "ProjectionTiltRule", "BumpRule",
-    "rule_from_dict", "AxisTiltFamily", "ThresholdFamily", "DirectionTiltFamily", "BumpFamily",
+    "rule_from_dict", "register_rule", "RULE_KINDS", "AxisTiltFamily", "ThresholdFamily", "DirectionTiltFamily", "BumpFamily",
     "CompositeFamily", "FixedFamily",
 ]

@@ -39,6 +39,8 @@ __all__ = [
     "ProjectionTiltRule",
     "BumpRule",
     "rule_from_dict",
+    "register_rule",
+    "RULE_KINDS",
     "RuleFamily",
     "AxisTiltFamily",
     "ThresholdFamily",
@@ -49,8 +51,42 @@ __all__ = [
 ]
 
 
+#: Rule kinds by name -> class; filled by :func:`register_rule` (built-in kinds below).
+RULE_KINDS: dict[str, type] = {}
+
+
+def register_rule(cls: type) -> type:
+    """Class decorator: register a :class:`Rule` subclass under its ``kind`` so
+    :func:`rule_from_dict` (and a saved pre-registration) can rebuild it.
+
+    The class needs a unique string ``kind``, ``to_dict()`` returning a JSON-safe mapping
+    with ``"kind"``, and either a ``from_dict(d)`` classmethod or keyword fields that
+    accept the mapping's entries (``columns`` as a list; array-valued fields as lists).
+
+    Raises
+    ------
+    TypeError
+        If ``cls`` is not a Rule subclass. ``ValueError`` if another class already holds
+        the kind.
+    """
+    if not (isinstance(cls, type) and issubclass(cls, Rule)):
+        raise TypeError(f"register_rule expects a Rule subclass; got {cls!r}")
+    kind = getattr(cls, "kind", None)
+    if not isinstance(kind, str) or not kind or kind == "rule":
+        raise ValueError(f"{cls.__name__} needs its own non-empty string `kind` to be registered")
+    other = RULE_KINDS.get(kind)
+    if other is not None and (other.__module__, other.__qualname__) != (cls.__module__, cls.__qualname__):
+        raise ValueError(f"rule kind {kind!r} is already registered by {other.__qualname__}")
+    RULE_KINDS[kind] = cls
+    return cls
+
+
 class Rule:
-    """Base class of a frozen, serializable stress rule over named feature columns."""
+    """Base class of a frozen, serializable stress rule over named feature columns.
+
+    Custom rules subclass it, set a unique ``kind`` and are registered with
+    :func:`register_rule` so they round-trip through JSON.
+    """
 
     kind = "rule"
     columns: tuple[str, ...] = ()
@@ -75,11 +111,26 @@ class Rule:
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), sort_keys=True)
 
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Rule":
+        """Rebuild from :meth:`to_dict` output without ``kind`` (default: keyword fields,
+        ``columns`` as a tuple, a ``standardizer`` mapping as a :class:`Standardizer`,
+        list values of array-typed fields as float arrays)."""
+        d = dict(d)
+        d["columns"] = tuple(d.get("columns", ()))
+        if isinstance(d.get("standardizer"), dict):
+            d["standardizer"] = Standardizer.from_dict(d["standardizer"])
+        for k, v in list(d.items()):
+            if isinstance(v, list):
+                d[k] = np.asarray(v, float)
+        return cls(**d)
+
     @property
     def is_uniform(self) -> bool:
         return False
 
 
+@register_rule
 @dataclass(frozen=True, eq=False)
 class UniformRule(Rule):
     """``s(W) = 1``: the unweighted benchmark distribution."""
@@ -99,11 +150,16 @@ class UniformRule(Rule):
     def to_dict(self) -> dict[str, Any]:
         return {"kind": self.kind}
 
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "UniformRule":
+        return cls()
+
     @property
     def is_uniform(self) -> bool:
         return True
 
 
+@register_rule
 @dataclass(frozen=True, eq=False)
 class ThresholdRule(Rule):
     """``s = lift`` if ``x_col > threshold`` (``above``) or ``<= threshold`` (not above), else 1."""
@@ -128,6 +184,7 @@ class ThresholdRule(Rule):
                 "above": self.above, "lift": self.lift}
 
 
+@register_rule
 @dataclass(frozen=True, eq=False)
 class ProjectionTiltRule(Rule):
     """Exponential tilt along a frozen projection, clipped so scores stay bounded.
@@ -173,6 +230,7 @@ class ProjectionTiltRule(Rule):
         return d
 
 
+@register_rule
 @dataclass(frozen=True, eq=False)
 class BumpRule(Rule):
     """``s = 1 + (lift - 1) exp(-||standardize(x) - center||^2 / (2 h^2))``."""
@@ -200,36 +258,22 @@ class BumpRule(Rule):
 
 
 def rule_from_dict(d: dict[str, Any] | str) -> Rule:
-    """Rebuild a rule from :meth:`Rule.to_dict` output (or its JSON string).
+    """Rebuild a rule from :meth:`Rule.to_dict` output (or its JSON string), by its
+    registered kind (:func:`register_rule`; custom kinds round-trip once registered).
 
     Raises
     ------
     ValueError
-        On an unknown ``kind``.
+        On a missing or unknown ``kind`` (naming the registered kinds).
     """
     if isinstance(d, str):
         d = json.loads(d)
     d = dict(d)
-    kind = d.pop("kind")
-    cols = tuple(d.pop("columns", ()))
-    if kind == "uniform":
-        return UniformRule()
-    if kind == "threshold":
-        return ThresholdRule(columns=cols, **d)
-    if kind == "projection_tilt":
-        st = Standardizer.from_dict(d.pop("standardizer"))
-        direction = np.asarray(d.pop("direction"), float)
-        omega = d.pop("omega", None)
-        phase = d.pop("phase", None)
-        return ProjectionTiltRule(
-            columns=cols, standardizer=st, direction=direction,
-            omega=None if omega is None else np.asarray(omega, float),
-            phase=None if phase is None else np.asarray(phase, float), **d)
-    if kind == "bump":
-        st = Standardizer.from_dict(d.pop("standardizer"))
-        center = np.asarray(d.pop("center"), float)
-        return BumpRule(columns=cols, standardizer=st, center=center, **d)
-    raise ValueError(f"unknown rule kind {kind!r}")
+    kind = d.pop("kind", None)
+    if kind not in RULE_KINDS:
+        raise ValueError(f"unknown rule kind {kind!r}; registered kinds: {sorted(RULE_KINDS)} "
+                         "(register a custom rule class with @register_rule)")
+    return RULE_KINDS[kind].from_dict(d)
 
 
 # ---------------------------------------------------------------------- families
