@@ -150,3 +150,31 @@ def test_stability_refit_reruns_the_family_on_each_resample():
         jac.append(top_set_jaccard(s0, best_s, 0.25))
     assert fr.stability_jaccard == pytest.approx(np.mean(jac), abs=1e-12)
     assert got["fixed"].rule.describe() == fr.rule.describe()
+
+
+def test_quadratic_tilts_express_xor_and_the_disc_and_round_trip():
+    from scipy.stats import rankdata
+
+    from agentstudies.sasst import QuadraticTiltFamily, rule_from_dict
+
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(400, 3))
+    rules = QuadraticTiltFamily(strengths=(1.0,)).fit(X, ["a", "b", "c"])
+    assert len(rules) == 3 * 2 * 2  # 3 pairs x 2 forms x 2 signs
+
+    def auc(y, s):  # Mann-Whitney from ranks
+        r = rankdata(s)
+        n1 = y.sum()
+        return (r[y].sum() - n1 * (n1 + 1) / 2) / (n1 * (len(y) - n1))
+
+    xor = X[:, 0] * X[:, 1] < -0.455
+    disc = X[:, 0] ** 2 + X[:, 1] ** 2 < -2 * np.log(0.75)
+    best_xor = max(auc(xor, r.score(X[:, [["a", "b", "c"].index(c) for c in r.columns]])) for r in rules)
+    best_disc = max(auc(disc, r.score(X[:, [["a", "b", "c"].index(c) for c in r.columns]])) for r in rules)
+    assert best_xor > 0.95 and best_disc > 0.95
+    r = rules[5]
+    back = rule_from_dict(r.to_json())
+    np.testing.assert_array_equal(back.score(X[:, :2]), r.score(X[:, :2]))
+    # bounded: density ratio at most exp(2 * strength * clip)
+    s = r.score(X[:, :2])
+    assert s.max() / s.min() <= np.exp(2 * 1.0 * 2.0) + 1e-9

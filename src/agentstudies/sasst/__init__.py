@@ -41,7 +41,10 @@ from agentstudies.sasst._rules import (
     CompositeFamily,
     DirectionTiltFamily,
     FixedFamily,
+    ItemBumpFamily,
     ProjectionTiltRule,
+    QuadraticTiltFamily,
+    QuadraticTiltRule,
     Rule,
     RuleFamily,
     ThresholdFamily,
@@ -82,5 +85,5 @@ __all__ = [
     # rules and families
     "Rule", "RuleFamily", "UniformRule", "ThresholdRule", "ProjectionTiltRule", "BumpRule",
     "rule_from_dict", "register_rule", "RULE_KINDS", "AxisTiltFamily", "ThresholdFamily", "DirectionTiltFamily", "BumpFamily",
-    "CompositeFamily", "FixedFamily",
+    "CompositeFamily", "FixedFamily", "ItemBumpFamily", "QuadraticTiltRule", "QuadraticTiltFamily",
 ]

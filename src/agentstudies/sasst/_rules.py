@@ -46,6 +46,9 @@ __all__ = [
     "ThresholdFamily",
     "DirectionTiltFamily",
     "BumpFamily",
+    "ItemBumpFamily",
+    "QuadraticTiltRule",
+    "QuadraticTiltFamily",
     "CompositeFamily",
     "FixedFamily",
 ]
@@ -257,6 +260,47 @@ class BumpRule(Rule):
                 "bandwidth": self.bandwidth, "lift": self.lift, "label": self.label}
 
 
+@register_rule
+@dataclass(frozen=True, eq=False)
+class QuadraticTiltRule(Rule):
+    """Exponential tilt along a second-order statistic of two standardized features.
+
+    ``q = z_i z_j`` (``form="product"``: separates quadrant pairs, e.g. XOR) or
+    ``q = z_i^2 + z_j^2`` (``form="radius"``: discs and rings), with ``z`` the frozen
+    standardization; ``u = (q - center) / spread``, ``s = exp(strength * clip(u, -clip,
+    clip))`` (bounded: density ratio at most ``exp(2 strength clip)``). The sign of the
+    tilt is the sign of ``strength``.
+    """
+
+    kind = "quadratic_tilt"
+    columns: tuple[str, ...] = ()
+    standardizer: Standardizer = None  # type: ignore[assignment]
+    form: str = "product"
+    center: float = 0.0
+    spread: float = 1.0
+    strength: float = 1.0
+    clip: float = 2.0
+    label: str = ""
+
+    def statistic(self, X: np.ndarray) -> np.ndarray:
+        z = self.standardizer(X)
+        return z[:, 0] * z[:, 1] if self.form == "product" else z[:, 0] ** 2 + z[:, 1] ** 2
+
+    def score(self, X: np.ndarray) -> np.ndarray:
+        u = (self.statistic(X) - self.center) / self.spread
+        return np.exp(self.strength * np.clip(u, -self.clip, self.clip))
+
+    def describe(self) -> str:
+        op = "*" if self.form == "product" else "^2 + "
+        stat = f"{self.columns[0]}{op}{self.columns[1]}" + ("^2" if self.form == "radius" else "")
+        return self.label or f"tilt exp({self.strength:g} * clip(u, +-{self.clip:g})) along {stat}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "columns": list(self.columns), "standardizer": self.standardizer.to_dict(),
+                "form": self.form, "center": self.center, "spread": self.spread, "strength": self.strength,
+                "clip": self.clip, "label": self.label}
+
+
 def rule_from_dict(d: dict[str, Any] | str) -> Rule:
     """Rebuild a rule from :meth:`Rule.to_dict` output (or its JSON string), by its
     registered kind (:func:`register_rule`; custom kinds round-trip once registered).
@@ -440,6 +484,94 @@ class BumpFamily(RuleFamily):
     def to_dict(self):
         return {"family": self.name, "n_centers": self.n_centers, "lifts": list(self.lifts),
                 "bandwidth_scale": self.bandwidth_scale, "seed": self.seed}
+
+
+@dataclass
+class ItemBumpFamily(RuleFamily):
+    """RBF bumps centred on discovery items, bandwidth from a score-blind neighbour diagnostic.
+
+    One bump ``s = 1 + (lift - 1) exp(-||x - x_k||^2 / (2 h^2))`` per discovery item ``k``
+    (every ``stride``-th item when ``max_centers`` caps the count, in row order), with
+    ``h = bandwidth_scale * median_k d_(k_neighbors)(x_k)``, the median over discovery
+    items of the distance to their ``k_neighbors``-th nearest discovery neighbour. Features
+    are used as given (``standardize=False``, e.g. unit-norm embeddings) or standardized
+    on discovery. Unlike :class:`BumpFamily` (k-means centres) it can express a small,
+    tight subgroup of items: some bump is centred inside it.
+    """
+
+    name = "item_bump"
+    lifts: tuple[float, ...] = (3.0,)
+    k_neighbors: int = 20
+    bandwidth_scale: float = 1.0
+    standardize: bool = False
+    max_centers: int | None = None
+
+    def fit(self, X, columns):
+        X, cols = _check_columns(X, columns)
+        n, d = X.shape
+        st = Standardizer.fit(X) if self.standardize else Standardizer(mean=np.zeros(d), scale=np.ones(d))
+        Xs = st(X)
+        sq = np.sum(Xs * Xs, axis=1)
+        D2 = np.maximum(sq[:, None] + sq[None, :] - 2.0 * Xs @ Xs.T, 0.0)
+        k = min(max(1, self.k_neighbors), n - 1)
+        h = self.bandwidth_scale * float(np.median(np.sqrt(np.partition(D2, k, axis=1)[:, k])))
+        h = h if h > 0 else 1.0
+        idx = np.arange(n)
+        if self.max_centers is not None and n > self.max_centers:
+            idx = idx[:: int(np.ceil(n / self.max_centers))]
+        return [BumpRule(columns=cols, standardizer=st, center=Xs[i].copy(), bandwidth=h, lift=lift,
+                         label=f"x{lift:g} bump (h={h:.3g}) around discovery item {i}")
+                for i in idx for lift in self.lifts]
+
+    def to_dict(self):
+        return {"family": self.name, "lifts": list(self.lifts), "k_neighbors": self.k_neighbors,
+                "bandwidth_scale": self.bandwidth_scale, "standardize": self.standardize,
+                "max_centers": self.max_centers}
+
+
+@dataclass
+class QuadraticTiltFamily(RuleFamily):
+    """Tilts along pairwise products and pairwise squared radii of standardized features.
+
+    For every pair of ``use_columns`` (default: all), both forms of
+    :class:`QuadraticTiltRule`, both signs and every strength; the statistic is centred
+    and scaled by its discovery mean and standard deviation (score-blind). It can express
+    XOR-like (opposite-sign quadrants) and circular (disc) subgroups that no linear tilt
+    and no single bump can.
+    """
+
+    name = "quadratic_tilt"
+    strengths: tuple[float, ...] = (0.5, 1.0)
+    clip: float = 2.0
+    use_columns: tuple[str, ...] | None = None
+    forms: tuple[str, ...] = ("product", "radius")
+
+    def fit(self, X, columns):
+        X, cols = _check_columns(X, columns, self.use_columns)
+        keep = [i for i, c in enumerate(cols) if self.use_columns is None or c in self.use_columns]
+        rules: list[Rule] = []
+        for a in range(len(keep)):
+            for b in range(a + 1, len(keep)):
+                i, j = keep[a], keep[b]
+                pair = (cols[i], cols[j])
+                st = Standardizer.fit(X[:, [i, j]])
+                for form in self.forms:
+                    probe = QuadraticTiltRule(columns=pair, standardizer=st, form=form)
+                    q = probe.statistic(X[:, [i, j]])
+                    sd = float(q.std()) or 1.0
+                    for sign in (1.0, -1.0):
+                        for lam in self.strengths:
+                            rules.append(QuadraticTiltRule(
+                                columns=pair, standardizer=st, form=form, center=float(q.mean()), spread=sd,
+                                strength=sign * lam, clip=self.clip,
+                                label=f"{'high' if sign > 0 else 'low'} {pair[0]}{'*' if form == 'product' else '^2+'}"
+                                      f"{pair[1]}{'^2' if form == 'radius' else ''} (x{lam:g})"))
+        return rules
+
+    def to_dict(self):
+        return {"family": self.name, "strengths": list(self.strengths), "clip": self.clip,
+                "use_columns": None if self.use_columns is None else list(self.use_columns),
+                "forms": list(self.forms)}
 
 
 @dataclass
