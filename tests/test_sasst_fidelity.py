@@ -178,3 +178,31 @@ def test_quadratic_tilts_express_xor_and_the_disc_and_round_trip():
     # bounded: density ratio at most exp(2 * strength * clip)
     s = r.score(X[:, :2])
     assert s.max() / s.min() <= np.exp(2 * 1.0 * 2.0) + 1e-9
+
+
+def test_separated_table5_design_drops_every_artifact_on_the_high_x4_tercile():
+    from scipy.stats import norm
+
+    from agentstudies.studies import sasst_calibration as cal
+
+    X = np.zeros((2, 8))
+    X[1, 3] = 1.0  # x4 = 1 > Phi^{-1}(2/3) = 0.4307
+    base = cal.StudyADesign().probit_index(X)
+    sep = cal.StudyADesign(separated_stress=0.8).probit_index(X)
+    np.testing.assert_allclose(sep[0], base[0])
+    np.testing.assert_allclose(sep[1, 1:], base[1, 1:] - 0.8)
+    assert sep[1, 0] == base[1, 0] == 0.0  # the baseline is untouched
+    # population truth of the high-x4 tercile: the softmax over artifacts each dropped by d;
+    # x1..x3 are independent of x4, so every artifact's tilted rate is E Phi(a_j(W) - d)
+    des = cal.StudyADesign(separated_stress=0.8)
+    terc = cal.population_contrasts(des, cal.population_means(des, "tercile", 2**16))
+    labels = des.rule_labels("tercile")
+    worst = int(np.argmin(terc))
+    assert labels[worst] == "high tercile of x4"
+    z = np.random.default_rng(0).standard_normal((400_000, 3))
+    m = np.array([norm.cdf(0.40 - 0.35 * z[:, 0] - 0.8).mean(), norm.cdf(0.35 - 0.25 * (z[:, 1] ** 2 - 1) - 0.8).mean(),
+                  norm.cdf(0.30 + 0.25 * z[:, 2] - 0.8).mean(), norm.cdf(0.25 - 0.8), norm.cdf(-0.8)])
+    q = np.exp((m - m.max()) / 0.05)
+    want = float(np.sum(q / q.sum() * m) - 0.5)
+    assert terc[worst] == pytest.approx(want, abs=3e-3)
+    assert np.sort(terc)[1] - terc[worst] > 0.15

@@ -89,6 +89,7 @@ from agentstudies.studies._paper import paper_note, paper_values
 
 __all__ = [
     "FEATURES",
+    "SEPARATED_STRESS",
     "SYSTEMS",
     "ARTIFACTS",
     "CONTRAST",
@@ -120,6 +121,9 @@ ARTIFACTS: tuple[str, ...] = SYSTEMS[1:]
 CONTRAST: dict[str, float] = {SELECTED: 1.0, "baseline": -1.0}
 
 _TERCILE = float(_st.norm.ppf(2 / 3))
+#: ``separated_stress`` of Table 5's separated design: the high tercile of ``x4`` lies
+#: about 0.18 (several standard errors at M >= 1000) below every other tercile's truth.
+SEPARATED_STRESS = 0.8
 
 
 @dataclass(frozen=True)
@@ -134,29 +138,35 @@ class StudyADesign:
         Softmax temperature ``tau`` of the plan's selection step (success-rate units).
     tilt_strength, tilt_clip : float
         ``lambda`` and ``c`` of the registry tilts ``exp(lambda clip(u, -c, c))``.
+    separated_stress : float
+        ``d >= 0``: every artifact's probit index drops by ``d`` on the high tercile of
+        ``x4`` (``x4 > Phi^{-1}(2/3)``), a common-mode stress the softmax cannot escape, so
+        that tercile's truth stands apart from every other tercile (Table 5's *separated*
+        design). ``0`` (default) is the near-tie design: ``x4..x8`` are irrelevant.
     """
 
     rho: float = 0.5
     temperature: float = 0.05
     tilt_strength: float = 0.75
     tilt_clip: float = 2.0
+    separated_stress: float = 0.0
 
     # -------------------------------------------------------------- outcomes
-    @staticmethod
-    def probit_index(X: np.ndarray) -> np.ndarray:
+    def probit_index(self, X: np.ndarray) -> np.ndarray:
         """Probit indices ``a_j(W)`` (N, 6) in :data:`SYSTEMS` order for features (N, 8)."""
         X = np.asarray(X, dtype=float)
         if X.ndim != 2 or X.shape[1] != len(FEATURES):
             raise ValueError(f"features must have shape (N, {len(FEATURES)}); got {X.shape}")
         x1, x2, x3 = X[:, 0], X[:, 1], X[:, 2]
         zero = np.zeros(len(X))
+        drop = self.separated_stress * (X[:, 3] > _TERCILE) if self.separated_stress else zero
         return np.column_stack([
             zero,
-            0.40 - 0.35 * x1,
-            0.35 - 0.25 * (x2**2 - 1.0),
-            0.30 + 0.25 * x3,
-            zero + 0.25,
-            zero,
+            0.40 - 0.35 * x1 - drop,
+            0.35 - 0.25 * (x2**2 - 1.0) - drop,
+            0.30 + 0.25 * x3 - drop,
+            zero + 0.25 - drop,
+            zero - drop,
         ])
 
     def success_prob(self, X: np.ndarray) -> np.ndarray:
