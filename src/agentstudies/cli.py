@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import signal
 import sys
 from pathlib import Path
@@ -120,6 +121,7 @@ first failing notebook and keeps it as book/chapters/<name>.failed.ipynb.""",
     book.add_argument(
         "--no-build", action="store_true", help="execute the chapters but do not build the HTML",
     )
+    book.add_argument("--scheduler", metavar="ADDRESS", help=SCHEDULER_HELP)
     book.add_argument("--log-output", action="store_true", help=LOG_HELP)
 
     run = sub.add_parser(
@@ -154,6 +156,7 @@ kept as <OUT stem>.failed.ipynb.""",
                      "<OUT stem>.artifacts/<name>/ and the book's artifacts stay untouched "
                      "(AGENTSTUDIES_ARTIFACTS overrides both)")
     run.add_argument("--log-output", action="store_true", help=LOG_HELP)
+    run.add_argument("--scheduler", metavar="ADDRESS", help=SCHEDULER_HELP)
 
     sub.add_parser(
         "list", parents=[common], help="list the chapters, their parameters and profiles",
@@ -166,7 +169,21 @@ parameter that the notebook does not declare.""",
     return parser
 
 
+SCHEDULER_HELP = ("address of an existing dask.distributed scheduler (e.g. tcp://10.0.0.5:8786): every "
+                  "simulation's trials run there through one client per notebook; tables are identical to a "
+                  "local run (default: the DASK_SCHEDULER_ADDRESS environment variable, else local)")
+
+
+def _use_scheduler(args: argparse.Namespace) -> None:
+    """Export --scheduler to the notebook kernels (they inherit the environment)."""
+    from agentstudies.parallel import SCHEDULER_ENV
+
+    if getattr(args, "scheduler", None):
+        os.environ[SCHEDULER_ENV] = args.scheduler
+
+
 def _cmd_book(args: argparse.Namespace) -> int:
+    _use_scheduler(args)
     if not args.no_build:
         runner.check_root_page(args.root)  # before hours of execution, not after
     runner.run_book(args.profile, args.only, args.jobs, root=args.root, log_output=args.log_output)
@@ -176,6 +193,7 @@ def _cmd_book(args: argparse.Namespace) -> int:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
+    _use_scheduler(args)
     params: dict[str, Any] = {}
     parsed = []
     for key, text in args.parameter:
