@@ -59,11 +59,17 @@ def rule_scores(rule: Rule, X: np.ndarray, feature_names: Sequence[str]) -> np.n
     """
     if rule.is_uniform:
         return np.ones(np.asarray(X).shape[0])
-    names = list(feature_names)
-    missing = [c for c in rule.columns if c not in names]
-    if missing:
-        raise KeyError(f"rule {rule.describe()!r} needs feature(s) {missing}")
-    s = rule.score(np.asarray(X)[:, [names.index(c) for c in rule.columns]])
+    names = tuple(feature_names)
+    cols = tuple(rule.columns)
+    if cols == names:  # a rule over every feature: no column gather
+        sub = np.asarray(X)
+    else:
+        pos = {c: i for i, c in enumerate(names)}
+        missing = [c for c in cols if c not in pos]
+        if missing:
+            raise KeyError(f"rule {rule.describe()!r} needs feature(s) {missing}")
+        sub = np.asarray(X)[:, [pos[c] for c in cols]]
+    s = rule.score(sub)
     if not np.all(np.isfinite(s)) or np.any(s < 0):
         raise ValueError(f"rule {rule.describe()!r} produced negative or non-finite scores")
     return s
