@@ -206,3 +206,30 @@ def test_separated_table5_design_drops_every_artifact_on_the_high_x4_tercile():
     want = float(np.sum(q / q.sum() * m) - 0.5)
     assert terc[worst] == pytest.approx(want, abs=3e-3)
     assert np.sort(terc)[1] - terc[worst] > 0.15
+
+
+def test_exact_multiplier_draws_have_the_cluster_multiplier_law():
+    # Given phi, zeta @ stud is N(0, stud^T stud): check covariance, marginal quantiles
+    # (z_{0.95}) and the two-sided reuse against cluster multipliers, by Monte Carlo.
+    from scipy.stats import norm
+
+    from agentstudies.studies._sasst_common import (
+        coordinatewise_critical,
+        exact_coordinatewise_critical,
+        exact_multiplier_draws,
+        studentized_contributions,
+    )
+
+    rng = np.random.default_rng(0)
+    base = rng.normal(size=(300, 1))
+    phi = np.column_stack([base[:, 0], base[:, 0] + 0.5 * rng.normal(size=300), rng.exponential(size=300)])
+    stud, _ = studentized_contributions(phi, np.ones(3))
+    G, keep = exact_multiplier_draws(phi, 200_000, np.random.default_rng(1))
+    assert keep.all()
+    np.testing.assert_allclose(np.cov(G.T, bias=True), stud.T @ stud, atol=0.01)
+    np.testing.assert_allclose(np.quantile(G, 0.95, axis=0), norm.ppf(0.95), atol=0.02)
+    signs = np.array([-1.0, 1.0, -1.0])
+    up, lo = exact_coordinatewise_critical(phi, signs, 100_000, np.random.default_rng(2))
+    zeta = np.random.default_rng(3).standard_normal((20_000, 300))
+    np.testing.assert_allclose(up, coordinatewise_critical(phi, signs, zeta), atol=0.04)
+    np.testing.assert_allclose(lo, coordinatewise_critical(phi, -signs, zeta), atol=0.04)

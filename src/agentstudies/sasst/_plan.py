@@ -49,6 +49,11 @@ def _splitmix64(x: np.ndarray) -> np.ndarray:
         return z ^ (z >> np.uint64(31))
 
 
+#: Split masks by (R, split seed, cluster ids), oldest evicted first.
+_MASK_CACHE: dict[tuple, np.ndarray] = {}
+_MASK_CACHE_SIZE = 64
+
+
 def _softmax(x: np.ndarray, tau: float) -> np.ndarray:
     z = x / tau
     z = z - z.max(axis=-1, keepdims=True)
@@ -158,9 +163,13 @@ class ComparisonPlan:
         """
         ids = [str(c) for c in cluster_ids]
         n = len(ids)
-        masks = np.zeros((self.n_splits, n), dtype=bool)
         if self.n_splits == 0 or n == 0:
-            return masks
+            return np.zeros((self.n_splits, n), dtype=bool)
+        key = (self.n_splits, self.split_seed, tuple(ids))
+        hit = _MASK_CACHE.get(key)
+        if hit is not None:  # a pure function of (R, split seed, ids): cached, read-only
+            return hit
+        masks = np.zeros((self.n_splits, n), dtype=bool)
         base = np.array(
             [int.from_bytes(hashlib.blake2b(c.encode(), digest_size=8).digest(), "little") for c in ids],
             dtype=np.uint64,
@@ -169,6 +178,10 @@ class ComparisonPlan:
             keys = _splitmix64(base ^ np.uint64((self.split_seed * 1_000_003 + r + 1) & (2**64 - 1)))
             order = np.lexsort((np.array(ids), keys))
             masks[r, order[: n // 2]] = True
+        masks.flags.writeable = False
+        if len(_MASK_CACHE) >= _MASK_CACHE_SIZE:
+            _MASK_CACHE.pop(next(iter(_MASK_CACHE)))
+        _MASK_CACHE[key] = masks
         return masks
 
     # ------------------------------------------------------------------ tensor

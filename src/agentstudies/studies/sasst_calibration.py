@@ -79,6 +79,7 @@ from agentstudies.sasst import (
 from agentstudies.studies._sasst_common import (
     StepRule,
     coordinatewise_critical,
+    exact_coordinatewise_critical,
     latent_probit_scores,
     proportion_interval,
     run_trials,
@@ -346,9 +347,16 @@ def table4_trial(
     R_values: Sequence[int] = (5, 20),
     n_draws: int = 2000,
     level: float = 0.95,
-    critical: CriticalFn = coordinatewise_critical,
+    critical: CriticalFn | None = None,
 ) -> list[dict[str, Any]]:
     """One Study A trial at ``M`` clusters: fixed oracle and learned rule, every ``R``.
+
+    ``critical=None`` (default) draws the multiplier statistics from their exact
+    conditional law, once for both bound directions
+    (:func:`~agentstudies.studies._sasst_common.exact_coordinatewise_critical`: the same
+    distribution as cluster multipliers, ``n_draws x 4`` normals instead of
+    ``n_draws x M/2``); a callable ``critical(phi, signs, zeta, level)`` uses literal
+    cluster multipliers ``zeta`` drawn before discovery (the benchmark's reference path).
 
     ``M`` clusters are simulated, the first ``M/2`` form discovery ``D`` and the rest
     confirmation ``I`` (a 50/50 split of i.i.d. clusters). For each ``R`` the engine
@@ -367,7 +375,7 @@ def table4_trial(
     data = design.simulate(M, rng)
     is_d = np.arange(M) < M // 2
     D, I = data.subset(is_d), data.subset(~is_d)
-    zeta = rng.standard_normal((n_draws, len(I)))
+    zeta = rng.standard_normal((n_draws, len(I))) if critical is not None else None
     reg = design.registry()
     fams = {"oracle": FixedFamily((reg[oracle],)), "registry": FixedFamily(reg)}
     slots = [_stress_slot("fixed", "oracle"), _stress_slot("learned", "registry")]
@@ -386,10 +394,13 @@ def table4_trial(
             rec["se"] = float(contribution_se(phi)) if rec["feasible"] else np.nan
             recs.append(rec)
             phis.append(phi)
-    phi = np.column_stack(phis)
+    phi = np.ascontiguousarray(np.column_stack(phis))
     signs = -np.ones(phi.shape[1])
-    up = critical(phi, signs, zeta, level)
-    lo = critical(phi, -signs, zeta, level)
+    if critical is None:
+        up, lo = exact_coordinatewise_critical(phi, signs, n_draws, rng, level)
+    else:
+        up = critical(phi, signs, zeta, level)
+        lo = critical(phi, -signs, zeta, level)
     for rec, cu, cl in zip(recs, up, lo):
         rec["crit_upper"] = float(cu)
         rec["crit_lower"] = float(cl)
