@@ -233,3 +233,20 @@ def test_exact_multiplier_draws_have_the_cluster_multiplier_law():
     zeta = np.random.default_rng(3).standard_normal((20_000, 300))
     np.testing.assert_allclose(up, coordinatewise_critical(phi, signs, zeta), atol=0.04)
     np.testing.assert_allclose(lo, coordinatewise_critical(phi, -signs, zeta), atol=0.04)
+
+
+def test_exact_simultaneous_critical_matches_cluster_multipliers():
+    from agentstudies.studies._sasst_common import exact_simultaneous_critical, simultaneous_critical
+
+    rng = np.random.default_rng(4)
+    phi = np.column_stack([rng.normal(size=400), rng.normal(size=400), rng.normal(size=400)])
+    phi[:, 1] += phi[:, 0]
+    signs = np.array([1.0, -1.0, 1.0])
+    exact = exact_simultaneous_critical(phi, signs, 200_000, np.random.default_rng(5))
+    cluster = simultaneous_critical(phi, signs, np.random.default_rng(6).standard_normal((20_000, 400)))
+    assert exact == pytest.approx(cluster, abs=0.04)
+    # independent slots: the Sidak quantile z_{0.95^{1/m}} (columns 0 and 2 are independent)
+    ind = exact_simultaneous_critical(phi[:, [0, 2]], signs[[0, 2]], 400_000, np.random.default_rng(7))
+    from scipy.stats import norm
+
+    assert ind == pytest.approx(norm.ppf(0.95 ** 0.5), abs=0.03)

@@ -189,6 +189,17 @@ def exact_coordinatewise_critical(phi: np.ndarray, signs: np.ndarray, n_draws: i
     return np.where(keep, q[0], np.nan), np.where(keep, -q[1], np.nan)
 
 
+def exact_simultaneous_critical(phi: np.ndarray, signs: np.ndarray, n_draws: int, rng: np.random.Generator,
+                                level: float = 0.95) -> float:
+    """Signed studentized-maximum critical value (Appendix C.5) from exact conditional draws
+    (:func:`exact_multiplier_draws`): same distribution as :func:`simultaneous_critical`
+    with cluster multipliers; NaN when every slot is degenerate."""
+    G, keep = exact_multiplier_draws(phi, n_draws, rng)
+    if not keep.any():
+        return float("nan")
+    return float(np.quantile(np.max((G * np.asarray(signs, float))[:, keep], axis=1), level))
+
+
 def simultaneous_critical(phi: np.ndarray, signs: np.ndarray, zeta: np.ndarray, level: float = 0.95) -> float:
     """Signed studentized-maximum critical value (Appendix C.5) from shared multipliers.
 

@@ -80,10 +80,10 @@ from agentstudies.studies._sasst_common import (
     StepRule,
     coordinatewise_critical,
     exact_coordinatewise_critical,
+    exact_simultaneous_critical,
     latent_probit_scores,
     proportion_interval,
     run_trials,
-    simultaneous_critical,
 )
 from agentstudies.stats import contribution_se
 from agentstudies.studies._paper import paper_note, paper_values
@@ -431,7 +431,6 @@ def table5_trial(
     data = design.simulate(M, rng)
     is_d = np.arange(M) < M // 2
     D, I = data.subset(is_d), data.subset(~is_d)
-    zeta = rng.standard_normal((n_draws, len(I)))
     full = design.tercile_registry()
     keep = [i for i, r in enumerate(full) if tercile_features is None or r.columns[0] in tercile_features]
     if not keep:
@@ -452,7 +451,9 @@ def table5_trial(
                    n_candidates=len(keep))
         recs.append(rec)
         phis.append(phi)
-    crit = coordinatewise_critical(np.column_stack(phis), -np.ones(2), zeta, level)
+    # exact conditional multiplier law (same distribution as one multiplier per cluster)
+    crit, _ = exact_coordinatewise_critical(np.ascontiguousarray(np.column_stack(phis)), -np.ones(2), n_draws,
+                                            rng, level)
     for rec, c in zip(recs, crit):
         rec["crit_upper"] = float(c)
     return recs
@@ -487,14 +488,13 @@ def a4_trial(
     data = design.simulate(M, rng)
     is_d = np.arange(M) < M // 2
     D, I = data.subset(is_d), data.subset(~is_d)
-    zeta = rng.standard_normal((n_draws, len(I)))
     slots = a4_slots()
     eng = _engine(design, R, slots, {"registry": FixedFamily(design.registry())}, rng)
     disc = eng.discover(D)
     rep = eng.confirm(disc, I)
     names = list(rep.phi_slots)
     signs = rep.table.loc[names, "sign"].to_numpy(float)
-    crit = simultaneous_critical(rep.phi, signs, zeta, level) if names else np.nan
+    crit = exact_simultaneous_critical(rep.phi, signs, n_draws, rng, level) if names else np.nan
     recs = []
     for s in slots:
         rec = _slot_record(rep, disc, s.name)
