@@ -370,12 +370,13 @@ def test_study_modules_read_their_paper_values_from_data_paper():
 
 @pytest.mark.parametrize("name", CHAPTERS)
 def test_no_cell_echoes_a_glued_value(name):
-    """A cell whose last statement is ``ch.glue(...)`` would print the value under the cell
-    (glue returns it); end it with ``;`` or another statement."""
+    """A cell whose last statement is ``ch.glue(...)`` or ``ch.save_table(...)`` would print
+    the returned value (the glued value, a path) under the cell; end it with ``;``."""
     nb = _notebook(name)
     for i, cell in enumerate(_code(nb)):
         tree = ast.parse(cell.source)
         last = tree.body[-1] if tree.body else None
         if (isinstance(last, ast.Expr) and isinstance(last.value, ast.Call)
-                and isinstance(last.value.func, ast.Attribute) and last.value.func.attr in ("glue", "glue_md")):
-            assert cell.source.rstrip().endswith(";"), f"{name} code cell {i} echoes its last glued value"
+                and isinstance(last.value.func, ast.Attribute)
+                and last.value.func.attr in ("glue", "glue_md", "save_table", "save_parquet", "save_figure", "hash_input")):
+            assert cell.source.rstrip().endswith(";"), f"{name} code cell {i} echoes the value of its last call"

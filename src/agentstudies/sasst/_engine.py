@@ -124,8 +124,11 @@ def weight_correlation(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def _select(loc: np.ndarray, feasible: np.ndarray, ess: np.ndarray, dist: np.ndarray,
             tie_rule: str, tol: float) -> int:
-    """Index of the feasible minimizer of ``loc`` under the tie rule, or -1 if none."""
-    idx = np.flatnonzero(feasible)
+    """Index of the feasible minimizer of ``loc`` under the tie rule, or -1 if none.
+
+    A candidate whose ``loc`` is NaN (undefined on a resample) is not a minimizer.
+    """
+    idx = np.flatnonzero(np.asarray(feasible, bool) & np.isfinite(loc))
     if idx.size == 0:
         return -1
     best = loc[idx].min()
