@@ -53,13 +53,13 @@ _REFERENCE = re.compile(
 #: paired bootstrap intervals"): a design constant, not a result.
 _LEVEL = re.compile(
     r"(?<![\w.])\d{2}(?:\.\d+)?\s?%(?=\s+(?:(?:task-level|paired|simultaneous|one-sided|two-sided|pointwise|"
-    r"Gaussian|multiplier)\s+)*(?:Clopper|confidence|intervals?|bands?|bootstrap|Monte[- ]Carlo|MC|CI|credible|"
+    r"Gaussian|multiplier|base-scenario)\s+)*(?:Clopper|Wilson|percentile|confidence|intervals?|bands?|bootstrap|Monte[- ]Carlo|MC|CI|credible|"
     r"upper|lower|familywise|level)(?![\w-]))"
 )
 #: Citation years (``Xu et al., 2026``; ``(2026)``): four digits 2010-2039 standing alone.
 _YEAR = re.compile(r"(?<![\d.,])20[1-3]\d(?![\d%]|[.,]\d)")
 #: A number standing alone (not part of an identifier such as x1, Qwen3, r2, D.7, τ²).
-NUMBER = re.compile(r"(?<![\w.\-/])[-+−]?\d[\d,]*(?:\.\d+)?(?:e[-+]?\d+)?\s*%?(?![\w])")
+NUMBER = re.compile(r"(?<![\w.\-/])[-+−]?\d[\d,]*(?:\.\d+)?(?:e[-+]?\d+)?\s*%?(?![\w]|\.\.)")
 #: A math or code span that is only a number (a run or paper value in disguise).
 _BARE = re.compile(r"^\s*[-+−]?\s*\d[\d,]*(?:\.\d+)?(?:e[-+]?\d+)?\s*(?:\\?%|\\,?\\%)?\s*$")
 
@@ -142,6 +142,7 @@ def test_detector_catches_typed_numbers(text):
         "```{admonition} Solution\n:class: dropdown\nRerun with `-p seed 7`.\n```",
         "See {numref}`fig-x` and [the chapter](sasst_calibration.md).",
         "with 95% Clopper–Pearson intervals and 95% task-level paired bootstrap intervals",
+        "a 95% percentile interval, 95% Wilson intervals; milestones 1..k",
     ],
 )
 def test_detector_allows_references_glue_and_symbols(text):
