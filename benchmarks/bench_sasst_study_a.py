@@ -11,10 +11,19 @@ multiplier critical values from 2,000 Gaussian multiplier draws shared by the fo
   ``G*_bm = N^{-1/2} sum_k zeta_bk (Phi_km - mean_m) / sigma_m``.
 
 Both run the *same* trials (same seeds, hence the same data and the same multiplier
-draws); the script checks that they give the same critical values, then reports trials
-per second of each and their ratio, and the ratio for the multiplier step alone.
+draws); the script checks that they give the same critical values. It then reports, side
+by side in one run:
+
+* Study A trials/s of the default path (multiplier statistics drawn from their exact
+  conditional law, one draw for both bound directions) and of the literal vectorized
+  cluster-multiplier path, each against the loop-per-draw reference (goal >= 20x);
+* the multiplier step of the default path against its floor, the time to generate the
+  ``n_draws x m`` normals it needs (goal <= 1.5x), and the literal cluster path's step
+  against *its* floor (``n_draws x N`` normals);
+* with ``--chapters NAME ...``, the wall time of ``agentstudies run NAME --profile P``.
 
     python benchmarks/bench_sasst_study_a.py [--trials 20] [--ref-trials 3] [--M 1000]
+        [--chapters sasst_calibration ...] [--profile quick]
 
 Writes ``artifacts/benchmarks/bench_sasst_study_a.json``.
 """
@@ -31,7 +40,7 @@ import numpy as np
 
 from agentstudies.chapter import artifacts_root
 from agentstudies.studies import sasst_calibration as C
-from agentstudies.studies._sasst_common import coordinatewise_critical
+from agentstudies.studies._sasst_common import coordinatewise_critical, exact_coordinatewise_critical
 
 
 def loop_critical(phi: np.ndarray, signs: np.ndarray, zeta: np.ndarray, level: float = 0.95) -> np.ndarray:
@@ -73,12 +82,15 @@ def main() -> dict:
     ap.add_argument("--M", type=int, default=1000)
     ap.add_argument("--draws", type=int, default=2000)
     ap.add_argument("--seed", type=int, default=2026)
+    ap.add_argument("--chapters", nargs="*", default=[], help="chapters to time with agentstudies run")
+    ap.add_argument("--profile", default="quick")
     args = ap.parse_args()
 
     design = C.StudyADesign()
     oracle = C.oracle_index(design)
     _run(1, coordinatewise_critical, args.M, design, oracle, args.draws, args.seed + 1)  # warm-up
     vec, t_vec = _run(args.trials, coordinatewise_critical, args.M, design, oracle, args.draws, args.seed)
+    _, t_exact = _run(args.trials, None, args.M, design, oracle, args.draws, args.seed)
     ref, t_ref = _run(args.ref_trials, loop_critical, args.M, design, oracle, args.draws, args.seed)
 
     # same trials -> same data and multipliers -> the same critical values
@@ -102,6 +114,37 @@ def main() -> dict:
     t0 = time.perf_counter()
     loop_critical(phi, signs, zeta)
     t_step_ref = time.perf_counter() - t0
+    reps = 200
+    g = np.random.default_rng(1)
+    t0 = time.perf_counter()
+    for _ in range(reps):
+        exact_coordinatewise_critical(phi, signs, args.draws, g)
+    t_step_exact = (time.perf_counter() - t0) / reps
+    t0 = time.perf_counter()
+    for _ in range(reps):
+        g.standard_normal((args.draws, phi.shape[1]))
+    t_floor_exact = (time.perf_counter() - t0) / reps
+    t0 = time.perf_counter()
+    for _ in range(20):
+        zz = g.standard_normal((args.draws, args.M // 2))
+        coordinatewise_critical(phi, signs, zz)
+        coordinatewise_critical(phi, -signs, zz)
+    t_step_cluster = (time.perf_counter() - t0) / 20
+    t0 = time.perf_counter()
+    for _ in range(20):
+        g.standard_normal((args.draws, args.M // 2))
+    t_floor_cluster = (time.perf_counter() - t0) / 20
+    chapters = {}
+    for name in args.chapters:
+        import subprocess
+        import sys
+        import tempfile
+
+        with tempfile.TemporaryDirectory() as tmp:
+            t0 = time.perf_counter()
+            subprocess.run([sys.executable, "-m", "agentstudies.cli", "run", name, "--profile", args.profile,
+                            "-o", f"{tmp}/{name}.ipynb"], check=True)
+            chapters[name] = round(time.perf_counter() - t0, 1)
 
     out = {
         "benchmark": "SASST Study A trial (Table 4), M clusters, R in (5, 20), fixed + learned rule",
@@ -114,6 +157,15 @@ def main() -> dict:
         "multiplier_step_vectorized_s": round(t_step_vec, 5),
         "multiplier_step_reference_s": round(t_step_ref, 3),
         "multiplier_step_speedup": round(t_step_ref / t_step_vec, 1),
+        "default_exact_trials_per_s": round(args.trials / t_exact, 3),
+        "default_exact_trial_speedup_vs_reference": round((args.trials / t_exact) / (args.ref_trials / t_ref), 1),
+        "multiplier_step_exact_s": round(t_step_exact, 6),
+        "multiplier_step_exact_floor_normals_s": round(t_floor_exact, 6),
+        "multiplier_step_exact_over_floor": round(t_step_exact / t_floor_exact, 2),
+        "multiplier_step_cluster_both_sides_s": round(t_step_cluster, 5),
+        "multiplier_step_cluster_floor_normals_s": round(t_floor_cluster, 5),
+        "multiplier_step_cluster_over_floor": round(t_step_cluster / t_floor_cluster, 2),
+        "chapter_wall_s": chapters, "chapter_profile": args.profile,
         "max_abs_critical_difference": max_diff,
         "same_critical_values": True,
     }

@@ -83,10 +83,11 @@ def test_short_runs_record_the_intended_checks_and_ignore_n_jobs():
     assert (sev["checks"] == "ESS + density").all()
     assert (a[a.setting == "density_only"]["checks"] == "density").all()
     split = a[a.setting == "split_support_only"]
-    assert (split["status"] == "failed feasibility").all() and (split["checks"] == "split support").all()
-    # batch coincides with S_1 on the confirmation side: the share is exactly 50 / 450
+    # split denominators are a discovery constraint (App. C.2): no rule is frozen
+    assert (split["status"] == "failed discovery").all() and (split["checks"] == "split support").all()
+    # batch coincides with S_1 on the discovery side: a x8 lift keeps (n/2) / (9 n/2) = 1/9 in E_1
     np.testing.assert_allclose(split["min_split_share"], 1 / 9)
-    assert split["reason"].str.contains("split denominator share").all()
+    assert split["reason"].str.contains("no candidate met the discovery constraints").all()
     t = fz.table11(a)
     assert t.set_index("setting").loc["split_support_only", "abstention_or_failure"] == 1.0
 

@@ -156,7 +156,13 @@ def test_short_goal_subgroup_and_audit_records():
     cfg = gs.AuditConfig(n_kernel_seeds=2, n_pca=3)
     rec, radii = gs.run_geometry_audit(f, emb, cfg, 2, seed=1)
     assert len(radii) == 2 * len(gs.AUDIT_GEOMETRIES)
-    assert set(rec["geometry"]) == set(gs.AUDIT_GEOMETRIES) | {"no_radius"}
+    outside = {gs.outside_name(m) for m in gs.AUDIT_GEOMETRIES}
+    assert set(rec["geometry"]) == set(gs.AUDIT_GEOMETRIES) | outside | {"no_radius"}
+    # the outside-budget rows: no target tilt is within the radius, so none is admitted or selected
+    assert (radii["radius_outside"] < radii["target_distance_min"]).all()
+    assert (radii["radius_outside"] <= radii["radius"]).all()
+    out = rec[rec.geometry.isin(outside)]
+    assert not out["target_feasible"].any() and not out["correct"].any()
     # the registry is the fixed axis registry: 12 columns x 2 signs x 2 strengths
     assert (rec["n_candidates"] == 48).all()
     nr = rec[rec.geometry == "no_radius"]

@@ -104,7 +104,8 @@ def test_study_d_quantities_recomputed_from_the_frozen_rule():
     emb = rng.normal(size=(n, 6)) + 2.5 * g[:, None] * np.r_[1, 1, 0, 0, 0, 0]
     small = pd.DataFrame({"text": [f"t{i}" for i in range(n)], "subgroup": g},
                          index=[f"i{i:03d}" for i in range(n)])
-    cfg = rf.RealFeatureConfig(n_centers=6, n_directions=3, n_stability=5, n_draws=300)
+    cfg = rf.RealFeatureConfig(n_centers=6, n_directions=3, n_stability=5, n_draws=300, registry="bump",
+                               topic_features=False)
     Y, _, _ = rf.simulate_score_tensor(g, cfg, rng)
     split = split_clusters(small.index, seed=4)
     res = rf.run_study_d(small, emb, Y, split, cfg, text_encoder="synthetic", seed=5)
@@ -124,7 +125,31 @@ def test_study_d_quantities_recomputed_from_the_frozen_rule():
         assert q["ci_high"] - q["weighted"] == pytest.approx(1.959964 * q["se"], rel=1e-5)
     assert q["status"] in ("confirmed", "not confirmed", "abstained", "failed feasibility")
     t = rf.table12([res])
-    assert list(t.columns) == ["quantity", "synthetic"] and len(t) == len(rf.PAPER_TABLE12)
+    assert list(t.columns) == ["quantity", "synthetic"] and len(t) == len(rf.PAPER_TABLE12) + 2
+
+
+def test_item_bump_ceiling_is_the_best_centre_ranking_and_topics_are_appended():
+    # A bump's score is decreasing in the distance to its centre, so each candidate's AUC is
+    # the AUC of minus that distance: the ceiling is a maximum over discovery items (brute force).
+    rng = np.random.default_rng(7)
+    n = 200
+    g = np.arange(n) < 24
+    emb = rng.normal(size=(n, 4)) + 2.0 * g[:, None] * np.r_[1, 0, 0, 0]
+    dom = np.where(g | (np.arange(n) % 5 == 0), "Law", "Other")
+    small = pd.DataFrame({"text": [f"t{i}" for i in range(n)], "subgroup": g, "domain1": dom},
+                         index=[f"i{i:03d}" for i in range(n)])
+    cfg = rf.RealFeatureConfig(n_stability=3, n_draws=200)
+    Y, _, _ = rf.simulate_score_tensor(g, cfg, rng)
+    split = split_clusters(small.index, seed=2)
+    res = rf.run_study_d(small, emb, Y, split, cfg, text_encoder="synthetic", seed=1)
+    d = (split.loc[small.index] == "discovery").to_numpy()
+    X = np.hstack([emb, np.column_stack([dom == "Law", dom == "Other"]).astype(float) / np.sqrt(2)])
+    want = max(roc_auc_score(g[~d], -np.sum((X[~d] - X[k]) ** 2, axis=1)) for k in np.flatnonzero(d))
+    assert res.quantities["registry_ceiling"] == pytest.approx(want, abs=1e-12)
+    assert res.quantities["can_test"] == (want >= 0.9)
+    assert res.report.table.loc["stress", "n_candidates"] == d.sum()
+    t = rf.table12([res]).set_index("quantity")
+    assert t.loc[rf.CEILING_ROWS[0], "synthetic"] == f"{want:.3f}"
 
 
 @pytest.mark.slow

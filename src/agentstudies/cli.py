@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import signal
 import sys
 from pathlib import Path
@@ -121,6 +122,7 @@ first failing notebook and keeps it as book/chapters/<name>.failed.ipynb.""",
     book.add_argument(
         "--no-build", action="store_true", help="execute the chapters but do not build the HTML",
     )
+    book.add_argument("--scheduler", metavar="ADDRESS", help=SCHEDULER_HELP)
     book.add_argument("--log-output", action="store_true", help=LOG_HELP)
 
     run = sub.add_parser(
@@ -160,6 +162,7 @@ on its page and in its provenance.""",
                      "<OUT stem>.artifacts/<name>/ and the book's artifacts stay untouched "
                      "(AGENTSTUDIES_ARTIFACTS overrides both; relative = to the current folder)")
     run.add_argument("--log-output", action="store_true", help=LOG_HELP)
+    run.add_argument("--scheduler", metavar="ADDRESS", help=SCHEDULER_HELP)
 
     sub.add_parser(
         "build", parents=[common], help="build the HTML book from the executed chapters only",
@@ -219,9 +222,21 @@ def _cmd_import_log(args: argparse.Namespace) -> int:
     print(f"{len(df)} episodes ({df['task_id'].nunique()} tasks, workflows {sorted(df['workflow'].unique())}) "
           f"-> {args.output}; flagged (error or limit): {int(df['flagged'].sum())}; excluded: {excluded}")
     return 0
+SCHEDULER_HELP = ("address of an existing dask.distributed scheduler (e.g. tcp://10.0.0.5:8786): every "
+                  "simulation's trials run there through one client per notebook; tables are identical to a "
+                  "local run (default: the DASK_SCHEDULER_ADDRESS environment variable, else local)")
+
+
+def _use_scheduler(args: argparse.Namespace) -> None:
+    """Export --scheduler to the notebook kernels (they inherit the environment)."""
+    from agentstudies.parallel import SCHEDULER_ENV
+
+    if getattr(args, "scheduler", None):
+        os.environ[SCHEDULER_ENV] = args.scheduler
 
 
 def _cmd_book(args: argparse.Namespace) -> int:
+    _use_scheduler(args)
     if not args.no_build:
         runner.check_root_page(args.root)  # before hours of execution, not after
     runner.run_book(args.profile, args.only, args.jobs, root=args.root, log_output=args.log_output)
@@ -231,6 +246,7 @@ def _cmd_book(args: argparse.Namespace) -> int:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
+    _use_scheduler(args)
     params: dict[str, Any] = {}
     parsed = []
     for key, text in args.parameter:

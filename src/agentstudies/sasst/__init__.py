@@ -32,6 +32,8 @@ from agentstudies.sasst._geometry import (
     weighted_w1_same_support,
 )
 from agentstudies.sasst._plan import SELECTED, ComparisonPlan
+from agentstudies.sasst._planning import CoverageCheck, coverage_check, family_ess, required_ess, stressed_power
+from agentstudies.sasst._prereg import Preregistration, geometry_from_state, geometry_state, preregister
 from agentstudies.sasst._radius import calibrate_radii, candidate_distances
 from agentstudies.sasst._rules import (
     AxisTiltFamily,
@@ -40,12 +42,17 @@ from agentstudies.sasst._rules import (
     CompositeFamily,
     DirectionTiltFamily,
     FixedFamily,
+    ItemBumpFamily,
     ProjectionTiltRule,
+    QuadraticTiltFamily,
+    QuadraticTiltRule,
     Rule,
     RuleFamily,
     ThresholdFamily,
     ThresholdRule,
+    RULE_KINDS,
     UniformRule,
+    register_rule,
     rule_from_dict,
 )
 from agentstudies.sasst._slots import (
@@ -74,8 +81,12 @@ __all__ = [
     "Geometry", "KMS", "MMD", "MaxSliced", "NoRadius", "Standardizer", "make_geometry",
     "median_bandwidth", "rbf_similarity_median", "weighted_w1_same_support",
     "calibrate_radii", "candidate_distances",
+    # planning a user's own design
+    "family_ess", "stressed_power", "required_ess", "coverage_check", "CoverageCheck",
+    # pre-registration
+    "Preregistration", "preregister", "geometry_state", "geometry_from_state",
     # rules and families
     "Rule", "RuleFamily", "UniformRule", "ThresholdRule", "ProjectionTiltRule", "BumpRule",
-    "rule_from_dict", "AxisTiltFamily", "ThresholdFamily", "DirectionTiltFamily", "BumpFamily",
-    "CompositeFamily", "FixedFamily",
+    "rule_from_dict", "register_rule", "RULE_KINDS", "AxisTiltFamily", "ThresholdFamily", "DirectionTiltFamily", "BumpFamily",
+    "CompositeFamily", "FixedFamily", "ItemBumpFamily", "QuadraticTiltRule", "QuadraticTiltFamily",
 ]

@@ -20,6 +20,7 @@ Testing for Interactive Agents*:
 
 from __future__ import annotations
 
+import copy
 import time
 from dataclasses import dataclass, field, replace
 from typing import Any, Mapping, Sequence
@@ -30,7 +31,7 @@ import pandas as pd
 from agentstudies.sasst._data import CONFIRMATION, DISCOVERY, ClusterData, cluster_data, split_clusters
 from agentstudies.sasst._geometry import Geometry, make_geometry
 from agentstudies.sasst._plan import ComparisonPlan
-from agentstudies.sasst._rules import Rule, RuleFamily, UniformRule
+from agentstudies.sasst._rules import FixedFamily, Rule, RuleFamily, UniformRule
 from agentstudies.sasst._slots import STATUSES, Slot, recommendation, slot_status
 from agentstudies._tolerances import DEGENERATE_TOL, RADIUS_TOL, SUPPORT_TOL, TINY
 from agentstudies.parallel import keyed_seed
@@ -38,9 +39,12 @@ from agentstudies.results import Result, ResultProvenance, make_provenance, tidy
 from agentstudies.stats import INFERENCE_METHODS, bootstrap_counts, joint_bounds, multiplier_draws
 
 __all__ = [
-    "SASST", "Discovery", "FrozenRule", "SASSTReport", "rule_scores", "support_constraints",
+    "SASST", "STABILITY_MODES", "Discovery", "FrozenRule", "SASSTReport", "rule_scores", "support_constraints",
     "top_set_jaccard", "weight_correlation",
 ]
+
+#: Stability variants: refit the slot's family on each resample, or keep the fitted registry.
+STABILITY_MODES = ("refit", "fixed")
 
 #: Inference methods whose critical value is a Gaussian multiplier maximum.
 _MULTIPLIER_METHODS = ("gaussian", "hc1", "t-scaled")
@@ -55,11 +59,17 @@ def rule_scores(rule: Rule, X: np.ndarray, feature_names: Sequence[str]) -> np.n
     """
     if rule.is_uniform:
         return np.ones(np.asarray(X).shape[0])
-    names = list(feature_names)
-    missing = [c for c in rule.columns if c not in names]
-    if missing:
-        raise KeyError(f"rule {rule.describe()!r} needs feature(s) {missing}")
-    s = rule.score(np.asarray(X)[:, [names.index(c) for c in rule.columns]])
+    names = tuple(feature_names)
+    cols = tuple(rule.columns)
+    if cols == names:  # a rule over every feature: no column gather
+        sub = np.asarray(X)
+    else:
+        pos = {c: i for i, c in enumerate(names)}
+        missing = [c for c in cols if c not in pos]
+        if missing:
+            raise KeyError(f"rule {rule.describe()!r} needs feature(s) {missing}")
+        sub = np.asarray(X)[:, [pos[c] for c in cols]]
+    s = rule.score(sub)
     if not np.all(np.isfinite(s)) or np.any(s < 0):
         raise ValueError(f"rule {rule.describe()!r} produced negative or non-finite scores")
     return s
@@ -232,8 +242,15 @@ class Discovery:
     ----------
     rules : dict slot name -> :class:`FrozenRule`
     theta : dict plan output -> unweighted discovery estimate
-    selected_system : the candidate with the highest discovery estimate (or None)
+    selected_system : the candidate with the highest discovery estimate (the hard argmax,
+        or None without candidates)
     n_clusters : |D|
+    cluster_ids : the discovery cluster ids
+    geometries : dict geometry name -> the geometry fitted (frozen) on the discovery
+        features; confirmation distances are measured in it (C.3)
+    soft_selection : dict candidate -> weight of the plan's cross-fitted selection step on
+        ``D`` (the selection the rules are tuned against through Eq. 2); empty without a
+        selection step
     """
 
     rules: dict[str, FrozenRule]
@@ -241,6 +258,8 @@ class Discovery:
     selected_system: str | None
     n_clusters: int
     cluster_ids: tuple[str, ...] = field(repr=False, default=())
+    geometries: dict[str, Geometry] = field(repr=False, default_factory=dict)
+    soft_selection: dict[str, float] = field(default_factory=dict)
 
 
 #: Column order of :meth:`SASSTReport.report_table` (every field of SASST Appendix C.5).
@@ -409,6 +428,7 @@ class _DiscoveryCache:
 
     families: dict[str, tuple[list[Rule], np.ndarray]] = field(default_factory=dict)
     geometries: dict[str, Geometry] = field(default_factory=dict)
+    masks: np.ndarray | None = None
 
 
 # ----------------------------------------------------------------------------- engine
@@ -436,6 +456,13 @@ class SASST:
         Discovery resamples for stability (0 skips stability; every slot is then stable).
     stability_metric : {"jaccard", "correlation", "min"}
         Which functional agreement the stability threshold applies to.
+    stability_mode : {"refit", "fixed"}
+        ``refit`` (default) reruns the whole slot on each discovery resample: the family
+        is refitted on the resampled discovery features (quantile thresholds, k-means bump
+        centres, standardization and tilt centring move with the resample), then Eq. (2)
+        and every constraint select a rule, whose scores on the frozen discovery feature
+        set are compared with the frozen rule's (C.2). ``fixed`` keeps the registry fitted
+        on ``D`` and reselects among its candidates only (cheaper, likely optimistic).
     top_fraction : float
         Share of the reference set forming the top-weighted set.
     discovery_fraction : float
@@ -468,6 +495,7 @@ class SASST:
         n_draws: int = 2000,
         n_stability: int = 100,
         stability_metric: str = "jaccard",
+        stability_mode: str = "refit",
         top_fraction: float = 0.25,
         discovery_fraction: float = 0.5,
         exact_multiplier: bool = False,
@@ -497,6 +525,9 @@ class SASST:
         self.n_draws = int(n_draws)
         self.n_stability = int(n_stability)
         self.stability_metric = stability_metric
+        if stability_mode not in STABILITY_MODES:
+            raise ValueError(f"stability_mode must be one of {STABILITY_MODES}; got {stability_mode!r}")
+        self.stability_mode = stability_mode
         self.top_fraction = top_fraction
         self.discovery_fraction = discovery_fraction
         self.exact_multiplier = bool(exact_multiplier)
@@ -523,6 +554,7 @@ class SASST:
             "n_draws": self.n_draws,
             "n_stability": self.n_stability,
             "stability_metric": self.stability_metric,
+            "stability_mode": self.stability_mode,
             "top_fraction": self.top_fraction,
             "exact_multiplier": self.exact_multiplier,
             "seed": self.seed,
@@ -585,7 +617,8 @@ class SASST:
 
     # ------------------------------------------------------------------ discovery
     def _geometry(self, name: str, X: np.ndarray) -> Geometry:
-        return make_geometry(self.geometries[name]).fit(X)
+        """The slot geometry fitted on ``X``; a user's Geometry object is copied, never fitted in place."""
+        return copy.deepcopy(make_geometry(self.geometries[name])).fit(X)
 
     def discover(self, data: ClusterData) -> Discovery:
         """Discovery on ``D``: select, freeze and stability-check a rule per slot (C.2)."""
@@ -598,9 +631,12 @@ class SASST:
         theta = plan.values(mu1)
         theta_d = dict(zip(plan.outputs, map(float, theta)))
         selected = None
+        soft: dict[str, float] = {}
         if plan.candidates:
             selected = max(plan.candidates, key=lambda c: (theta_d[c], -plan.candidates.index(c)))
+            soft = dict(zip(plan.candidates, map(float, plan.selection_weights(mu1))))
         cache = _DiscoveryCache()
+        cache.masks = plan.split_masks(data.ids)
         by_key: dict[tuple, FrozenRule] = {}
         rules: dict[str, FrozenRule] = {}
         for slot in self.slots:
@@ -611,7 +647,8 @@ class SASST:
                 # one independent stability stream per discovery specification, in slot order
                 by_key[key] = self._discover_slot(slot, data, H1, mu1, theta, cache, stream=len(by_key))
             rules[slot.name] = by_key[key]
-        return Discovery(rules, theta_d, selected, n, tuple(data.ids))
+        return Discovery(rules, theta_d, selected, n, tuple(data.ids), geometries=dict(cache.geometries),
+                         soft_selection=soft)
 
     def _candidates(self, slot: Slot, data: ClusterData, cache: _DiscoveryCache) -> tuple[list[Rule], np.ndarray]:
         """The slot family's candidate rules fitted on ``D`` and their score matrix (G, n)."""
@@ -644,11 +681,13 @@ class SASST:
         dist = geom.distance(data.X, u, W) if slot.radius is not None else np.zeros(len(cands))
         psi = (H1 - mu1) @ self.plan.gradient(mu1, c)
         loc = float(c @ theta) + (W - u) @ psi
-        feasible = ok_mass & _all_hold(support_constraints(slot, ess, dens, distance=dist))
+        share = self.plan.split_shares(S, cache.masks)
+        # every predeclared score-blind constraint of C.2, split denominators included
+        feasible = ok_mass & _all_hold(support_constraints(slot, ess, dens, distance=dist, split_share=share))
         g = _select(loc, feasible, ess, dist, slot.tie_rule, slot.tolerance)
         cand_table = pd.DataFrame({
             "rule": [r.describe() for r in cands], "predicted": loc, "ess": ess,
-            "max_density": dens, "distance": dist, "feasible": feasible,
+            "max_density": dens, "distance": dist, "min_split_share": share, "feasible": feasible,
         })
         cand_table["selected"] = np.arange(len(cands)) == g
         if g < 0:
@@ -657,7 +696,7 @@ class SASST:
         corr = jac = 1.0
         if self.n_stability > 0:
             rng = np.random.default_rng(keyed_seed(self.seed, "stability", stream))
-            corr, jac = self._stability(data, H1, S, c, geom, slot, g, rng)
+            corr, jac = self._stability(data, H1, S, c, geom, slot, g, rng, cache.masks)
         stab = {"jaccard": jac, "correlation": corr, "min": min(jac, corr)}[self.stability_metric]
         return FrozenRule(
             rule=cands[g], index=g, n_candidates=len(cands), n_feasible=int(feasible.sum()),
@@ -667,7 +706,8 @@ class SASST:
         )
 
     def _stability(self, data: ClusterData, H1: np.ndarray, S: np.ndarray, c: np.ndarray,
-                   geom: Geometry, slot: Slot, g0: int, rng: np.random.Generator) -> tuple[float, float]:
+                   geom: Geometry, slot: Slot, g0: int, rng: np.random.Generator,
+                   masks: np.ndarray) -> tuple[float, float]:
         """Mean weight correlation and top-set Jaccard of resampled selections (C.2)."""
         n = len(data)
         B = self.n_stability
@@ -677,12 +717,20 @@ class SASST:
         delta = theta @ c  # (B,)
         grad = self.plan.gradient(mu, c)  # (B, p)
         psi = H1 @ grad.T - np.sum(mu * grad, axis=1)  # (n, B)
-        corr_all = weight_correlation(S[g0], S)  # (G,)
-        jac_all = top_set_jaccard(S[g0], S, self.top_fraction)  # (G,)
+        refit = self.stability_mode == "refit" and not isinstance(self.families[slot.family], FixedFamily)
+        s0 = S[g0]
+        corr_all = weight_correlation(s0, S)  # (G,)
+        jac_all = top_set_jaccard(s0, S, self.top_fraction)  # (G,)
         corr = np.zeros(B)
         jac = np.zeros(B)
         for b in range(B):
             m = counts[b]
+            if refit:  # rerun the slot: the family refitted on the resampled discovery features
+                rows = np.repeat(np.arange(n), m.astype(int))
+                cands = self.families[slot.family].fit(data.X[rows], data.feature_names)
+                S = np.vstack([rule_scores(r, data.X, data.feature_names) for r in cands])
+                corr_all = weight_correlation(s0, S)
+                jac_all = top_set_jaccard(s0, S, self.top_fraction)
             ms = S * m
             tot = ms.sum(axis=1)
             okm = tot > 0
@@ -692,7 +740,8 @@ class SASST:
             ess = np.where(okm, tot**2 / np.maximum((S * S * m).sum(axis=1), TINY), 0.0)
             dens = n * (S[:, m > 0].max(axis=1)) / np.where(okm, tot, np.inf)
             dist = geom.distance(data.X, ub, Wb) if slot.radius is not None else np.zeros(S.shape[0])
-            feas = okm & _all_hold(support_constraints(slot, ess, dens, distance=dist))
+            share = self.plan.split_shares(S, masks, m)
+            feas = okm & _all_hold(support_constraints(slot, ess, dens, distance=dist, split_share=share))
             gb = _select(loc, feas, ess, dist, slot.tie_rule, slot.tolerance)
             if gb >= 0:
                 corr[b] = corr_all[gb]
@@ -712,7 +761,7 @@ class SASST:
             raise ValueError(f"confirmation reuses discovery cluster(s): {sorted(overlap)[:5]}")
         masks = self.plan.split_masks(data.ids)
         theta0 = self.plan.values(self.plan.tensor(data.Z, np.ones(n), masks).mean(axis=0))
-        rows, phis, geoms = [], {}, {}
+        rows, phis, geoms = [], {}, dict(discovery.geometries)
         for slot in self.slots:
             t0 = time.perf_counter()
             fr = discovery.rules.get(slot.name)
@@ -798,9 +847,8 @@ class SASST:
         mu = H.mean(axis=0)
         out.update(ess=float(1.0 / np.sum(w * w)), max_density=float(n * w.max()),
                    min_split_share=self.plan.min_split_share(mu), estimate=float(c @ self.plan.values(mu)))
-        if slot.family is not None and slot.radius is not None:
-            if slot.geometry not in geoms:
-                geoms[slot.geometry] = self._geometry(slot.geometry, data.X)
+        # measured in the geometry frozen on D (C.3); a hand-built discovery without one reports NaN
+        if slot.family is not None and slot.radius is not None and slot.geometry in geoms:
             out["confirmation_distance"] = float(geoms[slot.geometry].distance(data.X, np.full(n, 1.0 / n), w[None])[0])
         held = support_constraints(slot, out["ess"], out["max_density"], split_share=out["min_split_share"])
         problems = {

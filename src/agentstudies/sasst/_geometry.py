@@ -54,7 +54,13 @@ class Standardizer:
         return cls(mean=X.mean(axis=0), scale=np.where(sd > 1e-12, sd, 1.0))
 
     def __call__(self, X: np.ndarray) -> np.ndarray:
+        if self.is_identity:  # (x - 0) / 1 == x exactly: skip the copy
+            return np.asarray(X, dtype=float)
         return (np.asarray(X, dtype=float) - self.mean) / self.scale
+
+    @property
+    def is_identity(self) -> bool:
+        return not np.any(self.mean) and bool(np.all(self.scale == 1.0))
 
     def to_dict(self) -> dict:
         return {"mean": self.mean.tolist(), "scale": self.scale.tolist()}

@@ -49,6 +49,11 @@ def _splitmix64(x: np.ndarray) -> np.ndarray:
         return z ^ (z >> np.uint64(31))
 
 
+#: Split masks by (R, split seed, cluster ids), oldest evicted first.
+_MASK_CACHE: dict[tuple, np.ndarray] = {}
+_MASK_CACHE_SIZE = 64
+
+
 def _softmax(x: np.ndarray, tau: float) -> np.ndarray:
     z = x / tau
     z = z - z.max(axis=-1, keepdims=True)
@@ -158,9 +163,13 @@ class ComparisonPlan:
         """
         ids = [str(c) for c in cluster_ids]
         n = len(ids)
-        masks = np.zeros((self.n_splits, n), dtype=bool)
         if self.n_splits == 0 or n == 0:
-            return masks
+            return np.zeros((self.n_splits, n), dtype=bool)
+        key = (self.n_splits, self.split_seed, tuple(ids))
+        hit = _MASK_CACHE.get(key)
+        if hit is not None:  # a pure function of (R, split seed, ids): cached, read-only
+            return hit
+        masks = np.zeros((self.n_splits, n), dtype=bool)
         base = np.array(
             [int.from_bytes(hashlib.blake2b(c.encode(), digest_size=8).digest(), "little") for c in ids],
             dtype=np.uint64,
@@ -169,6 +178,10 @@ class ComparisonPlan:
             keys = _splitmix64(base ^ np.uint64((self.split_seed * 1_000_003 + r + 1) & (2**64 - 1)))
             order = np.lexsort((np.array(ids), keys))
             masks[r, order[: n // 2]] = True
+        masks.flags.writeable = False
+        if len(_MASK_CACHE) >= _MASK_CACHE_SIZE:
+            _MASK_CACHE.pop(next(iter(_MASK_CACHE)))
+        _MASK_CACHE[key] = masks
         return masks
 
     # ------------------------------------------------------------------ tensor
@@ -220,6 +233,44 @@ class ComparisonPlan:
                 T = mu[..., o + C + 1 : o + 2 * C + 1] / mu[..., o + 2 * C + 1, None]
                 sel = sel + np.sum(select(S) * T, axis=-1) / R
         return np.concatenate([theta, np.asarray(sel)[..., None]], axis=-1)
+
+    def selection_weights(self, mu: np.ndarray) -> np.ndarray:
+        """Weights (C,) the selection step puts on each candidate for cluster means ``mu``.
+
+        With splits, the average over the R scoring subsets of ``q(S_r)`` (softmax at
+        ``temperature`` for ``soft``, one-hot argmax for ``hard``), the selection the
+        cross-fitted ``selected`` output uses; without splits, ``q`` of the in-sample
+        candidate estimates. Empty without a selection step.
+        """
+        mu = np.asarray(mu, dtype=float)
+        if not self.has_selection:
+            return np.zeros(0)
+        J, C, R, den, theta = self._pieces(mu)
+        select = _hard if self.selection == "hard" else (lambda x: _softmax(x, self.temperature))
+        if R == 0:
+            return np.asarray(select(theta[[self._index[c] for c in self.candidates]]), float)
+        out = np.zeros(C)
+        for r in range(R):
+            o = J + 1 + r * (2 * C + 2)
+            out += select(mu[o : o + C] / mu[o + C]) / R
+        return out
+
+    def split_shares(self, S: np.ndarray, masks: np.ndarray, counts: np.ndarray | None = None) -> np.ndarray:
+        """Smallest split-denominator share of each rule's weight mass, (G,), for scores ``S`` (G, N).
+
+        The same quantity as :meth:`min_split_share` of the tensor mean (share of
+        ``sum_k m_k s_k`` in every scoring subset ``S_r`` and held-out subset ``E_r``),
+        for many rules at once; ``counts`` are resampling multiplicities ``m_k`` (default 1).
+        1.0 for every rule without splits. A rule with zero total mass gets 0.
+        """
+        S = np.atleast_2d(np.asarray(S, dtype=float))
+        if not (self.has_selection and self.n_splits):
+            return np.ones(S.shape[0])
+        Sm = S if counts is None else S * counts
+        tot = Sm.sum(axis=1)
+        inside = Sm @ masks.T.astype(float)  # (G, R)
+        share = np.minimum(inside, tot[:, None] - inside).min(axis=1)
+        return np.where(tot > 0, share / np.where(tot > 0, tot, 1.0), 0.0)
 
     def gradient(self, mu: np.ndarray, c: np.ndarray) -> np.ndarray:
         """Exact gradient of ``c^T theta(mu)`` with respect to ``mu``: (..., p)."""

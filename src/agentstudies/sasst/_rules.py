@@ -39,18 +39,57 @@ __all__ = [
     "ProjectionTiltRule",
     "BumpRule",
     "rule_from_dict",
+    "register_rule",
+    "RULE_KINDS",
     "RuleFamily",
     "AxisTiltFamily",
     "ThresholdFamily",
     "DirectionTiltFamily",
     "BumpFamily",
+    "ItemBumpFamily",
+    "QuadraticTiltRule",
+    "QuadraticTiltFamily",
     "CompositeFamily",
     "FixedFamily",
 ]
 
 
+#: Rule kinds by name -> class; filled by :func:`register_rule` (built-in kinds below).
+RULE_KINDS: dict[str, type] = {}
+
+
+def register_rule(cls: type) -> type:
+    """Class decorator: register a :class:`Rule` subclass under its ``kind`` so
+    :func:`rule_from_dict` (and a saved pre-registration) can rebuild it.
+
+    The class needs a unique string ``kind``, ``to_dict()`` returning a JSON-safe mapping
+    with ``"kind"``, and either a ``from_dict(d)`` classmethod or keyword fields that
+    accept the mapping's entries (``columns`` as a list; array-valued fields as lists).
+
+    Raises
+    ------
+    TypeError
+        If ``cls`` is not a Rule subclass. ``ValueError`` if another class already holds
+        the kind.
+    """
+    if not (isinstance(cls, type) and issubclass(cls, Rule)):
+        raise TypeError(f"register_rule expects a Rule subclass; got {cls!r}")
+    kind = getattr(cls, "kind", None)
+    if not isinstance(kind, str) or not kind or kind == "rule":
+        raise ValueError(f"{cls.__name__} needs its own non-empty string `kind` to be registered")
+    other = RULE_KINDS.get(kind)
+    if other is not None and (other.__module__, other.__qualname__) != (cls.__module__, cls.__qualname__):
+        raise ValueError(f"rule kind {kind!r} is already registered by {other.__qualname__}")
+    RULE_KINDS[kind] = cls
+    return cls
+
+
 class Rule:
-    """Base class of a frozen, serializable stress rule over named feature columns."""
+    """Base class of a frozen, serializable stress rule over named feature columns.
+
+    Custom rules subclass it, set a unique ``kind`` and are registered with
+    :func:`register_rule` so they round-trip through JSON.
+    """
 
     kind = "rule"
     columns: tuple[str, ...] = ()
@@ -75,11 +114,26 @@ class Rule:
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), sort_keys=True)
 
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Rule":
+        """Rebuild from :meth:`to_dict` output without ``kind`` (default: keyword fields,
+        ``columns`` as a tuple, a ``standardizer`` mapping as a :class:`Standardizer`,
+        list values of array-typed fields as float arrays)."""
+        d = dict(d)
+        d["columns"] = tuple(d.get("columns", ()))
+        if isinstance(d.get("standardizer"), dict):
+            d["standardizer"] = Standardizer.from_dict(d["standardizer"])
+        for k, v in list(d.items()):
+            if isinstance(v, list):
+                d[k] = np.asarray(v, float)
+        return cls(**d)
+
     @property
     def is_uniform(self) -> bool:
         return False
 
 
+@register_rule
 @dataclass(frozen=True, eq=False)
 class UniformRule(Rule):
     """``s(W) = 1``: the unweighted benchmark distribution."""
@@ -99,11 +153,16 @@ class UniformRule(Rule):
     def to_dict(self) -> dict[str, Any]:
         return {"kind": self.kind}
 
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "UniformRule":
+        return cls()
+
     @property
     def is_uniform(self) -> bool:
         return True
 
 
+@register_rule
 @dataclass(frozen=True, eq=False)
 class ThresholdRule(Rule):
     """``s = lift`` if ``x_col > threshold`` (``above``) or ``<= threshold`` (not above), else 1."""
@@ -128,6 +187,7 @@ class ThresholdRule(Rule):
                 "above": self.above, "lift": self.lift}
 
 
+@register_rule
 @dataclass(frozen=True, eq=False)
 class ProjectionTiltRule(Rule):
     """Exponential tilt along a frozen projection, clipped so scores stay bounded.
@@ -173,6 +233,7 @@ class ProjectionTiltRule(Rule):
         return d
 
 
+@register_rule
 @dataclass(frozen=True, eq=False)
 class BumpRule(Rule):
     """``s = 1 + (lift - 1) exp(-||standardize(x) - center||^2 / (2 h^2))``."""
@@ -199,37 +260,64 @@ class BumpRule(Rule):
                 "bandwidth": self.bandwidth, "lift": self.lift, "label": self.label}
 
 
+@register_rule
+@dataclass(frozen=True, eq=False)
+class QuadraticTiltRule(Rule):
+    """Exponential tilt along a second-order statistic of two standardized features.
+
+    ``q = z_i z_j`` (``form="product"``: separates quadrant pairs, e.g. XOR) or
+    ``q = z_i^2 + z_j^2`` (``form="radius"``: discs and rings), with ``z`` the frozen
+    standardization; ``u = (q - center) / spread``, ``s = exp(strength * clip(u, -clip,
+    clip))`` (bounded: density ratio at most ``exp(2 strength clip)``). The sign of the
+    tilt is the sign of ``strength``.
+    """
+
+    kind = "quadratic_tilt"
+    columns: tuple[str, ...] = ()
+    standardizer: Standardizer = None  # type: ignore[assignment]
+    form: str = "product"
+    center: float = 0.0
+    spread: float = 1.0
+    strength: float = 1.0
+    clip: float = 2.0
+    label: str = ""
+
+    def statistic(self, X: np.ndarray) -> np.ndarray:
+        z = self.standardizer(X)
+        return z[:, 0] * z[:, 1] if self.form == "product" else z[:, 0] ** 2 + z[:, 1] ** 2
+
+    def score(self, X: np.ndarray) -> np.ndarray:
+        u = (self.statistic(X) - self.center) / self.spread
+        return np.exp(self.strength * np.clip(u, -self.clip, self.clip))
+
+    def describe(self) -> str:
+        op = "*" if self.form == "product" else "^2 + "
+        stat = f"{self.columns[0]}{op}{self.columns[1]}" + ("^2" if self.form == "radius" else "")
+        return self.label or f"tilt exp({self.strength:g} * clip(u, +-{self.clip:g})) along {stat}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "columns": list(self.columns), "standardizer": self.standardizer.to_dict(),
+                "form": self.form, "center": self.center, "spread": self.spread, "strength": self.strength,
+                "clip": self.clip, "label": self.label}
+
+
 def rule_from_dict(d: dict[str, Any] | str) -> Rule:
-    """Rebuild a rule from :meth:`Rule.to_dict` output (or its JSON string).
+    """Rebuild a rule from :meth:`Rule.to_dict` output (or its JSON string), by its
+    registered kind (:func:`register_rule`; custom kinds round-trip once registered).
 
     Raises
     ------
     ValueError
-        On an unknown ``kind``.
+        On a missing or unknown ``kind`` (naming the registered kinds).
     """
     if isinstance(d, str):
         d = json.loads(d)
     d = dict(d)
-    kind = d.pop("kind")
-    cols = tuple(d.pop("columns", ()))
-    if kind == "uniform":
-        return UniformRule()
-    if kind == "threshold":
-        return ThresholdRule(columns=cols, **d)
-    if kind == "projection_tilt":
-        st = Standardizer.from_dict(d.pop("standardizer"))
-        direction = np.asarray(d.pop("direction"), float)
-        omega = d.pop("omega", None)
-        phase = d.pop("phase", None)
-        return ProjectionTiltRule(
-            columns=cols, standardizer=st, direction=direction,
-            omega=None if omega is None else np.asarray(omega, float),
-            phase=None if phase is None else np.asarray(phase, float), **d)
-    if kind == "bump":
-        st = Standardizer.from_dict(d.pop("standardizer"))
-        center = np.asarray(d.pop("center"), float)
-        return BumpRule(columns=cols, standardizer=st, center=center, **d)
-    raise ValueError(f"unknown rule kind {kind!r}")
+    kind = d.pop("kind", None)
+    if kind not in RULE_KINDS:
+        raise ValueError(f"unknown rule kind {kind!r}; registered kinds: {sorted(RULE_KINDS)} "
+                         "(register a custom rule class with @register_rule)")
+    return RULE_KINDS[kind].from_dict(d)
 
 
 # ---------------------------------------------------------------------- families
@@ -396,6 +484,94 @@ class BumpFamily(RuleFamily):
     def to_dict(self):
         return {"family": self.name, "n_centers": self.n_centers, "lifts": list(self.lifts),
                 "bandwidth_scale": self.bandwidth_scale, "seed": self.seed}
+
+
+@dataclass
+class ItemBumpFamily(RuleFamily):
+    """RBF bumps centred on discovery items, bandwidth from a score-blind neighbour diagnostic.
+
+    One bump ``s = 1 + (lift - 1) exp(-||x - x_k||^2 / (2 h^2))`` per discovery item ``k``
+    (every ``stride``-th item when ``max_centers`` caps the count, in row order), with
+    ``h = bandwidth_scale * median_k d_(k_neighbors)(x_k)``, the median over discovery
+    items of the distance to their ``k_neighbors``-th nearest discovery neighbour. Features
+    are used as given (``standardize=False``, e.g. unit-norm embeddings) or standardized
+    on discovery. Unlike :class:`BumpFamily` (k-means centres) it can express a small,
+    tight subgroup of items: some bump is centred inside it.
+    """
+
+    name = "item_bump"
+    lifts: tuple[float, ...] = (3.0,)
+    k_neighbors: int = 20
+    bandwidth_scale: float = 1.0
+    standardize: bool = False
+    max_centers: int | None = None
+
+    def fit(self, X, columns):
+        X, cols = _check_columns(X, columns)
+        n, d = X.shape
+        st = Standardizer.fit(X) if self.standardize else Standardizer(mean=np.zeros(d), scale=np.ones(d))
+        Xs = st(X)
+        sq = np.sum(Xs * Xs, axis=1)
+        D2 = np.maximum(sq[:, None] + sq[None, :] - 2.0 * Xs @ Xs.T, 0.0)
+        k = min(max(1, self.k_neighbors), n - 1)
+        h = self.bandwidth_scale * float(np.median(np.sqrt(np.partition(D2, k, axis=1)[:, k])))
+        h = h if h > 0 else 1.0
+        idx = np.arange(n)
+        if self.max_centers is not None and n > self.max_centers:
+            idx = idx[:: int(np.ceil(n / self.max_centers))]
+        return [BumpRule(columns=cols, standardizer=st, center=Xs[i].copy(), bandwidth=h, lift=lift,
+                         label=f"x{lift:g} bump (h={h:.3g}) around discovery item {i}")
+                for i in idx for lift in self.lifts]
+
+    def to_dict(self):
+        return {"family": self.name, "lifts": list(self.lifts), "k_neighbors": self.k_neighbors,
+                "bandwidth_scale": self.bandwidth_scale, "standardize": self.standardize,
+                "max_centers": self.max_centers}
+
+
+@dataclass
+class QuadraticTiltFamily(RuleFamily):
+    """Tilts along pairwise products and pairwise squared radii of standardized features.
+
+    For every pair of ``use_columns`` (default: all), both forms of
+    :class:`QuadraticTiltRule`, both signs and every strength; the statistic is centred
+    and scaled by its discovery mean and standard deviation (score-blind). It can express
+    XOR-like (opposite-sign quadrants) and circular (disc) subgroups that no linear tilt
+    and no single bump can.
+    """
+
+    name = "quadratic_tilt"
+    strengths: tuple[float, ...] = (0.5, 1.0)
+    clip: float = 2.0
+    use_columns: tuple[str, ...] | None = None
+    forms: tuple[str, ...] = ("product", "radius")
+
+    def fit(self, X, columns):
+        X, cols = _check_columns(X, columns, self.use_columns)
+        keep = [i for i, c in enumerate(cols) if self.use_columns is None or c in self.use_columns]
+        rules: list[Rule] = []
+        for a in range(len(keep)):
+            for b in range(a + 1, len(keep)):
+                i, j = keep[a], keep[b]
+                pair = (cols[i], cols[j])
+                st = Standardizer.fit(X[:, [i, j]])
+                for form in self.forms:
+                    probe = QuadraticTiltRule(columns=pair, standardizer=st, form=form)
+                    q = probe.statistic(X[:, [i, j]])
+                    sd = float(q.std()) or 1.0
+                    for sign in (1.0, -1.0):
+                        for lam in self.strengths:
+                            rules.append(QuadraticTiltRule(
+                                columns=pair, standardizer=st, form=form, center=float(q.mean()), spread=sd,
+                                strength=sign * lam, clip=self.clip,
+                                label=f"{'high' if sign > 0 else 'low'} {pair[0]}{'*' if form == 'product' else '^2+'}"
+                                      f"{pair[1]}{'^2' if form == 'radius' else ''} (x{lam:g})"))
+        return rules
+
+    def to_dict(self):
+        return {"family": self.name, "strengths": list(self.strengths), "clip": self.clip,
+                "use_columns": None if self.use_columns is None else list(self.use_columns),
+                "forms": list(self.forms)}
 
 
 @dataclass

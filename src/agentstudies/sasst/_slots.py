@@ -33,7 +33,7 @@ FAILED_DISCOVERY = "failed discovery"
 FAILED_FEASIBILITY = "failed feasibility"
 ABSTAINED = "abstained"
 #: The five statuses of SASST Table 3, in reporting order.
-STATUSES = (CONFIRMED, NOT_CONFIRMED, ABSTAINED, FAILED_FEASIBILITY, FAILED_DISCOVERY)
+STATUSES = (CONFIRMED, NOT_CONFIRMED, FAILED_DISCOVERY, FAILED_FEASIBILITY, ABSTAINED)
 
 #: Deterministic tie rules among candidates within ``tolerance`` of the minimum.
 TIE_RULES = ("registry_order", "max_ess", "min_distance")

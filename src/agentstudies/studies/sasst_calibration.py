@@ -79,16 +79,18 @@ from agentstudies.sasst import (
 from agentstudies.studies._sasst_common import (
     StepRule,
     coordinatewise_critical,
+    exact_coordinatewise_critical,
+    exact_simultaneous_critical,
     latent_probit_scores,
     proportion_interval,
     run_trials,
-    simultaneous_critical,
 )
 from agentstudies.stats import contribution_se
 from agentstudies.studies._paper import paper_note, paper_values
 
 __all__ = [
     "FEATURES",
+    "SEPARATED_STRESS",
     "SYSTEMS",
     "ARTIFACTS",
     "CONTRAST",
@@ -120,6 +122,9 @@ ARTIFACTS: tuple[str, ...] = SYSTEMS[1:]
 CONTRAST: dict[str, float] = {SELECTED: 1.0, "baseline": -1.0}
 
 _TERCILE = float(_st.norm.ppf(2 / 3))
+#: ``separated_stress`` of Table 5's separated design: the high tercile of ``x4`` lies
+#: about 0.18 (several standard errors at M >= 1000) below every other tercile's truth.
+SEPARATED_STRESS = 0.8
 
 
 @dataclass(frozen=True)
@@ -134,29 +139,35 @@ class StudyADesign:
         Softmax temperature ``tau`` of the plan's selection step (success-rate units).
     tilt_strength, tilt_clip : float
         ``lambda`` and ``c`` of the registry tilts ``exp(lambda clip(u, -c, c))``.
+    separated_stress : float
+        ``d >= 0``: every artifact's probit index drops by ``d`` on the high tercile of
+        ``x4`` (``x4 > Phi^{-1}(2/3)``), a common-mode stress the softmax cannot escape, so
+        that tercile's truth stands apart from every other tercile (Table 5's *separated*
+        design). ``0`` (default) is the near-tie design: ``x4..x8`` are irrelevant.
     """
 
     rho: float = 0.5
     temperature: float = 0.05
     tilt_strength: float = 0.75
     tilt_clip: float = 2.0
+    separated_stress: float = 0.0
 
     # -------------------------------------------------------------- outcomes
-    @staticmethod
-    def probit_index(X: np.ndarray) -> np.ndarray:
+    def probit_index(self, X: np.ndarray) -> np.ndarray:
         """Probit indices ``a_j(W)`` (N, 6) in :data:`SYSTEMS` order for features (N, 8)."""
         X = np.asarray(X, dtype=float)
         if X.ndim != 2 or X.shape[1] != len(FEATURES):
             raise ValueError(f"features must have shape (N, {len(FEATURES)}); got {X.shape}")
         x1, x2, x3 = X[:, 0], X[:, 1], X[:, 2]
         zero = np.zeros(len(X))
+        drop = self.separated_stress * (X[:, 3] > _TERCILE) if self.separated_stress else zero
         return np.column_stack([
             zero,
-            0.40 - 0.35 * x1,
-            0.35 - 0.25 * (x2**2 - 1.0),
-            0.30 + 0.25 * x3,
-            zero + 0.25,
-            zero,
+            0.40 - 0.35 * x1 - drop,
+            0.35 - 0.25 * (x2**2 - 1.0) - drop,
+            0.30 + 0.25 * x3 - drop,
+            zero + 0.25 - drop,
+            zero - drop,
         ])
 
     def success_prob(self, X: np.ndarray) -> np.ndarray:
@@ -336,9 +347,16 @@ def table4_trial(
     R_values: Sequence[int] = (5, 20),
     n_draws: int = 2000,
     level: float = 0.95,
-    critical: CriticalFn = coordinatewise_critical,
+    critical: CriticalFn | None = None,
 ) -> list[dict[str, Any]]:
     """One Study A trial at ``M`` clusters: fixed oracle and learned rule, every ``R``.
+
+    ``critical=None`` (default) draws the multiplier statistics from their exact
+    conditional law, once for both bound directions
+    (:func:`~agentstudies.studies._sasst_common.exact_coordinatewise_critical`: the same
+    distribution as cluster multipliers, ``n_draws x 4`` normals instead of
+    ``n_draws x M/2``); a callable ``critical(phi, signs, zeta, level)`` uses literal
+    cluster multipliers ``zeta`` drawn before discovery (the benchmark's reference path).
 
     ``M`` clusters are simulated, the first ``M/2`` form discovery ``D`` and the rest
     confirmation ``I`` (a 50/50 split of i.i.d. clusters). For each ``R`` the engine
@@ -357,7 +375,7 @@ def table4_trial(
     data = design.simulate(M, rng)
     is_d = np.arange(M) < M // 2
     D, I = data.subset(is_d), data.subset(~is_d)
-    zeta = rng.standard_normal((n_draws, len(I)))
+    zeta = rng.standard_normal((n_draws, len(I))) if critical is not None else None
     reg = design.registry()
     fams = {"oracle": FixedFamily((reg[oracle],)), "registry": FixedFamily(reg)}
     slots = [_stress_slot("fixed", "oracle"), _stress_slot("learned", "registry")]
@@ -376,10 +394,13 @@ def table4_trial(
             rec["se"] = float(contribution_se(phi)) if rec["feasible"] else np.nan
             recs.append(rec)
             phis.append(phi)
-    phi = np.column_stack(phis)
+    phi = np.ascontiguousarray(np.column_stack(phis))
     signs = -np.ones(phi.shape[1])
-    up = critical(phi, signs, zeta, level)
-    lo = critical(phi, -signs, zeta, level)
+    if critical is None:
+        up, lo = exact_coordinatewise_critical(phi, signs, n_draws, rng, level)
+    else:
+        up = critical(phi, signs, zeta, level)
+        lo = critical(phi, -signs, zeta, level)
     for rec, cu, cl in zip(recs, up, lo):
         rec["crit_upper"] = float(cu)
         rec["crit_lower"] = float(cl)
@@ -410,7 +431,6 @@ def table5_trial(
     data = design.simulate(M, rng)
     is_d = np.arange(M) < M // 2
     D, I = data.subset(is_d), data.subset(~is_d)
-    zeta = rng.standard_normal((n_draws, len(I)))
     full = design.tercile_registry()
     keep = [i for i, r in enumerate(full) if tercile_features is None or r.columns[0] in tercile_features]
     if not keep:
@@ -431,7 +451,9 @@ def table5_trial(
                    n_candidates=len(keep))
         recs.append(rec)
         phis.append(phi)
-    crit = coordinatewise_critical(np.column_stack(phis), -np.ones(2), zeta, level)
+    # exact conditional multiplier law (same distribution as one multiplier per cluster)
+    crit, _ = exact_coordinatewise_critical(np.ascontiguousarray(np.column_stack(phis)), -np.ones(2), n_draws,
+                                            rng, level)
     for rec, c in zip(recs, crit):
         rec["crit_upper"] = float(c)
     return recs
@@ -466,14 +488,13 @@ def a4_trial(
     data = design.simulate(M, rng)
     is_d = np.arange(M) < M // 2
     D, I = data.subset(is_d), data.subset(~is_d)
-    zeta = rng.standard_normal((n_draws, len(I)))
     slots = a4_slots()
     eng = _engine(design, R, slots, {"registry": FixedFamily(design.registry())}, rng)
     disc = eng.discover(D)
     rep = eng.confirm(disc, I)
     names = list(rep.phi_slots)
     signs = rep.table.loc[names, "sign"].to_numpy(float)
-    crit = simultaneous_critical(rep.phi, signs, zeta, level) if names else np.nan
+    crit = exact_simultaneous_critical(rep.phi, signs, n_draws, rng, level) if names else np.nan
     recs = []
     for s in slots:
         rec = _slot_record(rep, disc, s.name)

@@ -48,6 +48,7 @@ from agentstudies.sasst import (
     ComparisonPlan,
     CompositeFamily,
     DirectionTiltFamily,
+    ItemBumpFamily,
     SASSTReport,
     Slot,
     rule_from_dict,
@@ -76,6 +77,8 @@ __all__ = [
     "StudyDResult",
     "run_study_d",
     "table12",
+    "registry_ceiling",
+    "CEILING_ROWS",
     "PAPER_TABLE12",
 ]
 
@@ -107,8 +110,17 @@ class RealFeatureConfig:
         discovery features (score-blind)
     n_centers : RBF bumps (lift 3) around k-means centers of the discovery embeddings
     n_directions : kernel direction tilts added to the bumps when ``registry="mixed"``
-    registry : ``"bump"`` (the chapter's registry) or ``"mixed"`` (bumps + kernel tilts,
-        the sensitivity run)
+    registry : ``"item_bump"`` (the chapter's design: one bump per discovery item,
+        bandwidth the median distance to the ``k_neighbors``-th nearest discovery item,
+        a score-blind diagnostic; it can express the subgroup: its ceiling is reported),
+        ``"bump"`` (k-means centres at half the median distance: the earlier design, kept
+        as the labelled contrast whose ceiling is low) or ``"mixed"`` (k-means bumps +
+        kernel tilts, a sensitivity run)
+    topic_features : append the items' real topical label ``domain1`` (one-hot, scaled by
+        1/sqrt(2) so two different labels are at distance 1) to the embeddings: a
+        pre-execution, score-blind feature like the paper's subject metadata
+    k_neighbors, item_lift : bandwidth neighbour rank and lift of the ``item_bump`` registry
+    ceiling_target : recovery-AUC ceiling at or above which the design can test recovery
     n_stability : discovery resamples for functional stability
     top_fraction : share of items forming the top-weighted set (stability and diagnostics)
     stability_threshold, min_ess, density_cap : support and stability checks
@@ -122,7 +134,11 @@ class RealFeatureConfig:
     radius_quantile: float = 0.75
     n_centers: int = 24
     n_directions: int = 16
-    registry: str = "bump"
+    registry: str = "item_bump"
+    topic_features: bool = True
+    k_neighbors: int = 20
+    item_lift: float = 3.0
+    ceiling_target: float = 0.9
     n_stability: int = 100
     top_fraction: float = 0.10
     stability_threshold: float = 0.6
@@ -316,12 +332,14 @@ def top_weighted_overlap(scores: np.ndarray, subgroup: np.ndarray, top_fraction:
 def _registry(cfg: RealFeatureConfig) -> CompositeFamily:
     """The declared registry: RBF bumps with lift 3 around k-means centers of the discovery
     embeddings (``bump``), optionally with kernel direction tilts (``mixed``)."""
+    if cfg.registry == "item_bump":
+        return CompositeFamily((ItemBumpFamily(lifts=(cfg.item_lift,), k_neighbors=cfg.k_neighbors),))
     bumps = BumpFamily(n_centers=cfg.n_centers, lifts=(3.0,), seed=0)
     if cfg.registry == "bump":
         return CompositeFamily((bumps,))
     if cfg.registry == "mixed":
         return CompositeFamily((bumps, DirectionTiltFamily(n_directions=cfg.n_directions, kernel=True, seed=0)))
-    raise ValueError(f"registry must be 'bump' or 'mixed'; got {cfg.registry!r}")
+    raise ValueError(f"registry must be 'item_bump', 'bump' or 'mixed'; got {cfg.registry!r}")
 
 
 @dataclass(frozen=True)
@@ -358,6 +376,10 @@ def run_study_d(pool: pd.DataFrame, embeddings: np.ndarray, Y: np.ndarray, split
     if embeddings.shape[0] != n or Y.shape[0] != n:
         raise ValueError(f"pool has {n} items but embeddings {embeddings.shape[0]} and scores {Y.shape[0]}")
     cols = [f"emb_{j:03d}" for j in range(embeddings.shape[1])]
+    if cfg.topic_features:
+        topics = pd.get_dummies(pool["domain1"]).astype(float) / np.sqrt(2.0)
+        embeddings = np.hstack([np.asarray(embeddings, float), topics.to_numpy()])
+        cols = cols + [f"topic_{t}" for t in topics.columns]
     feats = pd.DataFrame(embeddings, index=pool.index, columns=cols)
     episodes = episode_table(Y, list(pool.index))
     d_mask = split.loc[pool.index].to_numpy() == DISCOVERY
@@ -386,6 +408,8 @@ def run_study_d(pool: pd.DataFrame, embeddings: np.ndarray, Y: np.ndarray, split
     else:
         s = np.ones(int(conf.sum()))
         q.update(recovery_auc=np.nan, top_precision=np.nan, top_recall=np.nan, top_jaccard=np.nan, top_top_size=0)
+    q.update(registry_ceiling(fam, embeddings[d_mask], embeddings[conf], cols, g_conf))
+    q["can_test"] = bool(q["registry_ceiling"] >= cfg.ceiling_target)
     q.update({
         "weighted": st["estimate"], "se": st["se"],
         "ci_low": st["estimate"] - z * st["se"], "ci_high": st["estimate"] + z * st["se"],
@@ -398,6 +422,27 @@ def run_study_d(pool: pd.DataFrame, embeddings: np.ndarray, Y: np.ndarray, split
     return StudyDResult(text_encoder, rep, q, s, g_conf, radius)
 
 
+def registry_ceiling(family, X_discovery: np.ndarray, X_confirmation: np.ndarray, columns: Sequence[str],
+                     subgroup: np.ndarray) -> dict[str, Any]:
+    """The best recovery AUC any candidate of the registry reaches on the confirmation items.
+
+    The family is fitted on the discovery features (as discovery does); each candidate's
+    scores on the confirmation items are ranked against ``subgroup``
+    (:func:`~agentstudies.studies.sasst_geometry.recovery_auc`). A low ceiling means no
+    selection, however good, could recover the subgroup: the design cannot test recovery.
+
+    Returns ``{"registry_ceiling": max AUC, "ceiling_rule": its description}``.
+    """
+    cands = family.fit(np.asarray(X_discovery, float), list(columns))
+    aucs = [recovery_auc(subgroup, rule_scores(r, np.asarray(X_confirmation, float), columns)) for r in cands]
+    k = int(np.nanargmax(aucs))
+    return {"registry_ceiling": float(aucs[k]), "ceiling_rule": cands[k].describe()}
+
+
+#: Rows :func:`table12` adds after the paper's quantities (no paper value).
+CEILING_ROWS = ("registry ceiling (best candidate's recovery AUC)", "design can test recovery (ceiling >= 0.9)")
+
+
 def table12(results: Sequence[StudyDResult]) -> pd.DataFrame:
     """Table 12 quantities (rows) for each encoder's run (columns ``this run: <encoder>``)."""
     def fmt(q: dict[str, Any]) -> list[str]:
@@ -407,7 +452,8 @@ def table12(results: Sequence[StudyDResult]) -> pd.DataFrame:
                 f"{q['top_jaccard']:.3f}", f"{q['top_recall']:.3f}", f"{q['ess']:.1f}", f"{q['stability']:.2f}",
                 q["status"]]
 
-    out = pd.DataFrame({"quantity": PAPER_TABLE12["quantity"]})
+    out = pd.DataFrame({"quantity": list(PAPER_TABLE12["quantity"]) + list(CEILING_ROWS)})
     for r in results:
-        out[r.text_encoder] = fmt(r.quantities)
+        q = r.quantities
+        out[r.text_encoder] = fmt(q) + [f"{q['registry_ceiling']:.3f}", "yes" if q["can_test"] else "no"]
     return out

@@ -327,9 +327,11 @@ def _bounds_all_methods(rep, zeta: np.ndarray, level: float) -> dict[str, np.nda
     sub = rep.table.loc[names]
     est, signs = sub["estimate"].to_numpy(float), sub["sign"].to_numpy(float)
     out = {}
+    phi = np.ascontiguousarray(rep.phi)  # C order: the multiplier product never runs on a strided slice
+    zeta = np.ascontiguousarray(zeta)
     for m in METHODS:
         try:
-            jb = joint_bounds(rep.phi, est, signs, level=level, method=m, n_slots=len(rep.table), zeta=zeta)
+            jb = joint_bounds(phi, est, signs, level=level, method=m, n_slots=len(rep.table), zeta=zeta)
             out[m] = jb.bound
         except ValueError as exc:  # every slot degenerate: the bound is the estimate
             if "zero contribution variance" not in str(exc):

@@ -229,7 +229,12 @@ def summary_table(episodes: pd.DataFrame, reports: Mapping[str, SASSTReport]) ->
         counts = t["status"].value_counts()
         sel = d.selected_system
         col = {f"Full-study {w} success": rates.get(w, np.nan) for w in WORKFLOWS}
-        col["Discovery choice"] = sel
+        soft = d.soft_selection
+        # the rules were tuned (Eq. 2) against the plan's cross-fitted soft selection;
+        # the hard argmax of the unweighted discovery rates is the label beside it
+        col["Discovery selection (soft weights, the target the rules were tuned against)"] = (
+            ", ".join(f"{k} {v:.2f}" for k, v in soft.items()) if soft else "—")
+        col["Discovery choice (hard argmax)"] = sel
         col["Discovery gain of the choice over ReAct"] = d.theta[sel] - d.theta[BASELINE] if sel else np.nan
         col["Plan + verifier − ReAct on confirmation"] = t.loc["Uniform: Plan + verifier − ReAct", "estimate"]
         col["Confirmation gate − ReAct on confirmation"] = t.loc["Uniform: Confirmation gate − ReAct", "estimate"]
