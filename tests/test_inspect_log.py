@@ -26,7 +26,7 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="module")
 def tau2_logs(tmp_path_factory):
     folder = tmp_path_factory.mktemp("tau2logs")
-    return [mock_tau2_eval(w, str(folder), limit=2, epochs=2) for w in ("decline", "transfer")]
+    return [mock_tau2_eval(w, str(folder), limit=4, epochs=2) for w in ("decline", "transfer")]
 
 
 @pytest.fixture(scope="module")
@@ -52,7 +52,7 @@ def test_rows_match_the_log_samples_one_to_one(tau2_logs):
             expected.append((f"retail/{s.id}", s.epoch, wf, to_float(s.scores["retail_scorer"].value),
                              sum(u.input_tokens for u in s.model_usage.values())))
     got = list(df[["task_id", "seed", "workflow", "score", "input_tokens"]].itertuples(index=False, name=None))
-    assert sorted(got) == sorted(expected) and len(got) == 2 * 2 * 2
+    assert sorted(got) == sorted(expected) and len(got) == 2 * 4 * 2
     assert not df["flagged"].any()
 
 
