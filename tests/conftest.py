@@ -2,7 +2,7 @@
 
 ``smoke_runs``: every chapter of ``book/_toc.yml`` executed once per test session at its
 ``smoke`` profile, into a session folder (``<tmp>/chapters/<name>.ipynb``, tables under
-``<tmp>/artifacts/<name>/``). The notebook smoke tests (tests/test_notebooks.py) and the
+``<tmp>/artifacts/<name>/``), with ``--jobs 2`` (:data:`SMOKE_JOBS`). The notebook smoke tests (tests/test_notebooks.py) and the
 browser check (tests/test_browser.py, which builds the book from these executed copies)
 share the runs, so each chapter executes once per ``make test``.
 """
@@ -17,6 +17,10 @@ import pytest
 from agentstudies import runner
 
 REPO = Path(__file__).resolve().parents[1]
+
+#: ``--jobs`` of the shared smoke runs: two workers, as ``make book`` uses;
+#: tests/test_jobs_identical.py reruns the parallel chapters with one and compares.
+SMOKE_JOBS = 2
 
 
 class SmokeRuns:
@@ -38,7 +42,7 @@ class SmokeRuns:
             os.environ["AGENTSTUDIES_ARTIFACTS"] = str(self.artifacts)
             try:
                 self._done[name] = runner.run_notebook(
-                    name, {}, self.chapters / f"{name}.ipynb", profile="smoke", root=REPO
+                    name, {}, self.chapters / f"{name}.ipynb", profile="smoke", jobs=SMOKE_JOBS, root=REPO
                 )
             except runner.BookError as exc:
                 self._done[name] = exc

@@ -298,12 +298,35 @@ def run_handoff_study(cases: Sequence[Case], *, seeds: Sequence[int], n_draws: i
     """Handoff on the milestone frontier: episode table and :func:`analyze_handoff` result.
 
     Profiles ``base`` (reacher/solver label ``base``) and ``treated``; only cases with at
-    least two milestones. Returns ``(episodes, HandoffResult)``.
+    least two milestones. ``task_type`` (the bootstrap strata) is the scenario category;
+    categories with fewer than two base scenarios are pooled into one stratum
+    ``"other (pooled)"`` (and everything into one stratum if that is still a single task),
+    so no stratum has a single task (see :func:`pool_small_strata`). Returns
+    ``(episodes, HandoffResult)``.
     """
     from agentstudies.handoff import analyze_handoff
 
     df = run_handoff(cases, seeds=seeds, profiles=("base", "treated"), workflow=workflow, n_jobs=n_jobs, backend=backend)
+    df = pool_small_strata(df)
     return df, analyze_handoff(df, base="base", treated="treated", n_draws=n_draws, seed=seed)
+
+
+def pool_small_strata(df: pd.DataFrame, column: str = "task_type", min_tasks: int = 2) -> pd.DataFrame:
+    """Pool values of ``column`` held by fewer than ``min_tasks`` tasks into one stratum.
+
+    A bootstrap stratum with one task contributes no resampling variance. Types with too
+    few distinct ``task_id`` become ``"other (pooled)"``; if that pooled stratum itself
+    has fewer than ``min_tasks`` tasks, every task goes into a single stratum ``"all"``.
+    Returns a copy; the table is otherwise unchanged.
+    """
+    out = df.copy()
+    counts = out.groupby(column)["task_id"].nunique()
+    small = counts.index[counts < min_tasks]
+    if len(small):
+        out[column] = out[column].where(~out[column].isin(small), "other (pooled)")
+        if out.loc[out[column] == "other (pooled)", "task_id"].nunique() < min_tasks:
+            out[column] = "all"
+    return out
 
 
 # ------------------------------------------------------------------- plots
