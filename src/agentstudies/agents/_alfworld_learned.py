@@ -25,9 +25,12 @@ Why a linear softmax over hashed features (and not an MLP)
 Inputs: only the text the agent is shown
     ``act(observation)`` takes either a string (the text shown) or a mapping, of which it
     reads **only** ``observation["goal"]`` (optional) and ``observation["observation"]``
-    (the latest observation text). The admissible-command list, the expert plan and
-    every other key are never read (a test perturbs them and checks identical actions).
-    The shown text is ``goal + "\\n" + latest observation``.
+    (the latest observation text) -- and, on the first call after ``reset`` only,
+    ``observation["history"]``: a solver handed a clone is shown the reacher's visible
+    history ``h_t = (o_0, a_0, ..., o_t)`` (paper Eq. 1), which it folds into its belief.
+    The admissible-command list, the expert plan and every other key are never read (a
+    test perturbs them and checks identical actions). The shown text is ``goal + "\\n" +
+    latest observation`` (at a handoff: the goal and the whole history).
 
 Belief (built only from shown observations and the policy's own past commands)
     receptacles listed in the room description; where the agent is; what it saw on / in
@@ -559,13 +562,40 @@ class LearnedAlfworldPolicy:
         self.task_id, self.seed, self.role = str(task_id), int(seed), role
         self._rng = np.random.default_rng(keyed_seed(self.base_seed, "episode", str(task_id), int(seed), role, self.name))
         self.belief = Belief()
+        self._started = False
         self.last_log = {}
 
     def reset_stream(self, ss: np.random.SeedSequence) -> None:
         """Start an episode with an explicit random stream (training rollouts)."""
         self._rng = np.random.default_rng(ss)
         self.belief = Belief()
+        self._started = False
         self.last_log = {}
+
+    def _fold(self, observation: str | Mapping[str, Any] | None) -> str:
+        """Fold what is shown into the belief; returns the shown text.
+
+        On the first call after :meth:`reset`, a mapping's ``history`` (the visible
+        history ``(o_0, a_0, ..., o_t)`` of a handed-off clone) is what the agent is
+        shown: every observation is folded in and every action counted as a command of
+        this episode. Afterwards only ``goal`` + ``observation`` are read.
+        """
+        hist = observation.get("history") if isinstance(observation, Mapping) else None
+        if self.belief.steps == 0 and not self._started and hist is not None and len(hist) > 1:
+            goal = observation.get("goal") or ""
+            parts = [goal] if goal else []
+            for i, item in enumerate(hist):
+                if i % 2 == 0:
+                    self.belief.update(f"{goal}\n{item}" if goal else str(item))
+                else:
+                    self.belief.record_command(str(item))
+                parts.append(("> " if i % 2 else "") + str(item))
+            self._started = True
+            return "\n".join(parts)
+        self._started = True
+        text = shown_text(observation)
+        self.belief.update(text)
+        return text
 
     def observe_only(self, observation: str | Mapping[str, Any] | None) -> None:
         """Fold a shown text into the belief without acting (e.g. a replayed prefix)."""
@@ -587,8 +617,7 @@ class LearnedAlfworldPolicy:
         """
         if self._rng is None:
             raise RuntimeError("call reset(task_id, seed, role) before act()")
-        text = shown_text(observation)
-        self.belief.update(text)
+        text = self._fold(observation)
         cands, idx, owner, s = self.decide()
         p = softmax(s, self.temperature)
         if self.greedy:

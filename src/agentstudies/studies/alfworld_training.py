@@ -83,6 +83,10 @@ __all__ = [
     "bootstrap_difference",
     "eval_pools",
     "load_shipped",
+    "sft_games",
+    "verify_retrain",
+    "plot_learning_curves",
+    "plot_heldout_curves",
     "EVAL_COLUMNS",
 ]
 
@@ -103,14 +107,15 @@ class TrainingConfig:
     """Budgets of one training run (the chapter's parameters)."""
 
     seed: int = 0
-    train_tasks_per_type: int = 12
+    train_tasks_per_type: int = 20
+    sft_tasks_per_type: int = 3
     demo_seeds: int = 1
     sft_steps: int = 150
     sft_lr: float = 0.05
     l2: float = 1e-4
     rl_iters: int = 30
-    rl_batch: int = 24
-    rl_lr: float = 0.05
+    rl_batch: int = 32
+    rl_lr: float = 0.01
     temperature: float = 0.4
     budget: int = 48
     eval_every_sft: int = 50
@@ -458,6 +463,88 @@ def train_rl(
 
 
 # ------------------------------------------------------------------ whole run
+def sft_games(games: Sequence[Mapping[str, Any]], per_type: int) -> list[Mapping[str, Any]]:
+    """The first ``per_type`` training problems of each task type (the SFT data)."""
+    return [g for g in games if int(str(g["task_id"]).rsplit("-", 1)[1]) < int(per_type)]
+
+
+def verify_retrain(cfg: TrainingConfig | Mapping[str, Any], sft_curve: pd.DataFrame, *, steps: int = 10,
+                   n_jobs: int = 1) -> pd.DataFrame:
+    """Re-run the first ``steps`` behaviour-cloning steps from scratch (regenerating the
+    SFT problems and demonstrations) and compare each step's weight hash with the shipped
+    log ``sft_curve``. ``cfg`` is the configuration the shipped weights were trained with
+    (``load_shipped()["meta_sft"]["config"]``). Returns ``step, shipped, retrained,
+    matches`` (empty for ``steps=0``)."""
+    if not isinstance(cfg, TrainingConfig):
+        c = dict(cfg)
+        c["eval_seeds"] = tuple(c.get("eval_seeds", (0,)))
+        cfg = TrainingConfig(**c)
+    if steps <= 0:
+        return pd.DataFrame(columns=["step", "shipped", "retrained", "matches"])
+    games = training_pool(cfg.sft_tasks_per_type, cfg.train_seed, n_jobs=n_jobs, budget=cfg.budget)
+    demos = collect_demonstrations(games, list(range(cfg.demo_seeds)), n_jobs=n_jobs, budget=cfg.budget)
+    _, curve = train_sft(demos, steps, cfg.sft_lr, cfg.l2)
+    ship = sft_curve.set_index("step")["weights_sha256"]
+    out = curve[["step", "weights_sha256"]].rename(columns={"weights_sha256": "retrained"})
+    out.insert(1, "shipped", [ship.get(int(t), "") for t in out["step"]])
+    out["matches"] = out["shipped"] == out["retrained"]
+    return out
+
+
+def plot_learning_curves(sft_curve: pd.DataFrame, rl_curve: pd.DataFrame, *, label: str = ""):
+    """Figure: behaviour-cloning loss / top-1 agreement by step; RL batch success by iteration."""
+    import matplotlib.pyplot as plt
+
+    fig, (a, b) = plt.subplots(1, 2, figsize=(8.5, 3.2))
+    a.plot(sft_curve["step"], sft_curve["loss"], color="#4C72B0", label="NLL + L2")
+    a.set_xlabel("SFT step (full-batch Adam)")
+    a.set_ylabel("loss")
+    a2 = a.twinx()
+    a2.plot(sft_curve["step"], 100 * sft_curve["accuracy"], color="#DD8452", label="expert command ranked first (%)")
+    a2.set_ylabel("ranked first (%)")
+    a.set_title("SFT: behaviour cloning", fontsize=10)
+    r = rl_curve["train_success"].rolling(5, min_periods=1).mean()
+    b.plot(rl_curve["iteration"], 100 * rl_curve["train_success"], color="#bbbbbb", lw=1, label="batch")
+    b.plot(rl_curve["iteration"], 100 * r, color="#DD8452", label="5-iteration mean")
+    b.set_xlabel("RL iteration")
+    b.set_ylabel("training success (%)")
+    b.set_ylim(0, 100)
+    b.legend(frameon=False, fontsize=8)
+    b.set_title("RL: REINFORCE from the SFT weights", fontsize=10)
+    if label:
+        fig.suptitle(f"Learning curves ({label})", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def plot_heldout_curves(evals: pd.DataFrame, *, label: str = ""):
+    """Figure: held-out success and arrival by task type over training (SFT steps then
+    RL iterations on one axis of training stages)."""
+    import matplotlib.pyplot as plt
+
+    e = evals.copy()
+    stages = e[["phase", "step"]].drop_duplicates().reset_index(drop=True)
+    stages["stage"] = [f"{p}\n{s}" for p, s in zip(stages["phase"], stages["step"])]
+    e = e.merge(stages, on=["phase", "step"])
+    order = list(stages["stage"])
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.4), sharey=True)
+    for ax, col, title in zip(axes, ("won", "arrived"), ("success", "arrival at F_2")):
+        g = e.groupby(["task_type", "stage"])[col].mean().unstack("stage").reindex(columns=order)
+        for tt, row in g.iterrows():
+            ax.plot(range(len(order)), 100 * row.to_numpy(), marker="o", ms=3, lw=1, label=tt.replace("_", " "))
+        tot = e.groupby("stage")[col].mean().reindex(order)
+        ax.plot(range(len(order)), 100 * tot.to_numpy(), color="black", lw=2.2, label="all types")
+        ax.set_xticks(range(len(order)))
+        ax.set_xticklabels(order, fontsize=7)
+        ax.set_title(f"held-out {title}", fontsize=10)
+        ax.set_ylim(0, 100)
+    axes[0].set_ylabel("% of episodes")
+    axes[1].legend(frameon=False, fontsize=7, loc="center left", bbox_to_anchor=(1, 0.5))
+    if label:
+        fig.suptitle(f"Held-out success and arrival over training ({label})", fontsize=10)
+    fig.tight_layout()
+    return fig
+
 @dataclass(frozen=True)
 class TrainingRun:
     """Result of :func:`train_checkpoints`: weights, curves, held-out evaluations, timing."""
@@ -503,7 +590,8 @@ def train_checkpoints(cfg: TrainingConfig, *, n_jobs: int = 1, evaluate: bool = 
     t0 = time.perf_counter()
     games = training_pool(cfg.train_tasks_per_type, cfg.train_seed, n_jobs=n_jobs, budget=cfg.budget)
     t_pool = time.perf_counter() - t0
-    demos = collect_demonstrations(games, list(range(cfg.demo_seeds)), n_jobs=n_jobs, budget=cfg.budget)
+    demos = collect_demonstrations(sft_games(games, cfg.sft_tasks_per_type), list(range(cfg.demo_seeds)),
+                                   n_jobs=n_jobs, budget=cfg.budget)
     t_demo = time.perf_counter() - t0 - t_pool
     held = eval_pools(cfg.eval_tasks_per_type) if evaluate else []
     evals: list[pd.DataFrame] = []
