@@ -352,12 +352,45 @@ def _h(s: str, mask: int) -> int:
     return zlib.crc32(s.encode()) & mask
 
 
+_ATOM_CACHE: dict[tuple, int] = {}
+_GOAL_CACHE: dict[tuple, tuple] = {}
+
+
+def _hc(key: str, mask: int) -> int:
+    k = (key, mask)
+    v = _ATOM_CACHE.get(k)
+    if v is None:
+        if len(_ATOM_CACHE) > 500_000:
+            _ATOM_CACHE.clear()
+        v = _ATOM_CACHE[k] = _h(key, mask)
+    return v
+
+
+def _hg(atom: str, goal: tuple, mask: int) -> tuple:
+    k = (atom, goal, mask)
+    v = _GOAL_CACHE.get(k)
+    if v is None:
+        if len(_GOAL_CACHE) > 500_000:
+            _GOAL_CACHE.clear()
+        v = _GOAL_CACHE[k] = tuple(_h(f"{atom}|g={t}", mask) for t in goal)
+    return v
+
+
 def candidate_features(b: Belief, c: str, dim_log2: int = DIM_LOG2) -> np.ndarray:
-    """Hashed feature indices ``phi(goal, belief, c)`` (int64, sorted, may repeat)."""
+    """Hashed feature indices ``phi(goal, belief, c)`` (int64; may repeat).
+
+    The keys are the plain atoms, the conjoinable atoms, then every conjoinable atom
+    ``|g=`` every goal token, each hashed by CRC-32 into ``2**dim_log2`` slots (hashes are
+    memoised; the order of the keys is fixed, so scores are summed in a fixed order).
+    """
     mask = (1 << dim_log2) - 1
     plain, conj = _atoms(b, c)
-    keys = plain + conj + [f"{a}|g={t}" for a in conj for t in b.goal_tokens]
-    return np.fromiter((_h(k, mask) for k in keys), dtype=np.int64, count=len(keys))
+    g = b.goal_tokens
+    out = [_hc(k, mask) for k in plain]
+    out += [_hc(k, mask) for k in conj]
+    for a in conj:
+        out.extend(_hg(a, g, mask))
+    return np.array(out, dtype=np.int64)
 
 
 def featurize(b: Belief, cands: Sequence[str], dim_log2: int = DIM_LOG2) -> tuple[np.ndarray, np.ndarray]:
