@@ -36,8 +36,8 @@ Belief (built only from shown observations and the policy's own past commands)
     receptacles listed in the room description; where the agent is; what it saw on / in
     each receptacle; which receptacles were seen closed / opened; what it holds; which
     objects it heated / cooled / cleaned; whether it switched a lamp on; objects it put
-    into a receptacle of a goal class; visit and command counts; whether the last
-    command got "Nothing happens.". A stale or missing observation misleads it exactly
+    into a receptacle of a goal class; the object it moved last; visit and command counts;
+    whether the last command got "Nothing happens." and which of its commands ever did. A stale or missing observation misleads it exactly
     as it would mislead any agent that trusts its inputs.
 
 Candidates (never the engine's admissible list)
@@ -93,7 +93,7 @@ __all__ = [
 #: log2 of the number of hashed feature slots.
 DIM_LOG2 = 16
 #: Version of the feature map (stored with the weights; a mismatch refuses to load).
-FEATURE_VERSION = 1
+FEATURE_VERSION = 2
 #: Roles a policy plays in the handoff protocol.
 ROLES = ("reacher", "solver", "train", "eval")
 
@@ -165,6 +165,8 @@ class Belief:
     tried: dict[str, int] = field(default_factory=dict)
     last_command: str | None = None
     last_failed: bool = False
+    failed: set[str] = field(default_factory=set)
+    last_moved: str | None = None
     prev_at: str | None = None
     steps: int = 0
 
@@ -178,6 +180,8 @@ class Belief:
             toks = [t for t in re.findall(r"[a-z]+", goal) if t not in _STOP]
             self.goal_tokens = tuple(dict.fromkeys(toks))
         self.last_failed = NOTHING in text
+        if self.last_failed and self.last_command is not None:
+            self.failed.add(self.last_command)
         m = _ROOM.search(text)
         if m:
             for r in _items(m.group(1)):
@@ -211,6 +215,7 @@ class Belief:
                 self.contents[r] = [x for x in self.contents[r] if x != o]
             self.placed.discard(o)
         for o, r in _MOVE.findall(text):
+            self.last_moved = o
             self.contents.setdefault(r, [])
             if o not in self.contents[r]:
                 self.contents[r].append(o)
@@ -276,6 +281,7 @@ def _atoms(b: Belief, c: str) -> tuple[list[str], list[str]]:
         f"v={verb}|tried={_bucket(b.tried.get(c, 0))}",
         f"v={verb}|repeat={int(c == b.last_command)}",
         f"v={verb}|failed={int(b.last_failed)}",
+        f"v={verb}|known_failed={int(c in b.failed)}",
         f"v={verb}|placed={_bucket(len(b.placed))}",
         f"v={verb}|lamp={int(b.lamp_on)}",
     ]
@@ -320,6 +326,7 @@ def _atoms(b: Belief, c: str) -> tuple[list[str], list[str]]:
             f"take|rgoal={int(_cls(r) in g)}",
             f"take|ogoal={int(oc in g)}|rgoal={int(_cls(r) in g)}",
             f"take|ocls={oc}",
+            f"take|just_moved={int(o == b.last_moved)}",
         ]
     elif verb == "move":
         o, r = c[5:].split(" to ")

@@ -28,11 +28,12 @@ SFT -- behaviour cloning (the objective)
     of the imitation gap; nothing else is engineered into the SFT checkpoint.
 
 RL -- on-policy REINFORCE with a baseline
-    From the SFT weights, each iteration samples ``rl_batch`` (task, seed) episodes of the
-    training pool, rolls the policy out at ``temperature`` for at most ``budget`` actions,
-    and takes one Adam step along ``1/n sum_e (R_e - b_e) sum_t grad log pi(a_t | h_t)``,
-    with reward ``R = won`` (the engine's flag) and baseline ``b_e`` the mean reward of
-    the other episodes of the batch (leave-one-out). ``grad log pi(a|h) = (phi(a) -
+    From the SFT weights, each iteration samples ``rl_batch / rl_group`` training problems
+    and rolls the policy out ``rl_group`` times on each (independent streams) at
+    ``temperature`` for at most ``budget`` actions, and takes one Adam step along
+    ``1/n sum_e (R_e - b_e) sum_t grad log pi(a_t | h_t)``, with reward ``R = won`` (the
+    engine's flag) and baseline ``b_e`` the mean reward of the other rollouts of the same
+    problem (leave-one-out, as in RLOO / GRPO). ``grad log pi(a|h) = (phi(a) -
     E_pi[phi]) / temperature``.
 
 Randomness: ``seed`` only, through :func:`agentstudies.parallel.keyed_seed`; rollouts run
@@ -115,10 +116,11 @@ class TrainingConfig:
     l2: float = 1e-4
     rl_iters: int = 30
     rl_batch: int = 32
-    rl_lr: float = 0.01
+    rl_group: int = 4
+    rl_lr: float = 0.02
     temperature: float = 0.4
     budget: int = 48
-    eval_every_sft: int = 50
+    eval_every_sft: int = 75
     eval_every_rl: int = 10
     eval_tasks_per_type: int = 2
     eval_seeds: tuple[int, ...] = (0,)
@@ -424,7 +426,7 @@ def evaluate_checkpoint(
 
 def train_rl(
     w0: np.ndarray, games: Sequence[Mapping[str, Any]], cfg: TrainingConfig, *, n_jobs: int = 1, callback=None,
-    iters: int | None = None,
+    iters: int | None = None, log=None,
 ) -> tuple[np.ndarray, pd.DataFrame]:
     """REINFORCE with a leave-one-out baseline from ``w0`` (module docstring).
 
@@ -436,17 +438,22 @@ def train_rl(
     n_games = len(games)
     rows = []
     n_it = cfg.rl_iters if iters is None else int(iters)
+    t_start = time.perf_counter()
     for it in range(1, n_it + 1):
         ss = keyed_seed(cfg.seed, "rl", "batch", it)
-        pick = np.random.default_rng(ss).choice(n_games, size=cfg.rl_batch, replace=n_games < cfg.rl_batch)
+        k = max(1, cfg.rl_batch // cfg.rl_group)
+        pick = np.random.default_rng(ss).choice(n_games, size=k, replace=n_games < k)
         items = [
-            (games[int(gi)], 1000 + it, keyed_seed(cfg.seed, "rl", "episode", it, j), "train", {"episode": j})
-            for j, gi in enumerate(pick)
+            (games[int(gi)], 1000 + it, keyed_seed(cfg.seed, "rl", "episode", it, j, m), "train", {"group": j})
+            for j, gi in enumerate(pick) for m in range(cfg.rl_group)
         ]
         res = _run_chunks(items, w, cfg.temperature, cfg.budget, cfg.D, False, True, "train", n_jobs)
         R = np.array([float(r["won"]) for r in res])
         n = len(R)
-        base = (R.sum() - R) / max(n - 1, 1)
+        grp = np.array([r["group"] for r in res])
+        gsum = np.bincount(grp, weights=R)[grp]
+        gn = np.bincount(grp)[grp]
+        base = np.where(gn > 1, (gsum - R) / np.maximum(gn - 1, 1), (R.sum() - R) / max(n - 1, 1))
         g = np.zeros_like(w)
         for r, adv in zip(res, R - base):
             if adv != 0.0 and len(r["g_idx"]):
@@ -456,6 +463,8 @@ def train_rl(
         rows.append((it, float(R.mean()), float(np.mean([r["n_actions"] for r in res])),
                      float(sum(r["n_invalid"] for r in res) / max(1, sum(r["n_actions"] for r in res))),
                      weights_digest(w)))
+        if log is not None:
+            log(f"  RL iteration {it}: batch success {R.mean():.3f} ({time.perf_counter() - t_start:.0f} s)")
         if callback is not None and cfg.eval_every_rl and (it % cfg.eval_every_rl == 0 or it == n_it):
             callback(it, w)
     return w, pd.DataFrame(rows, columns=["iteration", "train_success", "mean_actions", "invalid_share",
@@ -608,7 +617,7 @@ def train_checkpoints(cfg: TrainingConfig, *, n_jobs: int = 1, evaluate: bool = 
     w_sft, sft_curve = train_sft(demos, cfg.sft_steps, cfg.sft_lr, cfg.l2, callback=ev("SFT"), every=cfg.eval_every_sft)
     t_sft = time.perf_counter() - t0 - t_pool - t_demo
     log(f"SFT done: loss {sft_curve['loss'].iloc[-1]:.3f} acc {sft_curve['accuracy'].iloc[-1]:.3f}")
-    w_rl, rl_curve = train_rl(w_sft, games, cfg, n_jobs=n_jobs, callback=ev("RL"))
+    w_rl, rl_curve = train_rl(w_sft, games, cfg, n_jobs=n_jobs, callback=ev("RL"), log=log)
     t_rl = time.perf_counter() - t0 - t_pool - t_demo - t_sft
     timing = {"pool_seconds": t_pool, "demo_seconds": t_demo, "sft_seconds": t_sft, "rl_seconds": t_rl,
               "total_seconds": time.perf_counter() - t0}
