@@ -93,7 +93,7 @@ __all__ = [
 #: log2 of the number of hashed feature slots.
 DIM_LOG2 = 16
 #: Version of the feature map (stored with the weights; a mismatch refuses to load).
-FEATURE_VERSION = 2
+FEATURE_VERSION = 3
 #: Roles a policy plays in the handoff protocol.
 ROLES = ("reacher", "solver", "train", "eval")
 
@@ -268,8 +268,9 @@ def _bucket(n: int) -> str:
     return "0" if n <= 0 else ("1" if n == 1 else "2+")
 
 
-def _atoms(b: Belief, c: str) -> tuple[list[str], list[str]]:
-    """(plain atoms, atoms also conjoined with every goal token) of candidate ``c``."""
+def _atoms(b: Belief, c: str) -> tuple[list[str], list[str], list[str]]:
+    """(plain atoms, atoms also conjoined with every goal token, atoms used only conjoined
+    with goal tokens) of candidate ``c``."""
     g = set(b.goal_tokens)
     words = c.split(" ")
     verb = words[0]
@@ -289,6 +290,7 @@ def _atoms(b: Belief, c: str) -> tuple[list[str], list[str]]:
     common += [f"v={verb}|hold={hold}|held_{t}" for t in treat]
     conj = list(common)
     plain: list[str] = []
+    goal_only: list[str] = []
     if verb == "go":
         r = c[6:]
         rc = _cls(r)
@@ -307,7 +309,7 @@ def _atoms(b: Belief, c: str) -> tuple[list[str], list[str]]:
             f"go|visits={_bucket(b.visits.get(r, 0))}|hold={hold}",
         ]
         conj += [f"go|cls={rc}|hold={hold}|held_{t}" for t in treat]
-        plain += [f"go|cls={rc}|hold={hold}"]
+        goal_only += [f"go|cls={rc}|hold={hold}"]
     elif verb in ("open", "close", "examine") and len(words) == 3:
         r = c.split(" ", 1)[1]
         rc = _cls(r)
@@ -352,7 +354,7 @@ def _atoms(b: Belief, c: str) -> tuple[list[str], list[str]]:
         conj += [f"use|ocls={oc}", f"use|ogoal={int(oc in g)}", f"use|ocls={oc}|hold={hold}"]
     elif verb == "examine":
         conj += ["examine|held"]
-    return plain, conj
+    return plain, conj, goal_only
 
 
 def _h(s: str, mask: int) -> int:
@@ -387,15 +389,19 @@ def candidate_features(b: Belief, c: str, dim_log2: int = DIM_LOG2) -> np.ndarra
     """Hashed feature indices ``phi(goal, belief, c)`` (int64; may repeat).
 
     The keys are the plain atoms, the conjoinable atoms, then every conjoinable atom
+    ``|g=`` every goal token, then the goal-only atoms (e.g. the class of a receptacle to
+    go to while holding a goal object, which only means something given the goal)
     ``|g=`` every goal token, each hashed by CRC-32 into ``2**dim_log2`` slots (hashes are
     memoised; the order of the keys is fixed, so scores are summed in a fixed order).
     """
     mask = (1 << dim_log2) - 1
-    plain, conj = _atoms(b, c)
+    plain, conj, goal_only = _atoms(b, c)
     g = b.goal_tokens
     out = [_hc(k, mask) for k in plain]
     out += [_hc(k, mask) for k in conj]
     for a in conj:
+        out.extend(_hg(a, g, mask))
+    for a in goal_only:
         out.extend(_hg(a, g, mask))
     return np.array(out, dtype=np.int64)
 

@@ -583,9 +583,10 @@ def handoff_findings(result, prediction, failures, episodes: pd.DataFrame, *, sp
     add("reach", "Reach: RL arrives more often", "A_RL > A_SFT",
         f"arrival {base} {100 * a_b:.1f}%, {treated} {100 * a_t:.1f}%", a_t > a_b)
     inter = pp("interaction")
-    add("interaction", "Interaction I (Eq. 4) positive", "I > 0 with the interval above 0", fmt(inter), inter[1] > 0)
+    add("interaction", "Interaction I (Eq. 4) positive", "I > 0 with the interval above 0", fmt(inter),
+        bool(inter[1] > 0))
     surv = pp("survivor_interaction")
-    flip = np.sign(surv[0]) != np.sign(inter[0]) and surv[0] != 0
+    flip = bool(np.isfinite(surv[0]) and surv[0] != 0 and np.sign(surv[0]) != np.sign(inter[0]))
     add("reached_only", "Reached-only estimate flips the sign", "sign(reached-only) != sign(I)", fmt(surv), flip)
     d_b, d_t = pp("delta_solve_base_states")[0], pp("delta_solve_treated_states")[0]
     add("delta_by_producer", "Same-state Solve gap larger on SFT-produced states", "delta(SFT states) > delta(RL states)",
@@ -595,11 +596,16 @@ def handoff_findings(result, prediction, failures, episodes: pd.DataFrame, *, sp
     n_states = int(st.loc[base, "n_states"])
     add("one_solver_wins", "The SFT solver rarely wins where RL fails", "SFT-only wins < RL-only wins",
         f"SFT-only {sft_only}, RL-only {rl_only} of {n_states} states", sft_only < rl_only)
-    o = prediction.overall.set_index("estimand")
-    res = (float(o.loc["residual", "estimate"]), float(o.loc["residual", "ci_low"]), float(o.loc["residual", "ci_high"]))
-    add("eq9_residual", "Eq. 9 predicts the interaction", "residual interval contains 0",
-        f"{fmt(res)} (predicted {100 * float(o.loc['predicted', 'estimate']):.1f}, observed "
-        f"{100 * float(o.loc['observed', 'estimate']):.1f})", res[1] <= 0 <= res[2])
+    if prediction is None:
+        add("eq9_residual", "Eq. 9 predicts the interaction", "residual interval contains 0",
+            "undefined in this run (a task type without reached states in the external sample)", False)
+    else:
+        o = prediction.overall.set_index("estimand")
+        res = (float(o.loc["residual", "estimate"]), float(o.loc["residual", "ci_low"]),
+               float(o.loc["residual", "ci_high"]))
+        add("eq9_residual", "Eq. 9 predicts the interaction", "residual interval contains 0",
+            f"{fmt(res)} (predicted {100 * float(o.loc['predicted', 'estimate']):.1f}, observed "
+            f"{100 * float(o.loc['observed', 'estimate']):.1f})", bool(res[1] <= 0 <= res[2]))
     c = failures.counts[failures.counts["split"] == split]
     parts, loops_top = [], True
     for r in (base, treated):

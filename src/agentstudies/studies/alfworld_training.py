@@ -118,6 +118,8 @@ class TrainingConfig:
     rl_batch: int = 32
     rl_group: int = 4
     rl_lr: float = 0.02
+    rl_temperature: float = 1.0
+    gamma: float = 0.95
     temperature: float = 0.4
     budget: int = 48
     eval_every_sft: int = 75
@@ -447,8 +449,9 @@ def train_rl(
             (games[int(gi)], 1000 + it, keyed_seed(cfg.seed, "rl", "episode", it, j, m), "train", {"group": j})
             for j, gi in enumerate(pick) for m in range(cfg.rl_group)
         ]
-        res = _run_chunks(items, w, cfg.temperature, cfg.budget, cfg.D, False, True, "train", n_jobs)
-        R = np.array([float(r["won"]) for r in res])
+        res = _run_chunks(items, w, cfg.rl_temperature, cfg.budget, cfg.D, False, True, "train", n_jobs)
+        won = np.array([float(r["won"]) for r in res])
+        R = won * cfg.gamma ** np.array([r["n_actions"] for r in res], dtype=float)
         n = len(R)
         grp = np.array([r["group"] for r in res])
         gsum = np.bincount(grp, weights=R)[grp]
@@ -460,11 +463,11 @@ def train_rl(
                 g += np.bincount(r["g_idx"], weights=r["g_w"] * adv, minlength=len(w))
         g = -g / n + cfg.l2 * w  # ascent on J = descent on -J
         w = opt.step(w, g)
-        rows.append((it, float(R.mean()), float(np.mean([r["n_actions"] for r in res])),
+        rows.append((it, float(won.mean()), float(np.mean([r["n_actions"] for r in res])),
                      float(sum(r["n_invalid"] for r in res) / max(1, sum(r["n_actions"] for r in res))),
                      weights_digest(w)))
         if log is not None:
-            log(f"  RL iteration {it}: batch success {R.mean():.3f} ({time.perf_counter() - t_start:.0f} s)")
+            log(f"  RL iteration {it}: batch success {won.mean():.3f} ({time.perf_counter() - t_start:.0f} s)")
         if callback is not None and cfg.eval_every_rl and (it % cfg.eval_every_rl == 0 or it == n_it):
             callback(it, w)
     return w, pd.DataFrame(rows, columns=["iteration", "train_success", "mean_actions", "invalid_share",
