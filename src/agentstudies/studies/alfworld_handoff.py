@@ -54,22 +54,20 @@ tables do not depend on ``n_jobs``.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import time
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-import hashlib
-import json
-
 import numpy as np
 import pandas as pd
-
-from agentstudies.parallel import seeded_map
 
 from agentstudies.envs.alfworld.env import AlfworldEnv, ReplayMismatch
 from agentstudies.envs.alfworld.expert import Expert
 from agentstudies.envs.alfworld.frontier import frontier_check
 from agentstudies.envs.alfworld.generate import TASK_TYPES
+from agentstudies.parallel import seeded_map
 
 __all__ = [
     "run_handoff_study", "make_study_checkpoints", "HandoffStudy", "TRAJECTORY_COLUMNS", "STEP_COLUMNS",
@@ -296,6 +294,12 @@ def _run_task(
     )
 
 
+def _run_task_item(game: Mapping[str, Any], rng: np.random.Generator, **kwargs: Any) -> dict[str, Any]:
+    """:func:`seeded_map` adapter; a task's randomness comes from its (task, seed, role, checkpoint)
+    keys inside the policies, not from ``rng``."""
+    return _run_task(game, **kwargs)
+
+
 def _resolve_pool(pool, tasks_per_type, pool_seed) -> list[dict[str, Any]]:
     from agentstudies.envs.alfworld.pools import load_pool
 
@@ -414,7 +418,7 @@ def run_handoff_study(
         raise ValueError("duplicate task ids in the pool")
     items = [(str(k), v) for k, v in reachers.items()]
     t0 = time.perf_counter()
-    out = seeded_map(_task_item, games, seed=0, n_jobs=n_jobs, backend=backend or "loky", seeds=seeds,
+    out = seeded_map(_run_task_item, games, seed=0, n_jobs=n_jobs, backend=backend or "loky", seeds=seeds,
                      reachers=items, early_budget=early_budget, D=D, cont=continuation_budget, clone=clone,
                      expert_method=expert, strict=strict)
     wall = time.perf_counter() - t0
@@ -464,10 +468,6 @@ def run_handoff_study(
         policies={k: getattr(v, "params", repr(v)) for k, v in items},
     )
     return HandoffStudy(traj, steps, eps, audit, params, timing, acts)
-
-
-def _task_item(game, rng, **kw):
-    return _run_task(game, **kw)
 
 
 def make_study_checkpoints(checkpoints: str = "trained", *, temperature: float = 0.4) -> dict[str, Any]:
