@@ -38,7 +38,8 @@ Tables (pandas):
     if not arrived), endpoint (int 0/1 = arrived and solved), bridge (boolean, NA if not
     arrived: the solver's first action is a bridge action, one from which one further
     action wins), arrival_step (Int64), solver_invalid (Int64: inadmissible solver
-    commands), shown_hash (what the solver was shown at the handoff), solver_first_action.
+    commands), shown_hash (what the solver was shown at the handoff), solver_first_action,
+    reacher_invalid (inadmissible commands of the reacher's trajectory).
 ``actions`` -- every reacher and solver action:
     split, task_id, seed, reacher, solver (NA for reacher rows), role, step, shown (the
     text the policy was shown), candidates (JSON list: the commands it considered; the
@@ -85,7 +86,7 @@ STEP_COLUMNS = [
 ]
 EPISODE_COLUMNS = [
     "split", "task_id", "task_type", "seed", "reacher", "solver", "arrived", "solved", "endpoint",
-    "bridge", "arrival_step", "solver_invalid", "shown_hash", "solver_first_action",
+    "bridge", "arrival_step", "solver_invalid", "shown_hash", "solver_first_action", "reacher_invalid",
 ]
 ACTION_COLUMNS = [
     "split", "task_id", "seed", "reacher", "solver", "role", "step", "shown", "candidates", "command", "valid",
@@ -239,7 +240,7 @@ def _run_task(
             if not arrived:
                 for sname, _ in reachers:
                     ep_rows.append((split, task_id, task_type, seed, rname, sname, False, None, 0, None, None,
-                                    None, None, None))
+                                    None, None, None, n_invalid))
                 continue
             # ---- handoff: clone the arrival state once per solver
             audit["arrivals"] += 1
@@ -287,7 +288,7 @@ def _run_task(
             audit["solver_pairs_equal_inputs"] += int(all(x == inputs[0] for x in inputs))
             for sname, solved, bridge, s_invalid, shown_hash, first in results:
                 ep_rows.append((split, task_id, task_type, seed, rname, sname, True, solved, int(solved), bridge, arrival,
-                                s_invalid, shown_hash, first))
+                                s_invalid, shown_hash, first, n_invalid))
     return dict(
         split=split, trajectories=traj_rows, steps=step_rows, episodes=ep_rows, actions=act_rows, audit=audit,
         seconds=time.perf_counter() - t0,
@@ -431,6 +432,7 @@ def run_handoff_study(
     acts["step"] = acts["step"].astype(int)
     traj["n_invalid"] = traj["n_invalid"].astype(int)
     eps["solver_invalid"] = eps["solver_invalid"].astype("Int64")
+    eps["reacher_invalid"] = eps["reacher_invalid"].astype(int)
     for col in ("arrival_step", "first_actions_tested", "second_actions_tested"):
         traj[col] = traj[col].astype("Int64")
     traj["arrived"] = traj["arrived"].astype(bool)
