@@ -591,8 +591,9 @@ def handoff_findings(result, prediction, failures, episodes: pd.DataFrame, *, sp
     flip = bool(np.isfinite(surv[0]) and surv[0] != 0 and np.sign(surv[0]) != np.sign(inter[0]))
     add("reached_only", "Reached-only estimate flips the sign", "sign(reached-only) != sign(I)", fmt(surv), flip)
     d_b, d_t = pp("delta_solve_base_states")[0], pp("delta_solve_treated_states")[0]
-    add("delta_by_producer", "Same-state Solve gap larger on SFT-produced states", "delta(SFT states) > delta(RL states)",
-        f"SFT-produced {100 * d_b:+.1f} pp, RL-produced {100 * d_t:+.1f} pp", bool(d_b > d_t))
+    add("delta_by_producer", "RL solves better from identical states, more so on SFT-produced states",
+        "delta(SFT states) > delta(RL states) > 0",
+        f"SFT-produced {100 * d_b:+.1f} pp, RL-produced {100 * d_t:+.1f} pp", bool(d_b > d_t > 0))
     st = result.stages[result.stages["split"] == split].set_index("solver")
     sft_only, rl_only = int(st.loc[base, "only_this_solver_wins"]), int(st.loc[treated, "only_this_solver_wins"])
     n_states = int(st.loc[base, "n_states"])
