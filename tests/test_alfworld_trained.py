@@ -185,3 +185,15 @@ def test_heldout_arrival_rl_ahead_on_shipped_weights():
     assert d["ci_low"] > 0, d
     succ = ev.groupby("checkpoint")["won"].mean()
     assert ((succ >= 0.05) & (succ <= 0.95)).all(), succ
+
+
+@pytest.mark.slow
+def test_short_retrain_matches_shipped_log_bitwise():
+    """Regenerating the SFT problems and demonstrations and re-running the first two
+    behaviour-cloning steps reproduces the shipped log's weight hashes exactly."""
+    shipped = tr.load_shipped()
+    check = tr.verify_retrain(shipped["meta_sft"]["config"], shipped["sft_curve"], steps=2)
+    assert len(check) == 2 and check["matches"].all(), check
+    # and the shipped final SFT weights are the logged last step
+    assert shipped["sft_curve"]["weights_sha256"].iloc[-1] == tr.weights_digest(shipped["w_sft"])
+    assert shipped["rl_curve"]["weights_sha256"].iloc[-1] == tr.weights_digest(shipped["w_rl"])
