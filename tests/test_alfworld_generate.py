@@ -103,7 +103,12 @@ def test_generator_regenerates_deterministically_or_raises():
     with pytest.raises(ValueError, match="not floor plans"):
         G.sample_spec("valid_seen", "pick_and_place_simple", 0, 1, layouts=[202])
     with pytest.raises(KeyError, match="split"):
-        G.sample_spec("train", "pick_and_place_simple", 0, 1)
+        G.sample_spec("no_such_split", "pick_and_place_simple", 0, 1)
+    # the training split (learned checkpoints) draws its own problems in the training rooms
+    tr_spec = G.sample_spec("train", "pick_and_place_simple", 0, 1)
+    seen_spec = G.sample_spec("valid_seen", "pick_and_place_simple", 0, 1)
+    assert tr_spec.layout in G.SPLITS["valid_seen"] and tr_spec.layout not in G.SPLITS["valid_unseen"]
+    assert G.render_problem(tr_spec) != G.render_problem(seen_spec)
 
 
 MANIFEST = load_manifest()

@@ -8,6 +8,19 @@ from agentstudies.agents._llm import (
     LLMTauPolicy,
     is_llm_agent,
 )
+from agentstudies.agents._alfworld_learned import (
+    DIM_LOG2,
+    Belief,
+    LearnedAlfworldPolicy,
+    candidate_commands,
+    checkpoint_dir,
+    featurize,
+    hand_set_weights,
+    load_weights,
+    save_weights,
+    shown_text,
+    weights_digest,
+)
 from agentstudies.agents.base import Policy, SimulatedPolicyMixin
 from agentstudies.agents.controllers import (
     WORKFLOWS,
@@ -19,6 +32,17 @@ from agentstudies.agents.controllers import (
 )
 
 __all__ = [
+    "DIM_LOG2",
+    "Belief",
+    "LearnedAlfworldPolicy",
+    "candidate_commands",
+    "checkpoint_dir",
+    "featurize",
+    "hand_set_weights",
+    "load_weights",
+    "save_weights",
+    "shown_text",
+    "weights_digest",
     "Policy",
     "SimulatedPolicyMixin",
     "WORKFLOWS",
