@@ -12,6 +12,15 @@ Paired evaluation
                               clean contrasts, task-level cluster bootstrap
                               -> :class:`RecoveryResult`
     :func:`sign_flip_test`    task-level sign-flip test -> :class:`SignFlipResult`
+The Causal Intervention Router (CIR)
+    :func:`decision_features` pre-decision features from a transcript prefix
+    :func:`fit_router`        p_err / p0 / p1 logistic T-learner, OOF thresholds under the
+                              clean-harm limit, baselines; all frozen (:class:`FrozenRouter`,
+                              SHA-256) -> :class:`RouterFit`
+    :func:`fit_cate_router`   econml CATE score of the refresh effect as an alternative
+    :class:`OutcomeVault`     evaluation outcomes sealed until frozen routers are shown
+    :func:`evaluate_policies` success vs never-refresh, rescue / harm, intervention
+                              rates, clean-harm rate, sign-flip p -> :class:`RouterEvaluation`
 Figures: :mod:`agentstudies.recovery.plots`.
 """
 
@@ -21,10 +30,36 @@ from agentstudies.recovery._paired import (
     RecoveryResult,
     analyze_paired,
 )
+from agentstudies.recovery._features import FEATURE_NAMES, NOOP_TEXT, decision_features
+from agentstudies.recovery._router import (
+    CANDIDATE_DELAYS,
+    FrozenRouter,
+    OutcomesSealedError,
+    OutcomeVault,
+    RouterEvaluation,
+    RouterFit,
+    evaluate_policies,
+    fit_cate_router,
+    fit_router,
+    validate_decisions,
+)
 from agentstudies.recovery._signflip import SignFlipResult, sign_flip_test
 from agentstudies.recovery._validate import KEY_COLUMNS, PAIRED_COLUMNS, validate_paired
 
 __all__ = [
+    "CANDIDATE_DELAYS",
+    "FEATURE_NAMES",
+    "FrozenRouter",
+    "NOOP_TEXT",
+    "OutcomeVault",
+    "OutcomesSealedError",
+    "RouterEvaluation",
+    "RouterFit",
+    "decision_features",
+    "evaluate_policies",
+    "fit_cate_router",
+    "fit_router",
+    "validate_decisions",
     "CONDITION_ORDER",
     "KEY_COLUMNS",
     "OPERATION_ORDER",
