@@ -1,6 +1,7 @@
 """Agents: the policy protocol, scripted (simulated) policies and workflow controllers."""
 
+from agentstudies.agents._alfworld_learned import LearnedAlfworldPolicy
 from agentstudies.agents.base import Policy, SimulatedPolicyMixin
 from agentstudies.agents.controllers import WORKFLOWS, controller_audit, make_controller
 
-__all__ = ["Policy", "SimulatedPolicyMixin", "WORKFLOWS", "controller_audit", "make_controller"]
+__all__ = ["LearnedAlfworldPolicy", "Policy", "SimulatedPolicyMixin", "WORKFLOWS", "controller_audit", "make_controller"]
