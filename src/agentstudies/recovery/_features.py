@@ -19,7 +19,7 @@ __all__ = ["FEATURE_NAMES", "decision_features", "NOOP_TEXT"]
 
 #: ALFWorld's answer to an action that changes nothing.
 NOOP_TEXT = "nothing happens"
-_WORD = re.compile(r"[a-z]+|\d+")
+_WORD = re.compile(r"[a-z]+")
 _STOP = frozenset({"a", "an", "the", "to", "in", "on", "of", "from", "with", "some", "put", "go", "take", "and",
                    "you", "your", "it", "is", "at", "look", "then", "task", "s"})
 
