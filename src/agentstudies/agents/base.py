@@ -1,7 +1,9 @@
 """The policy protocol shared by every environment.
 
-A policy is anything with ``name``, ``simulated``, ``reset(task_id, seed)`` and
-``act(observation) -> action``. Observations and actions are environment specific
+A policy is anything with ``name``, ``simulated``, ``reset(task_id, seed, role)`` and
+``act(observation) -> action`` -- the calls the study drivers really make
+(``studies/alfworld_handoff.py``: ``reset(task_id, seed, role="reacher" | "solver")``
+then ``act(observation)`` once per action). Observations and actions are environment specific
 (``agentstudies.envs.tau``: messages and tool calls; ``agentstudies.envs.alfworld``: text
 observation and admissible commands) and are documented there. Scripted policies set
 ``simulated = True``; every table and figure built from their episodes is labelled
@@ -23,8 +25,10 @@ class Policy(Protocol):
     name: str
     simulated: bool
 
-    def reset(self, task_id: str, seed: int) -> None:
-        """Start a new episode of ``task_id``; all randomness derives from ``seed``."""
+    def reset(self, task_id: str, seed: int, role: str = "reacher") -> None:
+        """Start a new episode of ``task_id`` in ``role`` (``"reacher"`` or ``"solver"`` in
+        the handoff protocol); all randomness derives from ``seed`` (and, for paired
+        solvers, the role and the checkpoint's own name)."""
 
     def act(self, observation: Mapping[str, Any]) -> Any:
         """Return the next action for ``observation`` (environment-specific types)."""

@@ -69,7 +69,12 @@ __all__ = [
     "official_game_files",
     "record_of",
     "FLUENT_PREDICATES",
+    "InadmissibleCommand",
+    "NOTHING_HAPPENS",
 ]
+
+#: The engine's answer to a command outside the admissible list.
+NOTHING_HAPPENS = "Nothing happens."
 
 
 #: Predicates whose facts :meth:`AlfworldEnv.state_key` hashes (those ALFRED actions change,
@@ -91,6 +96,10 @@ class ReplayMismatch(RuntimeError):
             f"replay mismatch at step {step} (0 = after reset) in field {field!r}: "
             f"expected {expected!r}, got {got!r}"
         )
+
+
+class InadmissibleCommand(ValueError):
+    """Strict mode: a command outside the admissible list was refused (no budget spent)."""
 
 
 class SnapshotError(RuntimeError):
@@ -294,10 +303,16 @@ class AlfworldEnv:
         Render each grounded command once per game (see ``_PddlEnv``); same text.
     validate:
         Run :func:`generate.validate_game` on every loaded game that has ``traj_data``.
+    strict:
+        Refuse inadmissible commands: :meth:`step` raises :class:`InadmissibleCommand`
+        (a ``ValueError``) before the engine sees the command, and no budget is spent.
+        Default ``False``: the command goes to the engine, which answers "Nothing
+        happens." and charges one action, as ALFWorld does.
 
     Attributes (after :meth:`reset`): :attr:`observation`, :attr:`admissible`,
     :attr:`won`, :attr:`done`, :attr:`remaining_budget`, :attr:`actions`,
-    :attr:`history`, :attr:`records`.
+    :attr:`history`, :attr:`records`, :attr:`valid` (one admissibility flag per action),
+    :attr:`goal`.
     """
 
     def __init__(
@@ -307,6 +322,7 @@ class AlfworldEnv:
         cache_templates: bool = True,
         command_cache: bool = True,
         validate: bool = True,
+        strict: bool = False,
     ):
         if budget < 0:
             raise ValueError(f"budget={budget}: expected a non-negative integer")
@@ -315,6 +331,8 @@ class AlfworldEnv:
         self.budget = int(budget)
         self._episode_budget = int(budget)
         self.validate = validate
+        self.strict = bool(strict)
+        self._valid: list[bool] = []
         infos = EnvInfos(won=True, admissible_commands=True, extras=["gamefile"])
         with preserve_argv():
             self._pddl = _PddlEnv(infos)
@@ -383,23 +401,34 @@ class AlfworldEnv:
             self._state = self._tw.reset()
         self._generation += 1
         self._actions = []
+        self._valid = []
         self._records = [record_of(self._state, self._episode_budget)]
         return self.observe()
 
     def step(self, action: str) -> tuple[dict[str, Any], bool, bool]:
         """Take ``action`` (text). Returns ``(observe(), won, done)``.
 
-        A command outside the admissible list is passed to the engine like any other
-        (it answers "Nothing happens.") and uses one unit of budget. Raises
-        ``RuntimeError`` when the episode is over (won or budget spent).
+        Whether the command was admissible (in :attr:`admissible` before the step) is
+        recorded in :attr:`valid`. A command outside the admissible list is passed to the
+        engine like any other (it answers "Nothing happens.") and uses one unit of
+        budget -- unless the env is ``strict``, which raises :class:`InadmissibleCommand`
+        before the engine sees it. Raises ``RuntimeError`` when the episode is over (won
+        or budget spent).
         """
         self._need_episode()
         if self.done:
             raise RuntimeError(
                 f"task {self.task_id}: episode over (won={self.won}, remaining budget {self.remaining_budget})"
             )
+        valid = str(action) in self._state["admissible_commands"]
+        if self.strict and not valid:
+            raise InadmissibleCommand(
+                f"task {self.task_id}, step {len(self._actions) + 1}: {action!r} is not admissible "
+                f"(strict mode; {len(self._state['admissible_commands'])} admissible commands)"
+            )
         self._state, _, _ = self._tw.step(str(action))
         self._actions.append(str(action))
+        self._valid.append(valid)
         self._records.append(record_of(self._state, self.remaining_budget))
         return self.observe(), self.won, self.done
 
@@ -444,6 +473,19 @@ class AlfworldEnv:
         return list(self._actions)
 
     @property
+    def valid(self) -> list[bool]:
+        """Per action of this episode: was it admissible when taken (ALFWorld 0.4 grammar)."""
+        return list(self._valid)
+
+    @property
+    def goal(self) -> str:
+        """The task sentence as the agent sees it (``"Your task is to: ..."``), read from
+        the intro observation; ``""`` if the intro has none."""
+        self._need_episode()
+        m = re.search(r"Your task is to:[^\n]*", self._records[0]["observation"])
+        return m.group(0).strip() if m else ""
+
+    @property
     def records(self) -> list[dict[str, Any]]:
         """JSON-safe record after the reset and after every action (see :func:`record_of`)."""
         return [dict(r) for r in self._records]
@@ -461,14 +503,16 @@ class AlfworldEnv:
         return hashlib.sha256(json.dumps(self.history).encode()).hexdigest()
 
     def observe(self) -> dict[str, Any]:
-        """Policy input: ``task_id``, ``task_type``, ``observation``, ``admissible_commands``,
-        ``history``, ``remaining_budget``, ``step``, ``won``, plus ``expert`` -- a
-        zero-argument callable returning the planner expert's optimal plan from the current
-        state (used by *simulated* policies only; a real checkpoint ignores it)."""
+        """Policy input: ``task_id``, ``task_type``, ``goal``, ``observation``,
+        ``admissible_commands``, ``history``, ``remaining_budget``, ``step``, ``won``, plus
+        ``expert`` -- a zero-argument callable returning the planner expert's optimal plan
+        from the current state (used by *simulated* policies only; a learned or real
+        checkpoint reads only ``goal`` and ``observation``)."""
         self._need_episode()
         return {
             "task_id": self.task_id,
             "task_type": self.task_type,
+            "goal": self.goal,
             "observation": self.observation,
             "admissible_commands": self.admissible,
             "history": self.history,
@@ -592,6 +636,7 @@ class AlfworldEnv:
             tuple(self._records),
             ps,
             self._episode_budget,
+            tuple(self._valid),
         )
         return Snapshot(self._token, self._generation, self.task_id, int(self._lib.get_state_id()), payload)
 
@@ -612,7 +657,7 @@ class AlfworldEnv:
                 f"stale snapshot: taken in episode generation {snap.generation} of {snap.task_id!r}, "
                 f"env is at generation {self._generation} of {self.task_id!r} (reset/load since)"
             )
-        (facts, vbn, vbt, vc, ops, st, prev, last, moves, state, actions, records, ps, budget) = snap.payload
+        (facts, vbn, vbt, vc, ops, st, prev, last, moves, state, actions, records, ps, budget, valid) = snap.payload
         if ps is not self._pddl._pddl_state:  # pragma: no cover - guarded by generation
             raise SnapshotError("snapshot belongs to a different engine state object")
         self._lib.set_state_id(int(snap.state_id))
@@ -626,6 +671,7 @@ class AlfworldEnv:
         self._state = state
         self._actions = list(actions)
         self._records = list(records)
+        self._valid = list(valid)
         self._episode_budget = budget
         return self.observe()
 

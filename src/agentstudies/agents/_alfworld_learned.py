@@ -1,0 +1,609 @@
+"""A small learned ALFWorld policy that acts only on what it is shown.
+
+:class:`LearnedAlfworldPolicy` is a **linear softmax scorer over hashed features** of
+(goal text, a belief built from the observations the policy was shown, candidate
+command). It is the policy behind the two trained checkpoints of the chapter
+``alfworld_training`` (*SFT*: behaviour cloning; *RL*: SFT + on-policy REINFORCE), which
+the handoff and recovery studies cross as reacher and solver.
+
+Why a linear softmax over hashed features (and not an MLP)
+    * The decision is a choice among a variable set of candidate commands; a softmax over
+      per-candidate scores ``s(c) = w . phi(goal, belief, c)`` is the conditional-logit
+      model of that choice (the same form as an LLM's distribution over its sampled
+      action strings, restricted to the candidates), its log-likelihood is concave, so
+      behaviour cloning has one optimum and is reproducible bit for bit from a fixed
+      seed and data order.
+    * ``grad log pi(a|h) = phi(a) - E_pi[phi]`` is exact and cheap, so REINFORCE needs no
+      autograd and runs in numpy only; a step scores ~30 candidates in about a
+      millisecond, so the engine, not the policy, sets the pace of training.
+    * The interactions that matter (goal word x verb x class of the candidate's
+      receptacle, e.g. *heat* x *go to* x *microwave*) are made explicit as conjunction
+      features, which is what a hidden layer would otherwise have to discover from the
+      small training budgets a 2-core machine affords. Feature hashing (CRC-32 into
+      ``2**dim_log2`` slots) keeps the weight vector fixed-size for unseen words.
+
+Inputs: only the text the agent is shown
+    ``act(observation)`` takes either a string (the text shown) or a mapping, of which it
+    reads **only** ``observation["goal"]`` (optional) and ``observation["observation"]``
+    (the latest observation text). The admissible-command list, the expert plan and
+    every other key are never read (a test perturbs them and checks identical actions).
+    The shown text is ``goal + "\\n" + latest observation``.
+
+Belief (built only from shown observations and the policy's own past commands)
+    receptacles listed in the room description; where the agent is; what it saw on / in
+    each receptacle; which receptacles were seen closed / opened; what it holds; which
+    objects it heated / cooled / cleaned; whether it switched a lamp on; objects it put
+    into a receptacle of a goal class; visit and command counts; whether the last
+    command got "Nothing happens.". A stale or missing observation misleads it exactly
+    as it would mislead any agent that trusts its inputs.
+
+Candidates (never the engine's admissible list)
+    From the belief and the ALFWorld 0.4 grammar: ``look``, ``inventory``, ``go to R``
+    for every known receptacle, ``open R`` / ``close R`` / ``examine R`` at the current
+    receptacle, ``take O from R`` for objects seen there, ``move O to R`` (the 0.4 verb;
+    the old ``put O in/on R`` is never produced), ``heat|cool|clean O with R`` while
+    holding ``O``, ``use O`` for objects seen at the current receptacle, ``examine O``.
+    A candidate the engine does not admit gets the engine's "Nothing happens." and costs
+    one action like any other.
+
+Decoding
+    ``pi(c | h) = softmax(s(c) / temperature)`` sampled with the episode's random
+    stream, or ``argmax`` with ``greedy=True`` (ties -> first candidate). The random
+    stream of an episode is ``keyed_seed(base_seed, "episode", task_id, seed, role,
+    checkpoint)``, so two checkpoints handed the same clone draw independent streams
+    (paired by task, seed and role; keyed on the checkpoint as in the handoff paper).
+
+Weights ship in ``data/alfworld/checkpoints/<name>.npy`` with ``<name>.npy.sha256``;
+:meth:`LearnedAlfworldPolicy.load` verifies the checksum (``ValueError`` on mismatch).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from agentstudies.parallel import keyed_seed
+
+__all__ = [
+    "LearnedAlfworldPolicy",
+    "Belief",
+    "candidate_commands",
+    "candidate_features",
+    "featurize",
+    "shown_text",
+    "checkpoint_dir",
+    "load_weights",
+    "save_weights",
+    "hand_set_weights",
+    "DIM_LOG2",
+    "FEATURE_VERSION",
+    "ROLES",
+]
+
+#: log2 of the number of hashed feature slots.
+DIM_LOG2 = 16
+#: Version of the feature map (stored with the weights; a mismatch refuses to load).
+FEATURE_VERSION = 1
+#: Roles a policy plays in the handoff protocol.
+ROLES = ("reacher", "solver", "train", "eval")
+
+NOTHING = "Nothing happens."
+_STOP = frozenset(
+    "a an the some it in on and put them to with under of your task is by using at into".split()
+)
+_GOAL_RE = re.compile(r"Your task is to:\s*([^\n]*)")
+_ENT = r"([a-z]+ \d+)"
+_ARRIVE = re.compile(r"You arrive at (?:loc \d+\. )?([a-z]+ \d+)\.")
+_ON = re.compile(r"On the ([a-z]+ \d+), you see (.*?)\.(?:\s|$)")
+_IN = re.compile(r"(?:The|the) ([a-z]+ \d+) is open\. In it, you see (.*?)\.(?:\s|$)")
+_CLOSED = re.compile(r"The ([a-z]+ \d+) is closed\.")
+_OPEN = re.compile(r"You open the ([a-z]+ \d+)\.")
+_CLOSE = re.compile(r"You close the ([a-z]+ \d+)\.")
+_TAKE = re.compile(r"You pick up the ([a-z]+ \d+) from the ([a-z]+ \d+)\.")
+_MOVE = re.compile(r"You (?:move|put) the ([a-z]+ \d+) (?:to|in|on|into) the ([a-z]+ \d+)\.")
+_TREAT = re.compile(r"You (heat|cool|clean) the ([a-z]+ \d+) using the ([a-z]+ \d+)\.")
+_USE = re.compile(r"You turn on the ([a-z]+ \d+)\.")
+_ROOM = re.compile(r"Looking quickly around you, you see (.*?)\.(?:\s|$)")
+_ITEM = re.compile(r"(?:and )?an? ([a-z]+ \d+)")
+_TREAT_WORD = {"heat": "hot", "cool": "cool", "clean": "clean"}
+
+
+def _cls(name: str) -> str:
+    return name.rsplit(" ", 1)[0]
+
+
+def _items(text: str) -> list[str]:
+    if text.strip() == "nothing":
+        return []
+    return _ITEM.findall(text)
+
+
+def shown_text(observation: str | Mapping[str, Any] | None) -> str:
+    """The text an agent is shown for ``observation``: ``goal + "\\n" + latest text``.
+
+    A string is taken as the shown text itself. A mapping contributes only its ``goal``
+    (optional) and ``observation`` keys; ``None`` or a missing observation is shown as
+    the empty string (the policy then acts on its belief alone).
+    """
+    if observation is None:
+        return ""
+    if isinstance(observation, str):
+        return observation
+    if not isinstance(observation, Mapping):
+        raise TypeError(f"observation: expected str or mapping, got {type(observation).__name__}")
+    goal = observation.get("goal") or ""
+    text = observation.get("observation") or ""
+    return f"{goal}\n{text}" if goal else str(text)
+
+
+@dataclass
+class Belief:
+    """What the policy believes, built only from shown texts and its own commands."""
+
+    goal: str = ""
+    goal_tokens: tuple[str, ...] = ()
+    receptacles: list[str] = field(default_factory=list)
+    at: str | None = None
+    contents: dict[str, list[str]] = field(default_factory=dict)
+    closed: set[str] = field(default_factory=set)
+    opened: set[str] = field(default_factory=set)
+    holding: str | None = None
+    treated: dict[str, set[str]] = field(default_factory=dict)
+    lamp_on: bool = False
+    placed: set[str] = field(default_factory=set)
+    visits: dict[str, int] = field(default_factory=dict)
+    tried: dict[str, int] = field(default_factory=dict)
+    last_command: str | None = None
+    last_failed: bool = False
+    prev_at: str | None = None
+    steps: int = 0
+
+    def update(self, text: str) -> None:
+        """Fold one shown text (goal line and/or latest observation) into the belief."""
+        text = text or ""
+        m = _GOAL_RE.search(text)
+        if m and not self.goal:
+            goal = m.group(1).strip().rstrip(".").lower()
+            self.goal = goal
+            toks = [t for t in re.findall(r"[a-z]+", goal) if t not in _STOP]
+            self.goal_tokens = tuple(dict.fromkeys(toks))
+        self.last_failed = NOTHING in text
+        m = _ROOM.search(text)
+        if m:
+            for r in _items(m.group(1)):
+                if r not in self.receptacles:
+                    self.receptacles.append(r)
+        for r in _ARRIVE.findall(text):
+            if r not in self.receptacles:
+                self.receptacles.append(r)
+            if r != self.at:
+                self.prev_at = self.at
+            self.at = r
+            self.visits[r] = self.visits.get(r, 0) + 1
+        for r, items in _ON.findall(text):
+            self.contents[r] = _items(items)
+        for r in _CLOSED.findall(text):
+            self.closed.add(r)
+            self.opened.discard(r)
+        for r in _OPEN.findall(text):
+            self.opened.add(r)
+            self.closed.discard(r)
+        for r, items in _IN.findall(text):
+            self.contents[r] = _items(items)
+            self.opened.add(r)
+            self.closed.discard(r)
+        for r in _CLOSE.findall(text):
+            self.closed.add(r)
+            self.opened.discard(r)
+        for o, r in _TAKE.findall(text):
+            self.holding = o
+            if o in self.contents.get(r, []):
+                self.contents[r] = [x for x in self.contents[r] if x != o]
+            self.placed.discard(o)
+        for o, r in _MOVE.findall(text):
+            self.contents.setdefault(r, [])
+            if o not in self.contents[r]:
+                self.contents[r].append(o)
+            if self.holding == o:
+                self.holding = None
+            if _cls(r) in self.goal_tokens:
+                self.placed.add(o)
+        for verb, o, _r in _TREAT.findall(text):
+            self.treated.setdefault(o, set()).add(_TREAT_WORD[verb])
+        if _USE.search(text):
+            self.lamp_on = True
+        if "You are not carrying anything." in text:
+            self.holding = None
+        m = re.search(r"You are carrying: an? ([a-z]+ \d+)\.", text)
+        if m:
+            self.holding = m.group(1)
+
+    def record_command(self, command: str) -> None:
+        """Remember a command the policy chose (counts only; effects come from texts)."""
+        self.tried[command] = self.tried.get(command, 0) + 1
+        self.last_command = command
+        self.steps += 1
+
+
+def candidate_commands(b: Belief) -> list[str]:
+    """Candidate commands from the belief and the ALFWorld 0.4 grammar (module docstring)."""
+    out = ["look", "inventory"]
+    out += [f"go to {r}" for r in b.receptacles if r != b.at]
+    if b.at is not None:
+        r = b.at
+        if r in b.closed:
+            out.append(f"open {r}")
+        if r in b.opened:
+            out.append(f"close {r}")
+        out.append(f"examine {r}")
+        seen = b.contents.get(r, [])
+        if b.holding is None:
+            out += [f"take {o} from {r}" for o in seen]
+        else:
+            h = b.holding
+            out.append(f"move {h} to {r}")
+            out += [f"{v} {h} with {r}" for v in ("heat", "cool", "clean")]
+        out += [f"use {o}" for o in seen if o != b.holding]
+    if b.holding is not None:
+        out.append(f"examine {b.holding}")
+    return list(dict.fromkeys(out))
+
+
+def _bucket(n: int) -> str:
+    return "0" if n <= 0 else ("1" if n == 1 else "2+")
+
+
+def _atoms(b: Belief, c: str) -> tuple[list[str], list[str]]:
+    """(plain atoms, atoms also conjoined with every goal token) of candidate ``c``."""
+    g = set(b.goal_tokens)
+    words = c.split(" ")
+    verb = words[0]
+    hold = "none" if b.holding is None else ("goal" if _cls(b.holding) in g else "other")
+    treat = sorted(b.treated.get(b.holding, ())) if b.holding else []
+    common = [
+        f"v={verb}",
+        f"v={verb}|hold={hold}",
+        f"v={verb}|tried={_bucket(b.tried.get(c, 0))}",
+        f"v={verb}|repeat={int(c == b.last_command)}",
+        f"v={verb}|failed={int(b.last_failed)}",
+        f"v={verb}|placed={_bucket(len(b.placed))}",
+        f"v={verb}|lamp={int(b.lamp_on)}",
+    ]
+    common += [f"v={verb}|held_{t}" for t in treat]
+    common += [f"v={verb}|hold={hold}|held_{t}" for t in treat]
+    conj = list(common)
+    plain: list[str] = []
+    if verb == "go":
+        r = c[6:]
+        rc = _cls(r)
+        seen = b.contents.get(r)
+        goal_obj = sum(1 for o in (seen or []) if _cls(o) in g and o not in b.placed)
+        conj += [
+            f"go|cls={rc}",
+            f"go|visits={_bucket(b.visits.get(r, 0))}",
+            f"go|known={int(seen is not None)}",
+            f"go|closed={int(r in b.closed)}",
+            f"go|has_goal={_bucket(goal_obj)}",
+            f"go|rgoal={int(rc in g)}",
+            f"go|rgoal={int(rc in g)}|hold={hold}",
+            f"go|prev={int(r == b.prev_at)}",
+            f"go|has_goal={_bucket(goal_obj)}|hold={hold}",
+            f"go|visits={_bucket(b.visits.get(r, 0))}|hold={hold}",
+        ]
+        conj += [f"go|cls={rc}|hold={hold}|held_{t}" for t in treat]
+        plain += [f"go|cls={rc}|hold={hold}"]
+    elif verb in ("open", "close", "examine") and len(words) == 3:
+        r = c.split(" ", 1)[1]
+        rc = _cls(r)
+        is_recep = r in b.receptacles
+        conj += [
+            f"{verb}|recep={int(is_recep)}",
+            f"{verb}|cls={rc}",
+            f"{verb}|rgoal={int(rc in g)}",
+            f"{verb}|visits={_bucket(b.visits.get(r, 0))}",
+        ]
+    elif verb == "take":
+        o, r = c[5:].split(" from ")
+        oc = _cls(o)
+        conj += [
+            f"take|ogoal={int(oc in g)}",
+            f"take|rgoal={int(_cls(r) in g)}",
+            f"take|ogoal={int(oc in g)}|rgoal={int(_cls(r) in g)}",
+            f"take|ocls={oc}",
+        ]
+    elif verb == "move":
+        o, r = c[5:].split(" to ")
+        oc, rc = _cls(o), _cls(r)
+        conj += [
+            f"move|ogoal={int(oc in g)}",
+            f"move|rgoal={int(rc in g)}",
+            f"move|ogoal={int(oc in g)}|rgoal={int(rc in g)}",
+            f"move|rcls={rc}",
+        ]
+        conj += [f"move|ogoal={int(oc in g)}|rgoal={int(rc in g)}|held_{t}" for t in treat]
+    elif verb in ("heat", "cool", "clean"):
+        o, r = c[len(verb) + 1:].split(" with ")
+        oc, rc = _cls(o), _cls(r)
+        conj += [
+            f"{verb}|rcls={rc}",
+            f"{verb}|ogoal={int(oc in g)}",
+            f"{verb}|done={int(_TREAT_WORD[verb] in treat)}",
+        ]
+    elif verb == "use":
+        o = c[4:]
+        oc = _cls(o)
+        conj += [f"use|ocls={oc}", f"use|ogoal={int(oc in g)}", f"use|ocls={oc}|hold={hold}"]
+    elif verb == "examine":
+        conj += ["examine|held"]
+    return plain, conj
+
+
+def _h(s: str, mask: int) -> int:
+    return zlib.crc32(s.encode()) & mask
+
+
+def candidate_features(b: Belief, c: str, dim_log2: int = DIM_LOG2) -> np.ndarray:
+    """Hashed feature indices ``phi(goal, belief, c)`` (int64, sorted, may repeat)."""
+    mask = (1 << dim_log2) - 1
+    plain, conj = _atoms(b, c)
+    keys = plain + conj + [f"{a}|g={t}" for a in conj for t in b.goal_tokens]
+    return np.fromiter((_h(k, mask) for k in keys), dtype=np.int64, count=len(keys))
+
+
+def featurize(b: Belief, cands: Sequence[str], dim_log2: int = DIM_LOG2) -> tuple[np.ndarray, np.ndarray]:
+    """Features of all candidates: ``(idx, owner)`` -- feature index and candidate number."""
+    parts = [candidate_features(b, c, dim_log2) for c in cands]
+    owner = np.repeat(np.arange(len(parts)), [len(p) for p in parts])
+    idx = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+    return idx, owner
+
+
+def scores_of(w: np.ndarray, idx: np.ndarray, owner: np.ndarray, n: int) -> np.ndarray:
+    """Candidate scores ``s(c) = w . phi(c)`` (float64, length ``n``)."""
+    return np.bincount(owner, weights=w[idx], minlength=n)
+
+
+def softmax(s: np.ndarray, temperature: float) -> np.ndarray:
+    """Softmax of ``s / temperature`` (stable)."""
+    z = s / temperature
+    z = z - z.max()
+    e = np.exp(z)
+    return e / e.sum()
+
+
+# ------------------------------------------------------------------ weights on disk
+def checkpoint_dir() -> Path:
+    """``<repo>/data/alfworld/checkpoints`` (the first parent holding ``pyproject.toml``)."""
+    here = Path(__file__).resolve()
+    for parent in here.parents:
+        if (parent / "pyproject.toml").is_file():
+            return parent / "data" / "alfworld" / "checkpoints"
+    return Path.cwd() / "data" / "alfworld" / "checkpoints"
+
+
+def sha256_of(path: Path) -> str:
+    """SHA-256 hex digest of a file."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def weights_digest(w: np.ndarray) -> str:
+    """SHA-256 of the weight vector's float64 bytes (bitwise identity of two trainings)."""
+    return hashlib.sha256(np.ascontiguousarray(w, dtype="<f8").tobytes()).hexdigest()
+
+
+def save_weights(w: np.ndarray, name: str, directory: str | Path | None = None, meta: Mapping[str, Any] | None = None) -> Path:
+    """Write ``<name>.npy``, ``<name>.npy.sha256`` and ``<name>.json`` (meta); returns the .npy path."""
+    d = Path(directory) if directory else checkpoint_dir()
+    d.mkdir(parents=True, exist_ok=True)
+    p = d / f"{name}.npy"
+    np.save(p, np.ascontiguousarray(w, dtype="<f8"), allow_pickle=False)
+    (d / f"{name}.npy.sha256").write_text(f"{sha256_of(p)}  {name}.npy\n")
+    m = {"name": name, "feature_version": FEATURE_VERSION, "dim_log2": int(round(np.log2(len(w))))}
+    m.update(dict(meta or {}))
+    (d / f"{name}.json").write_text(json.dumps(m, indent=1, sort_keys=True, default=str) + "\n")
+    return p
+
+
+def load_weights(name: str, directory: str | Path | None = None) -> tuple[np.ndarray, dict[str, Any]]:
+    """Read ``<name>.npy`` after verifying ``<name>.npy.sha256``; returns ``(w, meta)``.
+
+    Raises ``FileNotFoundError`` if a file is missing, ``ValueError`` on a checksum or
+    feature-version mismatch.
+    """
+    d = Path(directory) if directory else checkpoint_dir()
+    p = d / f"{name}.npy"
+    sums = d / f"{name}.npy.sha256"
+    if not p.is_file() or not sums.is_file():
+        raise FileNotFoundError(f"checkpoint {name!r}: expected {p} and {sums}")
+    expected = sums.read_text().split()[0]
+    got = sha256_of(p)
+    if got != expected:
+        raise ValueError(f"checkpoint {name!r}: sha256 {got[:16]}... of {p.name} != recorded {expected[:16]}...")
+    meta_p = d / f"{name}.json"
+    meta = json.loads(meta_p.read_text()) if meta_p.is_file() else {}
+    if int(meta.get("feature_version", FEATURE_VERSION)) != FEATURE_VERSION:
+        raise ValueError(
+            f"checkpoint {name!r}: feature_version {meta.get('feature_version')} != {FEATURE_VERSION} of this code"
+        )
+    w = np.load(p, allow_pickle=False)
+    meta["sha256"] = got
+    return w, meta
+
+
+def hand_set_weights(dim_log2: int = DIM_LOG2) -> np.ndarray:
+    """A tiny hand-set weight vector (a placeholder before training; tests use it).
+
+    Prefers unvisited receptacles whose class the goal names or that hold an object the
+    goal names, taking goal objects, moving a held goal object to a goal receptacle and
+    treating a held goal object; penalises repeats and idle commands.
+    """
+    w = np.zeros(1 << dim_log2)
+    mask = (1 << dim_log2) - 1
+    for key, val in {
+        "go|visits=0": 1.0, "go|has_goal=1": 3.0, "go|has_goal=2+": 3.0, "go|rgoal=1|hold=goal": 4.0,
+        "take|ogoal=1": 5.0, "move|ogoal=1|rgoal=1": 8.0, "open|recep=1": 2.0,
+        "v=look": -3.0, "v=inventory": -3.0, "v=examine": -3.0, "v=close": -3.0, "v=use": -1.0,
+        "use|ogoal=1": 6.0, "v=go|repeat=1": -3.0, "v=take|hold=none": 0.5,
+    }.items():
+        w[_h(key, mask)] += val
+    return w
+
+
+# ------------------------------------------------------------------ the policy
+class LearnedAlfworldPolicy:
+    """Linear softmax ALFWorld policy acting only on shown text (module docstring).
+
+    Parameters
+    ----------
+    weights:
+        Weight vector of length ``2**dim_log2`` (float64).
+    name:
+        Checkpoint label (``"SFT"``, ``"RL"``); part of the random-stream key.
+    temperature:
+        Softmax temperature ``> 0`` (paper, Appendix A: 0.4).
+    greedy:
+        Take the highest-scoring candidate instead of sampling.
+    base_seed:
+        Root of the per-episode streams ``keyed_seed(base_seed, "episode", task_id, seed,
+        role, name)``.
+    meta:
+        Provenance of the weights (training parameters, checksum).
+
+    Raises ``ValueError`` for a non-positive temperature or a weight vector whose length
+    is not a power of two.
+    """
+
+    simulated = False
+
+    def __init__(
+        self,
+        weights: np.ndarray,
+        name: str = "learned",
+        *,
+        temperature: float = 0.4,
+        greedy: bool = False,
+        base_seed: int = 2029,
+        meta: Mapping[str, Any] | None = None,
+    ):
+        w = np.asarray(weights, dtype=np.float64)
+        n = len(w)
+        if w.ndim != 1 or n < 2 or n & (n - 1):
+            raise ValueError(f"weights: expected a 1-d vector of length 2**k, got shape {w.shape}")
+        if not (float(temperature) > 0):
+            raise ValueError(f"temperature={temperature!r}: expected a positive number")
+        self.w = w
+        self.dim_log2 = int(n).bit_length() - 1
+        self.name = str(name)
+        self.temperature = float(temperature)
+        self.greedy = bool(greedy)
+        self.base_seed = int(base_seed)
+        self.meta = dict(meta or {})
+        self._rng: np.random.Generator | None = None
+        self.belief = Belief()
+        self.last_log: dict[str, Any] = {}
+        self.task_id: str | None = None
+        self.seed: int | None = None
+        self.role: str | None = None
+
+    @classmethod
+    def load(
+        cls,
+        name: str,
+        *,
+        temperature: float = 0.4,
+        greedy: bool = False,
+        base_seed: int = 2029,
+        directory: str | Path | None = None,
+    ) -> "LearnedAlfworldPolicy":
+        """The shipped checkpoint ``name`` (``"SFT"`` or ``"RL"``), checksum verified.
+
+        ``name="hand"`` gives the untrained hand-set weights (:func:`hand_set_weights`).
+        Raises ``FileNotFoundError`` / ``ValueError`` as :func:`load_weights`.
+        """
+        if name == "hand":
+            return cls(hand_set_weights(), "hand", temperature=temperature, greedy=greedy, base_seed=base_seed,
+                       meta={"source": "hand-set"})
+        w, meta = load_weights(name, directory)
+        return cls(w, name, temperature=temperature, greedy=greedy, base_seed=base_seed, meta=meta)
+
+    @property
+    def label(self) -> str:
+        """Display name, e.g. ``"RL (linear policy)"``."""
+        return f"{self.name} (linear policy)"
+
+    @property
+    def params(self) -> dict[str, Any]:
+        """Decoding parameters and weight checksum (provenance)."""
+        return {
+            "name": self.name, "temperature": self.temperature, "greedy": self.greedy,
+            "base_seed": self.base_seed, "weights_sha256": weights_digest(self.w),
+            "feature_version": FEATURE_VERSION, "dim_log2": self.dim_log2,
+        }
+
+    def __repr__(self) -> str:
+        return (f"LearnedAlfworldPolicy(name={self.name!r}, temperature={self.temperature}, greedy={self.greedy}, "
+                f"weights={weights_digest(self.w)[:12]})")
+
+    def reset(self, task_id: str, seed: int, role: str = "reacher") -> None:
+        """Start an episode: empty belief; random stream ``keyed_seed(base_seed, "episode",
+        task_id, seed, role, name)``. Raises ``ValueError`` for an unknown role."""
+        if role not in ROLES:
+            raise ValueError(f"role={role!r}: expected one of {ROLES}")
+        self.task_id, self.seed, self.role = str(task_id), int(seed), role
+        self._rng = np.random.default_rng(keyed_seed(self.base_seed, "episode", str(task_id), int(seed), role, self.name))
+        self.belief = Belief()
+        self.last_log = {}
+
+    def reset_stream(self, ss: np.random.SeedSequence) -> None:
+        """Start an episode with an explicit random stream (training rollouts)."""
+        self._rng = np.random.default_rng(ss)
+        self.belief = Belief()
+        self.last_log = {}
+
+    def observe_only(self, observation: str | Mapping[str, Any] | None) -> None:
+        """Fold a shown text into the belief without acting (e.g. a replayed prefix)."""
+        self.belief.update(shown_text(observation))
+
+    def decide(self) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
+        """Candidates, their feature (idx, owner) and scores at the current belief."""
+        cands = candidate_commands(self.belief)
+        idx, owner = featurize(self.belief, cands, self.dim_log2)
+        return cands, idx, owner, scores_of(self.w, idx, owner, len(cands))
+
+    def act(self, observation: str | Mapping[str, Any] | None) -> str:
+        """Fold the shown text into the belief and return the next command.
+
+        ``observation``: the text shown (str), or a mapping of which only ``goal`` and
+        ``observation`` are read. Sets :attr:`last_log` (``shown``, ``candidates``,
+        ``scores``, ``probs``, ``command``, ``index``). Raises ``RuntimeError`` before
+        :meth:`reset`.
+        """
+        if self._rng is None:
+            raise RuntimeError("call reset(task_id, seed, role) before act()")
+        text = shown_text(observation)
+        self.belief.update(text)
+        cands, idx, owner, s = self.decide()
+        p = softmax(s, self.temperature)
+        if self.greedy:
+            k = int(np.argmax(s))
+        else:
+            k = int(self._rng.choice(len(cands), p=p))
+        cmd = cands[k]
+        self.belief.record_command(cmd)
+        self.last_log = {
+            "shown": text,
+            "candidates": list(cands),
+            "scores": [float(x) for x in s],
+            "probs": [float(x) for x in p],
+            "command": cmd,
+            "index": k,
+        }
+        self._last_feat = (idx, owner, p, k)
+        return cmd

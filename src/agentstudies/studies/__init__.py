@@ -1,0 +1,1 @@
+"""Study drivers: each runs an environment + agent (or a simulation) into validated tables."""

@@ -1,0 +1,140 @@
+"""The learned ALFWorld policy: belief from shown text only, candidates, decoding, weights."""
+
+from __future__ import annotations
+
+import shutil
+
+import numpy as np
+import pytest
+
+from agentstudies.agents import LearnedAlfworldPolicy, Policy
+from agentstudies.agents._alfworld_learned import (
+    Belief,
+    candidate_commands,
+    hand_set_weights,
+    load_weights,
+    save_weights,
+    shown_text,
+)
+from agentstudies.envs.alfworld._testing import small_game
+from agentstudies.envs.alfworld.env import AlfworldEnv, InadmissibleCommand
+
+INTRO = (
+    "-= Welcome to TextWorld, ALFRED! =-\n\nYou are in the middle of a room. Looking quickly around you, you see "
+    "a cabinet 2, a cabinet 1, a countertop 1, a fridge 1, and a microwave 1.\n\nYour task is to: put a hot mug in cabinet."
+)
+
+
+def test_belief_parses_shown_text_by_hand():
+    b = Belief()
+    b.update(INTRO)
+    assert b.goal == "put a hot mug in cabinet" and b.goal_tokens == ("hot", "mug", "cabinet")
+    assert b.receptacles == ["cabinet 2", "cabinet 1", "countertop 1", "fridge 1", "microwave 1"]
+    b.update("You arrive at fridge 1. The fridge 1 is closed.")
+    assert b.at == "fridge 1" and "fridge 1" in b.closed
+    b.update("You open the fridge 1. The fridge 1 is open. In it, you see a egg 1, and a mug 1.")
+    assert b.contents["fridge 1"] == ["egg 1", "mug 1"] and "fridge 1" in b.opened
+    cands = candidate_commands(b)
+    assert "take mug 1 from fridge 1" in cands and "close fridge 1" in cands and "open fridge 1" not in cands
+    b.update("You pick up the mug 1 from the fridge 1.")
+    assert b.holding == "mug 1" and b.contents["fridge 1"] == ["egg 1"]
+    b.update("You heat the mug 1 using the microwave 1.")
+    assert b.treated["mug 1"] == {"hot"}
+    b.update("You arrive at cabinet 1. On the cabinet 1, you see nothing.")
+    cands = candidate_commands(b)
+    # ALFWorld 0.4 grammar: `move X to Y`, never `put X in/on Y`
+    assert "move mug 1 to cabinet 1" in cands and not any(c.startswith("put ") for c in cands)
+    b.update("You move the mug 1 to the cabinet 1.")
+    assert b.holding is None and b.placed == {"mug 1"} and b.contents["cabinet 1"] == ["mug 1"]
+
+
+def test_shown_text_reads_goal_and_observation_only():
+    obs = {"goal": "Your task is to: x.", "observation": "You arrive at desk 1.", "admissible_commands": ["a"],
+           "expert": lambda: ["b"]}
+    assert shown_text(obs) == "Your task is to: x.\nYou arrive at desk 1."
+    assert shown_text("raw") == "raw" and shown_text(None) == ""
+    with pytest.raises(TypeError, match="expected str or mapping"):
+        shown_text(3)
+
+
+@pytest.fixture(scope="module")
+def env():
+    e = AlfworldEnv(budget=20)
+    e.load_game(small_game("pick_and_place_simple"))
+    yield e
+    e.close()
+
+
+def _run(env, pol, seed, perturb=False, n=20):
+    env.reset(seed)
+    pol.reset(env.task_id, seed, role="reacher")
+    out = []
+    while not env.done and len(out) < n:
+        obs = env.observe()
+        if perturb:
+            obs["admissible_commands"] = list(reversed(obs["admissible_commands"]))[:2] + ["put x in y"]
+            obs["expert"] = lambda: ["look"]
+            obs["history"] = ()
+        a = pol.act(obs)
+        out.append((a, tuple(pol.last_log["candidates"])))
+        env.step(a)
+    return out, env.valid
+
+
+def test_policy_protocol_log_and_perturbation(env):
+    pol = LearnedAlfworldPolicy.load("hand", temperature=0.7)
+    assert isinstance(pol, Policy) and not pol.simulated
+    with pytest.raises(RuntimeError, match="reset"):
+        pol.act("x")
+    a, valid_a = _run(env, pol, 3)
+    b, valid_b = _run(env, pol, 3, perturb=True)
+    assert a == b and valid_a == valid_b
+    assert set(pol.last_log) >= {"shown", "candidates", "scores", "probs", "command"}
+    assert pol.last_log["command"] == a[-1][0]
+    assert len(valid_a) == len(a)
+
+
+def test_stream_keyed_on_checkpoint_and_depends_on_observations(env):
+    w = hand_set_weights()
+    p1 = LearnedAlfworldPolicy(w, "SFT", temperature=5.0)
+    p2 = LearnedAlfworldPolicy(w, "RL", temperature=5.0)
+    r1 = [_run(env, p1, s)[0] for s in range(3)]
+    r2 = [_run(env, p2, s)[0] for s in range(3)]
+    assert r1 != r2  # independent streams per checkpoint (same weights)
+    g = LearnedAlfworldPolicy(w, "G", greedy=True)
+    g.reset("t", 0)
+    first = g.act(INTRO)
+    g.reset("t", 0)
+    g.act("Your task is to: put a hot mug in cabinet.\n")  # the room description was never shown
+    assert g.last_log["candidates"] == ["look", "inventory"] and first.startswith("go to")
+
+
+def test_strict_env_refuses_inadmissible(env):
+    env.strict = True
+    try:
+        env.reset(0)
+        with pytest.raises(InadmissibleCommand, match="not admissible"):
+            env.step("put apple 1 in cabinet 1")
+        assert env.remaining_budget == 20 and env.actions == []
+    finally:
+        env.strict = False
+    env.reset(0)
+    obs, _, _ = env.step("put apple 1 in cabinet 1")
+    assert obs["observation"] == "Nothing happens." and env.valid == [False]
+    env.step(env.admissible[0])
+    assert env.valid == [False, True]
+
+
+def test_weights_checksum_verified(tmp_path):
+    w = hand_set_weights()
+    save_weights(w, "X", tmp_path, meta={"source": "test"})
+    w2, meta = load_weights("X", tmp_path)
+    assert np.array_equal(w, w2) and meta["source"] == "test"
+    arr = np.load(tmp_path / "X.npy")
+    arr[0] += 1.0
+    np.save(tmp_path / "X.npy", arr)
+    with pytest.raises(ValueError, match="sha256"):
+        load_weights("X", tmp_path)
+    shutil.rmtree(tmp_path)
+    with pytest.raises(FileNotFoundError):
+        load_weights("X", tmp_path)
