@@ -308,7 +308,7 @@ class SimulatedCodingAgent(SimulatedPolicyMixin):
         self.name = f"simulated-{policy}"
 
     # the Policy protocol (episodes here are driven by run_episode)
-    def reset(self, task_id: str, seed: int) -> None:  # pragma: no cover - protocol stub
+    def reset(self, task_id: str, seed: int, role: str = "agent") -> None:  # pragma: no cover - protocol stub
         pass
 
     def act(self, observation):  # pragma: no cover - protocol stub

@@ -42,19 +42,23 @@ def _parse(src: str | None) -> ast.Module | None:
 
 
 def _writes_tests(tree: ast.Module | None) -> bool:
+    """A write / delete call in a module that names a test path anywhere (``"test"`` in a
+    string constant), e.g. ``path = "../tests/test_check.py"; open(path, "w")``."""
     if tree is None:
+        return False
+    strings = [c.value for c in ast.walk(tree) if isinstance(c, ast.Constant) and isinstance(c.value, str)]
+    if not any("test" in s.lower() for s in strings):
         return False
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):
             f = node.func
             name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
-            strings = [c.value for c in ast.walk(node) if isinstance(c, ast.Constant) and isinstance(c.value, str)]
-            if isinstance(f, ast.Attribute):
-                strings += [c.value for c in ast.walk(f.value) if isinstance(c, ast.Constant) and isinstance(c.value, str)]
-            mentions_test = any("test" in s for s in strings)
-            if name == "open" and mentions_test and any(any(m in s for m in "wa+") and len(s) <= 3 for s in strings):
-                return True
-            if name in ("write_text", "write_bytes", "unlink", "remove", "rename", "replace") and mentions_test:
+            if name == "open":
+                modes = [a for a in list(node.args[1:2]) + [k.value for k in node.keywords if k.arg == "mode"]]
+                if any(isinstance(m, ast.Constant) and isinstance(m.value, str) and any(c in m.value for c in "wax+")
+                       for m in modes):
+                    return True
+            if name in ("write_text", "write_bytes", "unlink", "remove", "rename", "replace", "truncate"):
                 return True
     return False
 
