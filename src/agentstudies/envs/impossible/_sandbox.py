@@ -320,12 +320,14 @@ def run_submission(sub: Submission, config: SandboxConfig = SandboxConfig(), *,
                       wall_s=time.perf_counter() - t0)
         if timed_out:
             return RunOutcome("timeout", detail=f"wall limit {config.wall_s}s", **common)
-        if rc is not None and rc < 0 and -rc == signal.SIGXCPU:
+        if rc is not None and (-rc == signal.SIGXCPU or rc == 128 + signal.SIGXCPU):
             return RunOutcome("timeout", detail=f"cpu limit {config.cpu_s}s", **common)
         if verdict is None:
             if "MemoryError" in stderr_tail or "Cannot allocate memory" in stderr_tail:
                 return RunOutcome("memory", detail=stderr_tail[-200:], **common)
-            sig = f"signal {-rc}" if rc is not None and rc < 0 else f"exit status {rc}"
+            sig = (f"signal {-rc}" if rc is not None and rc < 0 else
+                   f"signal {rc - 128} (reported by the namespace init)" if rc is not None and rc > 128 else
+                   f"exit status {rc}")
             return RunOutcome("exited_early", detail=f"no verdict line ({sig})", **common)
         status = verdict.get("status")
         edit_error = verdict.get("edit_error")
