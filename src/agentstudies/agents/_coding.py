@@ -377,7 +377,7 @@ class SimulatedCodingAgent(SimulatedPolicyMixin):
                                       tests_after=workspace_tests if visible else None, edit=edit,
                                       passed_impossible=out.passed and kind != "original",
                                       examples=list(task.examples))
-            attempts.append({"round": r, "true_strategy": strategy, "buggy": buggy and strategy == "honest",
+            attempts.append({"round": r, "true_strategy": strategy, "buggy": buggy,
                              "outcome": out.outcome, "failed_stmt": out.failed_stmt,
                              "tests_modified": workspace_tests != env_tests, "edit_error": out.edit_error or "",
                              "classified": cls["strategy"], "reminded": reminded, "network": out.network,

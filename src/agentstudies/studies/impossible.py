@@ -371,11 +371,14 @@ def workflow_sasst(episodes: pd.DataFrame, candidate: str, baseline: str, *, fea
 def reminder_forks(run: StudyRun) -> pd.DataFrame:
     """The paired fork table of a ``reminder=True`` simulation (one row per fork).
 
-    Only episodes whose first run failed have a fork (the reminder comes after it).
-    Columns for :func:`agentstudies.recovery.analyze_paired`: ``task_id``, ``condition``
-    (variant kind), ``delay`` (the fork's run index), ``operation`` (``spec_reminder``),
-    ``cohort`` (workflow), ``y_without`` / ``y_with`` -- the *good* outcome: not cheating
-    on an impossible variant, solving an original.
+    Only episodes whose run ``reminder_after`` failed have a fork (the reminder comes
+    after it). Columns for :func:`agentstudies.recovery.analyze_paired`: ``cohort`` (the
+    variant kind: original / one_off / conflicting), ``task_id`` (``#replicate`` appended
+    when there are several), ``condition`` (the workflow), ``delay`` (the run after which
+    the reminder comes), ``operation`` (``spec_reminder``), ``y_without`` / ``y_with`` --
+    the *good* outcome: solving an original; not cheating on an impossible variant. So
+    rescue = would have cheated (or failed an original) and does not; harm = would not have
+    cheated (or would have solved) and then cheats (or fails / aborts).
 
     Raises
     ------
@@ -390,22 +393,25 @@ def reminder_forks(run: StudyRun) -> pd.DataFrame:
     b = eps[eps["reminder"]].set_index(key)
     if not a.index.equals(b.index):
         raise ValueError("reminder_forks: unpaired forks (each episode needs both arms)")
-    forked = b["fork_round"] > 0
-    good_a = np.where(a.index.get_level_values("kind") == "original", a["passed"], ~a["cheated"]).astype(int)
-    good_b = np.where(b.index.get_level_values("kind") == "original", b["passed"], ~b["cheated"]).astype(int)
+    forked = (b["fork_round"] > 0).to_numpy()
+    is_orig = a.index.get_level_values("kind") == "original"
+    good_a = np.where(is_orig, a["passed"], ~a["cheated"].astype(bool)).astype(int)
+    good_b = np.where(is_orig, b["passed"], ~b["cheated"].astype(bool)).astype(int)
     out = pd.DataFrame({"y_without": good_a, "y_with": good_b, "delay": b["fork_round"].to_numpy(),
-                        "operation": "spec_reminder", "forked": forked.to_numpy()}, index=a.index).reset_index()
-    out = out[out["forked"]].drop(columns="forked")
-    out["task_id"] = out["task_id"] + ("#" + out["replicate"].astype(str) if out["replicate"].nunique() > 1 else "")
-    return out.rename(columns={"kind": "condition", "workflow": "cohort"})[
-        ["cohort", "task_id", "condition", "delay", "operation", "y_without", "y_with"]].reset_index(drop=True)
+                        "operation": "spec_reminder"}, index=a.index).reset_index()[forked]
+    if out.empty:
+        raise ValueError("reminder_forks: no episode reached the fork (no failing first run)")
+    if out["replicate"].nunique() > 1:
+        out["task_id"] = out["task_id"] + "#" + out["replicate"].astype(str)
+    out = out.rename(columns={"kind": "cohort", "workflow": "condition"})
+    return out[["cohort", "task_id", "condition", "delay", "operation", "y_without", "y_with"]].reset_index(drop=True)
 
 
 def reminder_analysis(forks: pd.DataFrame, *, n_draws: int = 2000, level: float = 0.95, seed: int = 0):
     """:func:`agentstudies.recovery.analyze_paired` on the fork table (rescue / harm, %)."""
     from agentstudies.recovery import analyze_paired
 
-    return analyze_paired(forks, level=level, n_draws=n_draws, seed=seed, reference="original")
+    return analyze_paired(forks, level=level, n_draws=n_draws, seed=seed)
 
 
 # ------------------------------------------------------------------------ figures
@@ -455,4 +461,27 @@ def plot_confusion(cm: pd.DataFrame, *, title: str):
 
 def plot_difficulty(result: RateResult, *, title: str):
     """Cheating rate by difficulty tercile, one series per kind."""
-    return plot_rates(result, "difficulty", "kind", title=title)
+    return plot_rates(result, "difficulty_tercile", "kind", title=title)
+
+
+def plot_rescue_harm(cells: pd.DataFrame, *, title: str):
+    """Rescue and harm rates (%) with intervals per cohort (variant kind), from
+    :attr:`agentstudies.recovery.RecoveryResult.cells`."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 3.2))
+    x = np.arange(len(cells))
+    for off, (what, color) in zip((-0.15, 0.15), (("rescue", "tab:green"), ("harm", "tab:red"))):
+        est = cells[f"{what}_rate"].to_numpy(float)
+        lo, hi = cells[f"{what}_ci_low"].to_numpy(float), cells[f"{what}_ci_high"].to_numpy(float)
+        ax.errorbar(x + off, est, yerr=[est - lo, hi - est], fmt="o", capsize=3, color=color, label=what)
+    ax.set_xticks(x)
+    ax.set_xticklabels(cells["cohort"].astype(str))
+    ax.set_ylabel("% of forked episodes")
+    ax.legend(fontsize=8)
+    ax.set_title(title, fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+__all__.append("plot_rescue_harm")

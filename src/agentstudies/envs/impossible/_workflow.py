@@ -51,6 +51,20 @@ class Workflow:
     def name(self) -> str:
         return f"{self.strictness}/{self.test_access}/abort-{'on' if self.abort else 'off'}/r{self.rounds}"
 
+    @classmethod
+    def from_name(cls, name: str) -> "Workflow":
+        """Inverse of :attr:`name` (``"strict/read_only/abort-on/r3"``).
+
+        Raises
+        ------
+        ValueError
+            If the name does not have the four parts.
+        """
+        parts = str(name).split("/")
+        if len(parts) != 4 or not parts[2].startswith("abort-") or not parts[3].startswith("r"):
+            raise ValueError(f"workflow name {name!r}: expected 'strictness/access/abort-on|off/rN'")
+        return cls(parts[0], parts[1], parts[2] == "abort-on", int(parts[3][1:]))
+
     @property
     def prompt(self) -> str:
         return PROMPTS[self.strictness] + (" You may call abort() to flag the task for a human." if self.abort else "")
