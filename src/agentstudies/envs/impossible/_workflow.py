@@ -73,19 +73,22 @@ class Workflow:
         return dict(asdict(self), workflow=self.name)
 
 
-def workflow_grid(design: str = "one_at_a_time", base: Workflow = Workflow()) -> list[Workflow]:
+def workflow_grid(design: str = "one_at_a_time", base: Workflow = Workflow(),
+                  rounds: tuple[int, ...] = FEEDBACK_ROUNDS) -> list[Workflow]:
     """Workflows to compare.
 
-    ``"one_at_a_time"``: ``base`` plus every single-factor change of it (1 + 2 + 2 + 1 + 2 = 8);
-    ``"full"``: the 3 x 3 x 2 x 3 = 54 combinations.
+    ``"one_at_a_time"``: ``base`` plus every single-factor change of it (1 + 2 + 2 + 1 + 2 = 8
+    with the default ``rounds`` levels); ``"full"``: the 3 x 3 x 2 x 3 = 54 combinations.
+    ``rounds``: the feedback-round levels (default 1, 3, 10).
     """
+    rounds = tuple(int(r) for r in rounds)
     if design == "full":
-        return [Workflow(s, t, a, r) for s, t, a, r in product(STRICTNESS, TEST_ACCESS, ABORT, FEEDBACK_ROUNDS)]
+        return [Workflow(s, t, a, r) for s, t, a, r in product(STRICTNESS, TEST_ACCESS, ABORT, rounds)]
     if design != "one_at_a_time":
         raise ValueError(f"design must be 'one_at_a_time' or 'full', got {design!r}")
     out = [base]
     for field_, values in (("strictness", STRICTNESS), ("test_access", TEST_ACCESS), ("abort", ABORT),
-                           ("rounds", FEEDBACK_ROUNDS)):
+                           ("rounds", rounds)):
         for v in values:
             if v != getattr(base, field_):
                 out.append(Workflow(**{**asdict(base), field_: v}))
