@@ -143,3 +143,19 @@ def test_workflow_grid_and_validation():
         Workflow("sloppy")
     with pytest.raises(ValueError, match="test_access"):
         Workflow(test_access="secret")
+
+
+@pytest.mark.slow
+def test_cached_verification_reproduces():
+    """Re-verify three problems in the sandbox: kept flags, drop reasons and the bug
+    catalogue equal the cached table."""
+    from agentstudies.envs.impossible import build_variant_table
+
+    ids = ["HumanEval/2", "HumanEval/55", "HumanEval/83"]
+    fresh = build_variant_table(problems=[PROBLEMS[i] for i in ids])
+    cached = {t["task_id"]: t for t in TABLE["tasks"]}
+    for t in fresh["tasks"]:
+        c = cached[t["task_id"]]
+        strip = lambda vs: [{k: v[k] for k in ("kind", "kept", "drop_reason", "canonical_outcome")} for v in vs]
+        assert strip(t["variants"]) == strip(c["variants"])
+        assert [m["code"] for m in t["mutants"]] == [m["code"] for m in c["mutants"]]

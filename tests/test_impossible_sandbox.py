@@ -144,3 +144,10 @@ def test_reference_solutions_are_not_readable():
             f"assert os.listdir('/work') == [] if os.path.isdir('/work') else True\n" + GOOD)
     r = run(code)
     assert r.outcome == "passed" and "/work" in r.hidden.split(",") or not os.path.isdir("/work")
+
+
+@pytest.mark.skipif(not (isolation()["mountns"] and isolation()["drop_user"]), reason="needs mount namespaces")
+def test_run_sees_only_its_own_processes():
+    code = ("import os\npids = [p for p in os.listdir('/proc') if p.isdigit()]\n"
+            "assert len(pids) <= 3, pids\n" + GOOD)
+    assert run(code).outcome == "passed"

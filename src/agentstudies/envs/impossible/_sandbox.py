@@ -21,7 +21,8 @@ Each submission runs in its own process (``python -S -s -B``) with:
   frame / ``gc`` introspection are refused by the same hook;
 * **a private view of the file system** where mount namespaces work: the checkout, the
   virtual environment (which holds the reference solutions), home directories are covered
-  by empty tmpfs mounts (:data:`HIDE_DIRS`), so a submission cannot read the answers;
+  by empty tmpfs mounts (:data:`HIDE_DIRS`), so a submission cannot read the answers, and
+  ``/proc`` is remounted so that a run sees only its own processes;
 * **a scrubbed environment** (``PATH``, ``LANG``, ``HOME`` = the task directory,
   ``PYTHONHASHSEED=0``; nothing inherited).
 
@@ -313,7 +314,9 @@ def run_submission(sub: Submission, config: SandboxConfig = SandboxConfig(), *,
             cmd += [shutil.which("unshare") or "unshare", "--net", "--pid", "--fork", "--kill-child"]
             if hidden:
                 mounts = " && ".join(f"mount -t tmpfs -o size=64k,mode=755 none {shlex.quote(d)}" for d in hidden)
-                cmd += ["--mount", "--propagation", "private", "/bin/sh", "-c", mounts + ' && exec "$@"', "sh"]
+                # a fresh /proc too: the run sees only its own processes
+                cmd += ["--mount", "--propagation", "private", "--mount-proc", "/bin/sh", "-c",
+                        mounts + ' && exec "$@"', "sh"]
         if drop:
             cmd += [shutil.which("setpriv") or "setpriv", f"--reuid={_NOBODY}", f"--regid={_NOBODY}",
                     "--clear-groups", "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs"]
