@@ -166,9 +166,9 @@ class RateResult(Result):
         return tidy_rows(self.rows, strata=tuple(self.strata_cols))
 
     def table(self) -> pd.DataFrame:
-        """Compact: strata, ``rate %``, ``95% CI``, ``n``."""
+        """Compact: strata, ``agents`` (simulated), ``rate %``, ``CI`` (percentile), ``n``."""
         df = self.to_frame()
-        out = df[list(self.strata_cols)].copy()
+        out = df[list(self.strata_cols) + ["agents"]].copy()
         out["rate %"] = df["estimate"].round(1)
         out["CI"] = [f"[{lo:.1f}, {hi:.1f}]" for lo, hi in zip(df["ci_low"], df["ci_high"])]
         out["n"] = df["n"].astype(int)
@@ -199,8 +199,8 @@ def _rates(df: pd.DataFrame, col: str, by: Sequence[str], estimand: str, *, n_dr
         keys = keys if isinstance(keys, tuple) else (keys,)
         rng = np.random.default_rng(keyed_seed(seed, "bootstrap", estimand, *[str(k) for k in keys]))
         est, se, lo, hi, n = _cluster_rate(g.assign(**{col: g[col].astype(float)}), col, rng, n_draws, level)
-        rows.append(dict(zip(by, keys), estimand=estimand, estimate=est, se=se, ci_low=lo, ci_high=hi,
-                         side="two-sided", level=level, n=n))
+        rows.append(dict(zip(by, keys), agents="simulated", estimand=estimand, estimate=est, se=se, ci_low=lo,
+                         ci_high=hi, side="two-sided", level=level, n=n))
     return RateResult(pd.DataFrame(rows), tuple(by), {"level": level, "n_draws": n_draws, "seed": seed},
                       make_provenance(seed=seed, episodes=df[["task_id"] + list(by) + [col]].reset_index(drop=True)))
 
@@ -412,6 +412,16 @@ def reminder_analysis(forks: pd.DataFrame, *, n_draws: int = 2000, level: float 
     from agentstudies.recovery import analyze_paired
 
     return analyze_paired(forks, level=level, n_draws=n_draws, seed=seed)
+
+
+def labelled(df: pd.DataFrame, caption: str, *, simulated: bool = True, precision: int = 1):
+    """A pandas Styler with a caption (``"... (simulated agents)"`` when ``simulated``) for
+    display in a chapter; numbers shown with ``precision`` decimals."""
+    cap = caption + (" (simulated agents, real sandboxed runs)" if simulated else "")
+    return df.style.set_caption(cap).format(precision=precision)
+
+
+__all__.append("labelled")
 
 
 # ------------------------------------------------------------------------ figures
