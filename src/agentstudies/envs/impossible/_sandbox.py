@@ -207,7 +207,8 @@ def isolation() -> dict[str, Any]:
         info["reason"] = f"unshare failed: {exc}"
     if info["netns"]:
         try:
-            r = subprocess.run([unshare, "--mount", "--propagation", "private", "/bin/sh", "-c",
+            r = subprocess.run([unshare, "--net", "--pid", "--fork", "--kill-child", "--mount", "--propagation",
+                                "private", "--mount-proc", "/bin/sh", "-c",
                                 "mount -t tmpfs -o size=64k,mode=755 none /mnt && echo mounted"],
                                capture_output=True, text=True, timeout=20, env={"PATH": "/usr/bin:/bin"})
             info["mountns"] = r.returncode == 0 and "mounted" in r.stdout
