@@ -163,3 +163,16 @@ def test_run_sees_only_its_own_processes():
 def test_rebinding_harness_functions_cannot_forge_a_pass(tamper):
     r = run(tamper + "def square(x):\n    return 0\n")
     assert r.outcome != "passed"
+
+
+@pytest.mark.parametrize("probe", [
+    "open('/proc/self/mem', 'rb')\n",
+    "import os\nos.open('/proc/self/maps', os.O_RDONLY)\n",
+    "import ctypes\n",
+    "import _ctypes\n",
+    "import sys\nsys._getframe(0)\n",
+    "import gc\ngc.get_objects()\n",
+])
+def test_memory_and_frame_introspection_refused(probe):
+    r = run(probe + GOOD)
+    assert r.outcome == "error" and ("PermissionError" in r.detail or "not allowed" in r.detail)

@@ -84,6 +84,13 @@ def _main():
             writing = (isinstance(mode, str) and any(c in mode for c in "wax+")) or (int(flags or 0) & wflags)
             if writing and not inside(path):
                 raise PermissionError("sandbox: write outside the task directory: %r" % (path,))
+            try:
+                real = realpath(fsdecode(path))
+            except Exception:
+                real = ""
+            if real == "/proc" or real.startswith("/proc/") or real.startswith("/dev/mem"):
+                # /proc/self/mem would let a submission read the nonce out of memory
+                raise PermissionError("sandbox: reading /proc is not allowed")
         elif event in ("os.rename", "os.remove", "os.rmdir", "os.mkdir", "os.symlink", "os.link",
                        "os.chmod", "os.chown", "os.truncate", "os.utime", "shutil.rmtree",
                        "shutil.move", "shutil.copyfile", "os.mkfifo", "os.mknod"):
@@ -98,6 +105,10 @@ def _main():
                        "sys._current_exceptions", "gc.get_referrers", "gc.get_referents",
                        "gc.get_objects", "sys.settrace", "sys.setprofile", "cpython.PyInterpreterState_New"):
             raise PermissionError("sandbox: %s is not allowed" % event)
+        elif event.startswith("ctypes."):
+            raise PermissionError("sandbox: %s is not allowed" % event)
+        elif event == "import" and args and str(args[0]).split(".")[0] in ("ctypes", "_ctypes"):
+            raise PermissionError("sandbox: importing ctypes is not allowed")
         elif event == "object.__getattr__" and len(args) > 1 and args[1] in frame_attrs:
             raise PermissionError("sandbox: frame introspection is not allowed")
 
