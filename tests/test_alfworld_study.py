@@ -9,7 +9,7 @@ from agentstudies.agents.alfworld_policy import make_checkpoints
 from agentstudies.envs.alfworld._testing import small_game
 from agentstudies.envs.alfworld.env import AlfworldEnv
 from agentstudies.envs.alfworld.frontier import frontier_check_reference
-from agentstudies.envs.alfworld.study import (
+from agentstudies.studies.alfworld_handoff import (
     AUDIT_COLUMNS,
     EPISODE_COLUMNS,
     STEP_COLUMNS,
@@ -40,7 +40,7 @@ def test_schemas_are_exact(study):
 
 
 def test_tables_pass_the_handoff_validators(study):
-    ho = pytest.importorskip("agentstudies.handoff._validate")
+    ho = pytest.importorskip("agentstudies.handoff")
     ho.validate_episodes(study.episodes)
     ho.validate_trajectories(study.trajectories)
     ho.validate_steps(study.steps)

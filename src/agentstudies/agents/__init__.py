@@ -2,6 +2,23 @@
 
 from agentstudies.agents._alfworld_learned import LearnedAlfworldPolicy
 from agentstudies.agents.base import Policy, SimulatedPolicyMixin
-from agentstudies.agents.controllers import WORKFLOWS, controller_audit, make_controller
+from agentstudies.agents.controllers import (
+    WORKFLOWS,
+    ConfirmationGateController,
+    PlanVerifierController,
+    ProposedCall,
+    ReActController,
+    make_controller,
+)
 
-__all__ = ["LearnedAlfworldPolicy", "Policy", "SimulatedPolicyMixin", "WORKFLOWS", "controller_audit", "make_controller"]
+__all__ = [
+    "LearnedAlfworldPolicy",
+    "Policy",
+    "SimulatedPolicyMixin",
+    "WORKFLOWS",
+    "ProposedCall",
+    "ReActController",
+    "PlanVerifierController",
+    "ConfirmationGateController",
+    "make_controller",
+]
