@@ -204,3 +204,37 @@ def test_artifacts_rescue_minus_harm_identity():
     assert ((cells["rescue"] - cells["harm"]) == cells["net"]).all()
     assert np.allclose(cells["rescue"] - cells["harm"], cells["delta"] * cells["n"] / 100, atol=1e-9, rtol=0)
     assert ((cells["rescue"] + cells["harm"] + cells["both_succeed"] + cells["both_fail"]) == cells["n"]).all()
+
+
+def test_branches_share_prefix_and_apply_the_operation():
+    pools = ar.cohort_pools({"mechanism": 1}, task_types=["pick_and_place_simple", "look_at_obj_in_light"])
+    for game in pools["mechanism"]:
+        out = ar.run_task(game, ReadingPolicy(), seed=0, conditions=("clean", "stale-2"), delays=(0, 2),
+                          operations=ar.OPERATIONS, cap_scale=0.5, trace=True)
+        if not out["task"]["feasible"]:
+            continue
+        t0 = out["task"]["t0"]
+        base = {b["condition"]: b["actions"] for b in out["branches"] if b["delay"] is None}
+        for b in out["branches"]:
+            if b["delay"] is None or not b["actions"]:
+                continue
+            k = t0 + b["delay"]
+            if len(base[b["condition"]]) < k:
+                continue  # the no-recovery branch ended first: carried, not forked
+            assert b["actions"][:k] == base[b["condition"]][:k]  # shared pre-branch history
+            if b["operation"] in ("refresh", "ablated"):
+                assert b["actions"][k] == "look"
+            else:
+                assert len(b["actions"]) <= k or b["actions"][k] != "look" or base[b["condition"]][k:k + 1] == ["look"]
+            if b["operation"] == "ablated":
+                assert ar.ABLATED_TEXT in b["shown"] and "You are facing" not in b["shown"].split("\n")[-1]
+            if b["operation"] == "replan":
+                assert b["shown"].endswith(ar.REPLAN_TEXT)
+        # the forks of one (condition, delay) start from one engine state
+        keys = {}
+        for b in out["branches"]:
+            if b["fork_key"] is not None:
+                keys.setdefault((b["condition"], b["delay"]), set()).add(b["fork_key"])
+        assert all(len(v) == 1 for v in keys.values())
+        return
+    pytest.skip("no feasible mechanism task in this tiny pool")

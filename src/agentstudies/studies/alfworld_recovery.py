@@ -258,9 +258,12 @@ def run_task(
     cap_scale: float = 1.0,
     intervention_fraction: float = 0.25,
     refresh_commands: Sequence[str] = ("look",),
+    trace: bool = False,
 ) -> dict[str, Any]:
     """Run the whole protocol on one task (module docstring). Returns ``{"task": row,
-    "paired": [rows], "decisions": [rows], "seconds": float}``.
+    "paired": [rows], "decisions": [rows], "seconds": float}`` and, with ``trace=True``,
+    ``"branches"``: per branch its condition, delay (None for the no-recovery branch),
+    operation, environment actions and the engine state key at the fork.
 
     Raises ``ValueError`` for an unknown condition / operation, a negative delay or a
     non-positive ``cap_scale``; :class:`agentstudies.envs.alfworld.env.ReplayMismatch`
@@ -309,7 +312,7 @@ def run_task(
         task_row["infeasible_reason"] = f"intervention point t0={t0} not reached before the end (L={L})"
     elif t0 < max(need_hist, 1):
         task_row["infeasible_reason"] = f"t0={t0}: not enough history for a {need_hist}-step stale observation"
-    out = dict(task=task_row, paired=[], decisions=[], seconds=0.0)
+    out = dict(task=task_row, paired=[], decisions=[], seconds=0.0, branches=[])
     if task_row["infeasible_reason"]:
         out["seconds"] = time.perf_counter() - t_start
         return out
@@ -353,6 +356,9 @@ def run_task(
                         ended)
         _play(env, br, goal, turn_cap)
         y0 = bool(env.won)
+        if trace:
+            out["branches"].append(dict(condition=cond, delay=None, operation=None, actions=env.actions,
+                                        fork_key=None, shown=None))
         if cond == "clean":
             matches = env.actions == f_actions
         y_with: dict[tuple[int, str], tuple[bool, bool]] = {}
@@ -366,10 +372,15 @@ def run_task(
                     y_with[(d, op)] = (y0, False)
                     continue
                 env.restore(snap)
+                fork_key = env.state_key() if trace else None
                 b = _Branch(_clone_policy(sb.policy), sb.shown, sb.turns, [dict(x) for x in sb.transcript], sb.stats)
                 _apply(env, b, op, refresh_commands)
+                shown_after = b.shown
                 _play(env, b, goal, turn_cap)
                 y_with[(d, op)] = (bool(env.won), True)
+                if trace:
+                    out["branches"].append(dict(condition=cond, delay=d, operation=op, actions=env.actions,
+                                                fork_key=fork_key, shown=shown_after))
         for d in delays:
             for op in operations:
                 y1, active = y_with[(int(d), op)]
