@@ -41,8 +41,9 @@ Tables of :class:`RecoveryStudy`:
 ``tasks``      cohort, task_id, task_type, factual_success, factual_actions, t0, feasible,
                infeasible_reason, clean_matches_factual (bool/NA), replay_verified
 ``paired``     cohort, task_id, condition, delay, operation, y_without, y_with, active,
-               factual_success -- one row per fork (the input of
-               :func:`agentstudies.recovery.analyze_paired`)
+               factual_success, changed (the agent's own actions after the fork differ
+               from the no-recovery branch's; the refresh query itself excluded) -- one
+               row per fork (the input of :func:`agentstudies.recovery.analyze_paired`)
 ``decisions``  cohort, task_id, condition, delay (1/2/4), y_without, y_with (refresh),
                active, factual_success, feature columns -- the router's decision table
 """
@@ -108,8 +109,15 @@ PAPER_COHORT_SIZES = {"primary": 106, "primary_factual_success": 93, "independen
 
 
 # ------------------------------------------------------------------ pools
+def _gen_item(item, rng):  # seeded_map signature; generation is keyed by (split, type, index, seed)
+    from agentstudies.envs.alfworld.generate import generate_game
+
+    split, tt, k, seed = item
+    return generate_game(split, tt, k, seed, env=_env(48))
+
+
 def cohort_pools(per_type: Mapping[str, int], *, seed: int = 2029,
-                 task_types: Sequence[str] | None = None) -> dict[str, list[dict[str, Any]]]:
+                 task_types: Sequence[str] | None = None, n_jobs: int = 1) -> dict[str, list[dict[str, Any]]]:
     """Disjoint generated task pools per cohort (``{cohort: n tasks per task type}``).
 
     ``primary``, ``mechanism``, ``evaluation`` draw from the ``valid_seen`` floor plans,
@@ -118,10 +126,11 @@ def cohort_pools(per_type: Mapping[str, int], *, seed: int = 2029,
     evaluation), so no task appears in two cohorts. Games inside the embedded manifest
     (5 per type and split, seed 2029) load at once; the rest are generated with the full
     winnability checks (slow: the planner runs once per game). Task ids are prefixed with
-    the cohort. ``task_types`` restricts the task types (default all six). Raises
+    the cohort. ``task_types`` restricts the task types (default all six); ``n_jobs``
+    generates games beyond the manifest in parallel (same games for any value). Raises
     ``ValueError`` for an unknown cohort or task type, or a negative size.
     """
-    from agentstudies.envs.alfworld.generate import SHORT_NAMES, TASK_TYPES, generate_game
+    from agentstudies.envs.alfworld.generate import SHORT_NAMES, TASK_TYPES
     from agentstudies.envs.alfworld.pools import load_pool
 
     unknown = set(per_type) - set(COHORT_DESIGNS)
@@ -134,7 +143,7 @@ def cohort_pools(per_type: Mapping[str, int], *, seed: int = 2029,
     offsets = {"valid_seen": 0, "valid_unseen": 0}
     cache: dict[str, list] = {}
     out: dict[str, list[dict[str, Any]]] = {}
-    env = None
+    plan: list[tuple[str, str, str, int]] = []
     for cohort in ("primary", "mechanism", "evaluation", "independent"):
         n = int(per_type.get(cohort, 0))
         if n < 0:
@@ -144,24 +153,22 @@ def cohort_pools(per_type: Mapping[str, int], *, seed: int = 2029,
         split = "valid_unseen" if cohort == "independent" else "valid_seen"
         start = offsets[split]
         offsets[split] += n
-        games = []
         for tt in types:
             for k in range(start, start + n):
-                if k < 5:
-                    if split not in cache:
-                        cache[split] = load_pool(split, 5, seed)
-                    g = next(x for x in cache[split] if x["task_id"] == f"{split}-{SHORT_NAMES[tt]}-{k:02d}")
-                else:
-                    if env is None:
-                        from agentstudies.envs.alfworld.env import AlfworldEnv
-
-                        env = AlfworldEnv(budget=48)
-                    g = generate_game(split, tt, k, seed, env=env)
-                g = dict(g)
-                g["task_id"] = f"{cohort}/{g['task_id']}"
-                g["cohort"] = cohort
-                games.append(g)
-        out[cohort] = games
+                plan.append((cohort, split, tt, k))
+    todo = [(split, tt, k, seed) for _, split, tt, k in plan if k >= 5]
+    made = dict(zip(todo, seeded_map(_gen_item, todo, seed=seed, n_jobs=n_jobs))) if todo else {}
+    for cohort, split, tt, k in plan:
+        if k < 5:
+            if split not in cache:
+                cache[split] = load_pool(split, 5, seed)
+            g = next(x for x in cache[split] if x["task_id"] == f"{split}-{SHORT_NAMES[tt]}-{k:02d}")
+        else:
+            g = made[(split, tt, k, seed)]
+        g = dict(g)
+        g["task_id"] = f"{cohort}/{g['task_id']}"
+        g["cohort"] = cohort
+        out.setdefault(cohort, []).append(g)
     return out
 
 
@@ -356,12 +363,13 @@ def run_task(
                         ended)
         _play(env, br, goal, turn_cap)
         y0 = bool(env.won)
+        base_actions = env.actions
         if trace:
             out["branches"].append(dict(condition=cond, delay=None, operation=None, actions=env.actions,
                                         fork_key=None, shown=None))
         if cond == "clean":
             matches = env.actions == f_actions
-        y_with: dict[tuple[int, str], tuple[bool, bool]] = {}
+        y_with: dict[tuple[int, str], tuple[bool, bool, bool]] = {}
         for d in points:
             snap, sb, ended = snaps[d]
             ops = list(operations) if d in delays else []
@@ -369,27 +377,31 @@ def run_task(
                 ops.append("refresh")
             for op in ops:
                 if ended:
-                    y_with[(d, op)] = (y0, False)
+                    y_with[(d, op)] = (y0, False, False)
                     continue
                 env.restore(snap)
                 fork_key = env.state_key() if trace else None
                 b = _Branch(_clone_policy(sb.policy), sb.shown, sb.turns, [dict(x) for x in sb.transcript], sb.stats)
+                n_before = len(env.actions)
                 _apply(env, b, op, refresh_commands)
+                n_query = len(env.actions) - n_before
                 shown_after = b.shown
                 _play(env, b, goal, turn_cap)
-                y_with[(d, op)] = (bool(env.won), True)
+                acts = env.actions
+                agent_acts = acts[:n_before] + acts[n_before + n_query:]
+                y_with[(d, op)] = (bool(env.won), True, agent_acts != base_actions)
                 if trace:
                     out["branches"].append(dict(condition=cond, delay=d, operation=op, actions=env.actions,
                                                 fork_key=fork_key, shown=shown_after))
         for d in delays:
             for op in operations:
-                y1, active = y_with[(int(d), op)]
+                y1, active, changed = y_with[(int(d), op)]
                 out["paired"].append(dict(cohort=cohort, task_id=task_id, condition=cond, delay=int(d), operation=op,
                                           y_without=int(y0), y_with=int(y1), active=active,
-                                          factual_success=y_fact))
+                                          factual_success=y_fact, changed=changed))
         for d in router_delays:
             snap, sb, ended = snaps[int(d)]
-            y1, active = y_with[(int(d), "refresh")]
+            y1, active, _ = y_with[(int(d), "refresh")]
             row = dict(cohort=cohort, task_id=task_id, condition=cond, delay=int(d), y_without=int(y0), y_with=int(y1),
                        active=active, factual_success=y_fact)
             row.update(_features(sb, goal, intro, turn_cap, action_cap))
@@ -501,7 +513,7 @@ def run_recovery_study(
     tasks = pd.DataFrame([r["task"] for r in res])
     paired = pd.DataFrame([x for r in res for x in r["paired"]],
                           columns=["cohort", "task_id", "condition", "delay", "operation", "y_without", "y_with",
-                                   "active", "factual_success"])
+                                   "active", "factual_success", "changed"])
     dec = pd.DataFrame([x for r in res for x in r["decisions"]])
     timing = dict(wall_seconds=wall, worker_seconds=float(sum(r["seconds"] for r in res)), tasks=len(items))
     params = dict(seed=seed, cap_scale=cap_scale, n_jobs=n_jobs, refresh_commands=list(refresh_commands), designs={k: {kk: list(vv) for kk, vv in v.items()}
@@ -520,6 +532,7 @@ def router_pipeline(
     train: str = "factual-success",
     cate_learner: str = "dr",
     freeze_path: str | None = None,
+    min_train_tasks: int = 4,
 ) -> dict[str, Any]:
     """Fit CIR and its baselines on the primary cohort, freeze, then evaluate.
 
@@ -531,9 +544,13 @@ def router_pipeline(
     five-fold OOF predictions, refitted and frozen (SHA-256; written to
     ``freeze_path`` as JSON when given); only then are evaluation outcomes unsealed.
 
+    When ``train="factual-success"`` yields fewer than ``min_train_tasks`` tasks (a weak
+    agent or a tiny cohort), the complete primary cohort is used instead and the returned
+    ``train_used`` says so (shown in the chapter) -- never silently.
+
     Returns ``{"fit", "cate", "cate_selection", "evaluation", "vault", "train_tasks",
-    "eval_tasks"}``. Raises ``ValueError`` with fewer than two training tasks or an
-    empty evaluation cohort.
+    "eval_tasks", "train_used"}``. Raises ``ValueError`` with fewer than two training
+    tasks or an empty evaluation cohort.
     """
     import json
     from pathlib import Path
@@ -549,8 +566,14 @@ def router_pipeline(
         raise ValueError("no prefix-feasible task in the evaluation cohort")
     vault = OutcomeVault(ev, feats)  # sealed before anything is fitted
     tr = dec[dec["cohort"] == "primary"]
+    train_used = train
     if train == "factual-success":
-        tr = tr[tr["factual_success"].astype(bool)]
+        fs = tr[tr["factual_success"].astype(bool)]
+        k = int(fs["task_id"].nunique())
+        if k >= min_train_tasks:
+            tr = fs
+        else:
+            train_used = f"complete (only {k} factual-success primary task(s) < {min_train_tasks})"
     elif train != "complete":
         raise ValueError(f"train={train!r}: expected 'factual-success' or 'complete'")
     tr = tr.reset_index(drop=True)
@@ -568,7 +591,7 @@ def router_pipeline(
                                  for k, r in routers.items()}, indent=1, sort_keys=True) + "\n")
     evaluation = evaluate_policies(routers, vault, level=level, n_draws=n_draws, seed=seed)
     return dict(fit=fit, cate=cate, cate_selection=cate_sel, evaluation=evaluation, vault=vault,
-                train_tasks=n_train, eval_tasks=int(ev["task_id"].nunique()))
+                train_tasks=n_train, eval_tasks=int(ev["task_id"].nunique()), train_used=train_used)
 
 
 # ------------------------------------------------------------------ paper values
@@ -781,7 +804,8 @@ def reappearance(result, evaluation=None) -> pd.DataFrame:
     vi = [con("independent-factual-success", d) for d in DELAYS]
     ok = all(np.isfinite(vi))
     rows.append(("Independent cohort keeps stale > clean at every delay", "8.99–14.61 pp",
-                 " / ".join(f"{x:+.1f}" for x in vi), all(x > 0 for x in vi) if ok else pd.NA))
+                 " / ".join(f"{x:+.1f}" for x in vi) if ok else "n/a (no factual-success task)",
+                 all(x > 0 for x in vi) if ok else pd.NA))
     a, b = cell("primary-complete", "clean", 0), cell("primary-complete", "stale-2", 0)
     rows.append(("Complete primary cohort: stale Δ > clean Δ at d = 0", "+6.60 vs −3.77 pp", f"{b:+.1f} vs {a:+.1f} pp",
                  (b > a) if np.isfinite(a) and np.isfinite(b) else pd.NA))
@@ -790,8 +814,8 @@ def reappearance(result, evaluation=None) -> pd.DataFrame:
                  f"{r_s:.0f} / {h_s:.0f}" if np.isfinite(r_s) else "", (r_s > 0 and h_s > 0) if np.isfinite(r_s) else pd.NA))
     m = [cell("mechanism-complete", "stale-2", 4, op) for op in OPERATIONS]
     ok = all(np.isfinite(m))
-    rows.append(("Mechanism (stale, d = 4): full ≥ content-ablated ≥ replan-only", "+13.43 ≥ +10.45 ≥ +1.49 pp",
-                 " / ".join(f"{x:+.1f}" for x in m), (m[0] >= m[1] >= m[2]) if ok else pd.NA))
+    rows.append(("Mechanism (stale, d = 4): full > content-ablated > replan-only", "+13.43 ≥ +10.45 ≥ +1.49 pp",
+                 " / ".join(f"{x:+.1f}" for x in m), (m[0] > m[1] > m[2]) if ok else pd.NA))
     rows.append(("Content-ablated refresh keeps a positive effect (not only the new text)", "+10.45 pp",
                  f"{m[1]:+.1f} pp" if ok else "", (m[1] > 0) if ok else pd.NA))
     if evaluation is not None:
@@ -806,14 +830,16 @@ def reappearance(result, evaluation=None) -> pd.DataFrame:
         g = ev("cir", "all", "delta")
         rows.append(("CIR raises success over never-refresh", "+3.00 pp", f"{g:+.1f} pp", g > 0))
         hc = ev("cir", "clean", "harm")
-        rows.append(("CIR leaves clean trajectories unharmed", "0 / 0 on clean", f"{hc:.0f} clean harms", hc == 0))
+        ni = ev("cir", "all", "interventions")
+        rows.append(("CIR refreshes selectively and harms no clean trajectory", "16.3% refreshed; 0 / 0 on clean",
+                     f"{ni:.0f} refreshes; {hc:.0f} clean harms", bool(ni > 0 and hc == 0)))
         s2 = ev("cir", "stale-2", "delta")
         others = [ev("cir", x, "delta") for x in ("clean", "stale-1", "missing")]
         rows.append(("CIR's largest gain is on two-step stale", "+9.33 pp", f"{s2:+.1f} pp",
-                     bool(np.isfinite(s2) and all(s2 >= o for o in others if np.isfinite(o)))))
+                     bool(np.isfinite(s2) and s2 > 0 and all(s2 >= o for o in others if np.isfinite(o)))))
         an, rm = ev("anomaly", "all", "delta"), ev("rate-matched", "all", "delta")
-        rows.append(("CIR ≥ both anomaly baselines (point estimate)", "+3.00 vs +1.67 / +2.00 pp",
-                     f"{g:+.1f} vs {an:+.1f} / {rm:+.1f} pp", bool(g >= an and g >= rm)))
+        rows.append(("CIR > both anomaly baselines (point estimate)", "+3.00 vs +1.67 / +2.00 pp",
+                     f"{g:+.1f} vs {an:+.1f} / {rm:+.1f} pp", bool(g > an and g > rm)))
         p = ev("cir", "all", "sign_flip_p")
         rows.append(("CIR's gain is significant (sign-flip p < 0.05)", "p = 0.034", f"p = {p:.3f}", bool(p < 0.05)))
     return pd.DataFrame(rows, columns=["finding", "paper", "this_run", "reappears"])
