@@ -238,3 +238,16 @@ def test_branches_share_prefix_and_apply_the_operation():
         assert all(len(v) == 1 for v in keys.values())
         return
     pytest.skip("no feasible mechanism task in this tiny pool")
+
+
+def test_look_reply_formats():
+    raw = "You are facing the countertop 1, and drawer 2. Next to it, you see nothing."
+    assert ar.format_reply(raw, "raw") == raw
+    assert ar.format_reply(raw, "arrival") == "You arrive at countertop 1."
+    assert ar.format_reply("You are facing the sinkbasin 1. Next to it, you see nothing.", "arrival") == \
+        "You arrive at sinkbasin 1."
+    with pytest.raises(ValueError, match="look_format"):
+        ar.format_reply(raw, "fancy")
+    pools = ar.cohort_pools({"primary": 1}, task_types=["pick_and_place_simple"])
+    with pytest.raises(ValueError, match="look_format"):
+        ar.run_task(pools["primary"][0], ReadingPolicy(), look_format="fancy")

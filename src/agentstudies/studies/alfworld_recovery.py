@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import copy
 import math
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
@@ -71,6 +72,8 @@ __all__ = [
     "OPERATIONS",
     "PAPER_COHORT_SIZES",
     "POLICY_FEATURES",
+    "LOOK_FORMATS",
+    "format_reply",
     "REPLAN_TEXT",
     "RecoveryStudy",
     "cohort_pools",
@@ -225,13 +228,28 @@ def _play(env, br: _Branch, goal: str, turn_cap: int, until_actions: int | None 
         br.stats = _policy_stats(br.policy)
 
 
-def _apply(env, br: _Branch, op: str, refresh_commands: Sequence[str] = ("look",)) -> None:
+_FACING = re.compile(r"You are facing the ([a-z]+ \d+)(?:, and [^.]*)?\.(?: Next to it, you see nothing\.)?")
+#: How a refresh reply is shown: ``"raw"`` verbatim (the paper), ``"arrival"`` with ALFWorld's
+#: look reply "You are facing the X. ..." rewritten to the arrival form "You arrive at X."
+LOOK_FORMATS = ("raw", "arrival")
+
+
+def format_reply(text: str, look_format: str = "raw") -> str:
+    """A refresh reply as shown to the agent (see :data:`LOOK_FORMATS`)."""
+    if look_format == "raw":
+        return text
+    if look_format == "arrival":
+        return _FACING.sub(lambda m: f"You arrive at {m.group(1)}.", text)
+    raise ValueError(f"look_format={look_format!r}; expected one of {LOOK_FORMATS}")
+
+
+def _apply(env, br: _Branch, op: str, refresh_commands: Sequence[str] = ("look",), look_format: str = "raw") -> None:
     if op == "refresh" or op == "ablated":
         replies = []
         for cmd in refresh_commands:
             if env.remaining_budget > 0 and not env.won:
                 env.step(cmd)
-                replies.append(env.observation)
+                replies.append(format_reply(env.observation, look_format))
         # no action left for the query: nothing can be appended
         extra = ("\n".join(replies) if op == "refresh" else ABLATED_TEXT) if replies else ""
     elif op == "replan":
@@ -265,6 +283,7 @@ def run_task(
     cap_scale: float = 1.0,
     intervention_fraction: float = 0.25,
     refresh_commands: Sequence[str] = ("look",),
+    look_format: str = "raw",
     trace: bool = False,
 ) -> dict[str, Any]:
     """Run the whole protocol on one task (module docstring). Returns ``{"task": row,
@@ -292,6 +311,8 @@ def run_task(
         raise ValueError(f"cap_scale={cap_scale}: expected a positive number")
     if not refresh_commands or not all(isinstance(c, str) and c for c in refresh_commands):
         raise ValueError(f"refresh_commands={refresh_commands!r}: expected a non-empty list of commands")
+    if look_format not in LOOK_FORMATS:
+        raise ValueError(f"look_format={look_format!r}; expected one of {LOOK_FORMATS}")
     turn_cap = max(1, int(round(49 * cap_scale)))
     action_cap = max(1, int(round(64 * cap_scale)))
     env = _env(action_cap)
@@ -383,7 +404,7 @@ def run_task(
                 fork_key = env.state_key() if trace else None
                 b = _Branch(_clone_policy(sb.policy), sb.shown, sb.turns, [dict(x) for x in sb.transcript], sb.stats)
                 n_before = len(env.actions)
-                _apply(env, b, op, refresh_commands)
+                _apply(env, b, op, refresh_commands, look_format)
                 n_query = len(env.actions) - n_before
                 shown_after = b.shown
                 _play(env, b, goal, turn_cap)
@@ -415,7 +436,7 @@ def run_task(
 def _task_item(item, rng, **kw):  # seeded_map signature; the task's seeds are keyed, rng unused
     game, design = item
     return run_task(game, kw["policy"], seed=kw["root_seed"], cap_scale=kw["cap_scale"],
-                    refresh_commands=kw["refresh_commands"], **design)
+                    refresh_commands=kw["refresh_commands"], look_format=kw["look_format"], **design)
 
 
 # ------------------------------------------------------------------ study
@@ -469,6 +490,7 @@ def run_recovery_study(
     cap_scale: float = 1.0,
     designs: Mapping[str, Mapping[str, Sequence]] | None = None,
     refresh_commands: Sequence[str] = ("look",),
+    look_format: str = "raw",
     n_jobs: int = 1,
 ) -> RecoveryStudy:
     """Run the protocol on every cohort's pool (module docstring).
@@ -486,6 +508,10 @@ def run_recovery_study(
     refresh_commands : the environment query of a refresh (paper: one ``look``); each
         command costs one environment action; ``refresh`` appends the replies,
         ``ablated`` issues the same commands and hides the replies.
+    look_format : how a refresh reply is shown (:data:`LOOK_FORMATS`): ``"raw"`` (the
+        paper: verbatim) or ``"arrival"`` (the harness rewrites ALFWorld's look reply
+        "You are facing the X" as "You arrive at X." -- for agents that only parse the
+        arrival form; a harness-side formatting choice, reported with the results).
     n_jobs : parallel tasks (:func:`agentstudies.parallel.seeded_map`); tables do not
         depend on it.
 
@@ -508,7 +534,7 @@ def run_recovery_study(
         raise ValueError("duplicate task ids across the cohorts' pools; cohorts must be disjoint")
     t0 = time.perf_counter()
     res = seeded_map(_task_item, items, seed=seed, n_jobs=n_jobs, policy=policy, cap_scale=cap_scale, root_seed=seed,
-                     refresh_commands=tuple(refresh_commands))
+                     refresh_commands=tuple(refresh_commands), look_format=look_format)
     wall = time.perf_counter() - t0
     tasks = pd.DataFrame([r["task"] for r in res])
     paired = pd.DataFrame([x for r in res for x in r["paired"]],
@@ -516,7 +542,8 @@ def run_recovery_study(
                                    "active", "factual_success", "changed"])
     dec = pd.DataFrame([x for r in res for x in r["decisions"]])
     timing = dict(wall_seconds=wall, worker_seconds=float(sum(r["seconds"] for r in res)), tasks=len(items))
-    params = dict(seed=seed, cap_scale=cap_scale, n_jobs=n_jobs, refresh_commands=list(refresh_commands), designs={k: {kk: list(vv) for kk, vv in v.items()}
+    params = dict(seed=seed, cap_scale=cap_scale, n_jobs=n_jobs, refresh_commands=list(refresh_commands),
+                  look_format=look_format, designs={k: {kk: list(vv) for kk, vv in v.items()}
                                                                          for k, v in designs.items() if k in pools},
                   policy=getattr(policy, "params", repr(policy)), pool_sizes={k: len(v) for k, v in pools.items()})
     return RecoveryStudy(tasks, paired, dec, params, timing)
