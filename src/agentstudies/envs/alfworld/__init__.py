@@ -28,6 +28,7 @@ _EXPORTS = {
     "AlfworldEnv": "env",
     "ReplayMismatch": "env",
     "SnapshotError": "env",
+    "InadmissibleCommand": "env",
     "load_game_file": "env",
     "official_game_files": "env",
     "generate_pool": "generate",

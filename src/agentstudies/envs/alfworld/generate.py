@@ -80,6 +80,9 @@ SHORT_NAMES: dict[str, str] = {
 SPLITS: dict[str, tuple[int, ...]] = {
     "valid_seen": tuple(C.TRAIN_SCENE_NUMBERS),
     "valid_unseen": tuple(C.TEST_SCENE_NUMBERS),
+    # training problems for the learned checkpoints (studies/alfworld_training.py): the
+    # training floor plans, as in ALFWorld's own train split; its own key in every seed
+    "train": tuple(C.TRAIN_SCENE_NUMBERS),
 }
 
 _STATIC_RECEPTACLES = frozenset(C.RECEPTACLES - C.MOVABLE_RECEPTACLES_SET) - {"Box"}
