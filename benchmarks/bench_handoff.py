@@ -12,7 +12,7 @@ Measured
                (same task statistics and draws) - timed on --loop-draws resamples and
                extrapolated to n_boot.
   loop_pandas  the straightforward row-level implementation: build each resample's
-               episode rows and take pandas means (reference.handoff_replicates_loop) -
+               episode rows and take pandas means (testing.handoff_replicates_loop) -
                timed on --pandas-draws resamples and extrapolated.
 
 Usage:  python benchmarks/bench_handoff.py [--n-boot 100000] [--threads 2] [--json out.json]
@@ -43,16 +43,21 @@ def main(argv: list[str] | None = None) -> dict:
 
     from threadpoolctl import threadpool_limits
 
-    from agentstudies.handoff import analyze_handoff, episode_task_stats, split_seed_sequence
-    from agentstudies.handoff._boot import run_bootstrap
-    from agentstudies.handoff.estimands import _flat_statistic
-    from agentstudies.handoff.reference import example_tables, handoff_replicates_loop
+    from agentstudies.handoff import analyze_handoff
+    from agentstudies.handoff.testing import (
+        episode_task_stats,
+        example_tables,
+        flat_statistic,
+        handoff_replicates_loop,
+        run_bootstrap,
+        split_seed_sequence,
+    )
     from agentstudies.stats import bootstrap_counts
 
     ep = example_tables(seed=args.seed, n_per_type=5, n_seeds=4)["episodes"]
     split = "valid_unseen"
     stats = episode_task_stats(ep)[split]
-    statistic, names, by_type = _flat_statistic(stats, bridge=True, pre=False)
+    statistic, names, by_type = flat_statistic(stats, bridge=True, pre=False)
     sums = stats.block_sums()
     out: dict = dict(
         n_rows=len(ep), n_tasks=stats.n_units, n_types=stats.n_strata, n_boot=args.n_boot,

@@ -27,8 +27,8 @@ def main(argv: list[str] | None = None) -> dict:
 
     import numpy as np
 
-    from agentstudies.sasst.simulations import feasibility as fz
-    from agentstudies.sasst.simulations import geometry_study as gs
+    from agentstudies.studies import sasst_feasibility as fz
+    from agentstudies.studies import sasst_geometry as gs
 
     out: dict[str, float] = {}
     cfg_b = gs.StudyBConfig()

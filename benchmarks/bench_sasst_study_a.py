@@ -4,7 +4,7 @@ One Study A trial at M = 1000 clusters simulates the data, discovers the learned
 R = 5 and R = 20, confirms the fixed oracle and the learned rule, and computes pointwise
 multiplier critical values from 2,000 Gaussian multiplier draws shared by the four slots.
 
-* vectorized: :func:`agentstudies.sasst.simulations.common.coordinatewise_critical`
+* vectorized: :func:`agentstudies.studies._sasst_common.coordinatewise_critical`
   (one ``(B x N) @ (N x m)`` product);
 * reference: :func:`loop_critical` below - a plain Python loop over the 2,000 draws and,
   inside, over the clusters (and slots), the straightforward transcription of
@@ -30,8 +30,8 @@ import time
 import numpy as np
 
 from agentstudies.chapter import artifacts_root
-from agentstudies.sasst.simulations import calibration as C
-from agentstudies.sasst.simulations.common import coordinatewise_critical
+from agentstudies.studies import sasst_calibration as C
+from agentstudies.studies._sasst_common import coordinatewise_critical
 
 
 def loop_critical(phi: np.ndarray, signs: np.ndarray, zeta: np.ndarray, alpha: float = 0.05) -> np.ndarray:

@@ -46,6 +46,10 @@ def test_belief_parses_shown_text_by_hand():
     assert "move mug 1 to cabinet 1" in cands and not any(c.startswith("put ") for c in cands)
     b.update("You move the mug 1 to the cabinet 1.")
     assert b.holding is None and b.placed == {"mug 1"} and b.contents["cabinet 1"] == ["mug 1"]
+    assert b.last_moved == "mug 1"
+    b.record_command("use mug 1")
+    b.update("Nothing happens.")
+    assert b.last_failed and b.failed == {"use mug 1"}
 
 
 def test_shown_text_reads_goal_and_observation_only():

@@ -135,3 +135,119 @@ def test_bad_arguments():
         ar.run_recovery_study({"other": pools["primary"]}, ReadingPolicy())
     with pytest.raises(ValueError, match="unknown cohort"):
         ar.cohort_pools({"nope": 1})
+
+
+# ------------------------------------------------------------ paper-shaped tables, plots, artifacts
+def _synthetic_result():
+    rng = np.random.default_rng(0)
+    rows = []
+    for cohort, conds, delays, ops in [("primary-factual-success", ("clean", "stale-2"), ar.DELAYS, ("refresh",)),
+                                       ("primary-complete", ("clean", "stale-2"), ar.DELAYS, ("refresh",)),
+                                       ("mechanism-complete", ("clean", "stale-2"), (0, 4), ar.OPERATIONS)]:
+        for t in range(12):
+            for c in conds:
+                y0 = 1 if cohort == "primary-factual-success" and c == "clean" else int(rng.random() < 0.5)
+                for d in delays:
+                    for op in ops:
+                        y1 = int(rng.random() < (0.8 if c == "stale-2" else 0.6))
+                        rows.append(dict(cohort=cohort, task_id=f"t{t}", condition=c, delay=d, operation=op,
+                                         y_without=y0, y_with=y1))
+    return rc.analyze_paired(pd.DataFrame(rows), n_draws=100, seed=0)
+
+
+def test_paper_tables_stack_this_run_and_paper():
+    res = _synthetic_result()
+    t1 = ar.table_delta(res)
+    assert list(t1["source"].unique()) == ["this run", "paper"]
+    d0 = res.get("delta", cohort="primary-factual-success", condition="clean", delay=0)
+    assert t1.loc[(t1["source"] == "this run") & (t1["delay"] == 0), "clean"].iloc[0].startswith(f"{d0['estimate']:+.1f}")
+    assert t1.loc[(t1["source"] == "paper") & (t1["delay"] == 0), "clean"].iloc[0].startswith("-6.45")
+    t2 = ar.table_counts(res, cohorts=("primary-complete",))
+    paper = t2[t2["source"] == "paper"].set_index("condition")
+    assert (paper.loc["clean", "rescue"], paper.loc["clean", "harm"]) == (2, 6)
+    assert (paper.loc["stale-2", "rescue"], paper.loc["stale-2", "harm"]) == (17, 10)
+    ours = t2[t2["source"] == "this run"].set_index("condition")
+    cell = res.cells[(res.cells["cohort"] == "primary-complete") & (res.cells["delay"] == 0)].set_index("condition")
+    assert ours.loc["stale-2", "rescue"] == cell.loc["stale-2", "rescue"]
+    t3 = ar.table_mechanism(res)
+    assert set(t3.loc[t3["source"] == "this run", "operation"]) == set(ar.OPERATIONS)
+    sh = res.shared_rescues("refresh", "ablated").set_index(["cohort", "condition", "delay"])
+    row = t3[(t3["source"] == "this run") & (t3["operation"] == "ablated") & (t3["condition"] == "stale-2")]
+    assert row["rescues shared with full"].iloc[0] == sh.loc[("mechanism-complete", "stale-2", 4), "shared"]
+    f = ar.reappearance(res).set_index("finding")
+    v = res.get("delta", cohort="primary-factual-success", condition="clean", delay=0)["estimate"]
+    assert bool(f.iloc[0]["reappears"]) == (v < 0)
+
+
+def test_plots_label_and_shape():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from agentstudies.recovery import plots
+
+    res = _synthetic_result()
+    fig = plots.plot_delta_by_delay(res, "primary-complete", label="simulated agent")
+    assert "simulated agent" in fig.axes[0].get_title()
+    assert len(fig.axes[0].lines) >= 2
+    with pytest.raises(KeyError, match="cohorts"):
+        plots.plot_delta_by_delay(res, "nope")
+
+
+def test_artifacts_rescue_minus_harm_identity():
+    from agentstudies.chapter import artifacts_root
+
+    path = artifacts_root() / "alfworld_recovery" / "paired_cells.csv"
+    if not path.is_file():
+        pytest.skip("chapter alfworld_recovery has not been run here (no artifacts)")
+    cells = pd.read_csv(path)
+    assert len(cells) > 0
+    assert ((cells["rescue"] - cells["harm"]) == cells["net"]).all()
+    assert np.allclose(cells["rescue"] - cells["harm"], cells["delta"] * cells["n"] / 100, atol=1e-9, rtol=0)
+    assert ((cells["rescue"] + cells["harm"] + cells["both_succeed"] + cells["both_fail"]) == cells["n"]).all()
+
+
+def test_branches_share_prefix_and_apply_the_operation():
+    pools = ar.cohort_pools({"mechanism": 1}, task_types=["pick_and_place_simple", "look_at_obj_in_light"])
+    for game in pools["mechanism"]:
+        out = ar.run_task(game, ReadingPolicy(), seed=0, conditions=("clean", "stale-2"), delays=(0, 2),
+                          operations=ar.OPERATIONS, cap_scale=0.5, trace=True)
+        if not out["task"]["feasible"]:
+            continue
+        t0 = out["task"]["t0"]
+        base = {b["condition"]: b["actions"] for b in out["branches"] if b["delay"] is None}
+        for b in out["branches"]:
+            if b["delay"] is None or not b["actions"]:
+                continue
+            k = t0 + b["delay"]
+            if len(base[b["condition"]]) < k:
+                continue  # the no-recovery branch ended first: carried, not forked
+            assert b["actions"][:k] == base[b["condition"]][:k]  # shared pre-branch history
+            if b["operation"] in ("refresh", "ablated"):
+                assert b["actions"][k] == "look"
+            else:
+                assert len(b["actions"]) <= k or b["actions"][k] != "look" or base[b["condition"]][k:k + 1] == ["look"]
+            if b["operation"] == "ablated":
+                assert ar.ABLATED_TEXT in b["shown"] and "You are facing" not in b["shown"].split("\n")[-1]
+            if b["operation"] == "replan":
+                assert b["shown"].endswith(ar.REPLAN_TEXT)
+        # the forks of one (condition, delay) start from one engine state
+        keys = {}
+        for b in out["branches"]:
+            if b["fork_key"] is not None:
+                keys.setdefault((b["condition"], b["delay"]), set()).add(b["fork_key"])
+        assert all(len(v) == 1 for v in keys.values())
+        return
+    pytest.skip("no feasible mechanism task in this tiny pool")
+
+
+def test_look_reply_formats():
+    raw = "You are facing the countertop 1, and drawer 2. Next to it, you see nothing."
+    assert ar.format_reply(raw, "raw") == raw
+    assert ar.format_reply(raw, "arrival") == "You arrive at countertop 1."
+    assert ar.format_reply("You are facing the sinkbasin 1. Next to it, you see nothing.", "arrival") == \
+        "You arrive at sinkbasin 1."
+    with pytest.raises(ValueError, match="look_format"):
+        ar.format_reply(raw, "fancy")
+    pools = ar.cohort_pools({"primary": 1}, task_types=["pick_and_place_simple"])
+    with pytest.raises(ValueError, match="look_format"):
+        ar.run_task(pools["primary"][0], ReadingPolicy(), look_format="fancy")

@@ -9,7 +9,7 @@ from agentstudies.agents.alfworld_policy import make_checkpoints
 from agentstudies.envs.alfworld._testing import small_game
 from agentstudies.envs.alfworld.env import AlfworldEnv
 from agentstudies.envs.alfworld.frontier import frontier_check_reference
-from agentstudies.envs.alfworld.study import (
+from agentstudies.studies.alfworld_handoff import (
     AUDIT_COLUMNS,
     EPISODE_COLUMNS,
     STEP_COLUMNS,
@@ -19,7 +19,7 @@ from agentstudies.envs.alfworld.study import (
 
 GAMES = [small_game("pick_and_place_simple"), small_game("pick_clean_then_place_in_recep"),
          small_game("look_at_obj_in_light")]
-KW = dict(tasks_per_type=None, seeds=[0, 1, 2], early_budget=16, D=2, continuation_budget=2)
+KW = dict(tasks_per_type=None, seeds=[0, 1, 2], early_budget=16, D=2, continuation_budget=2, checkpoints="scripted")
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +40,7 @@ def test_schemas_are_exact(study):
 
 
 def test_tables_pass_the_handoff_validators(study):
-    ho = pytest.importorskip("agentstudies.handoff._validate")
+    ho = pytest.importorskip("agentstudies.handoff")
     ho.validate_episodes(study.episodes)
     ho.validate_trajectories(study.trajectories)
     ho.validate_steps(study.steps)
@@ -71,6 +71,14 @@ def test_invariants(study):
     # a solver that wins from an l = 2 state in two actions took a bridge action first
     won = e[e["solved"].fillna(False)]
     assert won["bridge"].all()
+    # validity: scripted policies only take admissible commands; every action is logged
+    assert s["valid"].all() and (t["n_invalid"] == 0).all()
+    a = study.actions
+    assert (a["role"] == "reacher").sum() == len(s)
+    assert (a["role"] == "solver").sum() >= 2 * int(t["arrived"].sum())
+    arrived_eps = e[e["arrived"]]
+    pair = arrived_eps.groupby(["task_id", "seed", "reacher"])["shown_hash"].nunique()
+    assert (pair == 1).all()  # both solvers were shown the identical clone
     audit = study.clone_audit
     n_arr = int(t["arrived"].sum())
     assert audit["arrivals"].sum() == n_arr == audit["solver_pairs"].sum()
@@ -106,7 +114,7 @@ def test_results_do_not_depend_on_n_jobs_or_clone_mode(study):
     par = run_handoff_study(GAMES, n_jobs=2, **KW)
     snap = run_handoff_study(GAMES, n_jobs=1, clone="snapshot", **KW)
     for other in (par, snap):
-        for name in ("trajectories", "steps", "episodes"):
+        for name in ("trajectories", "steps", "episodes", "actions"):
             pd.testing.assert_frame_equal(getattr(study, name), getattr(other, name))
     assert (snap.clone_audit["clone"] == "snapshot").all()
     assert snap.clone_audit["replays_passed"].sum() == study.trajectories["arrived"].sum()

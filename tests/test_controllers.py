@@ -13,17 +13,11 @@ import pandas as pd
 import pytest
 
 from agentstudies.agents.controllers import (
-    PAPER_TABLE_13,
     WORKFLOWS,
     ConfirmationGateController,
-    DeckCard,
     PlanVerifierController,
     ProposedCall,
     ReActController,
-    audit_deck,
-    controller_audit,
-    controller_boundary_tests,
-    controller_replay,
     extract_mutation,
     make_controller,
     parse_consent,
@@ -31,6 +25,14 @@ from agentstudies.agents.controllers import (
     serialize_mutation,
 )
 from agentstudies.envs.tau import get_task
+from agentstudies.studies.tau_controller_audit import (
+    PAPER_TABLE_13,
+    DeckCard,
+    audit_deck,
+    controller_audit,
+    controller_boundary_tests,
+    controller_replay,
+)
 
 WRITE = ProposedCall("cancel_pending_order", {"order_id": "#W5199551", "reason": "no longer needed"}, True)
 READ = ProposedCall("get_order_details", {"order_id": "#W5199551"}, False)

@@ -5,7 +5,8 @@ import pandas as pd
 import pytest
 
 from agentstudies import handoff as ho
-from agentstudies.handoff.reference import example_tables
+from agentstudies.handoff import testing as hot
+from agentstudies.handoff.testing import example_tables
 from agentstudies.stats import bootstrap_counts
 
 # ------------------------------------------------------------------ budget
@@ -57,7 +58,7 @@ def test_budget_intervals_match_a_loop():
     tasks = sorted(TYPE)
     labels = sorted(set(TYPE.values()))
     strata = np.array([labels.index(TYPE[t]) for t in tasks])
-    counts = bootstrap_counts(len(tasks), B, np.random.default_rng(ho.split_seed_sequence(seed, "budget:valid_seen")),
+    counts = bootstrap_counts(len(tasks), B, np.random.default_rng(hot.split_seed_sequence(seed, "budget:valid_seen")),
                               strata)
     per_task = {}
     for t in tasks:  # per-task counts read straight from the rows
@@ -212,7 +213,7 @@ def test_loop_share_difference_interval_matches_a_loop():
     is_loop = (lab["label"] == "loop").to_numpy()
     reacher = lab["reacher"].to_numpy()
     codes = np.array([sorted({"SFT", "RL"}).index(r) for r in reacher])
-    counts = bootstrap_counts(len(lab), B, np.random.default_rng(ho.split_seed_sequence(seed, "audit:valid_unseen")),
+    counts = bootstrap_counts(len(lab), B, np.random.default_rng(hot.split_seed_sequence(seed, "audit:valid_unseen")),
                               codes)
     diffs = []
     for c in counts:

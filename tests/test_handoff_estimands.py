@@ -7,7 +7,8 @@ import pandas as pd
 import pytest
 
 from agentstudies import handoff as ho
-from agentstudies.handoff.reference import example_tables, handoff_replicates_loop
+from agentstudies.handoff import testing as hot
+from agentstudies.handoff.testing import example_tables, handoff_replicates_loop
 from agentstudies.stats import bootstrap_counts
 
 # ---------------------------------------------------------------- hand-worked table
@@ -226,9 +227,9 @@ def example():
 
 def test_vectorized_bootstrap_equals_loop_with_same_indices(example):
     ep = example["episodes"]
-    stats = ho.episode_task_stats(ep)["valid_unseen"]
+    stats = hot.episode_task_stats(ep)["valid_unseen"]
     counts = bootstrap_counts(stats.n_units, 40, np.random.default_rng(11), stats.strata)
-    fast = ho.handoff_replicates(stats, counts)
+    fast = hot.handoff_replicates(stats, counts)
     slow = handoff_replicates_loop(ep, stats.units, counts)
     assert list(slow.columns) == [c for c in fast.columns if c in slow.columns]
     np.testing.assert_allclose(fast[slow.columns].to_numpy(), slow.to_numpy(), rtol=0, atol=1e-12, equal_nan=True)
@@ -238,8 +239,8 @@ def test_percentile_intervals_match_numpy_on_loop_output(example):
     ep = example["episodes"]
     B, seed = 40, 5
     res = ho.analyze_handoff(ep, n_boot=B, seed=seed)
-    stats = ho.episode_task_stats(ep)["valid_unseen"]
-    counts = ho.draw_counts(stats, B, ho.split_seed_sequence(seed, "valid_unseen"))
+    stats = hot.episode_task_stats(ep)["valid_unseen"]
+    counts = hot.draw_counts(stats, B, hot.split_seed_sequence(seed, "valid_unseen"))
     slow = handoff_replicates_loop(ep, stats.units, counts)
     for name in ("interaction", "reach_gap", "survivor_interaction", "endpoint[treated,treated]",
                  "delta_solve_all_states", "finish_rate[base]"):
@@ -254,13 +255,13 @@ def test_percentile_intervals_match_numpy_on_loop_output(example):
 
 def test_stratification_keeps_type_counts_fixed(example):
     ep = example["episodes"]
-    stats = ho.episode_task_stats(ep)["valid_unseen"]
-    counts = ho.draw_counts(stats, 500, ho.split_seed_sequence(1, "valid_unseen"))
+    stats = hot.episode_task_stats(ep)["valid_unseen"]
+    counts = hot.draw_counts(stats, 500, hot.split_seed_sequence(1, "valid_unseen"))
     sizes = np.bincount(stats.strata)
     for k, n_k in enumerate(sizes):
         np.testing.assert_array_equal(counts[:, stats.strata == k].sum(axis=1), n_k)
     # and the resampled rows keep every type's trajectory count
-    from agentstudies.handoff.reference import resample_rows
+    from agentstudies.handoff.testing import resample_rows
     want = ep.groupby("task_type").size()
     for c in counts[:5]:
         got = resample_rows(ep, stats.units, c).groupby("task_type").size()
@@ -287,8 +288,8 @@ def test_empty_denominator_rule_excludes_and_counts():
     B, seed = 3000, 2
     with pytest.warns(RuntimeWarning, match="stopping threshold"):
         res = ho.analyze_handoff(df, n_boot=B, seed=seed)
-    stats = ho.episode_task_stats(df)["s"]
-    counts = ho.draw_counts(stats, B, ho.split_seed_sequence(seed, "s"))
+    stats = hot.episode_task_stats(df)["s"]
+    counts = hot.draw_counts(stats, B, hot.split_seed_sequence(seed, "s"))
     a1 = list(stats.units).index("a1")
     n_empty = int((counts[:, a1] == 0).sum())       # draws without the single SFT arrival
     assert 0.2 < n_empty / B < 0.4                  # (2/3)^3 = 0.296 in expectation
@@ -300,7 +301,7 @@ def test_empty_denominator_rule_excludes_and_counts():
     # a looser threshold does not flag
     res2 = ho.analyze_handoff(df, n_boot=B, seed=seed, empty_threshold=0.5)
     assert not bool(res2.get("survivor_interaction")["flagged"])
-    reps = ho.handoff_replicates(stats, counts)
+    reps = hot.handoff_replicates(stats, counts)
     assert np.array_equal(np.isnan(reps["survivor_interaction"].to_numpy()), counts[:, a1] == 0)
 
 

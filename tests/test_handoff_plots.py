@@ -10,7 +10,7 @@ import pytest  # noqa: E402
 
 from agentstudies import handoff as ho  # noqa: E402
 from agentstudies.handoff import plots  # noqa: E402
-from agentstudies.handoff.reference import example_tables  # noqa: E402
+from agentstudies.handoff.testing import example_tables  # noqa: E402
 
 
 @pytest.fixture(scope="module")

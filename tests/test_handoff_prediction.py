@@ -5,7 +5,8 @@ import pandas as pd
 import pytest
 
 from agentstudies import handoff as ho
-from agentstudies.handoff.reference import example_tables, resample_rows
+from agentstudies.handoff import testing as hot
+from agentstudies.handoff.testing import example_tables, resample_rows
 from agentstudies.stats import bootstrap_counts
 
 
@@ -78,9 +79,9 @@ def test_observed_overall_equals_pooled_interaction(samples):
 def test_two_sample_bootstrap_matches_loop(samples):
     target, external = samples
     B, seed = 30, 9
-    design = ho.prediction_design(target, external)
+    design = hot.prediction_design(target, external)
     strata = design.strata()
-    counts = bootstrap_counts(len(strata), B, np.random.default_rng(ho.split_seed_sequence(
+    counts = bootstrap_counts(len(strata), B, np.random.default_rng(hot.split_seed_sequence(
         seed, "prediction:valid_unseen|valid_seen")), strata)
     nt = design.target.n_units
     # each sample is resampled within type, independently: type counts are fixed in both parts
@@ -89,7 +90,7 @@ def test_two_sample_bootstrap_matches_loop(samples):
                                       (design.target.strata == k).sum())
         np.testing.assert_array_equal(counts[:, nt:][:, design.external.strata == k].sum(1),
                                       (design.external.strata == k).sum())
-    fast = ho.prediction_replicates(design, counts)
+    fast = hot.prediction_replicates(design, counts)
     loop = []
     for c in counts:
         t = resample_rows(target, design.target.units, c[:nt])

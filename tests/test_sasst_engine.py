@@ -26,8 +26,7 @@ from agentstudies.sasst import (
     rule_from_dict,
     slot_status,
 )
-from agentstudies.sasst.engine import top_set_jaccard, weight_correlation
-from agentstudies.sasst.geometry import weighted_w1_same_support
+from agentstudies.sasst import top_set_jaccard, weight_correlation, weighted_w1_same_support
 
 SYSTEMS = ("ReAct", "PV", "Gate")
 

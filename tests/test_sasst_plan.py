@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from agentstudies.sasst.plan import SELECTED, ComparisonPlan
+from agentstudies.sasst import SELECTED, ComparisonPlan
 
 SYSTEMS = ("base", "a", "b", "c")
 

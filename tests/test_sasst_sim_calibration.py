@@ -1,4 +1,4 @@
-"""Study A / Table 5 / Study A4 simulations (sasst.simulations.calibration) against
+"""Study A / Table 5 / Study A4 simulations (studies.sasst_calibration) against
 independent computations: brute-force Monte Carlo with hand-written rule formulas,
 one-dimensional quadrature, closed forms, scipy/statsmodels tests and the stats library."""
 
@@ -7,8 +7,8 @@ import pandas as pd
 import pytest
 from scipy import integrate, stats
 
-from agentstudies.sasst.simulations import calibration as C
-from agentstudies.sasst.simulations.common import (
+from agentstudies.studies import sasst_calibration as C
+from agentstudies.studies._sasst_common import (
     StepRule,
     coordinatewise_critical,
     latent_probit_scores,

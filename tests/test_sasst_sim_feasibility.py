@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from agentstudies.sasst import Slot
-from agentstudies.sasst.simulations import feasibility as fz
+from agentstudies.studies import sasst_feasibility as fz
 
 
 def _ess_density(n, k, lift):

@@ -8,7 +8,7 @@ import pytest
 from sklearn.metrics import roc_auc_score
 
 from agentstudies.sasst import KMS
-from agentstudies.sasst.simulations import geometry_study as gs
+from agentstudies.studies import sasst_geometry as gs
 
 
 # ------------------------------------------------------------------------ AUC

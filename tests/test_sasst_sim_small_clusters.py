@@ -1,4 +1,4 @@
-"""Small-cluster audit, power designs and positive control (sasst.simulations.small_clusters)
+"""Small-cluster audit, power designs and positive control (studies.sasst_small_clusters)
 against independent computations on the τ²-bench feature table (pandas by hand, scipy)."""
 
 import numpy as np
@@ -7,8 +7,8 @@ import pytest
 from scipy import stats
 
 from agentstudies.envs.tau import task_features
-from agentstudies.sasst.simulations import small_clusters as S
-from agentstudies.sasst.simulations.common import latent_probit_scores
+from agentstudies.studies import sasst_small_clusters as S
+from agentstudies.studies._sasst_common import latent_probit_scores
 from agentstudies.parallel import seeded_map
 
 RADII = (0.012, 0.018, 0.04)

@@ -25,16 +25,19 @@ Why a linear softmax over hashed features (and not an MLP)
 Inputs: only the text the agent is shown
     ``act(observation)`` takes either a string (the text shown) or a mapping, of which it
     reads **only** ``observation["goal"]`` (optional) and ``observation["observation"]``
-    (the latest observation text). The admissible-command list, the expert plan and
-    every other key are never read (a test perturbs them and checks identical actions).
-    The shown text is ``goal + "\\n" + latest observation``.
+    (the latest observation text) -- and, on the first call after ``reset`` only,
+    ``observation["history"]``: a solver handed a clone is shown the reacher's visible
+    history ``h_t = (o_0, a_0, ..., o_t)`` (paper Eq. 1), which it folds into its belief.
+    The admissible-command list, the expert plan and every other key are never read (a
+    test perturbs them and checks identical actions). The shown text is ``goal + "\\n" +
+    latest observation`` (at a handoff: the goal and the whole history).
 
 Belief (built only from shown observations and the policy's own past commands)
     receptacles listed in the room description; where the agent is; what it saw on / in
     each receptacle; which receptacles were seen closed / opened; what it holds; which
     objects it heated / cooled / cleaned; whether it switched a lamp on; objects it put
-    into a receptacle of a goal class; visit and command counts; whether the last
-    command got "Nothing happens.". A stale or missing observation misleads it exactly
+    into a receptacle of a goal class; the object it moved last; visit and command counts;
+    whether the last command got "Nothing happens." and which of its commands ever did. A stale or missing observation misleads it exactly
     as it would mislead any agent that trusts its inputs.
 
 Candidates (never the engine's admissible list)
@@ -90,7 +93,7 @@ __all__ = [
 #: log2 of the number of hashed feature slots.
 DIM_LOG2 = 16
 #: Version of the feature map (stored with the weights; a mismatch refuses to load).
-FEATURE_VERSION = 1
+FEATURE_VERSION = 3
 #: Roles a policy plays in the handoff protocol.
 ROLES = ("reacher", "solver", "train", "eval")
 
@@ -162,6 +165,8 @@ class Belief:
     tried: dict[str, int] = field(default_factory=dict)
     last_command: str | None = None
     last_failed: bool = False
+    failed: set[str] = field(default_factory=set)
+    last_moved: str | None = None
     prev_at: str | None = None
     steps: int = 0
 
@@ -175,6 +180,8 @@ class Belief:
             toks = [t for t in re.findall(r"[a-z]+", goal) if t not in _STOP]
             self.goal_tokens = tuple(dict.fromkeys(toks))
         self.last_failed = NOTHING in text
+        if self.last_failed and self.last_command is not None:
+            self.failed.add(self.last_command)
         m = _ROOM.search(text)
         if m:
             for r in _items(m.group(1)):
@@ -208,6 +215,7 @@ class Belief:
                 self.contents[r] = [x for x in self.contents[r] if x != o]
             self.placed.discard(o)
         for o, r in _MOVE.findall(text):
+            self.last_moved = o
             self.contents.setdefault(r, [])
             if o not in self.contents[r]:
                 self.contents[r].append(o)
@@ -260,8 +268,9 @@ def _bucket(n: int) -> str:
     return "0" if n <= 0 else ("1" if n == 1 else "2+")
 
 
-def _atoms(b: Belief, c: str) -> tuple[list[str], list[str]]:
-    """(plain atoms, atoms also conjoined with every goal token) of candidate ``c``."""
+def _atoms(b: Belief, c: str) -> tuple[list[str], list[str], list[str]]:
+    """(plain atoms, atoms also conjoined with every goal token, atoms used only conjoined
+    with goal tokens) of candidate ``c``."""
     g = set(b.goal_tokens)
     words = c.split(" ")
     verb = words[0]
@@ -273,6 +282,7 @@ def _atoms(b: Belief, c: str) -> tuple[list[str], list[str]]:
         f"v={verb}|tried={_bucket(b.tried.get(c, 0))}",
         f"v={verb}|repeat={int(c == b.last_command)}",
         f"v={verb}|failed={int(b.last_failed)}",
+        f"v={verb}|known_failed={int(c in b.failed)}",
         f"v={verb}|placed={_bucket(len(b.placed))}",
         f"v={verb}|lamp={int(b.lamp_on)}",
     ]
@@ -280,6 +290,7 @@ def _atoms(b: Belief, c: str) -> tuple[list[str], list[str]]:
     common += [f"v={verb}|hold={hold}|held_{t}" for t in treat]
     conj = list(common)
     plain: list[str] = []
+    goal_only: list[str] = []
     if verb == "go":
         r = c[6:]
         rc = _cls(r)
@@ -298,7 +309,7 @@ def _atoms(b: Belief, c: str) -> tuple[list[str], list[str]]:
             f"go|visits={_bucket(b.visits.get(r, 0))}|hold={hold}",
         ]
         conj += [f"go|cls={rc}|hold={hold}|held_{t}" for t in treat]
-        plain += [f"go|cls={rc}|hold={hold}"]
+        goal_only += [f"go|cls={rc}|hold={hold}"]
     elif verb in ("open", "close", "examine") and len(words) == 3:
         r = c.split(" ", 1)[1]
         rc = _cls(r)
@@ -317,6 +328,7 @@ def _atoms(b: Belief, c: str) -> tuple[list[str], list[str]]:
             f"take|rgoal={int(_cls(r) in g)}",
             f"take|ogoal={int(oc in g)}|rgoal={int(_cls(r) in g)}",
             f"take|ocls={oc}",
+            f"take|just_moved={int(o == b.last_moved)}",
         ]
     elif verb == "move":
         o, r = c[5:].split(" to ")
@@ -342,19 +354,56 @@ def _atoms(b: Belief, c: str) -> tuple[list[str], list[str]]:
         conj += [f"use|ocls={oc}", f"use|ogoal={int(oc in g)}", f"use|ocls={oc}|hold={hold}"]
     elif verb == "examine":
         conj += ["examine|held"]
-    return plain, conj
+    return plain, conj, goal_only
 
 
 def _h(s: str, mask: int) -> int:
     return zlib.crc32(s.encode()) & mask
 
 
+_ATOM_CACHE: dict[tuple, int] = {}
+_GOAL_CACHE: dict[tuple, tuple] = {}
+
+
+def _hc(key: str, mask: int) -> int:
+    k = (key, mask)
+    v = _ATOM_CACHE.get(k)
+    if v is None:
+        if len(_ATOM_CACHE) > 500_000:
+            _ATOM_CACHE.clear()
+        v = _ATOM_CACHE[k] = _h(key, mask)
+    return v
+
+
+def _hg(atom: str, goal: tuple, mask: int) -> tuple:
+    k = (atom, goal, mask)
+    v = _GOAL_CACHE.get(k)
+    if v is None:
+        if len(_GOAL_CACHE) > 500_000:
+            _GOAL_CACHE.clear()
+        v = _GOAL_CACHE[k] = tuple(_h(f"{atom}|g={t}", mask) for t in goal)
+    return v
+
+
 def candidate_features(b: Belief, c: str, dim_log2: int = DIM_LOG2) -> np.ndarray:
-    """Hashed feature indices ``phi(goal, belief, c)`` (int64, sorted, may repeat)."""
+    """Hashed feature indices ``phi(goal, belief, c)`` (int64; may repeat).
+
+    The keys are the plain atoms, the conjoinable atoms, then every conjoinable atom
+    ``|g=`` every goal token, then the goal-only atoms (e.g. the class of a receptacle to
+    go to while holding a goal object, which only means something given the goal)
+    ``|g=`` every goal token, each hashed by CRC-32 into ``2**dim_log2`` slots (hashes are
+    memoised; the order of the keys is fixed, so scores are summed in a fixed order).
+    """
     mask = (1 << dim_log2) - 1
-    plain, conj = _atoms(b, c)
-    keys = plain + conj + [f"{a}|g={t}" for a in conj for t in b.goal_tokens]
-    return np.fromiter((_h(k, mask) for k in keys), dtype=np.int64, count=len(keys))
+    plain, conj, goal_only = _atoms(b, c)
+    g = b.goal_tokens
+    out = [_hc(k, mask) for k in plain]
+    out += [_hc(k, mask) for k in conj]
+    for a in conj:
+        out.extend(_hg(a, g, mask))
+    for a in goal_only:
+        out.extend(_hg(a, g, mask))
+    return np.array(out, dtype=np.int64)
 
 
 def featurize(b: Belief, cands: Sequence[str], dim_log2: int = DIM_LOG2) -> tuple[np.ndarray, np.ndarray]:
@@ -559,13 +608,40 @@ class LearnedAlfworldPolicy:
         self.task_id, self.seed, self.role = str(task_id), int(seed), role
         self._rng = np.random.default_rng(keyed_seed(self.base_seed, "episode", str(task_id), int(seed), role, self.name))
         self.belief = Belief()
+        self._started = False
         self.last_log = {}
 
     def reset_stream(self, ss: np.random.SeedSequence) -> None:
         """Start an episode with an explicit random stream (training rollouts)."""
         self._rng = np.random.default_rng(ss)
         self.belief = Belief()
+        self._started = False
         self.last_log = {}
+
+    def _fold(self, observation: str | Mapping[str, Any] | None) -> str:
+        """Fold what is shown into the belief; returns the shown text.
+
+        On the first call after :meth:`reset`, a mapping's ``history`` (the visible
+        history ``(o_0, a_0, ..., o_t)`` of a handed-off clone) is what the agent is
+        shown: every observation is folded in and every action counted as a command of
+        this episode. Afterwards only ``goal`` + ``observation`` are read.
+        """
+        hist = observation.get("history") if isinstance(observation, Mapping) else None
+        if self.belief.steps == 0 and not self._started and hist is not None and len(hist) > 1:
+            goal = observation.get("goal") or ""
+            parts = [goal] if goal else []
+            for i, item in enumerate(hist):
+                if i % 2 == 0:
+                    self.belief.update(f"{goal}\n{item}" if goal else str(item))
+                else:
+                    self.belief.record_command(str(item))
+                parts.append(("> " if i % 2 else "") + str(item))
+            self._started = True
+            return "\n".join(parts)
+        self._started = True
+        text = shown_text(observation)
+        self.belief.update(text)
+        return text
 
     def observe_only(self, observation: str | Mapping[str, Any] | None) -> None:
         """Fold a shown text into the belief without acting (e.g. a replayed prefix)."""
@@ -587,8 +663,7 @@ class LearnedAlfworldPolicy:
         """
         if self._rng is None:
             raise RuntimeError("call reset(task_id, seed, role) before act()")
-        text = shown_text(observation)
-        self.belief.update(text)
+        text = self._fold(observation)
         cands, idx, owner, s = self.decide()
         p = softmax(s, self.temperature)
         if self.greedy:

@@ -29,12 +29,19 @@ trajectories and the RL reacher in 75-90%, and the SFT/RL solvers convert roughl
 50-60% / 90-97% of frontier states (handoff paper Table 2 region). Outcomes always come
 from the engine; the policy never samples success.
 
-All randomness of an episode derives from ``SeedSequence(base_seed, spawn_key=(task,
-seed, role))``; the checkpoint name is deliberately not part of the key, so the SFT and
-RL solvers handed one state draw the same random numbers (paired seeds, as in the paper).
+All randomness of an episode derives from ``keyed_seed(base_seed, "episode", task_id,
+seed, role, name)``: paired by task, seed and role, and keyed on the checkpoint, so the
+SFT and RL solvers handed one state draw independent streams (as in the paper, where each
+checkpoint samples its own tokens). An earlier version left the checkpoint out of the key;
+with nested thresholds that made "SFT-only wins" impossible by construction.
 
-:class:`CallablePolicy` is the hook for real checkpoints: it wraps any callable
-``(history, admissible) -> action`` (e.g. an LLM behind ``inspect_ai``) and is labelled
+These profiles are **planted mechanisms for teaching**, calibrated to the paper's Table 2
+region; they read the expert's plan. The trained checkpoints
+(:class:`agentstudies.agents.LearnedAlfworldPolicy`) are the default of the handoff study.
+
+:class:`CallablePolicy` is the hook for real checkpoints:
+``CallablePolicy(fn, name="checkpoint", *, require_admissible=False)`` wraps any callable
+``fn(history, admissible) -> action`` (e.g. an LLM behind ``inspect_ai``) and is labelled
 ``simulated=False``.
 """
 
@@ -47,6 +54,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from agentstudies.agents.base import SimulatedPolicyMixin
+from agentstudies.parallel import keyed_seed
 
 __all__ = [
     "ScriptedAlfworldPolicy",
@@ -148,11 +156,11 @@ class ScriptedAlfworldPolicy(SimulatedPolicyMixin):
         return {"name": self.name, "base_seed": self.base_seed, **self.profile.as_dict()}
 
     def reset(self, task_id: str, seed: int, role: str = "reacher") -> None:
-        """Start an episode; randomness from ``SeedSequence(base_seed, (task, seed, role))``."""
+        """Start an episode; randomness from ``keyed_seed(base_seed, "episode", task_id, seed,
+        role, name)`` (paired by task/seed/role, independent across checkpoints)."""
         if role not in _ROLES:
             raise ValueError(f"role={role!r}: expected 'reacher' or 'solver'")
-        ss = np.random.SeedSequence(self.base_seed, spawn_key=(_stable_int(str(task_id)), int(seed), _ROLES[role]))
-        self._rng = np.random.default_rng(ss)
+        self._rng = np.random.default_rng(keyed_seed(self.base_seed, "episode", str(task_id), int(seed), role, self.name))
         self._looping = False
         self._prev = None
 
@@ -211,7 +219,13 @@ class ScriptedAlfworldPolicy(SimulatedPolicyMixin):
 
 
 class CallablePolicy:
-    """Adapter for a real checkpoint: ``fn(history, admissible) -> action``.
+    """Adapter for a real checkpoint: ``CallablePolicy(fn, name="checkpoint", *,
+    require_admissible=False)`` with ``fn(history, admissible) -> action``.
+
+    Example::
+
+        pol = CallablePolicy(lambda history, admissible: admissible[0], name="first")
+        pol.reset("task", 0, role="reacher")
 
     ``history`` is the visible history ``(o_0, a_0, ..., o_t)`` (tuple of str) and
     ``admissible`` the ordered admissible commands; the callable returns one command
@@ -241,11 +255,6 @@ class CallablePolicy:
     def reset(self, task_id: str, seed: int, role: str = "reacher") -> None:
         """Record the episode identity (a stateless callable needs nothing else)."""
         self.task_id, self.seed, self.role = str(task_id), int(seed), role
-
-    def _loop_action(self, adm: Sequence[str], u: float) -> str:
-        if self._prev is not None and self._prev in adm and u < self.profile.repeat_prob:
-            return self._prev
-        return self._idle_action(adm)
 
     def act(self, observation: Mapping[str, Any]) -> str:
         """Call ``fn(history, admissible)`` and check the result is a string."""

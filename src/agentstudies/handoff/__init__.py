@@ -24,19 +24,12 @@ Diagnostics (Appendix C)
     :func:`loop_statistics`        step-level repeat / revisit / unchanged shares
 Recorded-history mode (TravelPlanner, App. A)
     :func:`cut_before_final_call`, :func:`verify_replay`, :func:`history_hash`
-Figures: :mod:`agentstudies.handoff.plots`.
+Figures: :mod:`agentstudies.handoff.plots`. Test hooks (per-unit statistics, resample
+replicates, slow reference implementations, a synthetic example study):
+:mod:`agentstudies.handoff.testing`.
 """
 
-from agentstudies.handoff._boot import UnitStats, draw_counts, split_seed_sequence
-from agentstudies.handoff._validate import (
-    EPISODE_COLUMNS,
-    STEP_COLUMNS,
-    TRAJECTORY_COLUMNS,
-    validate_episodes,
-    validate_steps,
-    validate_trajectories,
-)
-from agentstudies.handoff.diagnostics import (
+from agentstudies.handoff._diagnostics import (
     DEFAULT_SUBGOALS,
     FAILURE_MODES,
     BudgetDiagnostic,
@@ -47,17 +40,15 @@ from agentstudies.handoff.diagnostics import (
     default_pickup_rule,
     loop_statistics,
 )
-from agentstudies.handoff.estimands import (
+from agentstudies.handoff._estimands import (
     BY_TYPE_ESTIMANDS,
     HandoffResult,
     analyze_handoff,
     assignment_table,
-    episode_task_stats,
-    handoff_replicates,
     interaction_terms,
     solve_stages,
 )
-from agentstudies.handoff.history import (
+from agentstudies.handoff._history import (
     RecordedHandoff,
     ReplayMismatch,
     canonical_record,
@@ -66,49 +57,28 @@ from agentstudies.handoff.history import (
     replay_and_verify,
     verify_replay,
 )
-from agentstudies.handoff.prediction import (
-    InteractionPrediction,
-    predict_interaction,
-    prediction_design,
-    prediction_replicates,
+from agentstudies.handoff._prediction import InteractionPrediction, predict_interaction
+from agentstudies.handoff._validate import (
+    EPISODE_COLUMNS,
+    STEP_COLUMNS,
+    TRAJECTORY_COLUMNS,
+    validate_episodes,
+    validate_steps,
+    validate_trajectories,
 )
 
 __all__ = [
-    "BY_TYPE_ESTIMANDS",
-    "DEFAULT_SUBGOALS",
-    "EPISODE_COLUMNS",
-    "FAILURE_MODES",
-    "STEP_COLUMNS",
-    "TRAJECTORY_COLUMNS",
-    "BudgetDiagnostic",
-    "FailureAudit",
-    "HandoffResult",
-    "InteractionPrediction",
-    "RecordedHandoff",
-    "ReplayMismatch",
-    "UnitStats",
-    "analyze_handoff",
-    "assignment_table",
-    "audit_non_arrivals",
-    "budget_diagnostic",
-    "canonical_record",
-    "cut_before_final_call",
-    "default_invalid_action",
-    "default_pickup_rule",
-    "draw_counts",
-    "episode_task_stats",
-    "handoff_replicates",
-    "history_hash",
-    "interaction_terms",
-    "loop_statistics",
-    "predict_interaction",
-    "prediction_design",
-    "prediction_replicates",
-    "replay_and_verify",
-    "solve_stages",
-    "split_seed_sequence",
-    "validate_episodes",
-    "validate_steps",
-    "validate_trajectories",
-    "verify_replay",
+    # inputs
+    "EPISODE_COLUMNS", "TRAJECTORY_COLUMNS", "STEP_COLUMNS",
+    "validate_episodes", "validate_trajectories", "validate_steps",
+    # estimands and prediction
+    "BY_TYPE_ESTIMANDS", "HandoffResult", "analyze_handoff", "assignment_table",
+    "interaction_terms", "solve_stages", "InteractionPrediction", "predict_interaction",
+    # diagnostics
+    "DEFAULT_SUBGOALS", "FAILURE_MODES", "BudgetDiagnostic", "FailureAudit",
+    "audit_non_arrivals", "budget_diagnostic", "default_invalid_action",
+    "default_pickup_rule", "loop_statistics",
+    # recorded-history mode
+    "RecordedHandoff", "ReplayMismatch", "canonical_record", "cut_before_final_call",
+    "history_hash", "replay_and_verify", "verify_replay",
 ]

@@ -23,9 +23,9 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 
-from agentstudies.handoff.diagnostics import BudgetDiagnostic
-from agentstudies.handoff.estimands import HandoffResult
-from agentstudies.handoff.prediction import InteractionPrediction
+from agentstudies.handoff._diagnostics import BudgetDiagnostic
+from agentstudies.handoff._estimands import HandoffResult
+from agentstudies.handoff._prediction import InteractionPrediction
 
 __all__ = [
     "plot_arrival_curve",

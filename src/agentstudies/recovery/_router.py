@@ -596,8 +596,32 @@ def _cate_fit(df: pd.DataFrame, features, learner: str, C: float, seed: int):
                               random_state=seed)
     else:
         raise ValueError(f"learner={learner!r}; expected 'dr' or 'forest'")
-    est.fit(Y, T, X=Xs)
+    import warnings
+
+    try:
+        with warnings.catch_warnings():
+            # inference (standard errors) of the final stage is not used: only effect() is
+            warnings.simplefilter("ignore", UserWarning)
+            est.fit(Y, T, X=Xs)
+    except ValueError as exc:  # a cross-fitting fold with one outcome class (tiny cohorts)
+        if "class" not in str(exc):
+            raise
+        return _ConstantEffect(float(Y[T == 1].mean() - Y[T == 0].mean()) if Y.size else 0.0)
     return est
+
+
+class _ConstantEffect:
+    """Fallback CATE model (tiny data, one outcome class in a fold): the average paired
+    effect for every x. Exposes ``effect``, ``coef_`` and ``intercept_`` like a linear
+    final stage, so the frozen router's hash covers it."""
+
+    def __init__(self, tau: float):
+        self.tau = float(tau)
+        self.coef_ = np.zeros(1)
+        self.intercept_ = np.array([self.tau])
+
+    def effect(self, X):
+        return np.full(np.asarray(X).shape[0], self.tau)
 
 
 class _Std:

@@ -7,11 +7,32 @@ statuses. Entry point: :class:`SASST` (``SASST(plan, slots, families).run(episod
 features)``).
 """
 
-from agentstudies.sasst.data import CONFIRMATION, DISCOVERY, ClusterData, cluster_data, split_clusters
-from agentstudies.sasst.engine import SASST, Discovery, FrozenRule, SASSTReport, rule_scores
-from agentstudies.sasst.geometry import KMS, MMD, MaxSliced, NoRadius, make_geometry, rbf_similarity_median
-from agentstudies.sasst.plan import SELECTED, ComparisonPlan
-from agentstudies.sasst.rules import (
+from agentstudies.sasst._data import CONFIRMATION, DISCOVERY, ClusterData, cluster_data, split_clusters
+from agentstudies.sasst._engine import (
+    SASST,
+    Discovery,
+    FrozenRule,
+    SASSTReport,
+    rule_scores,
+    top_set_jaccard,
+    weight_correlation,
+)
+from agentstudies.sasst._engine import _top_sets as top_weighted_sets
+from agentstudies.sasst._geometry import (
+    KMS,
+    MMD,
+    Geometry,
+    MaxSliced,
+    NoRadius,
+    Standardizer,
+    make_geometry,
+    median_bandwidth,
+    rbf_similarity_median,
+    weighted_w1_same_support,
+)
+from agentstudies.sasst._plan import SELECTED, ComparisonPlan
+from agentstudies.sasst._radius import calibrate_radii, candidate_distances
+from agentstudies.sasst._rules import (
     AxisTiltFamily,
     BumpFamily,
     BumpRule,
@@ -26,13 +47,33 @@ from agentstudies.sasst.rules import (
     UniformRule,
     rule_from_dict,
 )
-from agentstudies.sasst.slots import STATUSES, Slot, slot_status
+from agentstudies.sasst._slots import (
+    ABSTAINED,
+    CONFIRMED,
+    FAILED_DISCOVERY,
+    FAILED_FEASIBILITY,
+    NOT_CONFIRMED,
+    STATUSES,
+    TIE_RULES,
+    Slot,
+    recommendation,
+    slot_status,
+)
 
 __all__ = [
-    "CONFIRMATION", "DISCOVERY", "SELECTED", "STATUSES",
-    "SASST", "SASSTReport", "Discovery", "FrozenRule", "Slot", "slot_status",
-    "ComparisonPlan", "ClusterData", "cluster_data", "split_clusters", "rule_scores",
-    "KMS", "MMD", "MaxSliced", "NoRadius", "make_geometry", "rbf_similarity_median",
+    # splits, plan, slots and statuses
+    "CONFIRMATION", "DISCOVERY", "SELECTED", "STATUSES", "TIE_RULES",
+    "CONFIRMED", "NOT_CONFIRMED", "FAILED_DISCOVERY", "FAILED_FEASIBILITY", "ABSTAINED",
+    "ComparisonPlan", "Slot", "slot_status", "recommendation",
+    # data and engine
+    "ClusterData", "cluster_data", "split_clusters",
+    "SASST", "SASSTReport", "Discovery", "FrozenRule", "rule_scores",
+    "top_set_jaccard", "top_weighted_sets", "weight_correlation",
+    # geometry and radius calibration
+    "Geometry", "KMS", "MMD", "MaxSliced", "NoRadius", "Standardizer", "make_geometry",
+    "median_bandwidth", "rbf_similarity_median", "weighted_w1_same_support",
+    "calibrate_radii", "candidate_distances",
+    # rules and families
     "Rule", "RuleFamily", "UniformRule", "ThresholdRule", "ProjectionTiltRule", "BumpRule",
     "rule_from_dict", "AxisTiltFamily", "ThresholdFamily", "DirectionTiltFamily", "BumpFamily",
     "CompositeFamily", "FixedFamily",

@@ -1,16 +1,16 @@
 """Statistics toolkit shared by every method.
 
-Weighted cluster ratios, ESS and density ratios (:mod:`.weighting`); delta-method
-contributions, Gaussian multiplier bootstrap and one-sided bands (:mod:`.inference`);
-vectorized paired cluster bootstrap (:mod:`.bootstrap`).
+Weighted cluster ratios, ESS and density ratios (:mod:`._weighting`); delta-method
+contributions, Gaussian multiplier bootstrap and one-sided bands (:mod:`._inference`);
+vectorized paired cluster bootstrap (:mod:`._bootstrap`).
 """
 
-from agentstudies.stats.bootstrap import (
+from agentstudies.stats._bootstrap import (
     bootstrap_counts,
     paired_cluster_bootstrap,
     percentile_interval,
 )
-from agentstudies.stats.inference import (
+from agentstudies.stats._inference import (
     INFERENCE_METHODS,
     JointBounds,
     bonferroni_t_critical,
@@ -23,7 +23,7 @@ from agentstudies.stats.inference import (
     pointwise_critical,
     ratio_contributions,
 )
-from agentstudies.stats.weighting import (
+from agentstudies.stats._weighting import (
     effective_sample_size,
     max_density_ratio,
     normalized_weights,

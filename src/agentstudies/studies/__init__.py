@@ -1,1 +1,1 @@
-"""Study drivers: each runs an environment + agent (or a simulation) into validated tables."""
+"""Study drivers: one module per study, turning an environment + agent (or a simulation's DGP) into a validated episode table."""

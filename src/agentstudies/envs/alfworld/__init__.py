@@ -10,7 +10,10 @@ Modules (imported lazily; the engine stack takes a couple of seconds to import):
 ``frontier``  remaining distance and ``F_D`` membership (paper Eq. 5-6, Appendix A):
               fast path on fast-downward, reference by clones + rendered steps.
 ``expert``    optimal plans (analytic; or TextWorld's fast-downward planner).
-``study``     ``run_handoff_study``: natural rollouts, frontier hits, cloned solvers.
+``validation`` ``validate_game``: goal predicates present before the engine loads a game.
+
+The handoff study that drives these with the scripted policies is
+:mod:`agentstudies.studies.alfworld_handoff`.
 
 Official ALFWorld data: set ``ALFWORLD_DATA`` and pass
 ``[env.load_game_file(p) for p in env.official_game_files("valid_unseen")]`` as the pool
@@ -25,21 +28,20 @@ _EXPORTS = {
     "AlfworldEnv": "env",
     "ReplayMismatch": "env",
     "SnapshotError": "env",
+    "InadmissibleCommand": "env",
     "load_game_file": "env",
     "official_game_files": "env",
     "generate_pool": "generate",
     "generate_game": "generate",
-    "validate_game": "generate",
-    "GameValidationError": "generate",
-    "TASK_TYPES": "generate",
+    "validate_game": "validation",
+    "GameValidationError": "validation",
+    "TASK_TYPES": "validation",
     "load_pool": "pools",
     "frontier_check": "frontier",
     "frontier_check_reference": "frontier",
     "remaining_distance": "frontier",
     "FrontierCheck": "frontier",
     "Expert": "expert",
-    "run_handoff_study": "study",
-    "HandoffStudy": "study",
 }
 __all__ = sorted(_EXPORTS)
 

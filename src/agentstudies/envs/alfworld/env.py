@@ -58,7 +58,7 @@ from agentstudies.envs.alfworld.engine import (
     enable_parse_cache,
     preserve_argv,
 )
-from agentstudies.envs.alfworld.generate import validate_game
+from agentstudies.envs.alfworld.validation import validate_game
 
 __all__ = [
     "AlfworldEnv",

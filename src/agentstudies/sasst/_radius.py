@@ -14,9 +14,9 @@ from typing import Sequence
 
 import numpy as np
 
-from agentstudies.sasst.engine import rule_scores
-from agentstudies.sasst.geometry import Geometry, make_geometry
-from agentstudies.sasst.rules import RuleFamily
+from agentstudies.sasst._engine import rule_scores
+from agentstudies.sasst._geometry import Geometry, make_geometry
+from agentstudies.sasst._rules import RuleFamily
 
 __all__ = ["candidate_distances", "calibrate_radii"]
 

@@ -1,6 +1,12 @@
-"""Slow reference implementations and a synthetic example table, for checks and benchmarks.
+"""Test hooks of the handoff package: internals, slow references, a synthetic example.
 
-Nothing here is used by the estimators. :func:`handoff_replicates_loop` recomputes the
+Re-exported internals (for tests and benchmarks that check the vectorized bootstrap
+against a slow reference): :class:`UnitStats`, :func:`episode_task_stats`,
+:func:`draw_counts`, :func:`split_seed_sequence`, :func:`flat_statistic`, :func:`handoff_replicates`,
+:func:`prediction_design`, :func:`prediction_replicates`, :func:`run_bootstrap`,
+:func:`summarise`.
+
+Nothing else here is used by the estimators. :func:`handoff_replicates_loop` recomputes the
 handoff estimands resample by resample from the *rows* of the episodes table (pandas
 means on a concatenated resample), the straightforward implementation the vectorized
 bootstrap is verified and timed against. :func:`example_tables` writes a small
@@ -18,9 +24,28 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from agentstudies.handoff._boot import UnitStats, draw_counts, run_bootstrap, split_seed_sequence, summarise
+from agentstudies.handoff._estimands import _flat_statistic as flat_statistic
+from agentstudies.handoff._estimands import episode_task_stats, handoff_replicates
+from agentstudies.handoff._prediction import prediction_design, prediction_replicates
 from agentstudies.handoff._validate import validate_episodes
 
-__all__ = ["ALFWORLD_TASK_TYPES", "example_tables", "handoff_replicates_loop", "resample_rows"]
+__all__ = [
+    "ALFWORLD_TASK_TYPES",
+    "example_tables",
+    "handoff_replicates_loop",
+    "resample_rows",
+    "UnitStats",
+    "draw_counts",
+    "episode_task_stats",
+    "flat_statistic",
+    "handoff_replicates",
+    "prediction_design",
+    "prediction_replicates",
+    "run_bootstrap",
+    "split_seed_sequence",
+    "summarise",
+]
 
 #: The six official ALFWorld task types (used by the example tables).
 ALFWORLD_TASK_TYPES = (
@@ -117,7 +142,7 @@ def handoff_replicates_loop(
     counts : (B, N) multiplicity matrix (from :func:`agentstudies.stats.bootstrap_counts`).
 
     Returns a (B x estimands) DataFrame with the columns of
-    :func:`agentstudies.handoff.handoff_replicates` (without prespecified states).
+    :func:`handoff_replicates` (without prespecified states).
     """
     df = validate_episodes(episodes, base=base, treated=treated)
     if df["split"].nunique() != 1:

@@ -62,12 +62,20 @@ from scipy import stats as _st
 from scipy.stats import qmc
 from statsmodels.stats.contingency_tables import mcnemar
 
-from agentstudies.sasst.data import ClusterData
-from agentstudies.sasst.engine import SASST, rule_scores
-from agentstudies.sasst.geometry import Standardizer
-from agentstudies.sasst.plan import SELECTED, ComparisonPlan
-from agentstudies.sasst.rules import FixedFamily, ProjectionTiltRule, Rule, UniformRule
-from agentstudies.sasst.simulations.common import (
+from agentstudies.sasst import (
+    SASST,
+    SELECTED,
+    ClusterData,
+    ComparisonPlan,
+    FixedFamily,
+    ProjectionTiltRule,
+    Rule,
+    Slot,
+    Standardizer,
+    UniformRule,
+    rule_scores,
+)
+from agentstudies.studies._sasst_common import (
     StepRule,
     coordinatewise_critical,
     latent_probit_scores,
@@ -75,7 +83,6 @@ from agentstudies.sasst.simulations.common import (
     run_trials,
     simultaneous_critical,
 )
-from agentstudies.sasst.slots import Slot
 from agentstudies.stats import contribution_se
 
 __all__ = [

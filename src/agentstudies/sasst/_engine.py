@@ -27,11 +27,11 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from agentstudies.sasst.data import CONFIRMATION, DISCOVERY, ClusterData, cluster_data, split_clusters
-from agentstudies.sasst.geometry import Geometry, make_geometry
-from agentstudies.sasst.plan import ComparisonPlan
-from agentstudies.sasst.rules import Rule, RuleFamily, UniformRule
-from agentstudies.sasst.slots import (
+from agentstudies.sasst._data import CONFIRMATION, DISCOVERY, ClusterData, cluster_data, split_clusters
+from agentstudies.sasst._geometry import Geometry, make_geometry
+from agentstudies.sasst._plan import ComparisonPlan
+from agentstudies.sasst._rules import Rule, RuleFamily, UniformRule
+from agentstudies.sasst._slots import (
     ABSTAINED,
     CONFIRMED,
     FAILED_DISCOVERY,
@@ -43,7 +43,7 @@ from agentstudies.sasst.slots import (
     slot_status,
 )
 from agentstudies.stats import bootstrap_counts, joint_bounds, multiplier_draws
-from agentstudies.stats.inference import INFERENCE_METHODS
+from agentstudies.stats import INFERENCE_METHODS
 
 __all__ = ["SASST", "Discovery", "FrozenRule", "SASSTReport", "rule_scores", "top_set_jaccard", "weight_correlation"]
 
@@ -262,7 +262,7 @@ class SASST:
 
     Parameters
     ----------
-    plan : :class:`~agentstudies.sasst.plan.ComparisonPlan`
+    plan : :class:`~agentstudies.sasst._plan.ComparisonPlan`
         The fixed comparison plan ``A``.
     slots : sequence of :class:`Slot` or dicts
         The planned family ``J_0`` (dicts are checked by :meth:`Slot.from_dict`).
@@ -392,7 +392,7 @@ class SASST:
         Raises
         ------
         KeyError, ValueError
-            On invalid tables (see :func:`~agentstudies.sasst.data.cluster_data`), a split
+            On invalid tables (see :func:`~agentstudies.sasst._data.cluster_data`), a split
             missing clusters or with unknown labels, or an empty discovery or
             confirmation split.
         """

@@ -39,13 +39,23 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from agentstudies.sasst.data import CONFIRMATION, DISCOVERY, split_clusters
-from agentstudies.sasst.engine import SASST, SASSTReport, _top_sets, rule_scores
-from agentstudies.sasst.geometry import KMS
-from agentstudies.sasst.plan import ComparisonPlan
-from agentstudies.sasst.rules import BumpFamily, CompositeFamily, DirectionTiltFamily, rule_from_dict
-from agentstudies.sasst.simulations.geometry_study import informative_columns, recovery_auc, registry_distances
-from agentstudies.sasst.slots import Slot
+from agentstudies.sasst import (
+    CONFIRMATION,
+    DISCOVERY,
+    KMS,
+    SASST,
+    BumpFamily,
+    ComparisonPlan,
+    CompositeFamily,
+    DirectionTiltFamily,
+    SASSTReport,
+    Slot,
+    rule_from_dict,
+    rule_scores,
+    split_clusters,
+    top_weighted_sets,
+)
+from agentstudies.studies.sasst_geometry import informative_columns, recovery_auc, registry_distances
 
 __all__ = [
     "POOL_RESOURCE",
@@ -252,7 +262,7 @@ def embed_pool(pool: pd.DataFrame, text_encoder: str, *, seed: int = 0) -> np.nd
 
 def study_features(emb: np.ndarray) -> np.ndarray:
     """The embedding columns Study D uses: every dimension except numerically dead ones
-    (:func:`~agentstudies.sasst.simulations.geometry_study.informative_columns`)."""
+    (:func:`~agentstudies.studies.sasst_geometry.informative_columns`)."""
     emb = np.asarray(emb, dtype=float)
     return emb[:, informative_columns(emb)]
 
@@ -297,13 +307,13 @@ def top_weighted_overlap(scores: np.ndarray, subgroup: np.ndarray, top_fraction:
 
     The top-weighted set is ``{i: s_i >= q_{1 - top_fraction}(s)}`` (ties included, a
     non-constant rule's baseline level excluded), the same definition as the engine's
-    stability metric (:func:`agentstudies.sasst.engine.top_set_jaccard`).
+    stability metric (:func:`agentstudies.sasst.top_set_jaccard`).
     """
     s = np.asarray(scores, dtype=float)
     g = np.asarray(subgroup, dtype=bool)
     if s.shape != g.shape:
         raise ValueError(f"scores {s.shape} and subgroup {g.shape} differ in shape")
-    top = _top_sets(s[None, :], top_fraction)[0]
+    top = top_weighted_sets(s[None, :], top_fraction)[0]
     inter = int((top & g).sum())
     return {"top_size": int(top.sum()), "precision": inter / max(1, int(top.sum())),
             "recall": inter / max(1, int(g.sum())), "jaccard": inter / max(1, int((top | g).sum()))}

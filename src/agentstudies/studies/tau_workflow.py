@@ -10,7 +10,7 @@ one radius shares its rule, ESS, density and stability, as in Tables 15-16); sta
 threshold 0.60, density cap 5, minimum ESS 20.
 
 Functions here only configure the engine and shape its output; all statistics live in
-:mod:`agentstudies.sasst.engine` and :mod:`agentstudies.stats`.
+:mod:`agentstudies.sasst` and :mod:`agentstudies.stats`.
 """
 
 from __future__ import annotations
@@ -20,11 +20,19 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from agentstudies.sasst.engine import SASST, SASSTReport
-from agentstudies.sasst.plan import SELECTED, ComparisonPlan
-from agentstudies.sasst.radius import calibrate_radii
-from agentstudies.sasst.rules import CompositeFamily, DirectionTiltFamily, RuleFamily, ThresholdFamily
-from agentstudies.sasst.slots import STATUSES, Slot
+from agentstudies.sasst import (
+    SASST,
+    SELECTED,
+    STATUSES,
+    ComparisonPlan,
+    CompositeFamily,
+    DirectionTiltFamily,
+    RuleFamily,
+    SASSTReport,
+    Slot,
+    ThresholdFamily,
+    calibrate_radii,
+)
 
 __all__ = [
     "WORKFLOWS",

@@ -11,7 +11,7 @@ Choices the paper leaves open, fixed here (and in the chapter ``sasst_small_clus
 * Population ``P``: uniform over the 164 tasks. A cluster is an i.i.d. draw of a task
   (with replacement, so two clusters may share a task's features but never outcomes),
   two simulator seeds per workflow, binary success. Outcomes are paired through a latent
-  task effect (:func:`~agentstudies.sasst.simulations.common.latent_probit_scores`), so
+  task effect (:func:`~agentstudies.studies._sasst_common.latent_probit_scores`), so
   ``P(success | task) = p_j(task)`` exactly and every truth is a finite sum over the pool.
 * Features: eight structured columns (:data:`STRUCTURED`: lengths, gold-action counts,
   airline domain) for the rules, plus the 16-dimensional TF-IDF/SVD scenario embedding
@@ -55,13 +55,23 @@ import numpy as np
 import pandas as pd
 from scipy import stats as _st
 
-from agentstudies.sasst.data import ClusterData
-from agentstudies.sasst.engine import SASST, Discovery, FrozenRule, rule_scores
-from agentstudies.sasst.geometry import make_geometry
-from agentstudies.sasst.plan import SELECTED, ComparisonPlan
-from agentstudies.sasst.rules import FixedFamily, Rule, ThresholdRule, UniformRule
-from agentstudies.sasst.simulations.common import StepRule, latent_probit_scores, proportion_interval, run_trials
-from agentstudies.sasst.slots import CONFIRMED, Slot
+from agentstudies.sasst import (
+    CONFIRMED,
+    SASST,
+    SELECTED,
+    ClusterData,
+    ComparisonPlan,
+    Discovery,
+    FixedFamily,
+    FrozenRule,
+    Rule,
+    Slot,
+    ThresholdRule,
+    UniformRule,
+    make_geometry,
+    rule_scores,
+)
+from agentstudies.studies._sasst_common import StepRule, latent_probit_scores, proportion_interval, run_trials
 from agentstudies.stats import joint_bounds
 
 __all__ = [

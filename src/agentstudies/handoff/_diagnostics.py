@@ -48,7 +48,7 @@ import numpy as np
 import pandas as pd
 
 from agentstudies import __version__
-from agentstudies.chapter import hash_object
+from agentstudies.results import hash_object
 from agentstudies.handoff._boot import (
     build_unit_stats,
     check_level,

@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 from agentstudies import __version__
-from agentstudies.chapter import hash_object
+from agentstudies.results import hash_object
 from agentstudies.handoff._boot import (
     UnitStats,
     check_level,
@@ -42,7 +42,7 @@ from agentstudies.handoff._boot import (
     warn_flagged,
 )
 from agentstudies.handoff._validate import validate_episodes
-from agentstudies.handoff.estimands import episode_task_stats
+from agentstudies.handoff._estimands import episode_task_stats
 
 __all__ = ["InteractionPrediction", "predict_interaction", "prediction_design", "prediction_replicates"]
 

@@ -28,7 +28,7 @@ from scipy import stats as _st
 from statsmodels.stats.proportion import proportion_confint
 
 from agentstudies.parallel import seeded_map
-from agentstudies.sasst.rules import Rule
+from agentstudies.sasst import Rule
 from agentstudies.stats import multiplier_critical_value
 
 __all__ = [

@@ -36,27 +36,26 @@ import pandas as pd
 from scipy import optimize, stats
 
 from agentstudies.parallel import seeded_map
-from agentstudies.sasst.data import ClusterData
-from agentstudies.sasst.engine import SASST, rule_scores
-from agentstudies.sasst.geometry import (
+from agentstudies.sasst import (
     KMS,
     MMD,
-    Geometry,
-    MaxSliced,
-    Standardizer,
-    median_bandwidth,
-    rbf_similarity_median,
-)
-from agentstudies.sasst.plan import ComparisonPlan
-from agentstudies.sasst.radius import candidate_distances
-from agentstudies.sasst.rules import (
+    SASST,
     AxisTiltFamily,
     BumpFamily,
+    ClusterData,
+    ComparisonPlan,
     CompositeFamily,
     DirectionTiltFamily,
+    Geometry,
+    MaxSliced,
     RuleFamily,
+    Slot,
+    Standardizer,
+    candidate_distances,
+    median_bandwidth,
+    rbf_similarity_median,
+    rule_scores,
 )
-from agentstudies.sasst.slots import Slot
 
 __all__ = [
     "MECHANISMS",
@@ -307,7 +306,7 @@ def registry_distances(family: RuleFamily, X: np.ndarray, columns: Sequence[str]
     """Distances (G,) between uniform weights and each registry rule's weights on ``X``.
 
     The registry and the geometry are fitted on ``X`` (features only: score-blind);
-    this is :func:`agentstudies.sasst.radius.candidate_distances`.
+    this is :func:`agentstudies.sasst.candidate_distances`.
     """
     return candidate_distances(np.asarray(X, dtype=float), list(columns), family, geometry)
 

@@ -30,7 +30,7 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from agentstudies.sasst.geometry import Standardizer, median_bandwidth
+from agentstudies.sasst._geometry import Standardizer, median_bandwidth
 
 __all__ = [
     "Rule",

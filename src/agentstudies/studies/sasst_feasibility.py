@@ -43,19 +43,22 @@ import pandas as pd
 from scipy import stats
 
 from agentstudies.parallel import seeded_map
-from agentstudies.sasst.data import ClusterData
-from agentstudies.sasst.engine import SASST
-from agentstudies.sasst.plan import ComparisonPlan
-from agentstudies.sasst.simulations.geometry_study import _fresh
-from agentstudies.sasst.rules import AxisTiltFamily, FixedFamily, RuleFamily, ThresholdRule
-from agentstudies.sasst.slots import (
+from agentstudies.sasst import (
     ABSTAINED,
     CONFIRMED,
     FAILED_DISCOVERY,
     FAILED_FEASIBILITY,
     NOT_CONFIRMED,
+    SASST,
+    AxisTiltFamily,
+    ClusterData,
+    ComparisonPlan,
+    FixedFamily,
+    RuleFamily,
     Slot,
+    ThresholdRule,
 )
+from agentstudies.studies.sasst_geometry import _fresh
 
 __all__ = [
     "SETTINGS",

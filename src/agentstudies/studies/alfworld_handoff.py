@@ -1,0 +1,620 @@
+"""Checkpoint handoff on ALFWorld: natural rollouts, verified frontier, cloned solvers.
+
+:func:`run_handoff_study` implements the ALFWorld protocol of the handoff paper (Section
+4.1, Appendix A): for every task, paired seed and reacher ``W``, the reacher acts for at
+most ``early_budget`` actions; after each action the FAST frontier check
+(:func:`frontier.frontier_check`) asks whether the state lies in ``F_D``; the first hit is
+the handoff ``tau_D``. Each arrival state is cloned -- by reset + verified replay of the
+recorded prefix (``clone="replay"``, the paper's operational clone) or by in-process
+snapshot (``clone="snapshot"``) -- once per solver, and every solver ``R`` continues for
+``continuation_budget`` actions from identical inputs (observation, admissible list,
+budget, visible history; paired seed). The outcome is the engine's native ``won`` flag.
+
+Every policy is called through one protocol (:class:`agentstudies.agents.Policy`):
+``reset(task_id, seed, role)`` with ``role`` ``"reacher"`` or ``"solver"``, then
+``act(observation) -> command``. A solver's first observation carries the clone's visible
+history ``h_t``; what each solver is shown is hashed (``shown_hash``) and the hashes of a
+pair must be equal. Solver randomness is keyed on (task, seed, role, checkpoint) by the
+policies themselves, so paired solvers draw independent streams (handoff paper, Section
+3.2). Every command is checked against the admissible list before it is taken
+(``valid``); an inadmissible command never counts as progress or as an arrival, and the
+start state of every task is checked not to lie on ``F_D`` already.
+
+Tables (pandas):
+
+``trajectories`` -- one row per (task, seed, reacher):
+    split, task_id, task_type, seed, reacher, arrived (bool), arrival_step (Int64, NA if
+    none; 1-based count of reacher actions at arrival), n_actions (actions taken until
+    arrival or budget end), first_actions_tested, second_actions_tested (Int64, from the
+    frontier check at the arrival state; NA if none), n_invalid (inadmissible reacher
+    commands).
+``steps`` -- one row per reacher action:
+    split, task_id, seed, reacher, step (1-based), action, state_key (hash of the engine's
+    task facts after the action), state_changed (bool), repeated_action (bool: equals the
+    previous action), revisited (bool: state_key seen earlier in this trajectory, the
+    start state included), on_frontier (bool), valid (bool: admissible when taken).
+``episodes`` -- the four-assignment matrix, one row per task x seed x reacher x solver:
+    split, task_id, task_type, seed, reacher, solver, arrived (bool), solved (boolean, NA
+    if not arrived), endpoint (int 0/1 = arrived and solved), bridge (boolean, NA if not
+    arrived: the solver's first action is a bridge action, one from which one further
+    action wins), arrival_step (Int64), solver_invalid (Int64: inadmissible solver
+    commands), shown_hash (what the solver was shown at the handoff), solver_first_action.
+``actions`` -- every reacher and solver action:
+    split, task_id, seed, reacher, solver (NA for reacher rows), role, step, shown (the
+    text the policy was shown), candidates (JSON list: the commands it considered; the
+    admissible list for a scripted policy), command, valid.
+``clone_audit`` -- one row per split:
+    split, clone, arrivals, replays, replays_passed, replays_failed, solver_pairs,
+    solver_pairs_equal_inputs.
+
+Parallel over tasks with :func:`agentstudies.parallel.seeded_map` (each worker process
+owns its env); every random draw derives from (task, seed, role, checkpoint), so the
+tables do not depend on ``n_jobs``.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+import hashlib
+import json
+
+import numpy as np
+import pandas as pd
+
+from agentstudies.parallel import seeded_map
+
+from agentstudies.envs.alfworld.env import AlfworldEnv, ReplayMismatch
+from agentstudies.envs.alfworld.expert import Expert
+from agentstudies.envs.alfworld.frontier import frontier_check
+from agentstudies.envs.alfworld.generate import TASK_TYPES
+
+__all__ = [
+    "run_handoff_study", "make_study_checkpoints", "HandoffStudy", "TRAJECTORY_COLUMNS", "STEP_COLUMNS",
+    "EPISODE_COLUMNS", "ACTION_COLUMNS", "AUDIT_COLUMNS", "table8_state", "table8", "handoff_findings",
+    "PAPER_FINDINGS",
+]
+
+TRAJECTORY_COLUMNS = [
+    "split", "task_id", "task_type", "seed", "reacher", "arrived", "arrival_step", "n_actions",
+    "first_actions_tested", "second_actions_tested", "n_invalid",
+]
+STEP_COLUMNS = [
+    "split", "task_id", "seed", "reacher", "step", "action", "state_key", "state_changed",
+    "repeated_action", "revisited", "on_frontier", "valid",
+]
+EPISODE_COLUMNS = [
+    "split", "task_id", "task_type", "seed", "reacher", "solver", "arrived", "solved", "endpoint",
+    "bridge", "arrival_step", "solver_invalid", "shown_hash", "solver_first_action",
+]
+ACTION_COLUMNS = [
+    "split", "task_id", "seed", "reacher", "solver", "role", "step", "shown", "candidates", "command", "valid",
+]
+AUDIT_COLUMNS = [
+    "split", "clone", "arrivals", "replays", "replays_passed", "replays_failed", "solver_pairs",
+    "solver_pairs_equal_inputs",
+]
+
+
+@dataclass(frozen=True)
+class HandoffStudy:
+    """Tables of one handoff study plus parameters and timing (seconds)."""
+
+    trajectories: pd.DataFrame
+    steps: pd.DataFrame
+    episodes: pd.DataFrame
+    clone_audit: pd.DataFrame
+    params: Mapping[str, Any] = field(default_factory=dict)
+    timing: Mapping[str, float] = field(default_factory=dict)
+    actions: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=ACTION_COLUMNS))
+
+    def tables(self) -> dict[str, pd.DataFrame]:
+        """The five tables by name."""
+        return {
+            "trajectories": self.trajectories,
+            "steps": self.steps,
+            "episodes": self.episodes,
+            "clone_audit": self.clone_audit,
+            "actions": self.actions,
+        }
+
+    def summary(self) -> pd.DataFrame:
+        """Arrival rate and mean actions per (split, reacher); conversion per (split,
+        reacher, solver) -- a quick look, not an estimator (those live in ``handoff``)."""
+        t = self.trajectories
+        a = t.groupby(["split", "reacher"]).agg(arrival=("arrived", "mean"), mean_actions=("n_actions", "mean"))
+        e = self.episodes[self.episodes["arrived"]]
+        c = e.assign(solved=e["solved"].astype(float)).groupby(["split", "reacher", "solver"])["solved"].mean()
+        c = c.unstack("solver").add_prefix("conversion_")
+        return a.join(c)
+
+
+_WORKER: dict[str, Any] = {}
+
+
+def _worker_env(budget: int, strict: bool = False) -> AlfworldEnv:
+    env = _WORKER.get("env")
+    if env is None:
+        env = AlfworldEnv(budget=budget)
+        _WORKER["env"] = env
+    env.budget = budget
+    env.strict = bool(strict)
+    return env
+
+
+def _shown_hash(obs: Mapping[str, Any]) -> str:
+    """SHA-256 of what a policy is shown at a handoff: goal, visible history, latest
+    observation and remaining budget (the admissible list is hashed separately)."""
+    key = [obs.get("goal", ""), list(obs.get("history", ())), obs.get("observation", ""),
+           int(obs.get("remaining_budget", 0))]
+    return hashlib.sha256(json.dumps(key).encode()).hexdigest()
+
+
+def _log_of(policy: Any, obs: Mapping[str, Any], command: str) -> tuple[str, str]:
+    """(text shown, candidates as JSON) of the last decision: the policy's own
+    ``last_log`` when it keeps one, else the observation text and the admissible list
+    (what a scripted policy chooses from)."""
+    log = getattr(policy, "last_log", None)
+    if isinstance(log, Mapping) and log.get("command") == command:
+        return str(log.get("shown", "")), json.dumps(list(log.get("candidates", [])))
+    return str(obs.get("observation", "")), json.dumps(list(obs.get("admissible_commands", [])))
+
+
+def _run_task(
+    game: Mapping[str, Any],
+    seeds: Sequence[int],
+    reachers: Sequence[tuple[str, Any]],
+    early_budget: int,
+    D: int,
+    cont: int,
+    clone: str,
+    expert_method: str = "analytic",
+    strict: bool = False,
+) -> dict[str, Any]:
+    t0 = time.perf_counter()
+    budget = early_budget + cont
+    env = _worker_env(budget, strict)
+    env.load_game(game)
+    expert = Expert(env, method=expert_method)
+    split = str(game.get("split", ""))
+    task_id = env.task_id
+    task_type = env.task_type
+    traj_rows, step_rows, ep_rows, act_rows = [], [], [], []
+    audit = dict(arrivals=0, replays=0, replays_passed=0, replays_failed=0, solver_pairs=0, solver_pairs_equal_inputs=0)
+
+    def observe() -> dict[str, Any]:
+        obs = env.observe()
+        obs["expert"] = expert.plan
+        return obs
+
+    for seed in seeds:
+        env.reset(seed, budget)
+        start = frontier_check(env, D)
+        if start.on_frontier or start.terminal:
+            raise ValueError(
+                f"task {task_id!r} seed {seed}: the start state already lies on F_{D} (or is terminal); a reacher "
+                "could arrive without acting -- use problems whose optimal plan is longer than D"
+            )
+        for rname, reacher in reachers:
+            env.reset(seed, budget)
+            memo: dict[int, Any] = {}  # frontier answers by engine state id (this episode)
+            reacher.reset(task_id, seed, role="reacher")
+            obs = observe()
+            key = env.state_key()
+            seen = {key}
+            prev_action = None
+            arrival = None
+            fc_arrival = None
+            t = 0
+            for t in range(1, early_budget + 1):
+                action = reacher.act(obs)
+                shown, cands = _log_of(reacher, obs, action)
+                env.step(action)
+                valid = env.valid[-1]
+                new_key = env.state_key()
+                if valid:
+                    sid = env.state_id()
+                    fc = memo.get(sid)
+                    if fc is None:  # the answer depends on the engine state only (b >= D here)
+                        fc = memo[sid] = frontier_check(env, D)
+                    on = fc.on_frontier
+                else:  # an inadmissible command changes nothing: never progress, never an arrival
+                    fc, on = None, False
+                step_rows.append((split, task_id, seed, rname, t, action, new_key, new_key != key,
+                                  action == prev_action, new_key in seen, on, valid))
+                act_rows.append((split, task_id, seed, rname, pd.NA, "reacher", t, shown, cands, action, valid))
+                seen.add(new_key)
+                key, prev_action = new_key, action
+                if on:
+                    arrival, fc_arrival = t, fc
+                    break
+                if env.done:  # pragma: no cover - a win passes through F_D first
+                    break
+                obs = observe()
+            arrived = arrival is not None
+            n_invalid = int(sum(not v for v in env.valid))
+            traj_rows.append((split, task_id, task_type, seed, rname, arrived, arrival, t,
+                              fc_arrival.first_actions_tested if arrived else None,
+                              fc_arrival.second_actions_tested if arrived else None, n_invalid))
+            if not arrived:
+                for sname, _ in reachers:
+                    ep_rows.append((split, task_id, task_type, seed, rname, sname, False, None, 0, None, None,
+                                    None, None, None))
+                continue
+            # ---- handoff: clone the arrival state once per solver
+            audit["arrivals"] += 1
+            prefix, records = env.actions, env.records
+            snap = env.snapshot() if clone == "snapshot" else None
+            inputs = []
+            results = []
+            for sname, solver in reachers:
+                if clone == "replay":
+                    audit["replays"] += 1
+                    try:
+                        env.replay(seed, prefix, records, budget)
+                    except ReplayMismatch:
+                        audit["replays_failed"] += 1
+                        raise
+                    audit["replays_passed"] += 1
+                else:
+                    env.restore(snap)
+                env.set_remaining_budget(cont)
+                obs = observe()
+                shown_hash = _shown_hash(obs)
+                inputs.append((shown_hash, tuple(env.admissible), env.history_hash()))
+                solver.reset(task_id, seed, role="solver")
+                first = None
+                n_before = len(env.actions)
+                for k in range(1, cont + 1):
+                    a = solver.act(obs)
+                    shown, cands = _log_of(solver, obs, a)
+                    first = a if first is None else first
+                    env.step(a)
+                    act_rows.append((split, task_id, seed, rname, sname, "solver", k, shown, cands, a, env.valid[-1]))
+                    if env.done:
+                        break
+                    obs = observe()
+                solved = bool(env.won)
+                s_invalid = int(sum(not v for v in env.valid[n_before:]))
+                results.append((sname, solved, first in fc_arrival.bridge_actions, s_invalid, shown_hash, first))
+            if clone == "snapshot":
+                env.release_snapshots()
+                # audit: one verified operational clone of the arrival state
+                audit["replays"] += 1
+                env.replay(seed, prefix, records, budget)
+                audit["replays_passed"] += 1
+            audit["solver_pairs"] += 1
+            audit["solver_pairs_equal_inputs"] += int(all(x == inputs[0] for x in inputs))
+            for sname, solved, bridge, s_invalid, shown_hash, first in results:
+                ep_rows.append((split, task_id, task_type, seed, rname, sname, True, solved, int(solved), bridge, arrival,
+                                s_invalid, shown_hash, first))
+    return dict(
+        split=split, trajectories=traj_rows, steps=step_rows, episodes=ep_rows, actions=act_rows, audit=audit,
+        seconds=time.perf_counter() - t0,
+    )
+
+
+def _resolve_pool(pool, tasks_per_type, pool_seed) -> list[dict[str, Any]]:
+    from agentstudies.envs.alfworld.pools import load_pool
+
+    if isinstance(pool, str):
+        return load_pool(pool, tasks_per_type or 5, pool_seed)
+    pool = list(pool)
+    if pool and isinstance(pool[0], str):
+        out = []
+        for split in pool:
+            out.extend(load_pool(split, tasks_per_type or 5, pool_seed))
+        return out
+    if tasks_per_type is None:
+        return pool
+    counts: dict[tuple, int] = {}
+    out = []
+    for g in pool:
+        k = (g.get("split"), g["traj_data"]["task_type"])
+        if counts.get(k, 0) < tasks_per_type:
+            counts[k] = counts.get(k, 0) + 1
+            out.append(g)
+    return out
+
+
+def run_handoff_study(
+    pool: str | Sequence[str] | Sequence[Mapping[str, Any]],
+    tasks_per_type: int | None = 5,
+    seeds: Sequence[int] = (0, 1, 2, 3),
+    reachers: Mapping[str, Any] | None = None,
+    early_budget: int = 48,
+    D: int = 2,
+    continuation_budget: int = 2,
+    n_jobs: int = 1,
+    *,
+    clone: str = "replay",
+    backend: str | None = None,
+    pool_seed: int = 2029,
+    expert: str = "analytic",
+    checkpoints: str = "trained",
+    temperature: float = 0.4,
+    strict: bool = False,
+) -> HandoffStudy:
+    """Run the ALFWorld checkpoint-handoff protocol (paper Section 4.1, Appendix A).
+
+    Parameters
+    ----------
+    pool:
+        A split name (``"valid_seen"``/``"valid_unseen"``, loaded with
+        :func:`pools.load_pool`), a list of split names, or a list of game dicts.
+    tasks_per_type:
+        Tasks per task type taken from the pool (``None``: all games given).
+    seeds:
+        Paired task seeds (each seeds the env reset and, with task and role, every policy).
+    reachers:
+        ``{name: policy}``; every policy is both a reacher and a solver, called through
+        the policy protocol ``reset(task_id, seed, role)`` / ``act(observation)``
+        (default: :func:`make_study_checkpoints` ``(checkpoints, temperature)``).
+    checkpoints, temperature:
+        Used when ``reachers`` is ``None``: ``"trained"`` (default) loads the shipped
+        SFT / RL weights of :class:`agentstudies.agents.LearnedAlfworldPolicy` (checksums
+        verified) decoded at ``temperature``; ``"scripted"`` gives the *simulated*
+        scripted profiles (planted mechanisms calibrated to the paper's Table 2).
+    strict:
+        Refuse inadmissible commands (:class:`env.InadmissibleCommand`) instead of
+        passing them to the engine ("Nothing happens.", one action charged).
+    early_budget:
+        ``B_early``: reacher actions allowed.
+    D:
+        Frontier distance (``F_D``, Eq. 6).
+    continuation_budget:
+        ``B_cont``: solver actions after the handoff (``>= D``).
+    n_jobs, backend:
+        :func:`agentstudies.parallel.seeded_map` over tasks (results do not depend on
+        them; ``backend=None`` is joblib's default, ``"loky"``).
+    clone:
+        ``"replay"`` (reset + verified replay per solver; the paper's protocol) or
+        ``"snapshot"`` (in-process restore per solver, plus one verified replay per
+        arrival for the audit).
+    expert:
+        Optimal-plan source handed to scripted policies (``observation["expert"]``):
+        ``"analytic"`` (fast, exact on generated games) or ``"fast_downward"`` (TextWorld's
+        planner; use it for official ALFWorld games).
+
+    Returns a :class:`HandoffStudy` with the tables described in the module docstring.
+
+    Raises ``ValueError`` for a non-positive budget, ``continuation_budget < D``, an empty
+    pool or seed list, an unknown clone mode, duplicate task ids, or a task whose start
+    state already lies on ``F_D`` (a reacher could "arrive" without acting);
+    :class:`env.ReplayMismatch` if a replay disagrees with its record.
+    """
+    if early_budget < 1:
+        raise ValueError(f"early_budget={early_budget}: expected a positive integer")
+    if D < 1:
+        raise ValueError(f"D={D}: expected a positive integer")
+    if continuation_budget < D:
+        raise ValueError(f"continuation_budget={continuation_budget} < D={D}: a solver could never finish")
+    if clone not in ("replay", "snapshot"):
+        raise ValueError(f"clone={clone!r}: expected 'replay' or 'snapshot'")
+    if expert not in ("analytic", "fast_downward"):
+        raise ValueError(f"expert={expert!r}: expected 'analytic' or 'fast_downward'")
+    seeds = [int(s) for s in seeds]
+    if not seeds:
+        raise ValueError("seeds is empty: expected at least one paired seed")
+    if len(set(seeds)) != len(seeds):
+        raise ValueError(f"seeds {seeds} contain duplicates")
+    checkpoints_default = reachers is None
+    if reachers is None:
+        reachers = make_study_checkpoints(checkpoints, temperature=temperature)
+    if not reachers:
+        raise ValueError("reachers is empty: expected {name: policy}")
+    reachers_given = None if checkpoints_default else reachers
+    games = _resolve_pool(pool, tasks_per_type, pool_seed)
+    if not games:
+        raise ValueError("empty pool: no games to run")
+    ids = [(g.get("split"), g["task_id"]) for g in games]
+    if len(set(ids)) != len(ids):
+        raise ValueError("duplicate task ids in the pool")
+    items = [(str(k), v) for k, v in reachers.items()]
+    t0 = time.perf_counter()
+    out = seeded_map(_task_item, games, seed=0, n_jobs=n_jobs, backend=backend or "loky", seeds=seeds,
+                     reachers=items, early_budget=early_budget, D=D, cont=continuation_budget, clone=clone,
+                     expert_method=expert, strict=strict)
+    wall = time.perf_counter() - t0
+    traj = pd.DataFrame([r for o in out for r in o["trajectories"]], columns=TRAJECTORY_COLUMNS)
+    steps = pd.DataFrame([r for o in out for r in o["steps"]], columns=STEP_COLUMNS)
+    eps = pd.DataFrame([r for o in out for r in o["episodes"]], columns=EPISODE_COLUMNS)
+    acts = pd.DataFrame([r for o in out for r in o["actions"]], columns=ACTION_COLUMNS)
+    acts["solver"] = acts["solver"].astype("string")
+    acts["valid"] = acts["valid"].astype(bool)
+    acts["step"] = acts["step"].astype(int)
+    traj["n_invalid"] = traj["n_invalid"].astype(int)
+    eps["solver_invalid"] = eps["solver_invalid"].astype("Int64")
+    for col in ("arrival_step", "first_actions_tested", "second_actions_tested"):
+        traj[col] = traj[col].astype("Int64")
+    traj["arrived"] = traj["arrived"].astype(bool)
+    traj["seed"] = traj["seed"].astype(int)
+    traj["n_actions"] = traj["n_actions"].astype(int)
+    for col in ("state_changed", "repeated_action", "revisited", "on_frontier", "valid"):
+        steps[col] = steps[col].astype(bool)
+    steps["step"] = steps["step"].astype(int)
+    eps["arrived"] = eps["arrived"].astype(bool)
+    eps["solved"] = eps["solved"].astype("boolean")
+    eps["bridge"] = eps["bridge"].astype("boolean")
+    eps["endpoint"] = eps["endpoint"].astype(int)
+    eps["arrival_step"] = eps["arrival_step"].astype("Int64")
+    audit_rows = {}
+    for o in out:
+        a = audit_rows.setdefault(o["split"], dict.fromkeys(AUDIT_COLUMNS[2:], 0))
+        for k, v in o["audit"].items():
+            a[k] += v
+    audit = pd.DataFrame(
+        [(s, clone, *[v[c] for c in AUDIT_COLUMNS[2:]]) for s, v in audit_rows.items()], columns=AUDIT_COLUMNS
+    )
+    worker_seconds = float(sum(o["seconds"] for o in out))
+    n_traj = len(traj)
+    timing = {
+        "wall_seconds": wall,
+        "worker_seconds": worker_seconds,
+        "seconds_per_trajectory": worker_seconds / max(n_traj, 1),
+        "reacher_steps": float(len(steps)),
+    }
+    params = dict(
+        tasks=len(games), tasks_per_type=tasks_per_type, seeds=seeds, reachers=[k for k, _ in items],
+        early_budget=early_budget, D=D, continuation_budget=continuation_budget, n_jobs=n_jobs, clone=clone,
+        pool_seed=pool_seed, expert=expert, checkpoints=checkpoints if reachers_given is None else "custom",
+        temperature=temperature, strict=strict,
+        policies={k: getattr(v, "params", repr(v)) for k, v in items},
+    )
+    return HandoffStudy(traj, steps, eps, audit, params, timing, acts)
+
+
+def _task_item(game, rng, **kw):
+    return _run_task(game, **kw)
+
+
+def make_study_checkpoints(checkpoints: str = "trained", *, temperature: float = 0.4) -> dict[str, Any]:
+    """The two checkpoints ``{"SFT": ..., "RL": ...}`` of the handoff study.
+
+    ``"trained"``: the shipped :class:`agentstudies.agents.LearnedAlfworldPolicy`
+    weights (``data/alfworld/checkpoints``, checksums verified), decoded at
+    ``temperature`` (paper: 0.4). ``"scripted"``: the *simulated* scripted profiles of
+    :func:`agentstudies.agents.alfworld_policy.make_checkpoints` -- planted mechanisms on
+    the analytic optimal expert, calibrated to the paper's Table 2. Raises
+    ``ValueError`` for another value.
+    """
+    if checkpoints == "trained":
+        from agentstudies.agents import LearnedAlfworldPolicy
+
+        return {n: LearnedAlfworldPolicy.load(n, temperature=temperature) for n in ("SFT", "RL")}
+    if checkpoints == "scripted":
+        from agentstudies.agents.alfworld_policy import make_checkpoints
+
+        return make_checkpoints()
+    raise ValueError(f"checkpoints={checkpoints!r}: expected 'trained' or 'scripted'")
+
+
+def table8_state(episodes: pd.DataFrame, *, base: str = "SFT", treated: str = "RL",
+                 splits: Sequence[str] = ("valid_unseen", "valid_seen")) -> pd.Series | None:
+    """The handoff state of Table 8, chosen by the paper's prespecified rule (Appendix D).
+
+    Among states the ``treated`` solver completes and the ``base`` solver does not: a
+    ``base``-produced state (reacher = ``base``), of the simplest task type
+    (``pick_and_place_simple``; if none, the next type in ALFWorld's order), on which
+    the ``base`` solver's first action is not a bridge action; the first such state in
+    (split order, task id, seed) order. Returns the ``base`` solver's episode row
+    (``None`` if no state qualifies).
+    """
+    e = episodes[episodes["arrived"]]
+    key = ["split", "task_id", "seed", "reacher"]
+    b = e[e["solver"] == base].set_index(key)
+    t = e[e["solver"] == treated].set_index(key)
+    both = b.join(t[["solved"]], rsuffix="_treated", how="inner").reset_index()
+    both = both[(both["reacher"] == base) & both["solved_treated"].astype(bool) & ~both["solved"].astype(bool)
+                & ~both["bridge"].astype(bool)]
+    for split in splits:
+        for tt in TASK_TYPES:
+            c = both[(both["split"] == split) & (both["task_type"] == tt)].sort_values(["task_id", "seed"])
+            if len(c):
+                return c.iloc[0]
+    return None
+
+
+def table8(actions: pd.DataFrame, state: pd.Series, *, solvers: Sequence[str] = ("SFT", "RL")) -> pd.DataFrame:
+    """Table 8: the two solvers' actions on one cloned state (from the ``actions`` log).
+
+    One row per (solver, step): solver, step, command, valid, n_candidates, and the last
+    line of the text shown at that step. Raises ``KeyError`` if the log lacks the state.
+    """
+    a = actions[(actions["split"] == state["split"]) & (actions["task_id"] == state["task_id"])
+                & (actions["seed"] == state["seed"]) & (actions["reacher"] == state["reacher"])
+                & (actions["role"] == "solver")]
+    if a.empty:
+        raise KeyError(f"no solver actions logged for {state['task_id']!r} seed {state['seed']}")
+    rows = []
+    for sname in solvers:
+        for _, r in a[a["solver"] == sname].sort_values("step").iterrows():
+            last = [ln for ln in str(r["shown"]).splitlines() if ln.strip()]
+            rows.append({"solver": sname, "step": int(r["step"]), "command": r["command"], "valid": bool(r["valid"]),
+                         "n_candidates": len(json.loads(r["candidates"])), "shown (last line)": last[-1] if last else ""})
+    return pd.DataFrame(rows)
+
+
+#: The handoff paper's ALFWorld valid_unseen values behind :func:`handoff_findings`
+#: (Sections 2.4, 4.2-4.5, Appendices B-C; released SkillRL 7B checkpoints, official games).
+PAPER_FINDINGS = {
+    "interaction": "+24.2 pp [13.3, 35.0]",
+    "reached_only": "-12.6 pp [-45.8, 22.7] (opposite sign to the endpoint interaction)",
+    "delta_by_producer": "SFT-produced states +50.0 pp, RL-produced +37.4 pp (larger on SFT states)",
+    "one_solver_wins": "SFT-only 0, RL-only 45 of 115 states",
+    "eq9_residual": "+3.5 pp [-7.2, 14.2] (predicted 20.7, observed 24.2)",
+    "failure_modes": "SFT 102 of 104 non-arrivals are loops; RL 18 of 21",
+    "reach": "arrival SFT 13.3%, RL 82.5%",
+}
+
+
+def handoff_findings(result, prediction, failures, episodes: pd.DataFrame, *, split: str = "valid_unseen",
+                     base: str = "SFT", treated: str = "RL") -> pd.DataFrame:
+    """Which of the paper's ALFWorld findings reappear in a run (computed, per finding).
+
+    ``result`` is :func:`agentstudies.handoff.analyze_handoff`'s result, ``prediction``
+    :func:`agentstudies.handoff.predict_interaction`'s, ``failures``
+    :func:`agentstudies.handoff.audit_non_arrivals`'s, all on the same episodes. Returns
+    one row per (finding, source) with ``source`` = ``"this run"`` or ``"paper"``, the
+    value as text and, on "this run" rows, ``reappears`` (``"yes"``/``"no"``) by the
+    rule stated in ``criterion``.
+    """
+    est = result.estimates[result.estimates["split"] == split].set_index("estimand")
+
+    def pp(name):
+        r = est.loc[name]
+        return float(r.estimate), float(r.ci_low), float(r.ci_high)
+
+    def fmt(x):
+        e, lo, hi = x
+        return f"{100 * e:+.1f} pp [{100 * lo:.1f}, {100 * hi:.1f}]"
+
+    rows = []
+
+    def add(key, finding, criterion, value, ok):
+        rows.append({"finding": finding, "source": "this run", "value": value, "reappears": "yes" if ok else "no",
+                     "criterion": criterion})
+        rows.append({"finding": finding, "source": "paper", "value": PAPER_FINDINGS[key], "reappears": "",
+                     "criterion": ""})
+
+    a_b, a_t = float(est.loc["arrival_base", "estimate"]), float(est.loc["arrival_treated", "estimate"])
+    add("reach", "Reach: RL arrives more often", "A_RL > A_SFT",
+        f"arrival {base} {100 * a_b:.1f}%, {treated} {100 * a_t:.1f}%", a_t > a_b)
+    inter = pp("interaction")
+    add("interaction", "Interaction I (Eq. 4) positive", "I > 0 with the interval above 0", fmt(inter),
+        bool(inter[1] > 0))
+    surv = pp("survivor_interaction")
+    flip = bool(np.isfinite(surv[0]) and surv[0] != 0 and np.sign(surv[0]) != np.sign(inter[0]))
+    add("reached_only", "Reached-only estimate flips the sign", "sign(reached-only) != sign(I)", fmt(surv), flip)
+    d_b, d_t = pp("delta_solve_base_states")[0], pp("delta_solve_treated_states")[0]
+    add("delta_by_producer", "Same-state Solve gap larger on SFT-produced states", "delta(SFT states) > delta(RL states)",
+        f"SFT-produced {100 * d_b:+.1f} pp, RL-produced {100 * d_t:+.1f} pp", bool(d_b > d_t))
+    st = result.stages[result.stages["split"] == split].set_index("solver")
+    sft_only, rl_only = int(st.loc[base, "only_this_solver_wins"]), int(st.loc[treated, "only_this_solver_wins"])
+    n_states = int(st.loc[base, "n_states"])
+    add("one_solver_wins", "The SFT solver rarely wins where RL fails", "SFT-only wins < RL-only wins",
+        f"SFT-only {sft_only}, RL-only {rl_only} of {n_states} states", sft_only < rl_only)
+    if prediction is None:
+        add("eq9_residual", "Eq. 9 predicts the interaction", "residual interval contains 0",
+            "undefined in this run (a task type without reached states in the external sample)", False)
+    else:
+        o = prediction.overall.set_index("estimand")
+        res = (float(o.loc["residual", "estimate"]), float(o.loc["residual", "ci_low"]),
+               float(o.loc["residual", "ci_high"]))
+        add("eq9_residual", "Eq. 9 predicts the interaction", "residual interval contains 0",
+            f"{fmt(res)} (predicted {100 * float(o.loc['predicted', 'estimate']):.1f}, observed "
+            f"{100 * float(o.loc['observed', 'estimate']):.1f})", bool(res[1] <= 0 <= res[2]))
+    c = failures.counts[failures.counts["split"] == split]
+    parts, loops_top = [], True
+    for r in (base, treated):
+        cc = c[c["reacher"] == r]
+        n = int(cc["n"].sum())
+        top = cc.sort_values("n", ascending=False).iloc[0] if n else None
+        n_loop = int(cc.loc[cc["label"] == "loop", "n"].sum())
+        parts.append(f"{r} {n_loop} of {n} loops" + (f" (most common: {top['label']})" if top is not None else ""))
+        loops_top &= (top is None) or top["label"] == "loop"
+    add("failure_modes", "Non-arrivals are mostly loops", "loop is the most common label for both reachers",
+        "; ".join(parts), loops_top)
+    return pd.DataFrame(rows, columns=["finding", "source", "value", "reappears", "criterion"])

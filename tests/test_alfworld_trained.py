@@ -1,0 +1,185 @@
+"""Acceptance tests of the trained ALFWorld checkpoints (issue 8) and action validity (issue 12.4)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from agentstudies.agents import LearnedAlfworldPolicy
+from agentstudies.agents._alfworld_learned import checkpoint_dir, load_weights
+from agentstudies.envs.alfworld._testing import small_game
+from agentstudies.envs.alfworld.env import AlfworldEnv
+from agentstudies.studies import alfworld_training as tr
+from agentstudies.studies.alfworld_handoff import run_handoff_study, table8, table8_state
+
+GAMES = [small_game("pick_and_place_simple"), small_game("pick_heat_then_place_in_recep"),
+         small_game("look_at_obj_in_light")]
+
+
+@pytest.fixture(scope="module")
+def env():
+    e = AlfworldEnv(budget=30)
+    yield e
+    e.close()
+
+
+def _actions(env, pol, game, seed, perturb):
+    env.load_game(game)
+    env.reset(seed)
+    pol.reset(env.task_id, seed, role="reacher")
+    out = []
+    rng = np.random.default_rng(seed)
+    while not env.done:
+        obs = env.observe()
+        if perturb:
+            adm = list(obs["admissible_commands"])
+            rng.shuffle(adm)
+            obs["admissible_commands"] = adm[: len(adm) // 2] + ["put pencil 1 in shelf 1"]
+            obs["expert"] = lambda: ["inventory", "look"]
+        out.append(pol.act(obs))
+        env.step(out[-1])
+    return out
+
+
+@pytest.mark.parametrize("name", ["SFT", "RL"])
+def test_checkpoints_read_neither_expert_plan_nor_admissible_list(env, name):
+    pol = LearnedAlfworldPolicy.load(name, temperature=0.4)
+    for game in GAMES:
+        for seed in (0, 1):
+            assert _actions(env, pol, game, seed, False) == _actions(env, pol, game, seed, True)
+
+
+def test_shipped_weights_verify_and_differ():
+    w_sft, m_sft = load_weights("SFT")
+    w_rl, m_rl = load_weights("RL")
+    assert w_sft.shape == w_rl.shape == (2 ** 16,)
+    assert not np.array_equal(w_sft, w_rl)
+    assert m_sft["objective"] == "behaviour cloning" and "REINFORCE" in m_rl["objective"]
+    sums = (checkpoint_dir() / "SFT.npy.sha256").read_text().split()[0]
+    assert sums == m_sft["sha256"]
+
+
+@pytest.fixture(scope="module")
+def trained_study():
+    return run_handoff_study(GAMES, tasks_per_type=None, seeds=[0, 1], early_budget=20, D=2,
+                             continuation_budget=2, checkpoints="trained")
+
+
+def test_trained_study_logs_every_action_with_validity(trained_study):
+    s, t, e, a = trained_study.steps, trained_study.trajectories, trained_study.episodes, trained_study.actions
+    reacher = a[a["role"] == "reacher"].reset_index(drop=True)
+    assert len(reacher) == len(s)
+    assert (reacher["valid"].to_numpy() == s["valid"].to_numpy()).all()
+    assert (reacher["command"].to_numpy() == s["action"].to_numpy()).all()
+    # n_invalid per trajectory = count of invalid steps
+    inv = s.groupby(["task_id", "seed", "reacher"])["valid"].apply(lambda v: int((~v).sum()))
+    got = t.set_index(["task_id", "seed", "reacher"])["n_invalid"]
+    assert (inv.reindex(got.index).to_numpy() == got.to_numpy()).all()
+    # an invalid step is never an arrival
+    assert not (s["on_frontier"] & ~s["valid"]).any()
+    # candidates come from the policy's belief, never contain the old `put X in Y` grammar
+    assert not a["candidates"].str.contains('"put ').any()
+    # solver rows: both solvers shown the same clone
+    arr = e[e["arrived"]]
+    if len(arr):
+        assert (arr.groupby(["task_id", "seed", "reacher"])["shown_hash"].nunique() == 1).all()
+        sol = a[a["role"] == "solver"]
+        assert len(sol) >= 2 * int(t["arrived"].sum())
+        n_inv = sol.groupby(["task_id", "seed", "reacher", "solver"])["valid"].apply(lambda v: int((~v).sum()))
+        ee = arr.set_index(["task_id", "seed", "reacher", "solver"])["solver_invalid"]
+        assert (n_inv.reindex(ee.index).to_numpy() == ee.to_numpy()).all()
+
+
+def test_trained_study_assignments_identities(trained_study):
+    """J(W,R) = A_W C_{W,R} (Eq. 7) and both paths of Eq. 3, in exact integer arithmetic."""
+    from fractions import Fraction
+
+    e = trained_study.episodes
+    n = e.groupby("reacher").size() // 2
+    J = {(w, r): Fraction(int(g["endpoint"].sum()), int(n[w])) for (w, r), g in e.groupby(["reacher", "solver"])}
+    for (w, r), j in J.items():
+        g = e[(e["reacher"] == w) & (e["solver"] == r)]
+        arrived = int(g["arrived"].sum())
+        A = Fraction(arrived, len(g))
+        C = Fraction(int(g["solved"].fillna(False).astype(bool).sum()), arrived) if arrived else Fraction(0)
+        assert j == A * C
+    total = J["RL", "RL"] - J["SFT", "SFT"]
+    assert total == (J["RL", "RL"] - J["SFT", "RL"]) + (J["SFT", "RL"] - J["SFT", "SFT"])
+    assert total == (J["RL", "SFT"] - J["SFT", "SFT"]) + (J["RL", "RL"] - J["RL", "SFT"])
+    pol = trained_study.params["policies"]
+    assert set(pol) == {"SFT", "RL"} and pol["SFT"]["weights_sha256"] != pol["RL"]["weights_sha256"]
+    assert trained_study.params["checkpoints"] == "trained"
+
+
+def test_table8_rule_by_hand():
+    """The prespecified rule, checked on a hand-made episode table."""
+    rows = []
+    for tid, tt, sft_solved, rl_solved, bridge in [
+        ("u-two-00", "pick_two_obj_and_place", False, True, False),
+        ("u-pick-01", "pick_and_place_simple", False, True, True),   # SFT bridge -> excluded
+        ("u-pick-02", "pick_and_place_simple", False, True, False),  # the one
+        ("u-pick-03", "pick_and_place_simple", True, True, False),   # SFT solved -> excluded
+    ]:
+        for solver, solved, br in (("SFT", sft_solved, bridge), ("RL", rl_solved, True)):
+            rows.append(dict(split="valid_unseen", task_id=tid, task_type=tt, seed=0, reacher="SFT", solver=solver,
+                             arrived=True, solved=solved, endpoint=int(solved), bridge=br, arrival_step=5))
+    ep = pd.DataFrame(rows)
+    st = table8_state(ep)
+    assert st["task_id"] == "u-pick-02"
+    ep2 = ep[ep["task_id"] != "u-pick-02"]
+    assert table8_state(ep2)["task_id"] == "u-two-00"  # next simplest type in ALFWorld's order
+    acts = pd.DataFrame([dict(split="valid_unseen", task_id="u-pick-02", seed=0, reacher="SFT", solver=s, role="solver",
+                              step=k, shown="Your task is to: x.\nYou pick up the pencil 1.", candidates='["look"]',
+                              command="look", valid=True) for s in ("SFT", "RL") for k in (1, 2)])
+    t8 = table8(acts, st)
+    assert list(t8["solver"]) == ["SFT", "SFT", "RL", "RL"]
+    assert t8["shown (last line)"].iloc[0] == "You pick up the pencil 1."
+
+
+def test_start_state_on_frontier_is_refused():
+    """A reacher cannot arrive without acting: with D equal to the start state's remaining
+    distance (the optimal plan's length, 4 here), the start state lies on F_D and the study
+    refuses the task instead of letting a first (possibly invalid) action "arrive"."""
+    from agentstudies.envs.alfworld.expert import Expert
+    from agentstudies.envs.alfworld.frontier import remaining_distance
+    from agentstudies.studies import alfworld_handoff as ah
+
+    game = small_game("pick_and_place_simple")
+    env = AlfworldEnv(budget=30)
+    env.load_game(game)
+    env.reset(0)
+    d = len(Expert(env).plan())
+    assert remaining_distance(env, max_depth=d) == d <= 4
+    env.close()
+    with pytest.raises(ValueError, match="start state"):
+        ah._run_task(game, [0], [], early_budget=4, D=d, cont=d, clone="replay")
+
+
+def test_bootstrap_difference_by_brute_force():
+    rows = []
+    rng = np.random.default_rng(1)
+    for k in range(4):
+        for tt in ("a", "b"):
+            for ck in ("SFT", "RL"):
+                rows.append(dict(checkpoint=ck, split="s", task_id=f"{tt}{k}", task_type=tt, seed=0,
+                                 arrived=bool(rng.random() < (0.7 if ck == "RL" else 0.3))))
+    df = pd.DataFrame(rows)
+    out = tr.bootstrap_difference(df, "arrived", n_draws=500, seed=0)
+    per = df.pivot_table(index="task_id", columns="checkpoint", values="arrived", aggfunc="mean")
+    assert out["estimate"] == pytest.approx(float((per["RL"] - per["SFT"]).mean()))
+    assert out["ci_low"] <= out["estimate"] <= out["ci_high"] and out["n_tasks"] == 8
+
+
+@pytest.mark.slow
+def test_heldout_arrival_rl_ahead_on_shipped_weights():
+    """Shipped weights on a small held-out pool: RL arrives more often than SFT with a
+    task-stratified bootstrap interval above 0; neither success rate is below 5% or above 95%."""
+    w_sft, _ = load_weights("SFT")
+    w_rl, _ = load_weights("RL")
+    held = tr.eval_pools(3)
+    ev = pd.concat([tr.evaluate_checkpoint(w, n, held, [0], n_jobs=1) for n, w in (("SFT", w_sft), ("RL", w_rl))])
+    d = tr.bootstrap_difference(ev, "arrived", n_draws=2000, seed=0)
+    assert d["ci_low"] > 0, d
+    succ = ev.groupby("checkpoint")["won"].mean()
+    assert ((succ >= 0.05) & (succ <= 0.95)).all(), succ
