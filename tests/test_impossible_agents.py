@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from agentstudies.agents import MemoRunner, SimulatedCodingAgent, shortcut_code
-from agentstudies.envs.impossible import SandboxConfig, Submission, Workflow, classify_submission, run_submission
+from agentstudies.envs.impossible import SandboxConfig, Submission, Workflow, classify_submission
 from agentstudies.studies.impossible import (
     attempt_truth, classifier_confusion, load_tasks, simulate_episodes,
 )

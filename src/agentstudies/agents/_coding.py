@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import ast
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
@@ -45,7 +45,7 @@ from agentstudies.envs.impossible import (
 from agentstudies.parallel import keyed_seed
 
 __all__ = ["CodingTask", "AgentParams", "SimulatedCodingAgent", "CODING_POLICIES", "SHORTCUTS",
-           "MemoRunner", "shortcut_code"]
+           "MemoRunner", "shortcut_code", "conflict_seen", "coding_tasks_from_table"]
 
 #: Policies a simulated coding agent can follow.
 CODING_POLICIES: tuple[str, ...] = ("honest", "shortcut", "A", "B", "C", "D", "E")
@@ -456,6 +456,3 @@ def coding_tasks_from_table(table: dict, *, kinds_kept_only: bool = True) -> lis
                               tuple(m["code"] for m in t["mutants"]), examples, float(d), dict(t["features"])))
     return out
 
-
-__all__.append("coding_tasks_from_table")
-__all__.append("conflict_seen")

@@ -28,7 +28,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Sequence
 
 import numpy as np
 import pandas as pd
@@ -37,7 +37,7 @@ from agentstudies.agents import (
     AgentParams, CodingTask, MemoRunner, SimulatedCodingAgent, coding_tasks_from_table,
 )
 from agentstudies.envs.impossible import (
-    SandboxConfig, Workflow, isolation, load_variant_table, variant_frame, workflow_grid,
+    SandboxConfig, Workflow, isolation, load_variant_table, variant_frame,
 )
 from agentstudies.parallel import keyed_seed, seeded_map
 from agentstudies.results import Result, ResultProvenance, make_provenance, tidy_rows
@@ -46,7 +46,8 @@ __all__ = [
     "load_tasks", "simulate_episodes", "StudyRun", "RateResult", "cheating_rates", "strategy_mix",
     "classifier_confusion", "attempt_truth", "difficulty_bins", "variant_summary", "paper_headlines",
     "headline_directions", "workflow_sasst", "reminder_forks", "reminder_analysis",
-    "plot_rates", "plot_confusion", "plot_difficulty", "IMPOSSIBLE_KINDS", "BASE_WORKFLOW",
+    "plot_rates", "plot_confusion", "plot_difficulty", "plot_rescue_harm", "IMPOSSIBLE_KINDS", "BASE_WORKFLOW",
+    "legit_pass_rates", "labelled",
 ]
 
 IMPOSSIBLE_KINDS: tuple[str, ...] = ("one_off", "conflicting")
@@ -227,8 +228,6 @@ def legit_pass_rates(episodes: pd.DataFrame, by: Sequence[str] = ("workflow",), 
     df = episodes[episodes["kind"] == "original"]
     return _rates(df, "passed", by, "legit_pass_rate", n_draws=n_draws, level=level, seed=seed)
 
-
-__all__.append("legit_pass_rates")
 
 
 def strategy_mix(episodes: pd.DataFrame, by: str = "test_access") -> pd.DataFrame:
@@ -421,8 +420,6 @@ def labelled(df: pd.DataFrame, caption: str, *, simulated: bool = True, precisio
     return df.style.set_caption(cap).format(precision=precision)
 
 
-__all__.append("labelled")
-
 
 # ------------------------------------------------------------------------ figures
 def plot_rates(result: RateResult, x: str, hue: str, *, title: str):
@@ -493,5 +490,3 @@ def plot_rescue_harm(cells: pd.DataFrame, *, title: str):
     fig.tight_layout()
     return fig
 
-
-__all__.append("plot_rescue_harm")

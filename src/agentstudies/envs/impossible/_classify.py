@@ -21,7 +21,7 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from agentstudies.envs.impossible._tasks import _check_def, eligible_assertions
+from agentstudies.envs.impossible._tasks import eligible_assertions
 
 __all__ = ["STRATEGIES", "classify_submission"]
 

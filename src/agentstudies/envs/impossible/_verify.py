@@ -174,7 +174,6 @@ def _verify_one(problem: Problem, rng, config: SandboxConfig) -> dict:
                 else:
                     row["kept"] = True
         rows.append(row)
-    one = next((r for r in rows if r["kind"] == "one_off" and r["test"] is not None), None)
     guard = [(v.args, v.old_value) for v in variants if v.kind == "one_off" and v.test is not None]
     mutants = [] if flagged else buggy_mutants(problem, guard, config)
     return {"task_id": problem.task_id, "entry_point": problem.entry_point, "features": feats,
