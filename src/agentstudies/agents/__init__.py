@@ -21,6 +21,17 @@ from agentstudies.agents._alfworld_learned import (
     shown_text,
     weights_digest,
 )
+from agentstudies.agents._coding import (
+    CODING_POLICIES,
+    SHORTCUTS,
+    AgentParams,
+    CodingTask,
+    MemoRunner,
+    SimulatedCodingAgent,
+    coding_tasks_from_table,
+    conflict_seen,
+    shortcut_code,
+)
 from agentstudies.agents.base import Policy, SimulatedPolicyMixin
 from agentstudies.agents.controllers import (
     WORKFLOWS,
@@ -57,4 +68,13 @@ __all__ = [
     "LLMTauPolicy",
     "LLMAlfworldPolicy",
     "is_llm_agent",
+    "CODING_POLICIES",
+    "SHORTCUTS",
+    "AgentParams",
+    "CodingTask",
+    "MemoRunner",
+    "SimulatedCodingAgent",
+    "coding_tasks_from_table",
+    "conflict_seen",
+    "shortcut_code",
 ]

