@@ -97,6 +97,14 @@ def _toolsandbox_group_means():
     return ts.group_means(ts.run_grid(cases, seeds=[0]), "augmentation", n_draws=100, seed=1)
 
 
+def _impossible_rates():
+    from agentstudies.studies import impossible as imp
+
+    episodes = pd.DataFrame({"task_id": ["a", "a", "b", "b", "c", "c"], "kind": ["one_off"] * 6,
+                             "workflow": ["w1", "w2"] * 3, "cheated": [1, 0, 0, 0, 1, 1]})
+    return imp.cheating_rates(episodes, by=("kind", "workflow"), n_draws=100, seed=3)
+
+
 #: ``module.QualName`` -> builder of one instance from small real inputs.
 BUILDERS: dict[str, Callable[[], Result]] = {
     "agentstudies.sasst._engine.SASSTReport": _sasst_report,
@@ -105,6 +113,7 @@ BUILDERS: dict[str, Callable[[], Result]] = {
     "agentstudies.handoff._diagnostics.BudgetDiagnostic": _budget,
     "agentstudies.handoff._diagnostics.FailureAudit": _audit,
     "agentstudies.studies.toolsandbox.GroupMeans": _toolsandbox_group_means,
+    "agentstudies.studies.impossible.RateResult": _impossible_rates,
 }
 
 CLASSES = _all_result_classes()

@@ -222,6 +222,7 @@ def _init():
             _exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 70)
 
 
-_init()
-_main()
-_exit(0)
+if __name__ == "__main__":  # run as `python -c <source>`; importing the module (tests do) runs nothing
+    _init()
+    _main()
+    _exit(0)
