@@ -294,14 +294,14 @@ class FrozenRouter:
 
     @classmethod
     def build(cls, kind, features, models, thresholds, lam, delays, clean, cate_model=None) -> "FrozenRouter":
-        cate_state = _cate_state(cate_model)
+        cate_state = _cate_state(cate_model, len(features))
         sha = cls._digest(kind, features, models, thresholds, lam, delays, clean, cate_state)
         return cls(kind, tuple(features), models, dict(thresholds), float(lam), tuple(delays), clean, sha, cate_model)
 
     def verify(self) -> str:
         """Recompute the SHA-256; raises ``OutcomesSealedError`` if anything changed."""
         sha = self._digest(self.kind, self.features, self.models, self.thresholds, self.lam, self.candidate_delays,
-                           self.clean, _cate_state(self.cate_model))
+                           self.clean, _cate_state(self.cate_model, len(self.features)))
         if sha != self.sha256:
             raise OutcomesSealedError(f"frozen {self.kind!r} router was modified after the freeze "
                                       f"(sha256 {sha[:12]} != {self.sha256[:12]})")
@@ -350,13 +350,16 @@ class FrozenRouter:
         return keys.assign(intervene=anyt, delay=delay)
 
 
-def _cate_state(model) -> Any:
+def _cate_state(model, n_features: int | None = None) -> Any:
+    """Deterministic fingerprint of a fitted CATE model: its effect at the origin and at
+    each unit vector of feature space (exact for a linear final stage, a fingerprint for
+    a forest), rounded to 10 decimals -- no object addresses, so equal fits hash equal."""
     if model is None:
         return None
-    try:
-        return dict(coef=np.asarray(model.coef_).round(12).tolist(), intercept=np.asarray(model.intercept_).round(12).tolist())
-    except Exception:  # pragma: no cover - nonlinear final stage
-        return repr(model)
+    if n_features is None:
+        n_features = int(getattr(model, "_n_features", 0) or 0)
+    probe = np.vstack([np.zeros((1, n_features)), np.eye(n_features)])
+    return np.round(np.asarray(model.effect(probe), dtype=float).ravel(), 10).tolist()
 
 
 # ---------------------------------------------------------------- vault
