@@ -4,7 +4,7 @@ Paper profile: 30 tasks (6 types x 5), 4 paired seeds, 4 reacher x solver assign
 (480 episode rows), 100,000 task-stratified paired resamples of every estimand.
 
 Measured
-  vectorized   analyze_handoff(n_boot=100_000): validation, task statistics, the
+  vectorized   analyze_handoff(n_draws=100_000): validation, task statistics, the
                stratified multiplicity matrix, every estimand for all resamples by matrix
                products (in chunks), percentile intervals.
   core         the bootstrap alone (draws + statistic), without validation/summaries.
@@ -45,12 +45,12 @@ def main(argv: list[str] | None = None) -> dict:
 
     from agentstudies.handoff import analyze_handoff
     from agentstudies.handoff.testing import (
+        bootstrap_seed,
         episode_task_stats,
         example_tables,
         flat_statistic,
         handoff_replicates_loop,
         run_bootstrap,
-        split_seed_sequence,
     )
     from agentstudies.stats import bootstrap_counts
 
@@ -66,20 +66,20 @@ def main(argv: list[str] | None = None) -> dict:
     )
     with threadpool_limits(limits=args.threads):
         # warm-up (imports, caches)
-        analyze_handoff(ep, n_boot=1000, seed=args.seed, empty_threshold=1.0)
+        analyze_handoff(ep, n_draws=1000, seed=args.seed, empty_threshold=1.0)
         t_full = []
         for _ in range(args.repeats):
             t0 = time.perf_counter()
-            analyze_handoff(ep, n_boot=args.n_boot, seed=args.seed, empty_threshold=1.0)
+            analyze_handoff(ep, n_draws=args.n_boot, seed=args.seed, empty_threshold=1.0)
             t_full.append(time.perf_counter() - t0)
         t_core = []
         for _ in range(args.repeats):
             t0 = time.perf_counter()
-            run_bootstrap(sums, stats.strata, statistic, n_boot=args.n_boot,
-                          seed_seq=split_seed_sequence(args.seed, split), chunk=20_000)
+            run_bootstrap(sums, stats.strata, statistic, n_draws=args.n_boot,
+                          seed_seq=bootstrap_seed(args.seed, "handoff", split), chunk=20_000)
             t_core.append(time.perf_counter() - t0)
 
-        rng = np.random.default_rng(split_seed_sequence(args.seed, split))
+        rng = np.random.default_rng(bootstrap_seed(args.seed, "handoff", split))
         counts = bootstrap_counts(stats.n_units, args.loop_draws, rng, stats.strata).astype(float)
         t0 = time.perf_counter()
         with np.errstate(divide="ignore", invalid="ignore"):

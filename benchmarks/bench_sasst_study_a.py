@@ -34,7 +34,7 @@ from agentstudies.studies import sasst_calibration as C
 from agentstudies.studies._sasst_common import coordinatewise_critical
 
 
-def loop_critical(phi: np.ndarray, signs: np.ndarray, zeta: np.ndarray, alpha: float = 0.05) -> np.ndarray:
+def loop_critical(phi: np.ndarray, signs: np.ndarray, zeta: np.ndarray, level: float = 0.95) -> np.ndarray:
     """Reference: pointwise multiplier critical values with Python loops over draws and clusters."""
     phi = np.asarray(phi, dtype=float)
     n, m = phi.shape
@@ -54,7 +54,7 @@ def loop_critical(phi: np.ndarray, signs: np.ndarray, zeta: np.ndarray, alpha: f
             for k in range(n):  # ... and over the clusters
                 acc += zb[k] * (col[k] - mean)
             draws[b][j] = signs[j] * acc / (sigma * math.sqrt(n))
-    out = np.quantile(np.asarray(draws), 1 - alpha, axis=0)
+    out = np.quantile(np.asarray(draws), level, axis=0)
     return np.array([out[j] if cols[j][2] > 1e-12 else np.nan for j in range(m)])
 
 

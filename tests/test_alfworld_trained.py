@@ -76,6 +76,8 @@ def test_trained_study_logs_every_action_with_validity(trained_study):
     inv = s.groupby(["task_id", "seed", "reacher"])["valid"].apply(lambda v: int((~v).sum()))
     got = t.set_index(["task_id", "seed", "reacher"])["n_invalid"]
     assert (inv.reindex(got.index).to_numpy() == got.to_numpy()).all()
+    ep_inv = e.groupby(["task_id", "seed", "reacher"])["reacher_invalid"].first()
+    assert (ep_inv.reindex(got.index).to_numpy() == got.to_numpy()).all()
     # an invalid step is never an arrival
     assert not (s["on_frontier"] & ~s["valid"]).any()
     # candidates come from the policy's belief, never contain the old `put X in Y` grammar

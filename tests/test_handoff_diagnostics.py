@@ -33,7 +33,7 @@ def budget_table():
 
 
 def test_budget_levels_by_hand():
-    res = ho.budget_diagnostic(budget_table(), n_boot=0)
+    res = ho.budget_diagnostic(budget_table(), n_draws=0)
     lv = res.levels.set_index(["reacher", "budget"])["arrival"]
     # within 8: SFT none; RL steps 5, 8, 3.  within 16: SFT 10; RL adds 12.  within 48: RL adds 40, 20
     expected = {("SFT", 8): 0 / 8, ("RL", 8): 3 / 8, ("SFT", 16): 1 / 8, ("RL", 16): 4 / 8,
@@ -54,11 +54,11 @@ def test_budget_levels_by_hand():
 def test_budget_intervals_match_a_loop():
     df = budget_table()
     B, seed = 400, 3
-    res = ho.budget_diagnostic(df, n_boot=B, seed=seed)
+    res = ho.budget_diagnostic(df, n_draws=B, seed=seed)
     tasks = sorted(TYPE)
     labels = sorted(set(TYPE.values()))
     strata = np.array([labels.index(TYPE[t]) for t in tasks])
-    counts = bootstrap_counts(len(tasks), B, np.random.default_rng(hot.split_seed_sequence(seed, "budget:valid_seen")),
+    counts = bootstrap_counts(len(tasks), B, np.random.default_rng(hot.bootstrap_seed(seed, "budget", "valid_seen")),
                               strata)
     per_task = {}
     for t in tasks:  # per-task counts read straight from the rows
@@ -77,13 +77,13 @@ def test_budget_intervals_match_a_loop():
 
 def test_budget_errors():
     with pytest.raises(ValueError, match="run budget"):
-        ho.budget_diagnostic(budget_table(), budgets=(8, 64), n_boot=0)
+        ho.budget_diagnostic(budget_table(), budgets=(8, 64), n_draws=0)
     with pytest.raises(ValueError, match="cross contrast"):
-        ho.budget_diagnostic(budget_table(), cross=[("RL", 8, "PPO", 48)], n_boot=0)
+        ho.budget_diagnostic(budget_table(), cross=[("RL", 8, "PPO", 48)], n_draws=0)
     one = budget_table()
     one = one[~((one.task_id == "t2") & (one.seed == 1) & (one.reacher == "RL"))]
     with pytest.raises(ValueError, match="task_id='t2', seed=1"):
-        ho.budget_diagnostic(one, n_boot=0)
+        ho.budget_diagnostic(one, n_draws=0)
 
 
 # ------------------------------------------------------------ failure modes
@@ -130,7 +130,7 @@ def audit_tables():
 
 def test_each_failure_mode_and_precedence():
     traj, steps = audit_tables()
-    audit = ho.audit_non_arrivals(traj, steps, n_boot=0)
+    audit = ho.audit_non_arrivals(traj, steps, n_draws=0)
     got = dict(zip(audit.labels["task_id"], audit.labels["label"]))
     for name in CASES:
         assert got[f"task-{name}"] == name, name
@@ -149,27 +149,27 @@ def test_audit_parameters_change_labels():
     traj, steps = audit_tables()
     # with the admissible column, invalid actions are read from it instead of the text rule
     steps2 = steps.assign(admissible=steps["action"] != "look")
-    audit = ho.audit_non_arrivals(traj, steps2, n_boot=0)
+    audit = ho.audit_non_arrivals(traj, steps2, n_draws=0)
     got = dict(zip(audit.labels["task_id"], audit.labels["label"]))
     assert got["task-loop"] == "format_collapse"
     assert got["task-format_collapse"] == "loop"   # empty actions are admissible here, still stuck
     # a pickup rule that ignores the target turns never-picks into budget exhaustion
-    audit = ho.audit_non_arrivals(traj, steps, pickup_rule=lambda a, t: bool(a) and a.startswith("take"), n_boot=0)
+    audit = ho.audit_non_arrivals(traj, steps, pickup_rule=lambda a, t: bool(a) and a.startswith("take"), n_draws=0)
     assert dict(zip(audit.labels["task_id"], audit.labels["label"]))["task-never_picks_target"] == "budget_exhausted"
     # no subgoals -> the heat task is merely budget-exhausted
-    audit = ho.audit_non_arrivals(traj, steps, subgoals={}, n_boot=0)
+    audit = ho.audit_non_arrivals(traj, steps, subgoals={}, n_draws=0)
     assert dict(zip(audit.labels["task_id"], audit.labels["label"]))["task-missed_subgoal"] == "budget_exhausted"
     with pytest.raises(ValueError, match="loop_share"):
-        ho.audit_non_arrivals(traj, steps, loop_share=0, n_boot=0)
+        ho.audit_non_arrivals(traj, steps, loop_share=0, n_draws=0)
     with pytest.raises(ValueError, match="regex"):
-        ho.audit_non_arrivals(traj, steps, navigation="(", n_boot=0)
+        ho.audit_non_arrivals(traj, steps, navigation="(", n_draws=0)
 
 
 def test_audit_needs_all_steps_of_non_arrivals():
     traj, steps = audit_tables()
     short = steps[~((steps.task_id == "task-loop") & (steps.reacher == "SFT") & (steps.step == 6))]
     with pytest.raises(ValueError, match="task-loop"):
-        ho.audit_non_arrivals(traj, short, n_boot=0)
+        ho.audit_non_arrivals(traj, short, n_draws=0)
 
 
 def test_loop_statistics_by_hand():
@@ -208,12 +208,12 @@ def test_loop_statistics_by_hand():
 def test_loop_share_difference_interval_matches_a_loop():
     t = example_tables(seed=3, n_per_type=3, n_seeds=2)
     B, seed = 500, 4
-    audit = ho.audit_non_arrivals(t["trajectories"], t["steps"], n_boot=B, seed=seed)
+    audit = ho.audit_non_arrivals(t["trajectories"], t["steps"], n_draws=B, seed=seed)
     lab = audit.labels
     is_loop = (lab["label"] == "loop").to_numpy()
     reacher = lab["reacher"].to_numpy()
     codes = np.array([sorted({"SFT", "RL"}).index(r) for r in reacher])
-    counts = bootstrap_counts(len(lab), B, np.random.default_rng(hot.split_seed_sequence(seed, "audit:valid_unseen")),
+    counts = bootstrap_counts(len(lab), B, np.random.default_rng(hot.bootstrap_seed(seed, "audit", "valid_unseen")),
                               codes)
     diffs = []
     for c in counts:

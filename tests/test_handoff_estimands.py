@@ -94,7 +94,7 @@ def test_hand_worked_interaction_and_paths():
 
 
 def test_hand_worked_full_analysis():
-    res = ho.analyze_handoff(hand_table(), n_boot=0)
+    res = ho.analyze_handoff(hand_table(), n_draws=0)
     g = lambda k: res.get(k)["estimate"]  # noqa: E731
     assert g("interaction") == pytest.approx(0.25)
     assert g("delta_solve_base_states") == pytest.approx(0.5)          # 1 - 1/2
@@ -126,7 +126,7 @@ def test_hand_worked_solve_stages():
     # states won by one solver only: RL wins t1s0 (SFT states) and t1s1, t3s0, t4s0 (RL states)
     assert st.loc["RL", "only_this_solver_wins"] == 4
     assert st.loc["SFT", "only_this_solver_wins"] == 0
-    res = ho.analyze_handoff(hand_table(), n_boot=0)
+    res = ho.analyze_handoff(hand_table(), n_draws=0)
     contrib = res.get("bridge_contribution")["estimate"] + res.get("finish_contribution")["estimate"]
     assert contrib == pytest.approx(8 / 9 - 4 / 9)  # the two stages add up to the Solve gap
     assert res.get("bridge_gap")["estimate"] == pytest.approx(1 - 6 / 9)
@@ -143,17 +143,17 @@ def test_win_without_bridge_is_rejected():
 def test_prespecified_states_reproduce_sft_state_gap():
     df = hand_table()
     df["mu"] = df["arrived"] & (df["reacher"] == "SFT")
-    res = ho.analyze_handoff(df, n_boot=0, prespecified="mu")
+    res = ho.analyze_handoff(df, n_draws=0, prespecified="mu")
     assert res.get("delta_solve_prespecified")["estimate"] == pytest.approx(0.5)
 
 
 def test_custom_checkpoint_labels():
     df = hand_table(base="sft-7b", treated="rl-7b")
-    res = ho.analyze_handoff(df, base="sft-7b", treated="rl-7b", n_boot=0)
+    res = ho.analyze_handoff(df, base="sft-7b", treated="rl-7b", n_draws=0)
     assert res.get("interaction")["estimate"] == pytest.approx(0.25)
     assert "J(rl-7b,rl-7b)" in res.get("interaction")["symbol"]
     with pytest.raises(ValueError, match="checkpoint labels"):
-        ho.analyze_handoff(df, n_boot=0)  # default labels SFT/RL do not match
+        ho.analyze_handoff(df, n_draws=0)  # default labels SFT/RL do not match
 
 
 def test_j_equals_a_times_c_violation_raises():
@@ -214,9 +214,9 @@ def test_empty_table_and_bad_parameters():
     with pytest.raises(ValueError, match="empty"):
         ho.validate_episodes(hand_table().iloc[:0])
     with pytest.raises(ValueError, match="level"):
-        ho.analyze_handoff(hand_table(), level=1.5, n_boot=0)
+        ho.analyze_handoff(hand_table(), level=1.5, n_draws=0)
     with pytest.raises(ValueError, match="seed"):
-        ho.analyze_handoff(hand_table(), seed=None, n_boot=10)
+        ho.analyze_handoff(hand_table(), seed=None, n_draws=10)
 
 
 # -------------------------------------------------------------------- bootstrap
@@ -238,9 +238,9 @@ def test_vectorized_bootstrap_equals_loop_with_same_indices(example):
 def test_percentile_intervals_match_numpy_on_loop_output(example):
     ep = example["episodes"]
     B, seed = 40, 5
-    res = ho.analyze_handoff(ep, n_boot=B, seed=seed)
+    res = ho.analyze_handoff(ep, n_draws=B, seed=seed)
     stats = hot.episode_task_stats(ep)["valid_unseen"]
-    counts = hot.draw_counts(stats, B, hot.split_seed_sequence(seed, "valid_unseen"))
+    counts = hot.draw_counts(stats, B, hot.bootstrap_seed(seed, "handoff", "valid_unseen"))
     slow = handoff_replicates_loop(ep, stats.units, counts)
     for name in ("interaction", "reach_gap", "survivor_interaction", "endpoint[treated,treated]",
                  "delta_solve_all_states", "finish_rate[base]"):
@@ -256,7 +256,7 @@ def test_percentile_intervals_match_numpy_on_loop_output(example):
 def test_stratification_keeps_type_counts_fixed(example):
     ep = example["episodes"]
     stats = hot.episode_task_stats(ep)["valid_unseen"]
-    counts = hot.draw_counts(stats, 500, hot.split_seed_sequence(1, "valid_unseen"))
+    counts = hot.draw_counts(stats, 500, hot.bootstrap_seed(1, "handoff", "valid_unseen"))
     sizes = np.bincount(stats.strata)
     for k, n_k in enumerate(sizes):
         np.testing.assert_array_equal(counts[:, stats.strata == k].sum(axis=1), n_k)
@@ -287,9 +287,9 @@ def test_empty_denominator_rule_excludes_and_counts():
     df = _one_arrival_table()
     B, seed = 3000, 2
     with pytest.warns(RuntimeWarning, match="stopping threshold"):
-        res = ho.analyze_handoff(df, n_boot=B, seed=seed)
+        res = ho.analyze_handoff(df, n_draws=B, seed=seed)
     stats = hot.episode_task_stats(df)["s"]
-    counts = hot.draw_counts(stats, B, hot.split_seed_sequence(seed, "s"))
+    counts = hot.draw_counts(stats, B, hot.bootstrap_seed(seed, "handoff", "s"))
     a1 = list(stats.units).index("a1")
     n_empty = int((counts[:, a1] == 0).sum())       # draws without the single SFT arrival
     assert 0.2 < n_empty / B < 0.4                  # (2/3)^3 = 0.296 in expectation
@@ -299,7 +299,7 @@ def test_empty_denominator_rule_excludes_and_counts():
     assert bool(surv["flagged"])
     assert res.get("interaction")["n_excluded"] == 0   # the endpoint estimand never loses a draw
     # a looser threshold does not flag
-    res2 = ho.analyze_handoff(df, n_boot=B, seed=seed, empty_threshold=0.5)
+    res2 = ho.analyze_handoff(df, n_draws=B, seed=seed, empty_threshold=0.5)
     assert not bool(res2.get("survivor_interaction")["flagged"])
     reps = hot.handoff_replicates(stats, counts)
     assert np.array_equal(np.isnan(reps["survivor_interaction"].to_numpy()), counts[:, a1] == 0)
@@ -308,17 +308,17 @@ def test_empty_denominator_rule_excludes_and_counts():
 def test_split_intervals_do_not_depend_on_other_splits(example):
     ep = example["episodes"]
     other = example_tables(seed=8, n_per_type=3, n_seeds=2, split="valid_seen")["episodes"]
-    one = ho.analyze_handoff(ep, n_boot=300, seed=4).get("interaction", "valid_unseen")
-    both = ho.analyze_handoff(pd.concat([ep, other]), n_boot=300, seed=4).get("interaction", "valid_unseen")
+    one = ho.analyze_handoff(ep, n_draws=300, seed=4).get("interaction", "valid_unseen")
+    both = ho.analyze_handoff(pd.concat([ep, other]), n_draws=300, seed=4).get("interaction", "valid_unseen")
     assert one["ci_low"] == both["ci_low"] and one["ci_high"] == both["ci_high"]
 
 
 def test_result_object_frozen_and_summary(example):
-    res = ho.analyze_handoff(example["episodes"], n_boot=200, seed=0)
+    res = ho.analyze_handoff(example["episodes"], n_draws=200, seed=0)
     with pytest.raises(Exception):
         res.seed = 3
     text = res.summary()
     assert "interaction" in text and "valid_unseen" in text
     frame = res.to_frame()
     assert {"split", "estimand", "estimate", "ci_low", "ci_high", "excluded_share", "flagged"} <= set(frame.columns)
-    assert len(res.input_hash) == 64
+    assert len(res.provenance.inputs["episodes"]) == 64

@@ -360,3 +360,19 @@ def test_more_bad_inputs_name_the_problem():
         ThresholdFamily(use_columns=("lenght",)).fit(feats.to_numpy(), list(feats.columns))
     with pytest.raises(ValueError, match="split lacks cluster\\(s\\): t019"):
         eng.run(ep, feats, pd.Series("discovery", index=feats.index[:-1]))
+
+
+@pytest.mark.parametrize("inference", ["gaussian", "bonferroni-t"])
+def test_with_inference_of_own_method_reproduces_the_band(inference):
+    ep, feats = _episodes()
+    split = pd.Series(["discovery"] * 40 + ["confirmation"] * 40, index=feats.index)
+    rep = _engine(n_stability=5, inference=inference, n_draws=300, seed=3).run(ep, feats, split)
+    again = rep.with_inference(rep.method)
+    pd.testing.assert_frame_equal(again.table, rep.table)
+    assert again.critical == rep.critical or (np.isnan(again.critical) and np.isnan(rep.critical))
+    # the tidy table: one weighted-contrast row per slot, bound side from the claim's sign
+    tidy = rep.to_frame()
+    assert list(tidy["slot"]) == list(rep.table.index)
+    assert (tidy["side"][np.isfinite(tidy["bound"])] == rep.table["bound_side"][np.isfinite(rep.table["bound"])].to_numpy()).all()
+    assert rep.get("weighted_contrast", slot="uniform PV")["estimate"] == rep.table.loc["uniform PV", "estimate"]
+    assert rep.level == pytest.approx(0.95) and rep.provenance.seed == 3

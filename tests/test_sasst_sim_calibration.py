@@ -135,8 +135,8 @@ def test_coordinatewise_critical_equals_stats_per_column():
     phi[:, 2] += phi[:, 0]
     zeta = rng.standard_normal((700, 60))
     signs = np.array([-1.0, 1.0, -1.0])
-    got = coordinatewise_critical(phi, signs, zeta, 0.05)
-    want = [multiplier_critical_value(phi[:, [m]], signs[[m]], alpha=0.05, zeta=zeta) for m in range(3)]
+    got = coordinatewise_critical(phi, signs, zeta, 0.95)
+    want = [multiplier_critical_value(phi[:, [m]], signs[[m]], level=0.95, zeta=zeta) for m in range(3)]
     np.testing.assert_allclose(got, want, rtol=1e-12)
     # a degenerate slot has no critical value
     assert np.isnan(coordinatewise_critical(np.column_stack([phi[:, 0], np.ones(60)]), signs[:2], zeta)[1])

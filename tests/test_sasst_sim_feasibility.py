@@ -73,7 +73,7 @@ def test_recorded_checks_hand_worked():
 
 
 def test_short_runs_record_the_intended_checks_and_ignore_n_jobs():
-    cfg = fz.FeasibilityConfig(n_stability=10, n_multiplier=200)
+    cfg = fz.FeasibilityConfig(n_stability=10, n_draws=200)
     settings = ("severe_concentration", "density_only", "split_support_only")
     a = fz.run_feasibility(cfg, 3, seed=4, settings=settings)
     b = fz.run_feasibility(cfg, 3, seed=4, settings=settings, n_jobs=2, backend="threading")
@@ -92,7 +92,7 @@ def test_short_runs_record_the_intended_checks_and_ignore_n_jobs():
 
 
 def test_same_seed_sequence_twice_gives_the_same_table():
-    cfg = fz.FeasibilityConfig(n_stability=5, n_multiplier=100)
+    cfg = fz.FeasibilityConfig(n_stability=5, n_draws=100)
     ss = np.random.SeedSequence(9)
     a = fz.run_feasibility(cfg, 1, seed=ss, settings=("stable_positive_rule",))
     b = fz.run_feasibility(cfg, 1, seed=ss, settings=("stable_positive_rule",))

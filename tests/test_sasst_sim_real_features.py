@@ -104,7 +104,7 @@ def test_study_d_quantities_recomputed_from_the_frozen_rule():
     emb = rng.normal(size=(n, 6)) + 2.5 * g[:, None] * np.r_[1, 1, 0, 0, 0, 0]
     small = pd.DataFrame({"text": [f"t{i}" for i in range(n)], "subgroup": g},
                          index=[f"i{i:03d}" for i in range(n)])
-    cfg = rf.RealFeatureConfig(n_centers=6, n_directions=3, n_stability=5, n_multiplier=300)
+    cfg = rf.RealFeatureConfig(n_centers=6, n_directions=3, n_stability=5, n_draws=300)
     Y, _, _ = rf.simulate_score_tensor(g, cfg, rng)
     split = split_clusters(small.index, seed=4)
     res = rf.run_study_d(small, emb, Y, split, cfg, text_encoder="synthetic", seed=5)

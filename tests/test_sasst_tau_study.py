@@ -45,7 +45,7 @@ def test_run_shares_support_within_a_radius_and_shapes_tables():
     fam = ts.tau_family(list(feats.columns))
     radii = ts.tau_radii(feats, split.index[split == "discovery"], fam)
     assert radii[0] <= radii[1] <= radii[2]
-    rep = ts.run_tau_sasst(ep, feats, split, radii, n_stability=5, n_multiplier=200, min_ess=5)
+    rep = ts.run_tau_sasst(ep, feats, split, radii, n_stability=5, n_draws=200, min_ess=5)
     t = rep.table
     r2 = t[t.index.str.contains("r2")]
     assert r2["ess"].nunique() == 1 and r2["stability"].nunique() == 1

@@ -110,7 +110,7 @@ def test_bonferroni_t_matches_scipy():
 def test_multiplier_single_slot_is_normal_quantile():
     rng = np.random.default_rng(4)
     phi = rng.normal(size=(400, 1))
-    crit = ast.multiplier_critical_value(phi, alpha=0.05, n_draws=200_000, rng=5)
+    crit = ast.multiplier_critical_value(phi, level=0.95, n_draws=200_000, rng=5)
     # Monte-Carlo sd of a 0.95 quantile with B=2e5: sqrt(.95*.05/B)/pdf(1.645) ~ 0.0047
     assert crit == pytest.approx(stats.norm.ppf(0.95), abs=0.02)
 
@@ -122,7 +122,7 @@ def test_multiplier_independent_slots_is_sidak_quantile():
     q, _ = np.linalg.qr(rng.normal(size=(300, m)))
     phi = q - q.mean(axis=0)
     q2, _ = np.linalg.qr(phi)
-    crit = ast.multiplier_critical_value(q2 * np.sqrt(300), alpha=0.05, n_draws=200_000, rng=7)
+    crit = ast.multiplier_critical_value(q2 * np.sqrt(300), level=0.95, n_draws=200_000, rng=7)
     sidak = stats.norm.ppf(0.95 ** (1 / m))
     assert crit == pytest.approx(sidak, abs=0.02)
 
@@ -132,10 +132,10 @@ def test_multiplier_signs_and_perfect_correlation():
     rng = np.random.default_rng(8)
     col = rng.normal(size=(500, 1))
     phi = np.hstack([col, col])
-    crit = ast.multiplier_critical_value(phi, signs=np.array([1, -1]), alpha=0.05,
+    crit = ast.multiplier_critical_value(phi, signs=np.array([1, -1]), level=0.95,
                                          n_draws=200_000, rng=9)
     assert crit == pytest.approx(stats.norm.ppf(0.975), abs=0.02)
-    same = ast.multiplier_critical_value(phi, signs=np.array([1, 1]), alpha=0.05,
+    same = ast.multiplier_critical_value(phi, signs=np.array([1, 1]), level=0.95,
                                          n_draws=200_000, rng=9)
     assert same == pytest.approx(stats.norm.ppf(0.95), abs=0.02)
 
@@ -179,7 +179,7 @@ def test_paired_bootstrap_equals_loop_with_same_indices():
     rng = np.random.default_rng(13)
     n = 25
     sums = np.column_stack([rng.integers(0, 4, n), np.full(n, 4)]).astype(float)
-    reps = ast.paired_cluster_bootstrap(sums, lambda t: t[:, 0] / t[:, 1], n_boot=300, rng=14)
+    reps = ast.paired_cluster_bootstrap(sums, lambda t: t[:, 0] / t[:, 1], n_draws=300, rng=14)
     counts = ast.bootstrap_counts(n, 300, rng=np.random.default_rng(14))
     loop = []
     for row in counts:

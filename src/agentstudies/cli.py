@@ -80,7 +80,10 @@ def _positive_int(text: str) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of the ``agentstudies`` command."""
+    """The argument parser of the ``agentstudies`` command.
+
+    Length: declarative, one ``add_argument`` per option of each subcommand.
+    """
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument(
         "--root", type=Path, metavar="DIR",

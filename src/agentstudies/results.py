@@ -39,6 +39,7 @@ from __future__ import annotations
 import hashlib
 import html
 import json
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
@@ -55,6 +56,7 @@ __all__ = [
     "SIDES",
     "hash_object",
     "make_provenance",
+    "renamed_keyword",
     "tidy_rows",
 ]
 
@@ -140,6 +142,19 @@ def make_provenance(seed: Any = None, **inputs: Any) -> ResultProvenance:
     )
 
 
+def renamed_keyword(func: str, old: str, old_value: Any, new: str, new_value: Any) -> Any:
+    """The value of keyword ``new``, honouring its deprecated alias ``old`` when given.
+
+    ``n_draws = renamed_keyword("analyze_handoff", "n_boot", n_boot, "n_draws", n_draws)``:
+    returns ``old_value`` (with a :class:`DeprecationWarning`) when it is not ``None``,
+    else ``new_value``. Only names a notebook or the README still uses keep such an alias.
+    """
+    if old_value is None:
+        return new_value
+    warnings.warn(f"{func}: {old}= is deprecated, use {new}=", DeprecationWarning, stacklevel=3)
+    return old_value
+
+
 def tidy_rows(rows: list[Mapping[str, Any]] | pd.DataFrame, *, strata: tuple[str, ...] = ()) -> pd.DataFrame:
     """Build a tidy frame: stratum columns, then :data:`TIDY_COLUMNS` (missing ones filled).
 
@@ -148,7 +163,8 @@ def tidy_rows(rows: list[Mapping[str, Any]] | pd.DataFrame, *, strata: tuple[str
     rows : list of mappings or DataFrame
         Each row holds at least ``estimand`` and ``estimate``; absent tidy fields become
         NaN (numbers) or ``""`` (``side``).
-    strata : names of the stratum columns, placed first in this order.
+    strata : names of the stratum columns, placed first in this order (recorded in
+        ``attrs["strata"]``); other columns follow them, then :data:`TIDY_COLUMNS`.
 
     Raises
     ------
@@ -172,7 +188,9 @@ def tidy_rows(rows: list[Mapping[str, Any]] | pd.DataFrame, *, strata: tuple[str
     if bad:
         raise ValueError(f"side must be one of {SIDES}; got {bad}")
     extra = [c for c in df.columns if c not in TIDY_COLUMNS and c not in strata]
-    return df[list(strata) + extra + list(TIDY_COLUMNS)].reset_index(drop=True)
+    out = df[list(strata) + extra + list(TIDY_COLUMNS)].reset_index(drop=True)
+    out.attrs["strata"] = tuple(strata)
+    return out
 
 
 class Result:
@@ -198,12 +216,20 @@ class Result:
         missing = [c for c in TIDY_COLUMNS if c not in df.columns]
         if missing:
             raise TypeError(f"{type(self).__name__}._tidy() lacks tidy column(s) {missing}")
-        return df.reset_index(drop=True)
+        strata = df.attrs.get("strata")
+        df = df.reset_index(drop=True)
+        if strata is not None:
+            df.attrs["strata"] = strata
+        return df
 
     @property
     def strata(self) -> tuple[str, ...]:
-        """The stratum columns of :meth:`to_frame` (those before ``estimand``)."""
-        cols = list(self.to_frame().columns)
+        """The stratum columns of :meth:`to_frame` (as given to :func:`tidy_rows`; else
+        every column before ``estimand``)."""
+        df = self.to_frame()
+        if "strata" in df.attrs:
+            return tuple(df.attrs["strata"])
+        cols = list(df.columns)
         return tuple(c for c in cols[: cols.index("estimand")])
 
     def get(self, estimand: str, **keys: Any) -> pd.Series:

@@ -47,7 +47,6 @@ region; they read the expert's plan. The trained checkpoints
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, fields
 from typing import Any, Callable, Mapping, Sequence
 
@@ -68,7 +67,7 @@ __all__ = [
 
 #: Command prefixes that never change the task state (bookkeeping only).
 IDLE_PREFIXES = ("look", "inventory", "examine", "help")
-_ROLES = {"reacher": 0, "solver": 1}
+_ROLES = ("reacher", "solver")
 
 
 @dataclass(frozen=True)
@@ -106,10 +105,6 @@ RL_PROFILE = PolicyProfile(
 )
 
 
-def _stable_int(text: str) -> int:
-    return int(hashlib.sha256(text.encode()).hexdigest()[:15], 16)
-
-
 def _is_idle(cmd: str) -> bool:
     return cmd.startswith(IDLE_PREFIXES)
 
@@ -126,7 +121,7 @@ class ScriptedAlfworldPolicy(SimulatedPolicyMixin):
         ``loop_persistence``, ``repeat_prob``, ``noise``, ``bridge_quality``,
         ``finish_quality``, ``idle_share``).
     base_seed:
-        Root of the per-episode ``SeedSequence``.
+        Root seed of every episode's stream.
 
     Raises ``ValueError`` for a probability outside [0, 1] and ``TypeError`` for an
     unknown parameter.

@@ -170,6 +170,23 @@ def parse_consent(raw: Any) -> str | None:
     return None if v is None else ("confirm" if v else "decline")
 
 
+def _ask(reviewer: Callable[[str], Any], make_prompt: Callable[[str], str],
+         parse: Callable[[Any], str | None], call: ProposedCall) -> tuple[str | None, Any, str | None]:
+    """Show ``call``'s exact serialized mutation to a reviewer: ``(prompt, raw, answer)``.
+
+    Any failure -- arguments that do not serialize, a reviewer that raises, output that
+    does not parse -- gives ``answer = None``, so the call fails closed.
+    """
+    prompt: str | None = None
+    raw: Any = None
+    try:
+        prompt = make_prompt(serialize_mutation(call))
+        raw = reviewer(prompt)
+        return prompt, raw, parse(raw)
+    except Exception:  # noqa: BLE001 - any reviewer failure fails closed
+        return prompt, raw, None
+
+
 class Controller:
     """Base class: decides whether a proposed call reaches the environment."""
 
@@ -220,14 +237,7 @@ class PlanVerifierController(Controller):
     def review(self, call: ProposedCall) -> Decision:
         if not call.irreversible:
             return Decision(execute=True, outcome="passed")
-        prompt: str | None = None
-        raw: Any = None
-        try:
-            prompt = verifier_prompt(serialize_mutation(call))
-            raw = self.verifier(prompt)
-            verdict = parse_verdict(raw)
-        except Exception:  # noqa: BLE001 - any verifier failure fails closed
-            verdict = None
+        prompt, raw, verdict = _ask(self.verifier, verifier_prompt, parse_verdict, call)
         if verdict == "approve":
             return Decision(execute=True, outcome="approved", prompt=prompt, raw=raw)
         self.rejections += 1
@@ -252,14 +262,7 @@ class ConfirmationGateController(Controller):
     def review(self, call: ProposedCall) -> Decision:
         if not call.irreversible:
             return Decision(execute=True, outcome="passed")
-        prompt: str | None = None
-        raw: Any = None
-        try:
-            prompt = consent_prompt(serialize_mutation(call))
-            raw = self.user(prompt)
-            consent = parse_consent(raw)
-        except Exception:  # noqa: BLE001 - any failure to obtain consent fails closed
-            consent = None
+        prompt, raw, consent = _ask(self.user, consent_prompt, parse_consent, call)
         if consent == "confirm":
             return Decision(execute=True, outcome="confirmed", prompt=prompt, raw=raw)
         return Decision(execute=False, outcome="declined", malformed=consent is None, prompt=prompt, raw=raw)

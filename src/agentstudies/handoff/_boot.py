@@ -12,31 +12,68 @@ into columns ``k*m .. (k+1)*m``, so one matrix product yields the per-stratum to
 from __future__ import annotations
 
 import warnings
-import zlib
-from dataclasses import dataclass
-from typing import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Callable, Hashable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
+from agentstudies.parallel import keyed_seed
+from agentstudies.results import Result, ResultProvenance
 from agentstudies.stats import bootstrap_counts, paired_cluster_bootstrap, percentile_interval
 
-__all__ = ["UnitStats", "split_seed_sequence", "summarise", "run_bootstrap"]
+__all__ = ["UnitStats", "bootstrap_seed", "summarise", "run_bootstrap"]
 
 
-def split_seed_sequence(seed: int | np.random.SeedSequence, key: str) -> np.random.SeedSequence:
-    """The child :class:`numpy.random.SeedSequence` used for one split / analysis ``key``.
+def bootstrap_seed(seed: int | np.random.SeedSequence, *key: Hashable) -> np.random.SeedSequence:
+    """The bootstrap stream of one analysis ``key``: ``keyed_seed(seed, *key)``.
 
-    ``SeedSequence(seed)`` extended with ``spawn_key=(crc32(key),)``: a deterministic
-    child per split, so a split's intervals do not depend on which other splits are in
-    the table (or on ``n_jobs``).
+    A split's intervals therefore do not depend on which other splits are in the table
+    (or on ``n_jobs``). Keys used: ``("handoff", split)``, ``("budget", split)``,
+    ``("audit", split)``, ``("prediction", target_split, external_split)``.
+
+    Raises
+    ------
+    ValueError
+        If ``seed`` is not a non-negative int or a SeedSequence.
     """
-    tag = zlib.crc32(str(key).encode())
-    if isinstance(seed, np.random.SeedSequence):
-        return np.random.SeedSequence(seed.entropy, spawn_key=tuple(seed.spawn_key) + (tag,))
-    if seed is None or isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
-        raise ValueError(f"seed must be an int (or SeedSequence) for reproducible intervals; got {seed!r}")
-    return np.random.SeedSequence(int(seed), spawn_key=(tag,))
+    try:
+        return keyed_seed(seed, *key)
+    except TypeError as exc:
+        raise ValueError(f"seed must be a non-negative int (or SeedSequence) for reproducible intervals; "
+                         f"got {seed!r}") from exc
+
+
+def check_draws(n_draws: Any) -> int:
+    """``n_draws`` as an int; ``ValueError`` unless it is a non-negative integer."""
+    if isinstance(n_draws, bool) or not isinstance(n_draws, (int, np.integer)) or n_draws < 0:
+        raise ValueError(f"n_draws must be a non-negative integer; got {n_draws!r}")
+    return int(n_draws)
+
+
+def tidy_estimates(table: pd.DataFrame, *, level: float, n: Any) -> pd.DataFrame:
+    """A :func:`summarise` table in tidy form: ``n_boot`` -> ``n_draws``, ``side`` and
+    ``level`` added (two-sided percentile intervals when resampled), ``n`` the number of
+    resampling units (a scalar or a column of ``table``)."""
+    t = table.rename(columns={"n_boot": "n_draws"}).copy()
+    t["side"] = np.where(t["n_draws"] > 0, "two-sided", "")
+    t["level"] = level
+    t["n"] = t[n] if isinstance(n, str) else n
+    return t
+
+
+@dataclass(frozen=True, eq=False, kw_only=True)
+class HandoffResultBase(Result):
+    """Fields every handoff result shares: checkpoint labels, bootstrap settings,
+    parameters and provenance (construct subclasses by keyword)."""
+
+    base: str
+    treated: str
+    n_draws: int
+    seed: int
+    level: float
+    params: Mapping[str, object] = field(default_factory=dict)
+    provenance: ResultProvenance = field(default_factory=ResultProvenance)
 
 
 @dataclass(frozen=True, eq=False)
@@ -115,23 +152,23 @@ def run_bootstrap(
     strata: np.ndarray,
     statistic: Callable[[np.ndarray], np.ndarray],
     *,
-    n_boot: int,
+    n_draws: int,
     seed_seq: np.random.SeedSequence,
     chunk: int,
 ) -> np.ndarray:
     """(B, q) replicates from :func:`agentstudies.stats.paired_cluster_bootstrap`."""
-    if not isinstance(n_boot, (int, np.integer)) or n_boot < 1:
-        raise ValueError(f"n_boot must be a positive integer; got {n_boot!r}")
+    if not isinstance(n_draws, (int, np.integer)) or n_draws < 1:
+        raise ValueError(f"n_draws must be a positive integer; got {n_draws!r}")
     if not isinstance(chunk, (int, np.integer)) or chunk < 1:
         raise ValueError(f"chunk must be a positive integer; got {chunk!r}")
     rng = np.random.default_rng(seed_seq)
     with np.errstate(divide="ignore", invalid="ignore"):
-        return paired_cluster_bootstrap(sums, statistic, n_boot=int(n_boot), rng=rng, strata=strata, chunk=int(chunk))
+        return paired_cluster_bootstrap(sums, statistic, n_draws=int(n_draws), rng=rng, strata=strata, chunk=int(chunk))
 
 
-def draw_counts(stats: UnitStats, n_boot: int, seed_seq: np.random.SeedSequence) -> np.ndarray:
+def draw_counts(stats: UnitStats, n_draws: int, seed_seq: np.random.SeedSequence) -> np.ndarray:
     """The multiplicity matrix a single-chunk bootstrap of ``stats`` draws (for checks)."""
-    return bootstrap_counts(stats.n_units, n_boot, np.random.default_rng(seed_seq), stats.strata)
+    return bootstrap_counts(stats.n_units, n_draws, np.random.default_rng(seed_seq), stats.strata)
 
 
 def summarise(

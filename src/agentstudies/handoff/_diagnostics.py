@@ -41,26 +41,28 @@ distinct action texts per trajectory.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
-from agentstudies import __version__
-from agentstudies.results import hash_object
 from agentstudies.handoff._boot import (
+    HandoffResultBase,
+    bootstrap_seed,
     build_unit_stats,
+    check_draws,
     check_level,
     fmt_ci,
     fmt_pct,
     fmt_pp,
     run_bootstrap,
-    split_seed_sequence,
     summarise,
+    tidy_estimates,
     warn_flagged,
 )
 from agentstudies.handoff._validate import validate_steps, validate_trajectories
+from agentstudies.results import make_provenance, renamed_keyword, tidy_rows
 
 __all__ = [
     "BudgetDiagnostic",
@@ -108,9 +110,14 @@ def default_invalid_action(action: str | None) -> bool:
 
 
 # ------------------------------------------------------------------- budget
-@dataclass(frozen=True, eq=False)
-class BudgetDiagnostic:
+@dataclass(frozen=True, eq=False, kw_only=True)
+class BudgetDiagnostic(HandoffResultBase):
     """Arrival within early-action budgets (Table 7, Figure 10) and by action (Figure 2).
+
+    ``to_frame()`` is the tidy table: stratum ``split``, estimands
+    ``arrival[<reacher>@<budget>]`` and the contrasts (``<treated>@b - <base>@b`` and the
+    cross-budget ones), two-sided percentile intervals, ``n`` = trajectories per
+    reacher. ``table7()`` is the per-budget arrival layout.
 
     Attributes
     ----------
@@ -132,21 +139,28 @@ class BudgetDiagnostic:
     contrasts: pd.DataFrame
     curve: pd.DataFrame
     reach: pd.DataFrame
-    base: str
-    treated: str
     budgets: tuple[int, ...]
-    n_boot: int
-    seed: int
-    level: float
-    input_hash: str
-    version: str = __version__
-    params: Mapping[str, object] = field(default_factory=dict)
 
-    def to_frame(self) -> pd.DataFrame:
+    title = "Frontier arrival by early-action budget"
+
+    def _tidy(self) -> pd.DataFrame:
+        lv = self.levels.assign(
+            estimand=[f"arrival[{r}@{b}]" for r, b in zip(self.levels["reacher"], self.levels["budget"])],
+            estimate=self.levels["arrival"], n_draws=self.n_draws,
+        )[["split", "estimand", "estimate", "ci_low", "ci_high", "n", "n_draws"]]
+        per_split = self.levels.groupby("split")["n"].first()
+        ct = self.contrasts.rename(columns={"contrast": "estimand"})
+        ct = tidy_estimates(ct, level=self.level, n=0).assign(n=ct["split"].map(per_split).to_numpy())
+        lv["side"] = "two-sided" if self.n_draws > 0 else ""
+        lv["level"] = self.level
+        return tidy_rows(pd.concat([lv, ct], ignore_index=True), strata=("split",))
+
+    def table7(self) -> pd.DataFrame:
+        """Arrival within each budget per split and reacher (Table 7 layout)."""
         return self.levels.copy()
 
     def summary(self) -> str:
-        lines = [f"Frontier arrival by early-action budget ({self.n_boot:,} task-stratified paired resamples, "
+        lines = [f"Frontier arrival by early-action budget ({self.n_draws:,} task-stratified paired resamples, "
                  f"{self.level:.0%} intervals)"]
         for split in sorted(self.levels["split"].unique()):
             lines.append(f"== split {split} ==")
@@ -158,9 +172,6 @@ class BudgetDiagnostic:
                 lines.append(f"  {r.contrast:<22} {fmt_pp(r.estimate):>6} {fmt_ci(r.ci_low, r.ci_high)}")
         return "\n".join(lines)
 
-    def _repr_html_(self) -> str:  # pragma: no cover
-        return "<pre>" + self.summary() + "</pre>"
-
 
 def budget_diagnostic(
     trajectories: pd.DataFrame,
@@ -170,10 +181,11 @@ def budget_diagnostic(
     run_budget: int | None = None,
     base: str = "SFT",
     treated: str = "RL",
-    n_boot: int = 100_000,
+    n_draws: int = 100_000,
     seed: int = 0,
     level: float = 0.95,
     chunk: int = 20_000,
+    n_boot: int | None = None,
 ) -> BudgetDiagnostic:
     """Arrival within early-action budgets with task-stratified paired intervals (App. C).
 
@@ -186,6 +198,8 @@ def budget_diagnostic(
         default ``[(treated, min(budgets), base, max(budgets))]`` (RL at 8 vs SFT at 48).
     run_budget : the budget the trajectories were run with (default: the largest
         ``n_actions`` in the split). Arrival beyond it was never observed.
+    n_draws, seed, level, chunk : as in :func:`analyze_handoff`; split ``s`` resamples
+        from ``keyed_seed(seed, "budget", s)``. ``n_boot`` is a deprecated alias.
 
     Raises
     ------
@@ -193,82 +207,100 @@ def budget_diagnostic(
         A budget that is not a positive integer or exceeds ``run_budget``; unknown reacher
         label or budget in ``cross``; invalid trajectories.
     """
+    n_draws = check_draws(renamed_keyword("budget_diagnostic", "n_boot", n_boot, "n_draws", n_draws))
     check_level(level, 0.0)
     df = validate_trajectories(trajectories, base=base, treated=treated)
+    budgets, cross = _check_budgets(budgets, cross, base, treated)
+    parts = [_budget_split(split, g, budgets=budgets, cross=cross, run_budget=run_budget, base=base,
+                           treated=treated, n_draws=n_draws, seed=seed, level=level, chunk=chunk)
+             for split, g in df.groupby("split", sort=True)]
+    lv, con, curve, reach = (pd.concat([p[i] for p in parts], ignore_index=True) for i in range(4))
+    return BudgetDiagnostic(
+        levels=lv, contrasts=con, curve=curve, reach=reach, base=base, treated=treated,
+        budgets=budgets, n_draws=n_draws, seed=seed, level=level,
+        params=dict(budgets=list(budgets), cross=[list(c) for c in cross], run_budget=run_budget,
+                    base=base, treated=treated, n_draws=n_draws, seed=seed, level=level, chunk=chunk),
+        provenance=make_provenance(seed=seed, trajectories=df),
+    )
+
+
+def _check_budgets(budgets: Sequence[int], cross: Sequence[tuple[str, int, str, int]] | None, base: str,
+                   treated: str) -> tuple[tuple[int, ...], list[tuple[str, int, str, int]]]:
+    """Budgets as distinct positive ints and the cross contrasts (default: treated at the
+    smallest budget vs base at the largest); ``ValueError`` naming a bad entry."""
     budgets = tuple(int(b) for b in budgets)
     if not budgets or any(b < 1 for b in budgets) or len(set(budgets)) != len(budgets):
         raise ValueError(f"budgets must be distinct positive integers; got {budgets}")
-    if cross is None:
-        cross = [(treated, min(budgets), base, max(budgets))]
+    cross = [(treated, min(budgets), base, max(budgets))] if cross is None else list(cross)
     for c in cross:
         if len(c) != 4 or c[0] not in (base, treated) or c[2] not in (base, treated) or c[1] not in budgets or c[3] not in budgets:
             raise ValueError(f"cross contrast {c!r} must be (reacher, budget, reacher, budget) with reachers in "
                              f"{[base, treated]} and budgets in {list(budgets)}")
+    return budgets, cross
+
+
+def _budget_split(split: str, g: pd.DataFrame, *, budgets: tuple[int, ...], cross: list, run_budget: int | None,
+                  base: str, treated: str, n_draws: int, seed: int, level: float,
+                  chunk: int) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """One split: (levels, contrasts, curve, reach) rows of :class:`BudgetDiagnostic`."""
     code = {base: "b", treated: "t"}
-    lv_rows, con_frames, curve_rows, reach_rows = [], [], [], []
-    for split, g in df.groupby("split", sort=True):
-        rb = int(g["n_actions"].max()) if run_budget is None else int(run_budget)
-        if max(budgets) > rb:
-            raise ValueError(f"budget {max(budgets)} exceeds the run budget {rb} of split {split!r}: arrival "
-                             "beyond the recorded actions is unobserved")
-        step = g["arrival_step"].astype("Float64").fillna(np.inf).to_numpy(float)
-        arr = g["arrived"].to_numpy(bool)
-        contrib = pd.DataFrame({"task_id": g["task_id"].to_numpy(), "task_type": g["task_type"].to_numpy()})
-        isw = {w: (g["reacher"] == lab).to_numpy(int) for lab, w in code.items()}
-        contrib["n"] = isw["b"]
-        cols = ["n"]
-        for b in budgets:
-            for w in "bt":
-                contrib[f"a_{w}_{b}"] = isw[w] * (arr & (step <= b))
-                cols.append(f"a_{w}_{b}")
-        stats = build_unit_stats(contrib, "task_id", "task_type", cols)
-        names = [f"arrival[{lab}@{b}]" for b in budgets for lab in (base, treated)]
-        con_names = [f"{treated}@{b} - {base}@{b}" for b in budgets] + [f"{a}@{x} - {c}@{y}" for a, x, c, y in cross]
-        m = len(cols)
+    rb = int(g["n_actions"].max()) if run_budget is None else int(run_budget)
+    if max(budgets) > rb:
+        raise ValueError(f"budget {max(budgets)} exceeds the run budget {rb} of split {split!r}: arrival "
+                         "beyond the recorded actions is unobserved")
+    step = g["arrival_step"].astype("Float64").fillna(np.inf).to_numpy(float)
+    arr = g["arrived"].to_numpy(bool)
+    contrib = pd.DataFrame({"task_id": g["task_id"].to_numpy(), "task_type": g["task_type"].to_numpy()})
+    isw = {w: (g["reacher"] == lab).to_numpy(int) for lab, w in code.items()}
+    contrib["n"] = isw["b"]
+    cols = ["n"]
+    for b in budgets:
+        for w in "bt":
+            contrib[f"a_{w}_{b}"] = isw[w] * (arr & (step <= b))
+            cols.append(f"a_{w}_{b}")
+    stats = build_unit_stats(contrib, "task_id", "task_type", cols)
+    names = [f"arrival[{lab}@{b}]" for b in budgets for lab in (base, treated)]
+    con_names = [f"{treated}@{b} - {base}@{b}" for b in budgets] + [f"{a}@{x} - {c}@{y}" for a, x, c, y in cross]
+    m = len(cols)
 
-        def statistic(totals, _stats=stats, _m=m):
-            T = _stats.named(totals.reshape(totals.shape[0], _stats.n_strata, _m).sum(axis=1))
-            with np.errstate(divide="ignore", invalid="ignore"):
-                lev = {(w, b): T[f"a_{w}_{b}"] / T["n"] for b in budgets for w in "bt"}
-            out = [lev[(code[lab], b)] for b in budgets for lab in (base, treated)]
-            out += [lev[("t", b)] - lev[("b", b)] for b in budgets]
-            out += [lev[(code[a], x)] - lev[(code[c], y)] for a, x, c, y in cross]
-            return np.column_stack(out)
+    def statistic(totals):
+        T = stats.named(totals.reshape(totals.shape[0], stats.n_strata, m).sum(axis=1))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            lev = {(w, b): T[f"a_{w}_{b}"] / T["n"] for b in budgets for w in "bt"}
+        out = [lev[(code[lab], b)] for b in budgets for lab in (base, treated)]
+        out += [lev[("t", b)] - lev[("b", b)] for b in budgets]
+        out += [lev[(code[a], x)] - lev[(code[c], y)] for a, x, c, y in cross]
+        return np.column_stack(out)
 
-        sums = stats.block_sums()
-        point = statistic(stats.point_counts() @ sums)[0]
-        reps = None
-        if n_boot > 0:
-            reps = run_bootstrap(sums, stats.strata, statistic, n_boot=n_boot,
-                                 seed_seq=split_seed_sequence(seed, f"budget:{split}"), chunk=chunk)
-        tab = summarise(names + con_names, point, reps, level=level, empty_threshold=1.0)
-        n_traj = int(stats.values[:, 0].sum())
-        for i, b in enumerate(budgets):
-            for j, lab in enumerate((base, treated)):
-                r = tab.iloc[2 * i + j]
-                lv_rows.append(dict(split=split, reacher=lab, budget=b, n=n_traj, arrival=r.estimate,
-                                    ci_low=r.ci_low, ci_high=r.ci_high))
-        ct = tab.iloc[len(names):].rename(columns={"estimand": "contrast"}).copy()
-        ct.insert(0, "split", split)
-        con_frames.append(ct)
-        for lab in (base, treated):
-            gg = g[g["reacher"] == lab]
-            st = gg["arrival_step"].astype("Float64").fillna(np.inf).to_numpy(float)
-            a = gg["arrived"].to_numpy(bool)
-            for t in range(rb + 1):
-                curve_rows.append(dict(split=split, reacher=lab, action=t, n=len(gg),
-                                       cumulative_arrival=float((a & (st <= t)).mean())))
-            acts = np.where(a, gg["arrival_step"].astype("Float64").fillna(0).to_numpy(float),
-                            gg["n_actions"].to_numpy(float))
-            reach_rows.append(dict(split=split, reacher=lab, n=len(gg), arrival=float(a.mean()),
-                                   mean_actions=float(acts.mean())))
-    return BudgetDiagnostic(
-        levels=pd.DataFrame(lv_rows), contrasts=pd.concat(con_frames, ignore_index=True),
-        curve=pd.DataFrame(curve_rows), reach=pd.DataFrame(reach_rows), base=base, treated=treated,
-        budgets=budgets, n_boot=int(n_boot), seed=seed, level=level, input_hash=hash_object(df),
-        params=dict(budgets=list(budgets), cross=[list(c) for c in cross], run_budget=run_budget,
-                    base=base, treated=treated, n_boot=int(n_boot), seed=seed, level=level, chunk=chunk),
-    )
+    sums = stats.block_sums()
+    point = statistic(stats.point_counts() @ sums)[0]
+    reps = None
+    if n_draws > 0:
+        reps = run_bootstrap(sums, stats.strata, statistic, n_draws=n_draws,
+                             seed_seq=bootstrap_seed(seed, "budget", split), chunk=chunk)
+    tab = summarise(names + con_names, point, reps, level=level, empty_threshold=1.0)
+    n_traj = int(stats.values[:, 0].sum())
+    lv_rows = []
+    for i, b in enumerate(budgets):
+        for j, lab in enumerate((base, treated)):
+            r = tab.iloc[2 * i + j]
+            lv_rows.append(dict(split=split, reacher=lab, budget=b, n=n_traj, arrival=r.estimate,
+                                ci_low=r.ci_low, ci_high=r.ci_high))
+    ct = tab.iloc[len(names):].rename(columns={"estimand": "contrast"}).copy()
+    ct.insert(0, "split", split)
+    curve_rows, reach_rows = [], []
+    for lab in (base, treated):
+        gg = g[g["reacher"] == lab]
+        st = gg["arrival_step"].astype("Float64").fillna(np.inf).to_numpy(float)
+        a = gg["arrived"].to_numpy(bool)
+        for t in range(rb + 1):
+            curve_rows.append(dict(split=split, reacher=lab, action=t, n=len(gg),
+                                   cumulative_arrival=float((a & (st <= t)).mean())))
+        acts = np.where(a, gg["arrival_step"].astype("Float64").fillna(0).to_numpy(float),
+                        gg["n_actions"].to_numpy(float))
+        reach_rows.append(dict(split=split, reacher=lab, n=len(gg), arrival=float(a.mean()),
+                               mean_actions=float(acts.mean())))
+    return pd.DataFrame(lv_rows), ct.reset_index(drop=True), pd.DataFrame(curve_rows), pd.DataFrame(reach_rows)
 
 
 # ------------------------------------------------------------ failure modes
@@ -387,9 +419,15 @@ def _loop_stats(tr, st, population, base, treated) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-@dataclass(frozen=True, eq=False)
-class FailureAudit:
+@dataclass(frozen=True, eq=False, kw_only=True)
+class FailureAudit(HandoffResultBase):
     """Non-arrival failure-mode audit (App. C).
+
+    ``to_frame()`` is the tidy table: stratum ``split``, estimands
+    ``loop_share[<reacher>]`` and ``loop_share_diff`` (treated - base; two-sided
+    intervals from a trajectory-level bootstrap) and ``<mode>_share[<reacher>]`` for the
+    other six modes (point shares), ``n`` = non-arrivals audited. ``counts_table()`` is
+    the counts layout.
 
     Attributes
     ----------
@@ -411,16 +449,25 @@ class FailureAudit:
     counts: pd.DataFrame
     step_stats: pd.DataFrame
     loop_share: pd.DataFrame
-    base: str
-    treated: str
-    n_boot: int
-    seed: int
-    level: float
-    input_hash: str
-    version: str = __version__
-    params: Mapping[str, object] = field(default_factory=dict)
 
-    def to_frame(self) -> pd.DataFrame:
+    title = "Non-arrival failure modes"
+
+    def _tidy(self) -> pd.DataFrame:
+        per = self.counts.groupby(["split", "reacher"])["n"].sum()
+        n_of = {f"loop_share[{lab}]": lab for lab in (self.base, self.treated)}
+        loop = tidy_estimates(self.loop_share, level=self.level, n=0)
+        loop["n"] = [int(per.get((s, n_of[e]), 0)) if e in n_of else int(per.get((s, self.base), 0) + per.get((s, self.treated), 0))
+                     for s, e in zip(loop["split"], loop["estimand"])]
+        c = self.counts[self.counts["label"] != "loop"]
+        modes = pd.DataFrame({
+            "split": c["split"], "estimand": [f"{m}_share[{r}]" for m, r in zip(c["label"], c["reacher"])],
+            "estimate": c["share"], "n": [int(per[(s, r)]) for s, r in zip(c["split"], c["reacher"])],
+            "level": self.level, "n_draws": 0,
+        })
+        return tidy_rows(pd.concat([loop, modes], ignore_index=True), strata=("split",))
+
+    def counts_table(self) -> pd.DataFrame:
+        """Counts and shares of the seven labels per split and reacher."""
         return self.counts.copy()
 
     def summary(self) -> str:
@@ -444,9 +491,6 @@ class FailureAudit:
                 lines.append(f"  loop share {self.treated} - {self.base}: {fmt_pp(r.estimate)} {fmt_ci(r.ci_low, r.ci_high)}")
         return "\n".join(lines)
 
-    def _repr_html_(self) -> str:  # pragma: no cover
-        return "<pre>" + self.summary() + "</pre>"
-
 
 def audit_non_arrivals(
     trajectories: pd.DataFrame,
@@ -462,11 +506,12 @@ def audit_non_arrivals(
     pickup_rule: Callable[[str | None, str | None], bool] = default_pickup_rule,
     subgoals: Mapping[str, Sequence[str]] | None = None,
     invalid_action: Callable[[str | None], bool] = default_invalid_action,
-    n_boot: int = 100_000,
+    n_draws: int = 100_000,
     seed: int = 0,
     level: float = 0.95,
     empty_threshold: float = 0.01,
     chunk: int = 20_000,
+    n_boot: int | None = None,
 ) -> FailureAudit:
     """Label every non-arrival trajectory with one of seven failure modes (App. C).
 
@@ -474,12 +519,15 @@ def audit_non_arrivals(
     reacher's early-action budget (default: the largest ``n_actions`` of the split);
     ``subgoals`` defaults to :data:`DEFAULT_SUBGOALS`; ``pickup_rule(action, target)``
     receives the trajectories' ``target`` column when present (else ``None``).
+    ``n_draws, seed, level, empty_threshold, chunk`` as in :func:`analyze_handoff`
+    (split ``s`` resamples from ``keyed_seed(seed, "audit", s)``); ``n_boot`` is a
+    deprecated alias of ``n_draws``.
 
     Returns
     -------
     FailureAudit (labels, counts, step statistics, loop-share difference with a
     trajectory-level bootstrap interval: non-arrival trajectories are resampled with
-    replacement within each reacher, ``n_boot`` draws).
+    replacement within each reacher, ``n_draws`` draws).
 
     Raises
     ------
@@ -488,7 +536,37 @@ def audit_non_arrivals(
         :func:`validate_steps`), or a non-arrival trajectory whose steps are not all
         listed (each needs ``n_actions`` steps).
     """
+    n_draws = check_draws(renamed_keyword("audit_non_arrivals", "n_boot", n_boot, "n_draws", n_draws))
     check_level(level, empty_threshold)
+    subgoals = _check_audit_rules(invalid_share, loop_share, wander_share, navigation, subgoals)
+    tr = validate_trajectories(trajectories, base=base, treated=treated)
+    st = validate_steps(steps, tr, base=base, treated=treated)
+    non = _non_arrivals(tr, st)
+    labels = _label_non_arrivals(tr, st, non, budget=budget, invalid_share=invalid_share, loop_share=loop_share,
+                                 wander_share=wander_share, navigation=navigation, pickup_rule=pickup_rule,
+                                 subgoals=subgoals, invalid_action=invalid_action)
+    splits = sorted(tr["split"].unique())
+    loop_tab = pd.concat([_loop_share_split(split, labels, base=base, treated=treated, n_draws=n_draws, seed=seed,
+                                            level=level, empty_threshold=empty_threshold, chunk=chunk)
+                          for split in splits], ignore_index=True)
+    if n_draws > 0:
+        warn_flagged(loop_tab, "audit_non_arrivals", empty_threshold)
+    return FailureAudit(
+        labels=labels, counts=_mode_counts(labels, splits, base, treated),
+        step_stats=_loop_stats(tr, st, "non_arrival", base, treated), loop_share=loop_tab, base=base,
+        treated=treated, n_draws=n_draws, seed=seed, level=level,
+        params=dict(budget=budget, invalid_share=invalid_share, loop_share=loop_share, wander_share=wander_share,
+                    navigation=navigation, subgoals={k: list(v) for k, v in subgoals.items()},
+                    pickup_rule=getattr(pickup_rule, "__name__", repr(pickup_rule)),
+                    invalid_action=getattr(invalid_action, "__name__", repr(invalid_action)),
+                    n_draws=n_draws, seed=seed, level=level, chunk=chunk),
+        provenance=make_provenance(seed=seed, steps=st),
+    )
+
+
+def _check_audit_rules(invalid_share: float, loop_share: float, wander_share: float, navigation: str,
+                       subgoals: Mapping[str, Sequence[str]] | None) -> dict[str, Sequence[str]]:
+    """Thresholds in (0, 1] and compilable regexes; returns the subgoals (default filled in)."""
     for name, v in (("invalid_share", invalid_share), ("loop_share", loop_share), ("wander_share", wander_share)):
         if not (0 < v <= 1):
             raise ValueError(f"{name} must lie in (0, 1]; got {v!r}")
@@ -505,8 +583,11 @@ def audit_non_arrivals(
                 re.compile(p)
             except re.error as exc:
                 raise ValueError(f"subgoals[{k!r}] has an invalid regex {p!r} ({exc})") from exc
-    tr = validate_trajectories(trajectories, base=base, treated=treated)
-    st = validate_steps(steps, tr, base=base, treated=treated)
+    return subgoals
+
+
+def _non_arrivals(tr: pd.DataFrame, st: pd.DataFrame) -> pd.DataFrame:
+    """The non-arrival trajectories; ``ValueError`` if one does not list all its steps."""
     keys = ["split", "task_id", "seed", "reacher"]
     non = tr[~tr["arrived"]].reset_index(drop=True)
     have = st.groupby(keys).size().rename("n_steps_listed").reset_index()
@@ -520,6 +601,15 @@ def audit_non_arrivals(
             f"reacher={r.reacher!r}) lists {r.n_steps_listed} steps but n_actions={r.n_actions}; the audit "
             f"needs every action of every non-arrival ({int(wrong.sum())} trajectories affected)"
         )
+    return non
+
+
+def _label_non_arrivals(tr: pd.DataFrame, st: pd.DataFrame, non: pd.DataFrame, *, budget: int | None,
+                        invalid_share: float, loop_share: float, wander_share: float, navigation: str,
+                        pickup_rule: Callable, subgoals: Mapping[str, Sequence[str]],
+                        invalid_action: Callable) -> pd.DataFrame:
+    """Features and the first-firing label of every non-arrival (module docstring rules)."""
+    keys = ["split", "task_id", "seed", "reacher"]
     feats = _trajectory_features(st, non, invalid_action=invalid_action, navigation=navigation,
                                  pickup_rule=pickup_rule, subgoals=subgoals)
     labels = pd.concat([non[keys + ["task_type", "n_actions"]], feats], axis=1)
@@ -528,61 +618,53 @@ def audit_non_arrivals(
         _label(f, int(n), budgets[s], invalid_share, loop_share, wander_share)
         for (_, f), n, s in zip(feats.iterrows(), labels["n_actions"], labels["split"])
     ]
-    count_rows = []
-    for split in sorted(tr["split"].unique()):
+    return labels
+
+
+def _mode_counts(labels: pd.DataFrame, splits: Sequence[str], base: str, treated: str) -> pd.DataFrame:
+    """``split, reacher, label, n, share`` for all seven labels (zeros included)."""
+    rows = []
+    for split in splits:
         for lab in (base, treated):
             sel = labels[(labels["split"] == split) & (labels["reacher"] == lab)]
             for mode in FAILURE_MODES:
                 n = int((sel["label"] == mode).sum())
-                count_rows.append(dict(split=split, reacher=lab, label=mode, n=n,
-                                       share=n / len(sel) if len(sel) else np.nan))
-    counts = pd.DataFrame(count_rows)
-    step_stats = _loop_stats(tr, st, "non_arrival", base, treated)
+                rows.append(dict(split=split, reacher=lab, label=mode, n=n, share=n / len(sel) if len(sel) else np.nan))
+    return pd.DataFrame(rows)
 
-    # trajectory-level bootstrap of the loop share, resampled within reacher
-    frames = []
-    for split in sorted(tr["split"].unique()):
-        sel = labels[labels["split"] == split].copy()
-        sel["unit"] = np.arange(len(sel))
-        sel["is_loop"] = (sel["label"] == "loop").astype(int)
-        sel["one"] = 1
-        names = [f"loop_share[{base}]", f"loop_share[{treated}]", "loop_share_diff"]
-        present = [lab for lab in (base, treated) if (sel["reacher"] == lab).any()]
-        if len(present) < 2:
-            est = np.full(3, np.nan)
-            for lab in present:
-                ss = sel[sel["reacher"] == lab]
-                est[0 if lab == base else 1] = ss["is_loop"].mean()
-            tab = summarise(names, est, None, level=level, empty_threshold=empty_threshold)
-        else:
-            stats = build_unit_stats(sel, "unit", "reacher", ["is_loop", "one"])
-            ib = stats.stratum_labels.index(base)
-            it = stats.stratum_labels.index(treated)
 
-            def statistic(totals, _s=stats, _ib=ib, _it=it):
-                t3 = totals.reshape(totals.shape[0], _s.n_strata, 2)
-                sh_b = t3[:, _ib, 0] / t3[:, _ib, 1]
-                sh_t = t3[:, _it, 0] / t3[:, _it, 1]
-                return np.column_stack([sh_b, sh_t, sh_t - sh_b])
+def _loop_share_split(split: str, labels: pd.DataFrame, *, base: str, treated: str, n_draws: int, seed: int,
+                      level: float, empty_threshold: float, chunk: int) -> pd.DataFrame:
+    """Loop share per reacher and its difference in one split, with a trajectory-level
+    bootstrap (non-arrivals resampled within reacher)."""
+    sel = labels[labels["split"] == split].copy()
+    sel["unit"] = np.arange(len(sel))
+    sel["is_loop"] = (sel["label"] == "loop").astype(int)
+    sel["one"] = 1
+    names = [f"loop_share[{base}]", f"loop_share[{treated}]", "loop_share_diff"]
+    present = [lab for lab in (base, treated) if (sel["reacher"] == lab).any()]
+    if len(present) < 2:
+        est = np.full(3, np.nan)
+        for lab in present:
+            est[0 if lab == base else 1] = sel.loc[sel["reacher"] == lab, "is_loop"].mean()
+        tab = summarise(names, est, None, level=level, empty_threshold=empty_threshold)
+    else:
+        stats = build_unit_stats(sel, "unit", "reacher", ["is_loop", "one"])
+        ib = stats.stratum_labels.index(base)
+        it = stats.stratum_labels.index(treated)
 
-            sums = stats.block_sums()
-            point = statistic(stats.point_counts() @ sums)[0]
-            reps = None
-            if n_boot > 0:
-                reps = run_bootstrap(sums, stats.strata, statistic, n_boot=n_boot,
-                                     seed_seq=split_seed_sequence(seed, f"audit:{split}"), chunk=chunk)
-            tab = summarise(names, point, reps, level=level, empty_threshold=empty_threshold)
-        tab.insert(0, "split", split)
-        frames.append(tab)
-    loop_tab = pd.concat(frames, ignore_index=True)
-    if n_boot > 0:
-        warn_flagged(loop_tab, "audit_non_arrivals", empty_threshold)
-    return FailureAudit(
-        labels=labels, counts=counts, step_stats=step_stats, loop_share=loop_tab, base=base, treated=treated,
-        n_boot=int(n_boot), seed=seed, level=level, input_hash=hash_object(st),
-        params=dict(budget=budget, invalid_share=invalid_share, loop_share=loop_share, wander_share=wander_share,
-                    navigation=navigation, subgoals={k: list(v) for k, v in subgoals.items()},
-                    pickup_rule=getattr(pickup_rule, "__name__", repr(pickup_rule)),
-                    invalid_action=getattr(invalid_action, "__name__", repr(invalid_action)),
-                    n_boot=int(n_boot), seed=seed, level=level, chunk=chunk),
-    )
+        def statistic(totals):
+            t3 = totals.reshape(totals.shape[0], stats.n_strata, 2)
+            sh_b = t3[:, ib, 0] / t3[:, ib, 1]
+            sh_t = t3[:, it, 0] / t3[:, it, 1]
+            return np.column_stack([sh_b, sh_t, sh_t - sh_b])
+
+        sums = stats.block_sums()
+        point = statistic(stats.point_counts() @ sums)[0]
+        reps = None
+        if n_draws > 0:
+            reps = run_bootstrap(sums, stats.strata, statistic, n_draws=n_draws,
+                                 seed_seq=bootstrap_seed(seed, "audit", split), chunk=chunk)
+        tab = summarise(names, point, reps, level=level, empty_threshold=empty_threshold)
+    tab.insert(0, "split", split)
+    return tab

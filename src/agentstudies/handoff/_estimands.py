@@ -25,26 +25,29 @@ seed and all four assignments of a sampled task together, percentile intervals
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Mapping
 
 import numpy as np
 import pandas as pd
 
-from agentstudies import __version__
-from agentstudies.results import hash_object
+from agentstudies._tolerances import EXACT_TOL, IDENTITY_TOL
 from agentstudies.handoff._boot import (
+    HandoffResultBase,
     UnitStats,
+    bootstrap_seed,
     build_unit_stats,
+    check_draws,
     check_level,
     fmt_ci,
     fmt_pct,
     fmt_pp,
     run_bootstrap,
-    split_seed_sequence,
     summarise,
+    tidy_estimates,
     warn_flagged,
 )
+from agentstudies.results import make_provenance, renamed_keyword, tidy_rows
 from agentstudies.handoff._validate import validate_episodes
 
 __all__ = [
@@ -56,9 +59,6 @@ __all__ = [
     "interaction_terms",
     "solve_stages",
 ]
-
-#: Relative/absolute tolerance of the exact identities (J = A C, Eq. 3/4/8).
-IDENTITY_TOL = 1e-12
 
 _ROLES = ("base", "treated")
 _CODE = {"base": "b", "treated": "t"}
@@ -149,72 +149,101 @@ def _div(a, b):
         return np.divide(a, b, out=np.full(np.broadcast(a, b).shape, np.nan), where=np.asarray(b) > 0)
 
 
+def _rates(T: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The named rates every estimand is built from, computed once from summed statistics.
+
+    ``A_w`` Reach of reacher w (Sec. 3.2); ``C_wr`` Solve of solver r on w's arrivals;
+    ``J_wr`` endpoint (Eq. 7); ``S_r`` solver r on all reached states (Table 2b); with
+    ``w, r`` in ``b`` (base) / ``t`` (treated). Arrays of any common shape (NaN where a
+    denominator is empty). Used by the overall, per-type and Eq. 9 statistics alike.
+    """
+    n = T["n"]
+    states = T["arr_b"] + T["arr_t"]
+    out = {f"A_{w}": _div(T[f"arr_{w}"], n) for w in "bt"}
+    for w in "bt":
+        for r in "bt":
+            out[f"C_{w}{r}"] = _div(T[f"s_{w}{r}"], T[f"arr_{w}"])
+            out[f"J_{w}{r}"] = _div(T[f"s_{w}{r}"], n)
+    out["S_b"] = _div(T["s_bb"] + T["s_tb"], states)
+    out["S_t"] = _div(T["s_bt"] + T["s_tt"], states)
+    return out
+
+
+def _interaction(r: Mapping[str, np.ndarray]) -> np.ndarray:
+    """I = [J(t,t) - J(t,b)] - [J(b,t) - J(b,b)] (Eq. 4) from :func:`_rates`."""
+    return (r["J_tt"] - r["J_tb"]) - (r["J_bt"] - r["J_bb"])
+
+
+def _core_estimands(r: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The :data:`BY_TYPE_ESTIMANDS` from :func:`_rates` (overall and per task type)."""
+    return {
+        "arrival_base": r["A_b"], "arrival_treated": r["A_t"], "reach_gap": r["A_t"] - r["A_b"],
+        "solve_all_states[base]": r["S_b"], "solve_all_states[treated]": r["S_t"],
+        "delta_solve_all_states": r["S_t"] - r["S_b"], "interaction": _interaction(r),
+    }
+
+
 def _estimands(T: Mapping[str, np.ndarray], *, bridge: bool, pre: bool) -> dict[str, np.ndarray]:
     """Every estimand from summed statistics (arrays of any common shape)."""
-    n = T["n"]
-    A = {w: _div(T[f"arr_{w}"], n) for w in "bt"}
-    C = {w + r: _div(T[f"s_{w}{r}"], T[f"arr_{w}"]) for w in "bt" for r in "bt"}
-    J = {w + r: _div(T[f"s_{w}{r}"], n) for w in "bt" for r in "bt"}
-    out: dict[str, np.ndarray] = {}
-    out["arrival_base"], out["arrival_treated"] = A["b"], A["t"]
-    out["reach_gap"] = A["t"] - A["b"]
+    r = _rates(T)
+    core = _core_estimands(r)
+    J = {k[2:]: v for k, v in r.items() if k.startswith("J_")}
+    out: dict[str, np.ndarray] = {k: core[k] for k in ("arrival_base", "arrival_treated", "reach_gap")}
     for w in _ROLES:
-        for r in _ROLES:
-            out[f"conversion[{w},{r}]"] = C[_CODE[w] + _CODE[r]]
+        for s in _ROLES:
+            out[f"conversion[{w},{s}]"] = r[f"C_{_CODE[w]}{_CODE[s]}"]
     for w in _ROLES:
-        for r in _ROLES:
-            out[f"endpoint[{w},{r}]"] = J[_CODE[w] + _CODE[r]]
+        for s in _ROLES:
+            out[f"endpoint[{w},{s}]"] = J[_CODE[w] + _CODE[s]]
     out["total_gain"] = J["tt"] - J["bb"]
     out["reach_under_treated_solver"] = J["tt"] - J["bt"]
     out["solve_on_base_states"] = J["bt"] - J["bb"]
     out["reach_under_base_solver"] = J["tb"] - J["bb"]
     out["solve_on_treated_states"] = J["tt"] - J["tb"]
-    out["interaction"] = (J["tt"] - J["tb"]) - (J["bt"] - J["bb"])
-    d_b = C["bt"] - C["bb"]
-    d_t = C["tt"] - C["tb"]
+    out["interaction"] = core["interaction"]
+    d_b = r["C_bt"] - r["C_bb"]
+    d_t = r["C_tt"] - r["C_tb"]
     with np.errstate(invalid="ignore"):
-        term_t = np.where(T["arr_t"] > 0, A["t"] * np.nan_to_num(d_t), 0.0)
-        term_b = np.where(T["arr_b"] > 0, A["b"] * np.nan_to_num(d_b), 0.0)
+        term_t = np.where(T["arr_t"] > 0, r["A_t"] * np.nan_to_num(d_t), 0.0)
+        term_b = np.where(T["arr_b"] > 0, r["A_b"] * np.nan_to_num(d_b), 0.0)
     out["interaction_eq8"] = term_t - term_b
     out["delta_solve_base_states"] = d_b
     out["delta_solve_treated_states"] = d_t
-    states = T["arr_b"] + T["arr_t"]
-    out["solve_all_states[base]"] = _div(T["s_bb"] + T["s_tb"], states)
-    out["solve_all_states[treated]"] = _div(T["s_bt"] + T["s_tt"], states)
-    out["delta_solve_all_states"] = out["solve_all_states[treated]"] - out["solve_all_states[base]"]
+    for k in ("solve_all_states[base]", "solve_all_states[treated]", "delta_solve_all_states"):
+        out[k] = core[k]
     if pre:
         p = T["p_b"] + T["p_t"]
         out["delta_solve_prespecified"] = _div(T["ps_bt"] + T["ps_tt"] - T["ps_bb"] - T["ps_tb"], p)
     out["survivor_interaction"] = d_t - d_b
     out["survivor_minus_endpoint"] = out["survivor_interaction"] - out["interaction"]
     if bridge:
-        for role in _ROLES:
-            r = _CODE[role]
-            g = T[f"g_b{r}"] + T[f"g_t{r}"]
-            gs = T[f"gs_b{r}"] + T[f"gs_t{r}"]
-            out[f"bridge_rate[{role}]"] = _div(g, states)
-            out[f"finish_rate[{role}]"] = _div(gs, g)
-        bt_, bb_ = out["bridge_rate[treated]"], out["bridge_rate[base]"]
-        ft_, fb_ = out["finish_rate[treated]"], out["finish_rate[base]"]
-        out["bridge_gap"] = bt_ - bb_
-        out["finish_gap"] = ft_ - fb_
-        # symmetric (Shapley) split of b_t f_t - b_b f_b: exact sum of the two stages
-        out["bridge_contribution"] = (bt_ - bb_) * (ft_ + fb_) / 2
-        out["finish_contribution"] = (ft_ - fb_) * (bt_ + bb_) / 2
+        out.update(_bridge_estimands(T))
+    return out
+
+
+def _bridge_estimands(T: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Bridge / finishing rates per solver and the symmetric split of the Solve gap (Table 3)."""
+    states = T["arr_b"] + T["arr_t"]
+    out: dict[str, np.ndarray] = {}
+    for role in _ROLES:
+        r = _CODE[role]
+        g = T[f"g_b{r}"] + T[f"g_t{r}"]
+        gs = T[f"gs_b{r}"] + T[f"gs_t{r}"]
+        out[f"bridge_rate[{role}]"] = _div(g, states)
+        out[f"finish_rate[{role}]"] = _div(gs, g)
+    bt_, bb_ = out["bridge_rate[treated]"], out["bridge_rate[base]"]
+    ft_, fb_ = out["finish_rate[treated]"], out["finish_rate[base]"]
+    out["bridge_gap"] = bt_ - bb_
+    out["finish_gap"] = ft_ - fb_
+    # symmetric (Shapley) split of b_t f_t - b_b f_b: exact sum of the two stages
+    out["bridge_contribution"] = (bt_ - bb_) * (ft_ + fb_) / 2
+    out["finish_contribution"] = (ft_ - fb_) * (bt_ + bb_) / 2
     return out
 
 
 def _by_type_estimands(T: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """The :data:`BY_TYPE_ESTIMANDS` subset of :func:`_estimands` (same formulas)."""
-    n = T["n"]
-    out = {"arrival_base": _div(T["arr_b"], n), "arrival_treated": _div(T["arr_t"], n)}
-    out["reach_gap"] = out["arrival_treated"] - out["arrival_base"]
-    states = T["arr_b"] + T["arr_t"]
-    out["solve_all_states[base]"] = _div(T["s_bb"] + T["s_tb"], states)
-    out["solve_all_states[treated]"] = _div(T["s_bt"] + T["s_tt"], states)
-    out["delta_solve_all_states"] = out["solve_all_states[treated]"] - out["solve_all_states[base]"]
-    out["interaction"] = _div(T["s_tt"] - T["s_tb"] - T["s_bt"] + T["s_bb"], n)
-    return out
+    """The :data:`BY_TYPE_ESTIMANDS` subset of :func:`_estimands` (the same formulas)."""
+    return _core_estimands(_rates(T))
 
 
 def _symbols(base: str, treated: str) -> dict[str, tuple[str, str]]:
@@ -331,7 +360,7 @@ def assignment_table(
                 conv = g.loc[arr, "solved"].astype(bool).mean() if arr.any() else np.nan
                 j = g["endpoint"].mean()
                 ac = a * conv if arr.any() else 0.0
-                if abs(j - ac) > IDENTITY_TOL * max(1.0, abs(j)):
+                if abs(j - ac) > EXACT_TOL * max(1.0, abs(j)):
                     raise ValueError(
                         f"episodes: J = A*C (Eq. 7) violated in split {split!r} for reacher {w!r}, "
                         f"solver {r!r}: mean endpoint {j!r} != arrival {a!r} x conversion {conv!r}; "
@@ -396,7 +425,7 @@ def interaction_terms(assignments: pd.DataFrame, *, base: str = "SFT", treated: 
             "I (Eq. 4) = Eq. 8": (eq8, inter),
         }
         for name, (lhs, rhs) in checks.items():
-            if abs(lhs - rhs) > 1e-9:
+            if abs(lhs - rhs) > IDENTITY_TOL:
                 raise ValueError(f"interaction_terms: identity '{name}' fails in split {split!r}: {lhs!r} != {rhs!r}")
         row["paths_agree"] = True
         rows.append(row)
@@ -449,7 +478,7 @@ def solve_stages(
             finish = sv[br].mean() if br.any() else np.nan
             conv = sv.mean() if n else np.nan
             product = bridge_rate * finish if br.any() else (0.0 if n else np.nan)
-            if n and abs(product - conv) > 1e-12:
+            if n and abs(product - conv) > EXACT_TOL:
                 raise ValueError(f"solve_stages: bridge x finish {product!r} != conversion {conv!r} in split {split!r}")
             only = int((wide[r] & ~wide[other]).sum()) if n else 0
             rows.append(dict(split=split, solver=r, n_states=n, bridge_rate=bridge_rate, finish_rate=finish,
@@ -458,9 +487,16 @@ def solve_stages(
 
 
 # ------------------------------------------------------------------ result object
-@dataclass(frozen=True, eq=False)
-class HandoffResult:
+@dataclass(frozen=True, eq=False, kw_only=True)
+class HandoffResult(HandoffResultBase):
     """Reach / Solve / interaction estimates of one or more splits, with intervals.
+
+    ``to_frame()`` is the tidy table: strata ``split, task_type`` (``task_type`` is
+    ``"all"`` for the pooled estimands, a task type for the per-type ones of
+    :data:`BY_TYPE_ESTIMANDS`), then ``symbol, source, n_draws, n_excluded,
+    excluded_share, flagged, n_tasks, n_states`` and the tidy columns (two-sided
+    percentile intervals, ``n`` = tasks resampled). ``get(estimand, split=None,
+    task_type="all")``; ``table2()`` is the assignments layout of Tables 1-2.
 
     Attributes
     ----------
@@ -469,8 +505,9 @@ class HandoffResult:
         n_solved`` and percentile bounds ``*_low`` / ``*_high`` (Tables 1, 2).
     estimates : DataFrame
         Long table ``split, estimand, symbol, source, estimate, ci_low, ci_high,
-        n_boot, n_excluded, excluded_share, flagged`` (every estimand; see
-        :func:`analyze_handoff`).
+        n_boot, n_excluded, excluded_share, flagged`` (every pooled estimand; see
+        :func:`analyze_handoff`; ``n_boot`` is the number of draws, the column name the
+        chapter artifacts keep).
     by_type : DataFrame
         Same columns plus ``task_type``, ``n_tasks``, ``n_states`` for the per-type
         estimands (Figure 8 data; arrival, interaction per type).
@@ -481,9 +518,9 @@ class HandoffResult:
     checks : DataFrame
         ``split, identity, lhs, rhs, abs_diff, holds`` for J = A C (Eq. 7), the two
         paths of Eq. 3, I as difference of solve / reach terms, Eq. 4 = Eq. 8.
-    base, treated : checkpoint labels; n_boot, seed, level, empty_threshold, chunk :
-        bootstrap settings; input_hash : SHA-256 of the validated episodes;
-        version : agentstudies version.
+    base, treated : checkpoint labels; n_draws, seed, level, empty_threshold, chunk :
+        bootstrap settings; params : all of them; provenance : package version,
+        SHA-256 of the validated episodes, seed.
     """
 
     assignments: pd.DataFrame
@@ -491,35 +528,34 @@ class HandoffResult:
     by_type: pd.DataFrame
     stages: pd.DataFrame | None
     checks: pd.DataFrame
-    base: str
-    treated: str
-    n_boot: int
-    seed: int
-    level: float
     empty_threshold: float
     chunk: int
-    input_hash: str
-    version: str = __version__
-    params: Mapping[str, object] = field(default_factory=dict)
+
+    title = "Checkpoint handoff"
 
     @property
     def splits(self) -> list[str]:
         return sorted(self.assignments["split"].unique())
 
-    def to_frame(self) -> pd.DataFrame:
-        """The long ``estimates`` table (a copy)."""
-        return self.estimates.copy()
+    def _tidy(self) -> pd.DataFrame:
+        tasks = self.by_type.drop_duplicates(["split", "task_type"]).groupby("split")["n_tasks"].sum()
+        pooled = self.estimates.assign(task_type="all", n_tasks=self.estimates["split"].map(tasks), n_states=np.nan)
+        rows = pd.concat([pooled, self.by_type], ignore_index=True)
+        return tidy_rows(tidy_estimates(rows, level=self.level, n="n_tasks"), strata=("split", "task_type"))
 
-    def get(self, estimand: str, split: str | None = None) -> pd.Series:
-        """One row of ``estimates`` (``split`` may be omitted with a single split)."""
-        if split is None:
-            if len(self.splits) != 1:
-                raise ValueError(f"several splits {self.splits}: pass split=")
+    def get(self, estimand: str, split: str | None = None, **keys) -> pd.Series:
+        """The tidy row of ``estimand`` (``split`` may be omitted with a single split;
+        ``task_type`` defaults to ``"all"``, the pooled estimand)."""
+        if split is None and len(self.splits) == 1:
             split = self.splits[0]
-        rows = self.estimates[(self.estimates["split"] == split) & (self.estimates["estimand"] == estimand)]
-        if rows.empty:
-            raise KeyError(f"no estimand {estimand!r} for split {split!r}; have {sorted(self.estimates['estimand'].unique())}")
-        return rows.iloc[0]
+        if split is not None:
+            keys["split"] = split
+        keys.setdefault("task_type", "all")
+        return super().get(estimand, **keys)
+
+    def table2(self) -> pd.DataFrame:
+        """The four reacher x solver assignments with intervals (Tables 1-2 layout)."""
+        return self.assignments.copy()
 
     def summary(self) -> str:
         """Readable text: per split, the four assignments, the key contrasts, the checks."""
@@ -527,47 +563,47 @@ class HandoffResult:
         lines = [
             f"Checkpoint handoff: reacher x solver over {{{self.base}, {self.treated}}} "
             f"(base={self.base}, treated={self.treated})",
-            f"task-stratified paired bootstrap: {self.n_boot:,} resamples, {pct} percentile "
+            f"task-stratified paired bootstrap: {self.n_draws:,} resamples, {pct} percentile "
             f"intervals, seed {self.seed}; rates in %, contrasts in points",
         ]
+        for split in self.splits:
+            lines += self._split_summary(split)
+        return "\n".join(lines)
+
+    def _split_summary(self, split: str) -> list[str]:
         key = ["reach_gap", "delta_solve_base_states", "delta_solve_treated_states",
                "delta_solve_all_states", "interaction", "survivor_interaction",
                "survivor_minus_endpoint"]
-        for split in self.splits:
-            a = self.assignments[self.assignments["split"] == split]
-            lines.append("")
-            lines.append(f"== split {split} ==")
-            lines.append(f"{'reacher':>8} {'solver':>8} {'n':>5} {'Reach A':>8} {'Solve C':>8} {'J':>7}  J interval")
-            for r in a.itertuples():
+        a = self.assignments[self.assignments["split"] == split]
+        lines = ["", f"== split {split} ==",
+                 f"{'reacher':>8} {'solver':>8} {'n':>5} {'Reach A':>8} {'Solve C':>8} {'J':>7}  J interval"]
+        for r in a.itertuples():
+            lines.append(
+                f"{r.reacher:>8} {r.solver:>8} {r.n:>5d} {fmt_pct(r.arrival):>8} "
+                f"{fmt_pct(r.conversion):>8} {fmt_pct(r.endpoint):>7}  {fmt_ci(r.endpoint_low, r.endpoint_high)}"
+            )
+        e = self.estimates[self.estimates["split"] == split].set_index("estimand")
+        for k in key:
+            if k not in e.index:
+                continue
+            r = e.loc[k]
+            flag = f"  [excluded {r.excluded_share:.3%}{' FLAGGED' if r.flagged else ''}]" if r.n_excluded else ""
+            lines.append(f"  {k:<28} {fmt_pp(r.estimate):>7} {fmt_ci(r.ci_low, r.ci_high):<16} {r.symbol}{flag}")
+        if self.stages is not None:
+            for r in self.stages[self.stages["split"] == split].itertuples():
                 lines.append(
-                    f"{r.reacher:>8} {r.solver:>8} {r.n:>5d} {fmt_pct(r.arrival):>8} "
-                    f"{fmt_pct(r.conversion):>8} {fmt_pct(r.endpoint):>7}  {fmt_ci(r.endpoint_low, r.endpoint_high)}"
+                    f"  {r.solver} solver on {r.n_states} reached states: bridge {fmt_pct(r.bridge_rate)}% x "
+                    f"finish {fmt_pct(r.finish_rate)}% = Solve {fmt_pct(r.conversion)}%; wins alone on "
+                    f"{r.only_this_solver_wins} states"
                 )
-            e = self.estimates[self.estimates["split"] == split].set_index("estimand")
-            for k in key:
-                if k not in e.index:
-                    continue
-                r = e.loc[k]
-                flag = f"  [excluded {r.excluded_share:.3%}{' FLAGGED' if r.flagged else ''}]" if r.n_excluded else ""
-                lines.append(f"  {k:<28} {fmt_pp(r.estimate):>7} {fmt_ci(r.ci_low, r.ci_high):<16} {r.symbol}{flag}")
-            if self.stages is not None:
-                for r in self.stages[self.stages["split"] == split].itertuples():
-                    lines.append(
-                        f"  {r.solver} solver on {r.n_states} reached states: bridge {fmt_pct(r.bridge_rate)}% x "
-                        f"finish {fmt_pct(r.finish_rate)}% = Solve {fmt_pct(r.conversion)}%; wins alone on "
-                        f"{r.only_this_solver_wins} states"
-                    )
-            c = self.checks[self.checks["split"] == split]
-            ok = bool(c["holds"].all())
-            lines.append(f"  identities (J=A*C, Eq. 3 paths, Eq. 4 = Eq. 8): {'all hold' if ok else 'FAIL'}"
-                         f" (max |diff| {c['abs_diff'].max():.1e})")
-        return "\n".join(lines)
+        c = self.checks[self.checks["split"] == split]
+        ok = bool(c["holds"].all())
+        lines.append(f"  identities (J=A*C, Eq. 3 paths, Eq. 4 = Eq. 8): {'all hold' if ok else 'FAIL'}"
+                     f" (max |diff| {c['abs_diff'].max():.1e})")
+        return lines
 
     def __repr__(self) -> str:  # pragma: no cover - display only
-        return f"HandoffResult(splits={self.splits}, n_boot={self.n_boot}, seed={self.seed})"
-
-    def _repr_html_(self) -> str:  # pragma: no cover - notebook display
-        return "<pre>" + self.summary() + "</pre>"
+        return f"HandoffResult(splits={self.splits}, n_draws={self.n_draws}, seed={self.seed})"
 
 
 # ------------------------------------------------------------------- driver
@@ -576,12 +612,13 @@ def analyze_handoff(
     *,
     base: str = "SFT",
     treated: str = "RL",
-    n_boot: int = 100_000,
+    n_draws: int = 100_000,
     seed: int = 0,
     level: float = 0.95,
     empty_threshold: float = 0.01,
     prespecified: str | None = None,
     chunk: int = 20_000,
+    n_boot: int | None = None,
 ) -> HandoffResult:
     """Every handoff estimand of every split, with task-stratified paired intervals.
 
@@ -591,10 +628,11 @@ def analyze_handoff(
         One row per task x seed x reacher x solver (see :func:`validate_episodes`).
     base, treated : str
         Labels of the base (SFT) and treated (RL) checkpoints.
-    n_boot : int
+    n_draws : int
         Bootstrap resamples (paper profile: 100,000). ``0`` skips intervals.
+        ``n_boot`` is a deprecated alias.
     seed : int
-        Root seed; split ``s`` uses ``split_seed_sequence(seed, s)``.
+        Root seed; split ``s`` resamples from ``keyed_seed(seed, "handoff", s)``.
     level : float
         Percentile-interval level (0.95).
     empty_threshold : float
@@ -632,111 +670,123 @@ def analyze_handoff(
         Invalid episodes (see :func:`validate_episodes`), bad parameters, or a failed
         identity (J = A C, Eq. 3, Eq. 4 = Eq. 8).
     """
+    n_draws = check_draws(renamed_keyword("analyze_handoff", "n_boot", n_boot, "n_draws", n_draws))
     check_level(level, empty_threshold)
-    if not isinstance(n_boot, (int, np.integer)) or n_boot < 0:
-        raise ValueError(f"n_boot must be a non-negative integer; got {n_boot!r}")
     df = validate_episodes(episodes, base=base, treated=treated, prespecified=prespecified)
-    input_hash = hash_object(df)
     assign = assignment_table(df, base=base, treated=treated, validate=False)
     inter = interaction_terms(assign, base=base, treated=treated)
-    has_bridge = "bridge" in df.columns
-    stages = solve_stages(df, base=base, treated=treated, validate=False) if has_bridge else None
+    stages = solve_stages(df, base=base, treated=treated, validate=False) if "bridge" in df.columns else None
     all_stats = episode_task_stats(df, base=base, treated=treated, prespecified=prespecified, validate=False)
-    sym = _symbols(base, treated)
-
     est_frames, type_frames, check_rows = [], [], []
     for split, stats in all_stats.items():
-        statistic, names, by_type = _flat_statistic(stats, bridge=has_bridge, pre=prespecified is not None)
-        sums = stats.block_sums()
-        with np.errstate(divide="ignore", invalid="ignore"):
-            point = statistic(stats.point_counts() @ sums)[0]
-        reps = None
-        if n_boot > 0:
-            reps = run_bootstrap(sums, stats.strata, statistic, n_boot=n_boot,
-                                 seed_seq=split_seed_sequence(seed, split), chunk=chunk)
-        q = len(names)
-        tab = summarise(names, point[:q], None if reps is None else reps[:, :q],
-                        level=level, empty_threshold=empty_threshold)
-        tab.insert(0, "split", split)
-        tab.insert(2, "symbol", [sym.get(n, (n, ""))[0] for n in names])
-        tab.insert(3, "source", [sym.get(n, ("", ""))[1] for n in names])
-        est_frames.append(tab)
-        # per-type subset
-        labels = [f"{n}@{k}" for n, k in by_type]
-        tt = summarise(labels, point[q:], None if reps is None else reps[:, q:],
-                       level=level, empty_threshold=empty_threshold)
-        tt.insert(0, "split", split)
-        tt.insert(1, "task_type", [k for _, k in by_type])
-        tt["estimand"] = [n for n, _ in by_type]
-        tt.insert(3, "symbol", [sym.get(n, (n, ""))[0] for n, _ in by_type])
-        ptot = stats.totals(stats.point_counts())[0]
-        n_tasks = {lab: int((stats.strata == k).sum()) for k, lab in enumerate(stats.stratum_labels)}
-        named = stats.named(ptot)
-        n_states = {lab: int(named["arr_b"][k] + named["arr_t"][k]) for k, lab in enumerate(stats.stratum_labels)}
-        tt["n_tasks"] = tt["task_type"].map(n_tasks)
-        tt["n_states"] = tt["task_type"].map(n_states)
-        type_frames.append(tt)
-        # identities, point estimates computed two ways (rows vs. task totals)
-        pt = dict(zip(names, point[:q]))
-        arow = inter[inter["split"] == split].iloc[0]
-        for r in assign[assign["split"] == split].itertuples():
-            w = "base" if r.reacher == base else "treated"
-            s = "base" if r.solver == base else "treated"
-            ac = r.arrival * r.conversion if r.n_arrived else 0.0
-            check_rows.append((split, f"J({r.reacher},{r.solver}) = A_{r.reacher} C_{{{r.reacher},{r.solver}}} (Eq. 7)",
-                               r.endpoint, ac))
-            check_rows.append((split, f"J({r.reacher},{r.solver}) rows = task totals",
-                               r.endpoint, pt[f"endpoint[{w},{s}]"]))
-        for name, lhs, rhs in (
-            ("Eq. 3 path 1 = total gain", arow.reach_under_treated_solver + arow.solve_on_base_states, arow.total_gain),
-            ("Eq. 3 path 2 = total gain", arow.reach_under_base_solver + arow.solve_on_treated_states, arow.total_gain),
-            ("I = solve(treated states) - solve(base states)", arow.solve_terms_difference, arow.interaction),
-            ("I = reach(treated solver) - reach(base solver)", arow.reach_terms_difference, arow.interaction),
-            ("I (Eq. 4) = Eq. 8", arow.interaction_eq8, arow.interaction),
-            ("I rows = task totals", arow.interaction, pt["interaction"]),
-        ):
-            check_rows.append((split, name, lhs, rhs))
-
+        est, by_type, point = _split_estimates(
+            split, stats, sym=_symbols(base, treated), bridge=stages is not None, pre=prespecified is not None,
+            n_draws=n_draws, seed=seed, level=level, empty_threshold=empty_threshold, chunk=chunk)
+        est_frames.append(est)
+        type_frames.append(by_type)
+        check_rows += _identity_rows(split, assign, inter, point, base)
     estimates = pd.concat(est_frames, ignore_index=True)
-    by_type_df = pd.concat(type_frames, ignore_index=True)
-    checks = pd.DataFrame(check_rows, columns=["split", "identity", "lhs", "rhs"])
+    checks = _identity_checks(check_rows)
+    assign, stages = _attach_intervals(assign, stages, estimates, base)
+    if n_draws > 0:
+        warn_flagged(estimates, "analyze_handoff", empty_threshold)
+    params = dict(base=base, treated=treated, n_draws=n_draws, seed=seed, level=level,
+                  empty_threshold=empty_threshold, prespecified=prespecified, chunk=chunk)
+    return HandoffResult(
+        assignments=assign, estimates=estimates, by_type=pd.concat(type_frames, ignore_index=True),
+        stages=stages, checks=checks, base=base, treated=treated, n_draws=n_draws, seed=seed, level=level,
+        empty_threshold=empty_threshold, chunk=chunk, params=params,
+        provenance=make_provenance(seed=seed, episodes=df),
+    )
+
+
+def _split_estimates(split: str, stats: UnitStats, *, sym: Mapping[str, tuple[str, str]], bridge: bool,
+                     pre: bool, n_draws: int, seed: int, level: float, empty_threshold: float,
+                     chunk: int) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, float]]:
+    """One split: pooled and per-type estimates with intervals, and the pooled point values."""
+    statistic, names, by_type = _flat_statistic(stats, bridge=bridge, pre=pre)
+    sums = stats.block_sums()
+    with np.errstate(divide="ignore", invalid="ignore"):
+        point = statistic(stats.point_counts() @ sums)[0]
+    reps = None
+    if n_draws > 0:
+        reps = run_bootstrap(sums, stats.strata, statistic, n_draws=n_draws,
+                             seed_seq=bootstrap_seed(seed, "handoff", split), chunk=chunk)
+    q = len(names)
+    tab = summarise(names, point[:q], None if reps is None else reps[:, :q],
+                    level=level, empty_threshold=empty_threshold)
+    tab.insert(0, "split", split)
+    tab.insert(2, "symbol", [sym.get(n, (n, ""))[0] for n in names])
+    tab.insert(3, "source", [sym.get(n, ("", ""))[1] for n in names])
+    tt = summarise([f"{n}@{k}" for n, k in by_type], point[q:], None if reps is None else reps[:, q:],
+                   level=level, empty_threshold=empty_threshold)
+    tt.insert(0, "split", split)
+    tt.insert(1, "task_type", [k for _, k in by_type])
+    tt["estimand"] = [n for n, _ in by_type]
+    tt.insert(3, "symbol", [sym.get(n, (n, ""))[0] for n, _ in by_type])
+    named = stats.named(stats.totals(stats.point_counts())[0])
+    n_tasks = {lab: int((stats.strata == k).sum()) for k, lab in enumerate(stats.stratum_labels)}
+    n_states = {lab: int(named["arr_b"][k] + named["arr_t"][k]) for k, lab in enumerate(stats.stratum_labels)}
+    tt["n_tasks"] = tt["task_type"].map(n_tasks)
+    tt["n_states"] = tt["task_type"].map(n_states)
+    return tab, tt, dict(zip(names, point[:q]))
+
+
+def _identity_rows(split: str, assign: pd.DataFrame, inter: pd.DataFrame, pt: Mapping[str, float],
+                   base: str) -> list[tuple[str, str, float, float]]:
+    """The identities of one split, point estimates computed two ways (rows vs task totals)."""
+    rows = []
+    arow = inter[inter["split"] == split].iloc[0]
+    for r in assign[assign["split"] == split].itertuples():
+        w = "base" if r.reacher == base else "treated"
+        s = "base" if r.solver == base else "treated"
+        ac = r.arrival * r.conversion if r.n_arrived else 0.0
+        rows.append((split, f"J({r.reacher},{r.solver}) = A_{r.reacher} C_{{{r.reacher},{r.solver}}} (Eq. 7)",
+                     r.endpoint, ac))
+        rows.append((split, f"J({r.reacher},{r.solver}) rows = task totals", r.endpoint, pt[f"endpoint[{w},{s}]"]))
+    for name, lhs, rhs in (
+        ("Eq. 3 path 1 = total gain", arow.reach_under_treated_solver + arow.solve_on_base_states, arow.total_gain),
+        ("Eq. 3 path 2 = total gain", arow.reach_under_base_solver + arow.solve_on_treated_states, arow.total_gain),
+        ("I = solve(treated states) - solve(base states)", arow.solve_terms_difference, arow.interaction),
+        ("I = reach(treated solver) - reach(base solver)", arow.reach_terms_difference, arow.interaction),
+        ("I (Eq. 4) = Eq. 8", arow.interaction_eq8, arow.interaction),
+        ("I rows = task totals", arow.interaction, pt["interaction"]),
+    ):
+        rows.append((split, name, lhs, rhs))
+    return rows
+
+
+def _identity_checks(rows: list[tuple[str, str, float, float]]) -> pd.DataFrame:
+    """The checks table; ``ValueError`` naming the first identity that fails."""
+    checks = pd.DataFrame(rows, columns=["split", "identity", "lhs", "rhs"])
     checks["abs_diff"] = (checks["lhs"] - checks["rhs"]).abs()
-    checks["holds"] = checks["abs_diff"] <= 1e-9
+    checks["holds"] = checks["abs_diff"] <= IDENTITY_TOL
     if not checks["holds"].all():
         bad = checks[~checks["holds"]].iloc[0]
         raise ValueError(f"handoff identity fails in split {bad.split!r}: {bad.identity}: {bad.lhs!r} != {bad.rhs!r}")
+    return checks
 
-    # assignment-level intervals
+
+def _attach_intervals(assign: pd.DataFrame, stages: pd.DataFrame | None, estimates: pd.DataFrame,
+                      base: str) -> tuple[pd.DataFrame, pd.DataFrame | None]:
+    """Copy the estimands' percentile bounds onto the assignment and stage tables."""
     est_idx = estimates.set_index(["split", "estimand"])
+
+    def bounds(table: pd.DataFrame, col: str, name) -> None:
+        rows = [est_idx.loc[(r.split, name(r))] for r in table.itertuples()]
+        table[f"{col}_low"] = [row["ci_low"] for row in rows]
+        table[f"{col}_high"] = [row["ci_high"] for row in rows]
+
+    def role(label: str) -> str:
+        return "base" if label == base else "treated"
+
     assign = assign.copy()
-    for col, fmt in (("arrival", "arrival_{w}"), ("conversion", "conversion[{w},{r}]"), ("endpoint", "endpoint[{w},{r}]")):
-        lows, highs = [], []
-        for r in assign.itertuples():
-            w = "base" if r.reacher == base else "treated"
-            s = "base" if r.solver == base else "treated"
-            row = est_idx.loc[(r.split, fmt.format(w=w, r=s))]
-            lows.append(row["ci_low"])
-            highs.append(row["ci_high"])
-        assign[f"{col}_low"] = lows
-        assign[f"{col}_high"] = highs
+    bounds(assign, "arrival", lambda r: f"arrival_{role(r.reacher)}")
+    bounds(assign, "conversion", lambda r: f"conversion[{role(r.reacher)},{role(r.solver)}]")
+    bounds(assign, "endpoint", lambda r: f"endpoint[{role(r.reacher)},{role(r.solver)}]")
     if stages is not None:
         stages = stages.copy()
-        for col, fmt in (("bridge_rate", "bridge_rate[{r}]"), ("finish_rate", "finish_rate[{r}]"),
-                         ("conversion", "solve_all_states[{r}]")):
-            lows, highs = [], []
-            for r in stages.itertuples():
-                s = "base" if r.solver == base else "treated"
-                row = est_idx.loc[(r.split, fmt.format(r=s))]
-                lows.append(row["ci_low"])
-                highs.append(row["ci_high"])
-            stages[f"{col}_low"] = lows
-            stages[f"{col}_high"] = highs
-    if n_boot > 0:
-        warn_flagged(estimates, "analyze_handoff", empty_threshold)
-    return HandoffResult(
-        assignments=assign, estimates=estimates, by_type=by_type_df, stages=stages, checks=checks,
-        base=base, treated=treated, n_boot=int(n_boot), seed=seed, level=level,
-        empty_threshold=empty_threshold, chunk=chunk, input_hash=input_hash,
-        params=dict(base=base, treated=treated, n_boot=int(n_boot), seed=seed, level=level,
-                    empty_threshold=empty_threshold, prespecified=prespecified, chunk=chunk),
-    )
+        bounds(stages, "bridge_rate", lambda r: f"bridge_rate[{role(r.solver)}]")
+        bounds(stages, "finish_rate", lambda r: f"finish_rate[{role(r.solver)}]")
+        bounds(stages, "conversion", lambda r: f"solve_all_states[{role(r.solver)}]")
+    return assign, stages

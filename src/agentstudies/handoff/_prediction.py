@@ -23,26 +23,27 @@ excluded and counted (empty-denominator rule).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Mapping
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
-from agentstudies import __version__
-from agentstudies.results import hash_object
 from agentstudies.handoff._boot import (
+    HandoffResultBase,
     UnitStats,
+    bootstrap_seed,
+    check_draws,
     check_level,
     fmt_ci,
     fmt_pp,
     run_bootstrap,
-    split_seed_sequence,
     summarise,
+    tidy_estimates,
     warn_flagged,
 )
+from agentstudies.handoff._estimands import _div, _interaction, _rates, episode_task_stats
 from agentstudies.handoff._validate import validate_episodes
-from agentstudies.handoff._estimands import episode_task_stats
+from agentstudies.results import make_provenance, renamed_keyword, tidy_rows
 
 __all__ = ["InteractionPrediction", "predict_interaction", "prediction_design", "prediction_replicates"]
 
@@ -53,11 +54,6 @@ _PER_TYPE = (
     "predicted", "observed", "residual",
 )
 _OVERALL = ("observed", "predicted", "residual")
-
-
-def _div(a, b):
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.divide(a, b, out=np.full(np.broadcast(a, b).shape, np.nan), where=np.asarray(b) > 0)
 
 
 def _one_split(df: pd.DataFrame, split: str | None, role: str) -> pd.DataFrame:
@@ -99,14 +95,12 @@ class _Design:
         T = self.target.named(totals[:, : K * mt].reshape(B, K, mt))
         E = self.external.named(totals[:, K * mt:].reshape(B, K, me))
         n = T["n"]
-        a_b, a_t = _div(T["arr_b"], n), _div(T["arr_t"], n)
+        r = _rates(T)
+        a_b, a_t = r["A_b"], r["A_t"]
         ext_arr = E["ext_arr"]
         ce_b, ce_t = _div(E["ext_s_b"], ext_arr), _div(E["ext_s_t"], ext_arr)
-        states = T["arr_b"] + T["arr_t"]
-        ct_b = _div(T["s_bb"] + T["s_tb"], states)
-        ct_t = _div(T["s_bt"] + T["s_tt"], states)
-        J = {wr: _div(T[f"s_{wr}"], n) for wr in ("bb", "bt", "tb", "tt")}
-        obs_k = (J["tt"] - J["tb"]) - (J["bt"] - J["bb"])
+        ct_b, ct_t = r["S_b"], r["S_t"]
+        obs_k = _interaction(r)
         pred_k = (a_t - a_b) * (ce_t - ce_b)
         if self.weights == "equal":
             p = np.full_like(n, 1.0 / K)
@@ -200,9 +194,14 @@ def prediction_replicates(design: _Design, counts: np.ndarray) -> pd.DataFrame:
     return pd.DataFrame(out, columns=names)
 
 
-@dataclass(frozen=True, eq=False)
-class InteractionPrediction:
+@dataclass(frozen=True, eq=False, kw_only=True)
+class InteractionPrediction(HandoffResultBase):
     """Eq. 9 prediction of the interaction, observed value and residual (Table 6).
+
+    ``to_frame()`` is the tidy table: stratum ``task_type`` (``"all"`` for the weighted
+    overall values), estimands ``observed, predicted, residual`` (overall, with
+    intervals) and per type the :data:`_PER_TYPE` quantities (intervals for ``observed,
+    predicted, residual``), ``n`` = target tasks. ``table6()`` is the paper's layout.
 
     Attributes
     ----------
@@ -214,34 +213,42 @@ class InteractionPrediction:
         n_states_external``, the target arrival rates and gap, the external conversion
         rates and gap, the target's own same-state conversion rates and gap (Figure 8),
         ``predicted, observed, residual`` and their ``*_low`` / ``*_high`` bounds.
-    weights, external_reacher, target_split, external_split, base, treated, n_boot,
-    seed, level, empty_threshold : settings; target_hash, external_hash : inputs.
+    weights, external_reacher, target_split, external_split, base, treated, n_draws,
+    seed, level, empty_threshold : settings; provenance : version, SHA-256 of the
+    target and external tables, seed.
     """
 
     overall: pd.DataFrame
     by_type: pd.DataFrame
-    base: str
-    treated: str
     weights: str
     external_reacher: str | None
     target_split: str
     external_split: str
-    n_boot: int
-    seed: int
-    level: float
     empty_threshold: float
-    target_hash: str
-    external_hash: str
-    version: str = __version__
-    params: Mapping[str, object] = field(default_factory=dict)
 
-    def get(self, estimand: str) -> pd.Series:
-        rows = self.overall[self.overall["estimand"] == estimand]
-        if rows.empty:
-            raise KeyError(f"no estimand {estimand!r}; have {list(self.overall['estimand'])}")
-        return rows.iloc[0]
+    title = "Interaction predicted from independent Reach and Solve gaps (Eq. 9)"
 
-    def to_frame(self) -> pd.DataFrame:
+    def _tidy(self) -> pd.DataFrame:
+        n_all = int(self.by_type["n_tasks_target"].sum())
+        overall = tidy_estimates(self.overall.assign(task_type="all"), level=self.level, n=n_all)
+        per = []
+        for r in self.by_type.itertuples(index=False):
+            row = r._asdict()
+            for q in _PER_TYPE:
+                with_ci = q in _OVERALL
+                per.append(dict(task_type=row["task_type"], estimand=q, estimate=row[q],
+                                ci_low=row[f"{q}_low"] if with_ci else np.nan,
+                                ci_high=row[f"{q}_high"] if with_ci else np.nan,
+                                side="two-sided" if with_ci and self.n_draws > 0 else "",
+                                level=self.level, n=row["n_tasks_target"], n_draws=self.n_draws))
+        return tidy_rows(pd.concat([overall, pd.DataFrame(per)], ignore_index=True), strata=("task_type",))
+
+    def get(self, estimand: str, **keys) -> pd.Series:
+        """The tidy row of ``estimand``; ``task_type`` defaults to ``"all"`` (overall)."""
+        keys.setdefault("task_type", "all")
+        return super().get(estimand, **keys)
+
+    def table6(self) -> pd.DataFrame:
         """Table 6 layout: per-type rows plus an ``overall`` row (undefined cells NaN)."""
         o = self.overall.set_index("estimand")
         row = {"task_type": "overall", "p_k": 1.0}
@@ -257,7 +264,7 @@ class InteractionPrediction:
             f"Interaction predicted from independent Reach and Solve gaps (Eq. 9), weights: {w}",
             f"target split {self.target_split} (arrival), external split {self.external_split} (conversion"
             f"{'' if self.external_reacher is None else ', ' + self.external_reacher + '-reached states'})",
-            f"{self.n_boot:,} independent stratified resamples of both samples, {self.level:.0%} intervals; points",
+            f"{self.n_draws:,} independent stratified resamples of both samples, {self.level:.0%} intervals; points",
         ]
         for r in self.overall.itertuples():
             flag = f"  [excluded {r.excluded_share:.3%}{' FLAGGED' if r.flagged else ''}]" if r.n_excluded else ""
@@ -273,10 +280,29 @@ class InteractionPrediction:
         return "\n".join(lines)
 
     def __repr__(self) -> str:  # pragma: no cover
-        return f"InteractionPrediction(target={self.target_split}, external={self.external_split}, n_boot={self.n_boot})"
+        return f"InteractionPrediction(target={self.target_split}, external={self.external_split}, n_draws={self.n_draws})"
 
-    def _repr_html_(self) -> str:  # pragma: no cover
-        return "<pre>" + self.summary() + "</pre>"
+
+def _by_type_rows(design: _Design, per: pd.DataFrame, ext_arrivals: np.ndarray) -> list[dict[str, object]]:
+    """Table 6 rows: per task type the weight ``p_k``, sample sizes, every per-type
+    quantity and the bounds of ``predicted, observed, residual``."""
+    labels = design.target.stratum_labels
+    K = len(labels)
+    n = design.target.named(design.target.totals(design.target.point_counts())[0])["n"]
+    p = np.full(K, 1.0 / K) if design.weights == "equal" else n / n.sum()
+    rows = []
+    for k, lab in enumerate(labels):
+        row = dict(task_type=lab, p_k=p[k],
+                   n_tasks_target=int((design.target.strata == k).sum()),
+                   n_tasks_external=int((design.external.strata == k).sum()),
+                   n_states_external=int(ext_arrivals[k]))
+        for q in _PER_TYPE:
+            row[q] = per.loc[f"{q}@{lab}", "estimate"]
+        for q in ("predicted", "observed", "residual"):
+            row[f"{q}_low"] = per.loc[f"{q}@{lab}", "ci_low"]
+            row[f"{q}_high"] = per.loc[f"{q}@{lab}", "ci_high"]
+        rows.append(row)
+    return rows
 
 
 def predict_interaction(
@@ -289,11 +315,12 @@ def predict_interaction(
     external_reacher: str | None = None,
     target_split: str | None = None,
     external_split: str | None = None,
-    n_boot: int = 100_000,
+    n_draws: int = 100_000,
     seed: int = 0,
     level: float = 0.95,
     empty_threshold: float = 0.01,
     chunk: int = 20_000,
+    n_boot: int | None = None,
 ) -> InteractionPrediction:
     """Eq. 9 prediction Î^comp, observed I and residual R = I - Î^comp, overall and per type.
 
@@ -306,8 +333,9 @@ def predict_interaction(
         its reachers or restricted to ``external_reacher``.
     weights : ``"prevalence"`` (``p_k`` = target trajectory share of type k) or
         ``"equal"`` (unweighted mean over types, the paper's overall row).
-    n_boot, seed, level, empty_threshold, chunk : as in :func:`analyze_handoff`; the
-        draws use ``split_seed_sequence(seed, "prediction:<target>|<external>")``.
+    n_draws, seed, level, empty_threshold, chunk : as in :func:`analyze_handoff`; the
+        draws use ``keyed_seed(seed, "prediction", target_split, external_split)``.
+        ``n_boot`` is a deprecated alias of ``n_draws``.
 
     Returns
     -------
@@ -319,6 +347,7 @@ def predict_interaction(
         See :func:`prediction_design`; if some external type has no reached state
         (``C^ext(k)`` undefined in the sample itself).
     """
+    n_draws = check_draws(renamed_keyword("predict_interaction", "n_boot", n_boot, "n_draws", n_draws))
     check_level(level, empty_threshold)
     design = prediction_design(target, external, base=base, treated=treated, weights=weights,
                                external_reacher=external_reacher, target_split=target_split,
@@ -335,39 +364,22 @@ def predict_interaction(
     with np.errstate(divide="ignore", invalid="ignore"):
         point = design.statistic(np.ones((1, sums.shape[0])) @ sums)[0]
     reps = None
-    if n_boot > 0:
-        reps = run_bootstrap(sums, strata, design.statistic, n_boot=n_boot,
-                             seed_seq=split_seed_sequence(seed, f"prediction:{t_split}|{e_split}"), chunk=chunk)
+    if n_draws > 0:
+        reps = run_bootstrap(sums, strata, design.statistic, n_draws=n_draws,
+                             seed_seq=bootstrap_seed(seed, "prediction", t_split, e_split), chunk=chunk)
     overall = summarise(list(_OVERALL), point[:3], None if reps is None else reps[:, :3],
                         level=level, empty_threshold=empty_threshold)
-    labels = design.target.stratum_labels
-    K = len(labels)
-    per_names = [f"{q}@{lab}" for q in _PER_TYPE for lab in labels]
-    per = summarise(per_names, point[3:], None if reps is None else reps[:, 3:],
-                    level=level, empty_threshold=empty_threshold).set_index("estimand")
-    tv = design.target.named(design.target.totals(design.target.point_counts())[0])
-    n = tv["n"]
-    p = np.full(K, 1.0 / K) if weights == "equal" else n / n.sum()
-    rows = []
-    for k, lab in enumerate(labels):
-        row = dict(task_type=lab, p_k=p[k],
-                   n_tasks_target=int((design.target.strata == k).sum()),
-                   n_tasks_external=int((design.external.strata == k).sum()),
-                   n_states_external=int(ev["ext_arr"][k]))
-        for q in _PER_TYPE:
-            row[q] = per.loc[f"{q}@{lab}", "estimate"]
-        for q in ("predicted", "observed", "residual"):
-            row[f"{q}_low"] = per.loc[f"{q}@{lab}", "ci_low"]
-            row[f"{q}_high"] = per.loc[f"{q}@{lab}", "ci_high"]
-        rows.append(row)
-    if n_boot > 0:
+    per = summarise([f"{q}@{lab}" for q in _PER_TYPE for lab in design.target.stratum_labels], point[3:],
+                    None if reps is None else reps[:, 3:], level=level, empty_threshold=empty_threshold)
+    rows = _by_type_rows(design, per.set_index("estimand"), ev["ext_arr"])
+    if n_draws > 0:
         warn_flagged(overall, "predict_interaction", empty_threshold)
     return InteractionPrediction(
         overall=overall, by_type=pd.DataFrame(rows), base=base, treated=treated, weights=weights,
         external_reacher=external_reacher, target_split=t_split, external_split=e_split,
-        n_boot=int(n_boot), seed=seed, level=level, empty_threshold=empty_threshold,
-        target_hash=hash_object(target), external_hash=hash_object(external),
+        n_draws=n_draws, seed=seed, level=level, empty_threshold=empty_threshold,
         params=dict(base=base, treated=treated, weights=weights, external_reacher=external_reacher,
-                    target_split=t_split, external_split=e_split, n_boot=int(n_boot), seed=seed,
+                    target_split=t_split, external_split=e_split, n_draws=n_draws, seed=seed,
                     level=level, empty_threshold=empty_threshold, chunk=chunk),
+        provenance=make_provenance(seed=seed, target=target, external=external),
     )

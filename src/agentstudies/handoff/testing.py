@@ -2,7 +2,7 @@
 
 Re-exported internals (for tests and benchmarks that check the vectorized bootstrap
 against a slow reference): :class:`UnitStats`, :func:`episode_task_stats`,
-:func:`draw_counts`, :func:`split_seed_sequence`, :func:`flat_statistic`, :func:`handoff_replicates`,
+:func:`draw_counts`, :func:`bootstrap_seed`, :func:`flat_statistic`, :func:`handoff_replicates`,
 :func:`prediction_design`, :func:`prediction_replicates`, :func:`run_bootstrap`,
 :func:`summarise`.
 
@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from agentstudies.handoff._boot import UnitStats, draw_counts, run_bootstrap, split_seed_sequence, summarise
+from agentstudies.handoff._boot import UnitStats, bootstrap_seed, draw_counts, run_bootstrap, summarise
 from agentstudies.handoff._estimands import _flat_statistic as flat_statistic
 from agentstudies.handoff._estimands import episode_task_stats, handoff_replicates
 from agentstudies.handoff._prediction import prediction_design, prediction_replicates
@@ -36,6 +36,7 @@ __all__ = [
     "handoff_replicates_loop",
     "resample_rows",
     "UnitStats",
+    "bootstrap_seed",
     "draw_counts",
     "episode_task_stats",
     "flat_statistic",
@@ -43,7 +44,6 @@ __all__ = [
     "prediction_design",
     "prediction_replicates",
     "run_bootstrap",
-    "split_seed_sequence",
     "summarise",
 ]
 
@@ -219,6 +219,9 @@ def example_tables(
     but carry no information about any agent.
 
     Returns ``{"episodes", "trajectories", "steps"}``.
+
+    Length: one seeded draw sequence; splitting it must keep the order of the draws (the
+    tests' fixtures depend on it).
     """
     rng = np.random.default_rng(np.random.SeedSequence(seed))
     labels = {0: base, 1: treated}

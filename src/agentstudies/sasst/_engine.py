@@ -31,21 +31,19 @@ from agentstudies.sasst._data import CONFIRMATION, DISCOVERY, ClusterData, clust
 from agentstudies.sasst._geometry import Geometry, make_geometry
 from agentstudies.sasst._plan import ComparisonPlan
 from agentstudies.sasst._rules import Rule, RuleFamily, UniformRule
-from agentstudies.sasst._slots import (
-    ABSTAINED,
-    CONFIRMED,
-    FAILED_DISCOVERY,
-    FAILED_FEASIBILITY,
-    NOT_CONFIRMED,
-    STATUSES,
-    Slot,
-    recommendation,
-    slot_status,
-)
-from agentstudies.stats import bootstrap_counts, joint_bounds, multiplier_draws
-from agentstudies.stats import INFERENCE_METHODS
+from agentstudies.sasst._slots import STATUSES, Slot, recommendation, slot_status
+from agentstudies._tolerances import DEGENERATE_TOL, RADIUS_TOL, SUPPORT_TOL, TINY
+from agentstudies.parallel import keyed_seed
+from agentstudies.results import Result, ResultProvenance, make_provenance, tidy_rows
+from agentstudies.stats import INFERENCE_METHODS, bootstrap_counts, joint_bounds, multiplier_draws
 
-__all__ = ["SASST", "Discovery", "FrozenRule", "SASSTReport", "rule_scores", "top_set_jaccard", "weight_correlation"]
+__all__ = [
+    "SASST", "Discovery", "FrozenRule", "SASSTReport", "rule_scores", "support_constraints",
+    "top_set_jaccard", "weight_correlation",
+]
+
+#: Inference methods whose critical value is a Gaussian multiplier maximum.
+_MULTIPLIER_METHODS = ("gaussian", "hc1", "t-scaled")
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -106,8 +104,8 @@ def weight_correlation(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     bc = b2 - b2.mean(axis=1, keepdims=True)
     na = np.sqrt(np.sum(ac * ac))
     nb = np.sqrt(np.sum(bc * bc, axis=1))
-    const_a = na < 1e-12
-    const_b = nb < 1e-12
+    const_a = na < DEGENERATE_TOL
+    const_b = nb < DEGENERATE_TOL
     with np.errstate(invalid="ignore", divide="ignore"):
         r = (bc @ ac) / (na * nb)
     r = np.where(const_a & const_b, 1.0, np.where(const_a | const_b, 0.0, r))
@@ -129,12 +127,73 @@ def _select(loc: np.ndarray, feasible: np.ndarray, ess: np.ndarray, dist: np.nda
     return int(tied[0])
 
 
+
+def support_constraints(
+    slot: Slot,
+    ess: np.ndarray | float,
+    max_density: np.ndarray | float,
+    *,
+    distance: np.ndarray | float | None = None,
+    split_share: float | None = None,
+) -> dict[str, np.ndarray]:
+    """Whether each support constraint of ``slot`` holds (SASST Sec. 3, App. C.2-C.3).
+
+    The one support check used by discovery, stability and confirmation: ``max_density
+    <= density_cap``, ``ess >= min_ess``, and when given ``distance <= radius`` (only if
+    the slot has a radius) and ``split_share >= min_split_share``, each with the slack of
+    :mod:`agentstudies._tolerances`. Inputs are scalars or arrays of one shape; NaN
+    fails every constraint.
+
+    Returns
+    -------
+    dict constraint name (``"max_density"``, ``"ess"``, ``"radius"``,
+    ``"min_split_share"``) -> boolean array (True where the constraint holds), in that
+    order. ``np.logical_and.reduce(list(d.values()))`` is overall feasibility.
+    """
+    ok = {
+        "max_density": np.asarray(max_density) <= slot.density_cap + SUPPORT_TOL,
+        "ess": np.asarray(ess) >= slot.min_ess - SUPPORT_TOL,
+    }
+    if distance is not None and slot.radius is not None:
+        ok["radius"] = np.asarray(distance) <= slot.radius + RADIUS_TOL
+    if split_share is not None:
+        ok["min_split_share"] = np.asarray(split_share) >= slot.min_split_share - SUPPORT_TOL
+    return ok
+
+
+def _all_hold(constraints: Mapping[str, np.ndarray]) -> np.ndarray:
+    return np.logical_and.reduce(list(constraints.values()))
+
+
+def _joint_band(
+    phi: np.ndarray, estimate: np.ndarray, sign: np.ndarray, *, method: str, level: float,
+    n_slots: int, n_draws: int, exact: bool, seed: Any,
+) -> tuple[np.ndarray, np.ndarray, float]:
+    """Joint one-sided bounds of the support-feasible slots (C.4): ``(se, bound, critical)``.
+
+    The multipliers come from ``keyed_seed(seed, "multiplier")`` (one per confirmation
+    cluster, shared across slots), so the engine and :meth:`SASSTReport.with_inference`
+    draw the same band. Contributions that are all constant give ``se = 0``, the bound at
+    the estimate and no critical value (multiplier methods).
+    """
+    if np.all(phi.std(axis=0) <= DEGENERATE_TOL) and method in _MULTIPLIER_METHODS:
+        return np.zeros(len(estimate)), np.asarray(estimate, float).copy(), np.nan
+    stream = keyed_seed(seed, "multiplier")
+    zeta = None
+    if method in _MULTIPLIER_METHODS and not exact:
+        zeta = multiplier_draws(phi.shape[0], n_draws, np.random.default_rng(stream))
+    jb = joint_bounds(phi, estimate, sign, level=level, method=method, n_slots=n_slots,
+                      n_draws=n_draws, zeta=zeta, exact=exact, rng=np.random.default_rng(stream))
+    return jb.se, jb.bound, float(jb.critical)
+
+
 # ----------------------------------------------------------------------------- results
 @dataclass(frozen=True)
 class FrozenRule:
     """The rule a discovery specification froze, with its discovery diagnostics.
 
-    ``rule`` is ``None`` when discovery failed (no feasible candidate).
+    ``rule`` is ``None`` when discovery failed (no feasible candidate; build that case
+    with :meth:`failed`). Construct with keywords.
     """
 
     rule: Rule | None
@@ -150,6 +209,15 @@ class FrozenRule:
     stability_jaccard: float
     candidates: pd.DataFrame = field(repr=False, compare=False)
     runtime_s: float = 0.0
+
+    @classmethod
+    def failed(cls, *, n_candidates: int, n_feasible: int, candidates: pd.DataFrame,
+               runtime_s: float = 0.0) -> "FrozenRule":
+        """The record of a failed discovery: no rule, NaN diagnostics, zero stability."""
+        return cls(rule=None, index=-1, n_candidates=n_candidates, n_feasible=n_feasible,
+                   predicted=np.nan, ess=np.nan, max_density=np.nan, distance=np.nan, stability=0.0,
+                   stability_correlation=0.0, stability_jaccard=0.0, candidates=candidates,
+                   runtime_s=runtime_s)
 
 
 @dataclass(frozen=True)
@@ -171,19 +239,38 @@ class Discovery:
     cluster_ids: tuple[str, ...] = field(repr=False, default=())
 
 
+#: Column order of :meth:`SASSTReport.report_table` (every field of SASST Appendix C.5).
+REPORT_COLUMNS = (
+    "claim", "family", "geometry", "radius", "rule", "ordinary", "predicted", "estimate", "se",
+    "bound", "bound_side", "critical", "method", "ess", "max_density", "min_split_share",
+    "discovery_distance", "confirmation_distance", "stability", "stability_correlation",
+    "stability_jaccard", "n_candidates", "n_feasible", "status", "reason", "recommendation",
+    "sign", "threshold", "discovery_feasible", "confirmation_feasible", "stable", "runtime_s",
+    "rule_json",
+)
+
+
 @dataclass(frozen=True)
-class SASSTReport:
+class SASSTReport(Result):
     """One report row per slot (every field of SASST Appendix C.5) plus the joint band.
 
     Attributes
     ----------
-    table : DataFrame indexed by slot
+    table : DataFrame indexed by slot (the wide report, :meth:`report_table`)
     phi : array (N_I, m) plug-in contributions of the support-feasible slots
     phi_slots : names of those slots (columns of ``phi``)
     critical : critical value of the joint band
     method : inference method (see :data:`agentstudies.stats.INFERENCE_METHODS`)
+    level : familywise confidence level of the joint one-sided band (``1 - alpha``)
     discovery : the frozen :class:`Discovery`
-    params : the engine's parameters
+    params : the engine's parameters (:meth:`SASST.params`)
+    n_confirmation : |I|
+    provenance : package version, SHA-256 of the inputs, seed
+
+    ``to_frame()`` is the tidy table: one row per slot (stratum ``slot``), estimand
+    ``weighted_contrast`` (the frozen rule's contrast on ``I``) with ``estimate, se,
+    bound, side`` (``lower`` for a positive claim, ``upper`` for a negative one),
+    ``level`` and ``n`` = |I|, and every other report field as a column.
     """
 
     table: pd.DataFrame
@@ -191,32 +278,53 @@ class SASSTReport:
     phi_slots: tuple[str, ...]
     critical: float
     method: str
-    alpha: float
+    level: float
     discovery: Discovery = field(repr=False)
     params: dict[str, Any] = field(default_factory=dict, repr=False)
     n_confirmation: int = 0
+    provenance: ResultProvenance = field(default_factory=ResultProvenance, repr=False)
 
-    def to_frame(self) -> pd.DataFrame:
-        """The report table (one row per slot)."""
+    title = "SASST report"
+
+    def _tidy(self) -> pd.DataFrame:
+        t = self.table.reset_index()
+        t = t.rename(columns={"index": "slot"}) if "slot" not in t.columns else t
+        t.insert(1, "estimand", "weighted_contrast")
+        t["side"] = np.where(np.isfinite(t["bound"].to_numpy(float)), t["bound_side"], "")
+        t["level"] = self.level
+        t["n"] = self.n_confirmation
+        return tidy_rows(t, strata=("slot",))
+
+    def report_table(self) -> pd.DataFrame:
+        """The wide report (one row per slot, indexed by slot; :data:`REPORT_COLUMNS`)."""
         return self.table.copy()
 
     def status_counts(self) -> pd.Series:
         """Counts of the five statuses, in the order of Table 3."""
         return self.table["status"].value_counts().reindex(list(STATUSES), fill_value=0)
 
-    def with_inference(self, method: str, *, n_draws: int = 2000, seed: int = 0) -> "SASSTReport":
-        """The same frozen report with bounds and statuses recomputed by another method."""
+    def with_inference(self, method: str, *, n_draws: int | None = None, seed: Any = None) -> "SASSTReport":
+        """The same frozen report with bounds and statuses recomputed by another method.
+
+        ``n_draws`` and ``seed`` default to the report's own, so
+        ``report.with_inference(report.method)`` reproduces the report's band exactly.
+        """
+        if method not in INFERENCE_METHODS:
+            raise ValueError(f"unknown inference method {method!r}; choose from {INFERENCE_METHODS}")
         table = self.table.copy()
         crit = np.nan
         if self.phi_slots:
-            sub = table.loc[list(self.phi_slots)]
-            jb = joint_bounds(
-                self.phi, sub["estimate"].to_numpy(float), sub["sign"].to_numpy(float),
-                alpha=self.alpha, method=method, n_slots=len(table), n_draws=n_draws, rng=seed,
+            names = list(self.phi_slots)
+            sub = table.loc[names]
+            se, bound, crit = _joint_band(
+                self.phi, sub["estimate"].to_numpy(float), sub["sign"].to_numpy(float), method=method,
+                level=self.level, n_slots=len(table),
+                n_draws=int(self.params.get("n_draws", 2000) if n_draws is None else n_draws),
+                exact=bool(self.params.get("exact_multiplier", False)),
+                seed=self.params.get("seed", 0) if seed is None else seed,
             )
-            crit = jb.critical
-            table.loc[list(self.phi_slots), "se"] = jb.se
-            table.loc[list(self.phi_slots), "bound"] = jb.bound
+            table.loc[names, "se"] = se
+            table.loc[names, "bound"] = bound
         table["critical"] = np.where(table.index.isin(self.phi_slots), crit, np.nan)
         table["method"] = method
         _assign_statuses(table)
@@ -227,7 +335,7 @@ class SASSTReport:
         d = self.discovery
         lines = [
             f"SASST report: {len(self.table)} slots, |D| = {d.n_clusters}, |I| = {self.n_confirmation}, "
-            f"inference = {self.method} (critical value {self.critical:.4f}, alpha = {self.alpha})",
+            f"inference = {self.method} (critical value {self.critical:.4f}, level = {self.level:g})",
         ]
         if d.selected_system is not None:
             lines.append(f"discovery selected system: {d.selected_system}")
@@ -241,9 +349,6 @@ class SASSTReport:
                          + (f"; {row['reason']}" if row["reason"] else ""))
         return "\n".join(lines)
 
-    def __str__(self) -> str:  # pragma: no cover - convenience
-        return self.summary()
-
 
 def _assign_statuses(table: pd.DataFrame) -> None:
     supported = table["sign"] * (table["bound"] - table["threshold"]) > 0
@@ -256,13 +361,21 @@ def _assign_statuses(table: pd.DataFrame) -> None:
     table["recommendation"] = [recommendation(s) for s in table["status"]]
 
 
+@dataclass
+class _DiscoveryCache:
+    """Fitted candidate families (rules, score matrix) and geometries of one discovery."""
+
+    families: dict[str, tuple[list[Rule], np.ndarray]] = field(default_factory=dict)
+    geometries: dict[str, Geometry] = field(default_factory=dict)
+
+
 # ----------------------------------------------------------------------------- engine
 class SASST:
     """Selection-Aware Semantic Stress Testing (Algorithm 1, Appendix C).
 
     Parameters
     ----------
-    plan : :class:`~agentstudies.sasst._plan.ComparisonPlan`
+    plan : :class:`~agentstudies.sasst.ComparisonPlan`
         The fixed comparison plan ``A``.
     slots : sequence of :class:`Slot` or dicts
         The planned family ``J_0`` (dicts are checked by :meth:`Slot.from_dict`).
@@ -271,11 +384,11 @@ class SASST:
     geometries : mapping name -> Geometry or spec, optional
         Radius geometries; ``kms``, ``mmd``, ``max_sliced`` and ``none`` are available by
         name with default settings.
-    alpha : float
-        Familywise one-sided level of the joint band.
+    level : float
+        Familywise confidence level of the joint one-sided band (``1 - alpha``; 0.95).
     inference : str
         ``gaussian`` (default), ``bonferroni-t``, ``hc1``, ``t-scaled`` or ``pointwise``.
-    n_multiplier : int
+    n_draws : int
         Gaussian multiplier draws.
     n_stability : int
         Discovery resamples for stability (0 skips stability; every slot is then stable).
@@ -290,7 +403,9 @@ class SASST:
         distribution as one multiplier per cluster, cheaper for large N; see
         :func:`agentstudies.stats.multiplier_critical_value`).
     seed : int
-        Seeds the split, the stability resamples and the multipliers.
+        Root seed: the split, the stability resamples (one stream per discovery
+        specification) and the multipliers use ``keyed_seed(seed, "split")``,
+        ``keyed_seed(seed, "stability", k)`` and ``keyed_seed(seed, "multiplier")``.
 
     Raises
     ------
@@ -306,9 +421,9 @@ class SASST:
         families: Mapping[str, RuleFamily] | None = None,
         *,
         geometries: Mapping[str, Geometry | str | dict] | None = None,
-        alpha: float = 0.05,
+        level: float = 0.95,
         inference: str = "gaussian",
-        n_multiplier: int = 2000,
+        n_draws: int = 2000,
         n_stability: int = 100,
         stability_metric: str = "jaccard",
         top_fraction: float = 0.25,
@@ -328,31 +443,32 @@ class SASST:
         geoms: dict[str, Any] = {"kms": "kms", "mmd": "mmd", "max_sliced": "max_sliced", "none": "none"}
         geoms.update(geometries or {})
         self.geometries = geoms
-        for s in self.slots:
-            plan.contrast_vector(s.contrast)
-            if s.discovery_target is not None:
-                plan.contrast_vector(s.discovery_target)
-            if s.family is not None and s.family not in self.families:
-                raise ValueError(f"slot {s.name!r} refers to unknown family {s.family!r}; known: {sorted(self.families)}")
-            if s.family is not None and s.geometry not in self.geometries:
-                raise ValueError(f"slot {s.name!r} refers to unknown geometry {s.geometry!r}; known: {sorted(self.geometries)}")
+        self._check_slots()
         if inference not in INFERENCE_METHODS:
             raise ValueError(f"unknown inference method {inference!r}; choose from {INFERENCE_METHODS}")
         if stability_metric not in ("jaccard", "correlation", "min"):
             raise ValueError(f"stability_metric must be 'jaccard', 'correlation' or 'min'; got {stability_metric!r}")
-        if not 0 < alpha < 1:
-            raise ValueError(f"alpha must lie in (0, 1); got {alpha}")
-        self.alpha = alpha
+        if not 0 < level < 1:
+            raise ValueError(f"level must lie in (0, 1); got {level}")
+        self.level = float(level)
         self.inference = inference
-        self.n_multiplier = int(n_multiplier)
+        self.n_draws = int(n_draws)
         self.n_stability = int(n_stability)
         self.stability_metric = stability_metric
         self.top_fraction = top_fraction
         self.discovery_fraction = discovery_fraction
         self.exact_multiplier = bool(exact_multiplier)
         self.seed = seed
-        ss = np.random.SeedSequence(seed)
-        self._split_seed, self._stab_seq, self._mult_seq = ss.spawn(3)
+
+    def _check_slots(self) -> None:
+        for s in self.slots:
+            self.plan.contrast_vector(s.contrast)
+            if s.discovery_target is not None:
+                self.plan.contrast_vector(s.discovery_target)
+            if s.family is not None and s.family not in self.families:
+                raise ValueError(f"slot {s.name!r} refers to unknown family {s.family!r}; known: {sorted(self.families)}")
+            if s.family is not None and s.geometry not in self.geometries:
+                raise ValueError(f"slot {s.name!r} refers to unknown geometry {s.geometry!r}; known: {sorted(self.geometries)}")
 
     # ------------------------------------------------------------------ params
     def params(self) -> dict[str, Any]:
@@ -360,9 +476,9 @@ class SASST:
             "plan": self.plan.to_dict(),
             "slots": [s.to_dict() for s in self.slots],
             "families": {k: f.to_dict() for k, f in self.families.items()},
-            "alpha": self.alpha,
+            "level": self.level,
             "inference": self.inference,
-            "n_multiplier": self.n_multiplier,
+            "n_draws": self.n_draws,
             "n_stability": self.n_stability,
             "stability_metric": self.stability_metric,
             "top_fraction": self.top_fraction,
@@ -392,15 +508,22 @@ class SASST:
         Raises
         ------
         KeyError, ValueError
-            On invalid tables (see :func:`~agentstudies.sasst._data.cluster_data`), a split
+            On invalid tables (see :func:`~agentstudies.sasst.cluster_data`), a split
             missing clusters or with unknown labels, or an empty discovery or
             confirmation split.
         """
         data = cluster_data(episodes, features, self.plan.systems, cluster=cluster, seed=seed_col,
                             system=system, score=score, feature_columns=feature_columns)
+        is_d = self._discovery_mask(data, split, strata)
+        report = self.confirm(self.discover(data.subset(is_d)), data.subset(~is_d))
+        return replace(report, provenance=make_provenance(seed=self.seed, episodes=episodes, features=features))
+
+    def _discovery_mask(self, data: ClusterData, split: Mapping[str, str] | pd.Series | None,
+                        strata: Mapping[str, str] | pd.Series | None) -> np.ndarray:
+        """Boolean mask of the discovery clusters: ``split`` checked, or a seeded split."""
         if split is None:
             split = split_clusters(data.ids, discovery_fraction=self.discovery_fraction,
-                                   seed=int(self._split_seed.generate_state(1)[0]), strata=strata)
+                                   seed=int(keyed_seed(self.seed, "split").generate_state(1)[0]), strata=strata)
         sp = pd.Series(split)
         sp.index = sp.index.astype(str)
         missing = [str(c) for c in data.ids if c not in sp.index]
@@ -415,8 +538,7 @@ class SASST:
             raise ValueError("empty discovery split: no cluster is labelled 'discovery'")
         if is_d.all():
             raise ValueError("empty confirmation split: no cluster is labelled 'confirmation'")
-        disc = self.discover(data.subset(is_d))
-        return self.confirm(disc, data.subset(~is_d))
+        return is_d
 
     # ------------------------------------------------------------------ discovery
     def _geometry(self, name: str, X: np.ndarray) -> Geometry:
@@ -428,77 +550,78 @@ class SASST:
         if n < 2:
             raise ValueError(f"discovery split has {n} cluster(s); need at least 2")
         plan = self.plan
-        masks = plan.split_masks(data.ids)
-        H1 = plan.tensor(data.Z, np.ones(n), masks)
+        H1 = plan.tensor(data.Z, np.ones(n), plan.split_masks(data.ids))
         mu1 = H1.mean(axis=0)
         theta = plan.values(mu1)
         theta_d = dict(zip(plan.outputs, map(float, theta)))
         selected = None
         if plan.candidates:
             selected = max(plan.candidates, key=lambda c: (theta_d[c], -plan.candidates.index(c)))
-        fitted_families: dict[str, tuple[list[Rule], np.ndarray]] = {}
-        geoms: dict[str, Geometry] = {}
+        cache = _DiscoveryCache()
         by_key: dict[tuple, FrozenRule] = {}
         rules: dict[str, FrozenRule] = {}
         for slot in self.slots:
             if slot.is_uniform:
                 continue
             key = slot.discovery_key()
-            if key in by_key:
-                rules[slot.name] = by_key[key]
-                continue
-            t0 = time.perf_counter()
-            if slot.family not in fitted_families:
-                cands = self.families[slot.family].fit(data.X, data.feature_names)
-                if not cands:
-                    raise ValueError(f"family {slot.family!r} produced no candidate rules")
-                S = np.vstack([rule_scores(r, data.X, data.feature_names) for r in cands])
-                fitted_families[slot.family] = (cands, S)
-            cands, S = fitted_families[slot.family]
-            if slot.geometry not in geoms:
-                geoms[slot.geometry] = self._geometry(slot.geometry, data.X)
-            geom = geoms[slot.geometry]
-            target = slot.discovery_target if slot.discovery_target is not None else slot.contrast
-            c = plan.contrast_vector(target)
-            with np.errstate(invalid="ignore", divide="ignore"):
-                W = S / S.sum(axis=1, keepdims=True)
-            ok_mass = np.isfinite(W).all(axis=1)
-            W = np.where(ok_mass[:, None], W, 1.0 / n)
-            u = np.full(n, 1.0 / n)
-            ess = 1.0 / np.sum(W * W, axis=1)
-            dens = n * W.max(axis=1)
-            dist = geom.distance(data.X, u, W) if slot.radius is not None else np.zeros(len(cands))
-            grad = plan.gradient(mu1, c)
-            psi = (H1 - mu1) @ grad
-            delta = float(c @ theta)
-            loc = delta + (W - u) @ psi
-            feasible = ok_mass & (dens <= slot.density_cap + 1e-12) & (ess >= slot.min_ess - 1e-12)
-            if slot.radius is not None:
-                feasible &= dist <= slot.radius + 1e-15
-            g = _select(loc, feasible, ess, dist, slot.tie_rule, slot.tolerance)
-            cand_table = pd.DataFrame({
-                "rule": [r.describe() for r in cands], "predicted": loc, "ess": ess,
-                "max_density": dens, "distance": dist, "feasible": feasible,
-            })
-            cand_table["selected"] = np.arange(len(cands)) == g
-            if g < 0:
-                fr = FrozenRule(None, -1, len(cands), int(feasible.sum()), np.nan, np.nan, np.nan,
-                                np.nan, 0.0, 0.0, 0.0, cand_table, time.perf_counter() - t0)
-            else:
-                if self.n_stability > 0:
-                    # one independent stream per discovery specification, in slot order
-                    seq = np.random.SeedSequence(self._stab_seq.entropy,
-                                                 spawn_key=self._stab_seq.spawn_key + (len(by_key),))
-                    corr, jac = self._stability(data, H1, S, c, geom, slot, g, np.random.default_rng(seq))
-                else:
-                    corr = jac = 1.0
-                stab = {"jaccard": jac, "correlation": corr, "min": min(jac, corr)}[self.stability_metric]
-                fr = FrozenRule(cands[g], g, len(cands), int(feasible.sum()), float(loc[g]), float(ess[g]),
-                                float(dens[g]), float(dist[g]), float(stab), float(corr), float(jac),
-                                cand_table, time.perf_counter() - t0)
-            by_key[key] = fr
-            rules[slot.name] = fr
+            if key not in by_key:
+                # one independent stability stream per discovery specification, in slot order
+                by_key[key] = self._discover_slot(slot, data, H1, mu1, theta, cache, stream=len(by_key))
+            rules[slot.name] = by_key[key]
         return Discovery(rules, theta_d, selected, n, tuple(data.ids))
+
+    def _candidates(self, slot: Slot, data: ClusterData, cache: _DiscoveryCache) -> tuple[list[Rule], np.ndarray]:
+        """The slot family's candidate rules fitted on ``D`` and their score matrix (G, n)."""
+        if slot.family not in cache.families:
+            cands = self.families[slot.family].fit(data.X, data.feature_names)
+            if not cands:
+                raise ValueError(f"family {slot.family!r} produced no candidate rules")
+            S = np.vstack([rule_scores(r, data.X, data.feature_names) for r in cands])
+            cache.families[slot.family] = (cands, S)
+        return cache.families[slot.family]
+
+    def _discover_slot(self, slot: Slot, data: ClusterData, H1: np.ndarray, mu1: np.ndarray,
+                       theta: np.ndarray, cache: _DiscoveryCache, *, stream: int) -> FrozenRule:
+        """Rank the feasible candidates by Eq. (2), freeze the selected one, check stability."""
+        t0 = time.perf_counter()
+        n = len(data)
+        cands, S = self._candidates(slot, data, cache)
+        if slot.geometry not in cache.geometries:
+            cache.geometries[slot.geometry] = self._geometry(slot.geometry, data.X)
+        geom = cache.geometries[slot.geometry]
+        target = slot.discovery_target if slot.discovery_target is not None else slot.contrast
+        c = self.plan.contrast_vector(target)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            W = S / S.sum(axis=1, keepdims=True)
+        ok_mass = np.isfinite(W).all(axis=1)
+        W = np.where(ok_mass[:, None], W, 1.0 / n)
+        u = np.full(n, 1.0 / n)
+        ess = 1.0 / np.sum(W * W, axis=1)
+        dens = n * W.max(axis=1)
+        dist = geom.distance(data.X, u, W) if slot.radius is not None else np.zeros(len(cands))
+        psi = (H1 - mu1) @ self.plan.gradient(mu1, c)
+        loc = float(c @ theta) + (W - u) @ psi
+        feasible = ok_mass & _all_hold(support_constraints(slot, ess, dens, distance=dist))
+        g = _select(loc, feasible, ess, dist, slot.tie_rule, slot.tolerance)
+        cand_table = pd.DataFrame({
+            "rule": [r.describe() for r in cands], "predicted": loc, "ess": ess,
+            "max_density": dens, "distance": dist, "feasible": feasible,
+        })
+        cand_table["selected"] = np.arange(len(cands)) == g
+        if g < 0:
+            return FrozenRule.failed(n_candidates=len(cands), n_feasible=int(feasible.sum()),
+                                     candidates=cand_table, runtime_s=time.perf_counter() - t0)
+        corr = jac = 1.0
+        if self.n_stability > 0:
+            rng = np.random.default_rng(keyed_seed(self.seed, "stability", stream))
+            corr, jac = self._stability(data, H1, S, c, geom, slot, g, rng)
+        stab = {"jaccard": jac, "correlation": corr, "min": min(jac, corr)}[self.stability_metric]
+        return FrozenRule(
+            rule=cands[g], index=g, n_candidates=len(cands), n_feasible=int(feasible.sum()),
+            predicted=float(loc[g]), ess=float(ess[g]), max_density=float(dens[g]), distance=float(dist[g]),
+            stability=float(stab), stability_correlation=float(corr), stability_jaccard=float(jac),
+            candidates=cand_table, runtime_s=time.perf_counter() - t0,
+        )
 
     def _stability(self, data: ClusterData, H1: np.ndarray, S: np.ndarray, c: np.ndarray,
                    geom: Geometry, slot: Slot, g0: int, rng: np.random.Generator) -> tuple[float, float]:
@@ -523,14 +646,10 @@ class SASST:
             Wb = ms / np.where(okm, tot, 1.0)[:, None]
             ub = m / n
             loc = delta[b] + (Wb - ub) @ psi[:, b]
-            ess = np.where(okm, tot**2 / np.maximum((S * S * m).sum(axis=1), 1e-300), 0.0)
-            present = m > 0
-            dens = n * (S[:, present].max(axis=1)) / np.where(okm, tot, np.inf)
-            feas = okm & (dens <= slot.density_cap + 1e-12) & (ess >= slot.min_ess - 1e-12)
-            dist = np.zeros(S.shape[0])
-            if slot.radius is not None:
-                dist = geom.distance(data.X, ub, Wb)
-                feas &= dist <= slot.radius + 1e-15
+            ess = np.where(okm, tot**2 / np.maximum((S * S * m).sum(axis=1), TINY), 0.0)
+            dens = n * (S[:, m > 0].max(axis=1)) / np.where(okm, tot, np.inf)
+            dist = geom.distance(data.X, ub, Wb) if slot.radius is not None else np.zeros(S.shape[0])
+            feas = okm & _all_hold(support_constraints(slot, ess, dens, distance=dist))
             gb = _select(loc, feas, ess, dist, slot.tie_rule, slot.tolerance)
             if gb >= 0:
                 corr[b] = corr_all[gb]
@@ -548,110 +667,106 @@ class SASST:
         overlap = set(discovery.cluster_ids) & set(data.ids)
         if overlap:
             raise ValueError(f"confirmation reuses discovery cluster(s): {sorted(overlap)[:5]}")
-        plan = self.plan
-        masks = plan.split_masks(data.ids)
-        H0 = plan.tensor(data.Z, np.ones(n), masks)
-        mu0 = H0.mean(axis=0)
-        theta0 = plan.values(mu0)
-        rows = []
-        phis: dict[str, np.ndarray] = {}
-        geoms: dict[str, Geometry] = {}
+        masks = self.plan.split_masks(data.ids)
+        theta0 = self.plan.values(self.plan.tensor(data.Z, np.ones(n), masks).mean(axis=0))
+        rows, phis, geoms = [], {}, {}
         for slot in self.slots:
             t0 = time.perf_counter()
-            c = plan.contrast_vector(slot.contrast)
             fr = discovery.rules.get(slot.name)
-            row: dict[str, Any] = {
-                "slot": slot.name, "claim": slot.claim, "sign": slot.sign, "threshold": slot.threshold,
-                "family": slot.family or "uniform", "geometry": slot.geometry if slot.family else "none",
-                "radius": slot.radius if slot.family else np.nan,
-                "ordinary": float(c @ theta0),
-            }
-            if slot.is_uniform:
-                rule: Rule | None = UniformRule()
-                row.update(discovery_feasible=True, n_candidates=1, n_feasible=1, predicted=np.nan,
-                           discovery_distance=0.0, stability=1.0, stability_correlation=1.0,
-                           stability_jaccard=1.0)
-            else:
-                rule = fr.rule
-                row.update(discovery_feasible=rule is not None, n_candidates=fr.n_candidates,
-                           n_feasible=fr.n_feasible, predicted=fr.predicted, discovery_distance=fr.distance,
-                           stability=fr.stability, stability_correlation=fr.stability_correlation,
-                           stability_jaccard=fr.stability_jaccard)
-            row["stable"] = bool(row["stability"] >= slot.stability_threshold - 1e-12)
-            row["rule"] = rule.describe() if rule is not None else "—"
-            row["rule_json"] = rule.to_json() if rule is not None else ""
-            est = se = bound = np.nan
-            ess = dens = share = dist_i = np.nan
-            conf_ok = False
-            reason = ""
-            if rule is None:
-                reason = "no candidate met the discovery constraints"
-            else:
-                s = rule_scores(rule, data.X, data.feature_names)
-                if s.sum() <= 0:
-                    reason = "frozen rule gives zero weight to every confirmation cluster"
-                else:
-                    w = s / s.sum()
-                    ess = float(1.0 / np.sum(w * w))
-                    dens = float(n * w.max())
-                    H = plan.tensor(data.Z, s, masks)
-                    mu = H.mean(axis=0)
-                    share = plan.min_split_share(mu)
-                    est = float(c @ plan.values(mu))
-                    if slot.family is not None and slot.radius is not None:
-                        if slot.geometry not in geoms:
-                            geoms[slot.geometry] = self._geometry(slot.geometry, data.X)
-                        dist_i = float(geoms[slot.geometry].distance(data.X, np.full(n, 1.0 / n), w[None])[0])
-                    problems = []
-                    if dens > slot.density_cap + 1e-12:
-                        problems.append(f"max density ratio {dens:.2f} > cap {slot.density_cap:g}")
-                    if ess < slot.min_ess - 1e-12:
-                        problems.append(f"ESS {ess:.1f} < minimum {slot.min_ess:g}")
-                    if share < slot.min_split_share - 1e-12:
-                        problems.append(f"split denominator share {share:.2f} < {slot.min_split_share:g}")
-                    conf_ok = not problems
-                    reason = "; ".join(problems)
-                    if conf_ok:
-                        phis[slot.name] = (H - mu) @ plan.gradient(mu, c)
-            if not reason and not row["stable"]:
-                reason = f"stability {row['stability']:.2f} < threshold {slot.stability_threshold:g}"
-            row.update(confirmation_feasible=conf_ok, estimate=est, se=se, bound=bound,
-                       bound_side="lower" if slot.sign > 0 else "upper", ess=ess, max_density=dens,
-                       min_split_share=share, confirmation_distance=dist_i, reason=reason,
-                       runtime_s=time.perf_counter() - t0 + (fr.runtime_s if fr is not None else 0.0))
+            row, rule = self._discovery_fields(slot, fr, theta0)
+            conf, phi = self._confirm_slot(slot, rule, data, masks, geoms)
+            row.update(conf)
+            if not row["reason"] and not row["stable"]:
+                row["reason"] = f"stability {row['stability']:.2f} < threshold {slot.stability_threshold:g}"
+            row["runtime_s"] = time.perf_counter() - t0 + (fr.runtime_s if fr is not None else 0.0)
             rows.append(row)
+            if phi is not None:
+                phis[slot.name] = phi
         table = pd.DataFrame(rows).set_index("slot")
         names = tuple(phis)
+        phi = np.column_stack([phis[k] for k in names]) if names else np.zeros((n, 0))
         crit = np.nan
-        phi = np.zeros((n, 0))
         if names:
-            phi = np.column_stack([phis[k] for k in names])
             sub = table.loc[list(names)]
-            zeta = None
-            if self.inference in ("gaussian", "hc1", "t-scaled") and not self.exact_multiplier:
-                zeta = multiplier_draws(n, self.n_multiplier, np.random.default_rng(self._mult_seq))
-            sd = phi.std(axis=0)
-            if np.all(sd <= 1e-12) and self.inference in ("gaussian", "hc1", "t-scaled"):
-                se_v = np.zeros(len(names))
-                table.loc[list(names), "se"] = se_v
-                table.loc[list(names), "bound"] = sub["estimate"].to_numpy(float)
-            else:
-                jb = joint_bounds(phi, sub["estimate"].to_numpy(float), sub["sign"].to_numpy(float),
-                                  alpha=self.alpha, method=self.inference, n_slots=len(self.slots),
-                                  n_draws=self.n_multiplier, zeta=zeta, exact=self.exact_multiplier,
-                                  rng=np.random.default_rng(self._mult_seq))
-                crit = jb.critical
-                table.loc[list(names), "se"] = jb.se
-                table.loc[list(names), "bound"] = jb.bound
+            se, bound, crit = _joint_band(
+                phi, sub["estimate"].to_numpy(float), sub["sign"].to_numpy(float), method=self.inference,
+                level=self.level, n_slots=len(self.slots), n_draws=self.n_draws,
+                exact=self.exact_multiplier, seed=self.seed,
+            )
+            table.loc[list(names), "se"] = se
+            table.loc[list(names), "bound"] = bound
         table["critical"] = np.where(table.index.isin(names), crit, np.nan)
         table["method"] = self.inference
         _assign_statuses(table)
-        order = ["claim", "family", "geometry", "radius", "rule", "ordinary", "predicted", "estimate", "se",
-                 "bound", "bound_side", "critical", "method", "ess", "max_density", "min_split_share",
-                 "discovery_distance", "confirmation_distance", "stability", "stability_correlation",
-                 "stability_jaccard", "n_candidates", "n_feasible", "status", "reason", "recommendation",
-                 "sign", "threshold", "discovery_feasible", "confirmation_feasible", "stable", "runtime_s",
-                 "rule_json"]
-        table = table[order]
-        return SASSTReport(table=table, phi=phi, phi_slots=names, critical=float(crit), method=self.inference,
-                           alpha=self.alpha, discovery=discovery, params=self.params(), n_confirmation=n)
+        return SASSTReport(
+            table=table[list(REPORT_COLUMNS)], phi=phi, phi_slots=names, critical=float(crit),
+            method=self.inference, level=self.level, discovery=discovery, params=self.params(),
+            n_confirmation=n,
+            provenance=make_provenance(seed=self.seed, confirmation_scores=data.Z, confirmation_features=data.X),
+        )
+
+    def _discovery_fields(self, slot: Slot, fr: FrozenRule | None, theta0: np.ndarray) -> tuple[dict[str, Any], Rule | None]:
+        """The slot's report fields fixed before confirmation, and its frozen rule."""
+        c = self.plan.contrast_vector(slot.contrast)
+        row: dict[str, Any] = {
+            "slot": slot.name, "claim": slot.claim, "sign": slot.sign, "threshold": slot.threshold,
+            "family": slot.family or "uniform", "geometry": slot.geometry if slot.family else "none",
+            "radius": slot.radius if slot.family else np.nan,
+            "ordinary": float(c @ theta0),
+        }
+        if slot.is_uniform:
+            rule: Rule | None = UniformRule()
+            row.update(discovery_feasible=True, n_candidates=1, n_feasible=1, predicted=np.nan,
+                       discovery_distance=0.0, stability=1.0, stability_correlation=1.0,
+                       stability_jaccard=1.0)
+        else:
+            rule = fr.rule
+            row.update(discovery_feasible=rule is not None, n_candidates=fr.n_candidates,
+                       n_feasible=fr.n_feasible, predicted=fr.predicted, discovery_distance=fr.distance,
+                       stability=fr.stability, stability_correlation=fr.stability_correlation,
+                       stability_jaccard=fr.stability_jaccard)
+        row["stable"] = bool(row["stability"] >= slot.stability_threshold - SUPPORT_TOL)
+        row["rule"] = rule.describe() if rule is not None else "—"
+        row["rule_json"] = rule.to_json() if rule is not None else ""
+        return row, rule
+
+    def _confirm_slot(self, slot: Slot, rule: Rule | None, data: ClusterData, masks: Any,
+                      geoms: dict[str, Geometry]) -> tuple[dict[str, Any], np.ndarray | None]:
+        """The frozen rule on ``I``: weighted contrast, support recheck, contributions (C.3).
+
+        Returns the confirmation fields of the report row and the plug-in contributions
+        (N_I,) when the slot is support-feasible (else ``None``).
+        """
+        n = len(data)
+        out: dict[str, Any] = dict(confirmation_feasible=False, estimate=np.nan, se=np.nan, bound=np.nan,
+                                   bound_side="lower" if slot.sign > 0 else "upper", ess=np.nan,
+                                   max_density=np.nan, min_split_share=np.nan, confirmation_distance=np.nan,
+                                   reason="")
+        if rule is None:
+            out["reason"] = "no candidate met the discovery constraints"
+            return out, None
+        s = rule_scores(rule, data.X, data.feature_names)
+        if s.sum() <= 0:
+            out["reason"] = "frozen rule gives zero weight to every confirmation cluster"
+            return out, None
+        c = self.plan.contrast_vector(slot.contrast)
+        w = s / s.sum()
+        H = self.plan.tensor(data.Z, s, masks)
+        mu = H.mean(axis=0)
+        out.update(ess=float(1.0 / np.sum(w * w)), max_density=float(n * w.max()),
+                   min_split_share=self.plan.min_split_share(mu), estimate=float(c @ self.plan.values(mu)))
+        if slot.family is not None and slot.radius is not None:
+            if slot.geometry not in geoms:
+                geoms[slot.geometry] = self._geometry(slot.geometry, data.X)
+            out["confirmation_distance"] = float(geoms[slot.geometry].distance(data.X, np.full(n, 1.0 / n), w[None])[0])
+        held = support_constraints(slot, out["ess"], out["max_density"], split_share=out["min_split_share"])
+        problems = {
+            "max_density": f"max density ratio {out['max_density']:.2f} > cap {slot.density_cap:g}",
+            "ess": f"ESS {out['ess']:.1f} < minimum {slot.min_ess:g}",
+            "min_split_share": f"split denominator share {out['min_split_share']:.2f} < {slot.min_split_share:g}",
+        }
+        out["reason"] = "; ".join(problems[k] for k, ok in held.items() if not ok)
+        out["confirmation_feasible"] = not out["reason"]
+        if not out["confirmation_feasible"]:
+            return out, None
+        return out, (H - mu) @ self.plan.gradient(mu, c)

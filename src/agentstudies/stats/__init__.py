@@ -22,6 +22,7 @@ from agentstudies.stats._inference import (
     plugin_contributions,
     pointwise_critical,
     ratio_contributions,
+    studentized_contributions,
 )
 from agentstudies.stats._weighting import (
     effective_sample_size,
@@ -48,5 +49,6 @@ __all__ = [
     "plugin_contributions",
     "pointwise_critical",
     "ratio_contributions",
+    "studentized_contributions",
     "weighted_ratio",
 ]

@@ -19,7 +19,7 @@ __all__ = ["bootstrap_counts", "paired_cluster_bootstrap", "percentile_interval"
 
 def bootstrap_counts(
     n_clusters: int,
-    n_boot: int,
+    n_draws: int,
     rng: np.random.Generator | int | None = None,
     strata: np.ndarray | None = None,
 ) -> np.ndarray:
@@ -28,7 +28,7 @@ def bootstrap_counts(
     Parameters
     ----------
     n_clusters : int, ``N``
-    n_boot : int, ``B`` resamples
+    n_draws : int, ``B`` resamples
     rng : Generator or seed
     strata : array (N,), optional
         Stratum label per cluster; each resample keeps every stratum's cluster count
@@ -45,10 +45,10 @@ def bootstrap_counts(
     """
     if n_clusters < 1:
         raise ValueError(f"bootstrap needs at least one cluster; got {n_clusters}")
-    if n_boot < 1:
-        raise ValueError(f"n_boot must be >= 1; got {n_boot}")
+    if n_draws < 1:
+        raise ValueError(f"n_draws must be >= 1; got {n_draws}")
     rng = np.random.default_rng(rng)
-    counts = np.zeros((n_boot, n_clusters), dtype=np.int32)
+    counts = np.zeros((n_draws, n_clusters), dtype=np.int32)
     if strata is None:
         groups = [np.arange(n_clusters)]
     else:
@@ -58,7 +58,7 @@ def bootstrap_counts(
         groups = [np.flatnonzero(strata == lab) for lab in np.unique(strata)]
     for idx in groups:
         k = idx.size
-        counts[:, idx] = rng.multinomial(k, np.full(k, 1.0 / k), size=n_boot)
+        counts[:, idx] = rng.multinomial(k, np.full(k, 1.0 / k), size=n_draws)
     return counts
 
 
@@ -66,7 +66,7 @@ def paired_cluster_bootstrap(
     cluster_sums: np.ndarray,
     statistic: Callable[[np.ndarray], np.ndarray],
     *,
-    n_boot: int = 2000,
+    n_draws: int = 2000,
     rng: np.random.Generator | int | None = None,
     strata: np.ndarray | None = None,
     chunk: int = 20000,
@@ -80,7 +80,7 @@ def paired_cluster_bootstrap(
         assignment); everything of one cluster is resampled together (paired).
     statistic : callable ``(B, p) totals -> (B,) or (B, q)``
         Maps resampled totals ``M @ cluster_sums`` to the estimand(s).
-    n_boot, rng, strata : see :func:`bootstrap_counts`.
+    n_draws, rng, strata : see :func:`bootstrap_counts`.
     chunk : int
         Resamples per block (bounds memory at ``chunk x N`` integers).
 
@@ -94,8 +94,8 @@ def paired_cluster_bootstrap(
     rng = np.random.default_rng(rng)
     out = []
     done = 0
-    while done < n_boot:
-        b = min(chunk, n_boot - done)
+    while done < n_draws:
+        b = min(chunk, n_draws - done)
         counts = bootstrap_counts(sums.shape[0], b, rng, strata)
         out.append(np.asarray(statistic(counts @ sums)))
         done += b

@@ -15,6 +15,8 @@ from typing import Callable, Literal
 import numpy as np
 from scipy import stats as _st
 
+from agentstudies._tolerances import DEGENERATE_TOL
+
 __all__ = [
     "plugin_contributions",
     "ratio_contributions",
@@ -26,6 +28,7 @@ __all__ = [
     "one_sided_bounds",
     "JointBounds",
     "joint_bounds",
+    "studentized_contributions",
     "INFERENCE_METHODS",
 ]
 
@@ -121,7 +124,7 @@ def multiplier_critical_value(
     phi: np.ndarray,
     signs: np.ndarray | None = None,
     *,
-    alpha: float = 0.05,
+    level: float = 0.95,
     n_draws: int = 2000,
     rng: np.random.Generator | int | None = None,
     zeta: np.ndarray | None = None,
@@ -131,8 +134,8 @@ def multiplier_critical_value(
     """Critical value of the studentized signed maximum by the Gaussian multiplier bootstrap.
 
     ``G*_m = N^{-1/2} sum_k zeta_k (Phi_hat_{k,m} - mean_m)``, ``zeta_k ~ N(0, 1)`` one per
-    cluster, shared across slots; the critical value is the ``1 - alpha`` quantile of
-    ``max_m eta_m G*_m / sigma_hat_m`` over the non-degenerate slots.
+    cluster, shared across slots; the critical value is the ``level = 1 - alpha`` quantile
+    of ``max_m eta_m G*_m / sigma_hat_m`` over the non-degenerate slots.
 
     Parameters
     ----------
@@ -140,8 +143,8 @@ def multiplier_critical_value(
         Plug-in contributions of the ``m`` slots (columns).
     signs : array (m,) of +1/-1, optional
         One-sided directions ``eta_m``; default all +1.
-    alpha : float
-        One-sided familywise level.
+    level : float
+        One-sided familywise confidence level ``1 - alpha``.
     n_draws : int
         Number of multiplier draws ``B``.
     rng : Generator, seed or None
@@ -160,8 +163,8 @@ def multiplier_critical_value(
     Returns
     -------
     float critical value (and the maxima if requested). With ``m = 1`` it approaches the
-    normal quantile ``z_{1-alpha}``; with independent slots the Sidak quantile
-    ``z_{(1-alpha)^{1/m}}``.
+    normal quantile ``z_{level}``; with independent slots the Sidak quantile
+    ``z_{level^{1/m}}``.
 
     Raises
     ------
@@ -174,17 +177,14 @@ def multiplier_critical_value(
     if phi.ndim == 1:
         phi = phi[:, None]
     n, m = phi.shape
-    if not 0 < alpha < 1:
-        raise ValueError(f"alpha must lie in (0, 1); got {alpha}")
+    _check_level(level)
     eta = np.ones(m) if signs is None else np.asarray(signs, dtype=float)
     if eta.shape != (m,) or not np.all(np.isin(eta, (-1.0, 1.0))):
         raise ValueError(f"signs must be {m} values in {{-1, +1}}; got {signs!r}")
-    centered = phi - phi.mean(axis=0)
-    sigma = np.sqrt(np.mean(centered**2, axis=0))
-    keep = sigma > 1e-12 * max(1.0, float(np.max(np.abs(phi))) if phi.size else 1.0)
+    stud, keep = studentized_contributions(phi, eta)
     if not np.any(keep):
         raise ValueError("every slot has zero contribution variance: no band to calibrate")
-    studentized = centered[:, keep] * (eta[keep] / (sigma[keep] * np.sqrt(n)))
+    studentized = stud[:, keep]
     if exact and zeta is None:
         corr = studentized.T @ studentized  # (m', m') correlation matrix
         vals, vecs = np.linalg.eigh(corr)
@@ -197,8 +197,30 @@ def multiplier_critical_value(
         elif zeta.shape[1] != n:
             raise ValueError(f"zeta has {zeta.shape[1]} clusters, phi has {n}")
         maxima = np.max(zeta @ studentized, axis=1)
-    crit = float(np.quantile(maxima, 1 - alpha))
+    crit = float(np.quantile(maxima, level))
     return (crit, maxima) if return_max else crit
+
+
+def studentized_contributions(phi: np.ndarray, signs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Signed, studentized contributions ``eta_m (Phi_km - mean_m) / (sigma_m sqrt(N))``.
+
+    Returns ``(stud, keep)``: ``stud`` (N, m) with zero columns for degenerate slots and
+    ``keep`` (m,) marking the slots whose contribution SD exceeds
+    ``DEGENERATE_TOL * max(1, max |Phi|)`` (SASST Appendix C.5).
+    """
+    phi = np.asarray(phi, dtype=float)
+    n = phi.shape[0]
+    centered = phi - phi.mean(axis=0)
+    sigma = np.sqrt(np.mean(centered**2, axis=0))
+    keep = sigma > DEGENERATE_TOL * max(1.0, float(np.max(np.abs(phi))) if phi.size else 1.0)
+    stud = np.zeros_like(centered)
+    stud[:, keep] = centered[:, keep] * (np.asarray(signs, dtype=float)[keep] / (sigma[keep] * np.sqrt(n)))
+    return stud, keep
+
+
+def _check_level(level: float) -> None:
+    if not 0 < level < 1:
+        raise ValueError(f"level must lie in (0, 1); got {level}")
 
 
 def bonferroni_t_critical(alpha: float, n_slots: int, n_clusters: int) -> float:
@@ -206,7 +228,8 @@ def bonferroni_t_critical(alpha: float, n_slots: int, n_clusters: int) -> float:
 
     Parameters
     ----------
-    alpha : float in (0, 1)
+    alpha : float in (0, 1), the familywise error rate ``1 - level`` (this formula helper
+        keeps the paper's symbol; everything else takes ``level``)
     n_slots : int, ``|J_0|`` the number of planned claims
     n_clusters : int, ``N`` confirmation clusters (degrees of freedom ``N - 1``)
 
@@ -222,7 +245,8 @@ def bonferroni_t_critical(alpha: float, n_slots: int, n_clusters: int) -> float:
 
 
 def pointwise_critical(alpha: float) -> float:
-    """One-sided normal critical value ``z_{1-alpha}`` for a single (pointwise) bound."""
+    """One-sided normal critical value ``z_{1-alpha}`` for a single (pointwise) bound
+    (``alpha = 1 - level``, the paper's symbol, as in :func:`bonferroni_t_critical`)."""
     if not 0 < alpha < 1:
         raise ValueError(f"alpha must lie in (0, 1); got {alpha}")
     return float(_st.norm.ppf(1 - alpha))
@@ -268,7 +292,7 @@ def joint_bounds(
     estimate: np.ndarray,
     signs: np.ndarray,
     *,
-    alpha: float = 0.05,
+    level: float = 0.95,
     method: Literal["gaussian", "hc1", "t-scaled", "bonferroni-t", "pointwise"] = "gaussian",
     n_slots: int | None = None,
     n_draws: int = 2000,
@@ -282,7 +306,7 @@ def joint_bounds(
     -------
     ``gaussian``     multiplier maximum (C.5), SE from ``N^{-1} sum Phi^2``.
     ``hc1``          multiplier maximum with HC1-inflated SEs (``N/(N-1)``).
-    ``t-scaled``     multiplier critical value times ``t_{1-alpha,N-1} / z_{1-alpha}``
+    ``t-scaled``     multiplier critical value times ``t_{level,N-1} / z_{level}``
                      ("common t scaling").
     ``bonferroni-t`` ``t_{1-alpha/|J|, N-1}`` with ``|J| = n_slots`` (C.4).
     ``pointwise``    ``z_{1-alpha}`` for each slot separately (not simultaneous).
@@ -290,6 +314,8 @@ def joint_bounds(
     Parameters
     ----------
     phi : array (N, m); estimate : (m,); signs : (m,) in {-1, +1}
+    level : float
+        Familywise confidence level ``1 - alpha``.
     exact : bool
         Multiplier drawn from its exact conditional Gaussian law (see
         :func:`multiplier_critical_value`).
@@ -305,6 +331,7 @@ def joint_bounds(
     if phi.ndim == 1:
         phi = phi[:, None]
     n, m = phi.shape
+    _check_level(level)
     est = np.asarray(estimate, dtype=float).reshape(m)
     eta = np.asarray(signs, dtype=float).reshape(m)
     if method not in INFERENCE_METHODS:
@@ -312,14 +339,14 @@ def joint_bounds(
     se = contribution_se(phi, hc1=(method == "hc1"))
     if method in ("gaussian", "hc1", "t-scaled"):
         crit = multiplier_critical_value(
-            phi, eta, alpha=alpha, n_draws=n_draws, rng=rng, zeta=zeta, exact=exact
+            phi, eta, level=level, n_draws=n_draws, rng=rng, zeta=zeta, exact=exact
         )
         if method == "t-scaled":
-            crit *= _st.t.ppf(1 - alpha, n - 1) / _st.norm.ppf(1 - alpha)
+            crit *= _st.t.ppf(level, n - 1) / _st.norm.ppf(level)
     elif method == "bonferroni-t":
-        crit = bonferroni_t_critical(alpha, m if n_slots is None else n_slots, n)
+        crit = bonferroni_t_critical(1.0 - level, m if n_slots is None else n_slots, n)
     else:
-        crit = pointwise_critical(alpha)
+        crit = pointwise_critical(1.0 - level)
     return JointBounds(
         estimate=est,
         se=se,

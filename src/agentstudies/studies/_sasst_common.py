@@ -29,7 +29,7 @@ from statsmodels.stats.proportion import proportion_confint
 
 from agentstudies.parallel import seeded_map
 from agentstudies.sasst import Rule
-from agentstudies.stats import multiplier_critical_value
+from agentstudies.stats import multiplier_critical_value, studentized_contributions
 
 __all__ = [
     "StepRule",
@@ -121,20 +121,10 @@ def latent_probit_scores(p: np.ndarray, rho: float, n_seeds: int, rng: np.random
     return y.mean(axis=2)
 
 
-def _studentize(phi: np.ndarray, signs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    n = phi.shape[0]
-    centered = phi - phi.mean(axis=0)
-    sigma = np.sqrt(np.mean(centered**2, axis=0))
-    keep = sigma > 1e-12 * max(1.0, float(np.max(np.abs(phi))) if phi.size else 1.0)
-    stud = np.zeros_like(centered)
-    stud[:, keep] = centered[:, keep] * (signs[keep] / (sigma[keep] * np.sqrt(n)))
-    return stud, keep
-
-
-def coordinatewise_critical(phi: np.ndarray, signs: np.ndarray, zeta: np.ndarray, alpha: float = 0.05) -> np.ndarray:
+def coordinatewise_critical(phi: np.ndarray, signs: np.ndarray, zeta: np.ndarray, level: float = 0.95) -> np.ndarray:
     """Pointwise one-sided multiplier critical values of every slot from shared draws.
 
-    For slot ``m`` the critical value is the ``1 - alpha`` quantile over draws ``b`` of
+    For slot ``m`` the critical value is the ``level`` quantile over draws ``b`` of
     ``eta_m G*_bm / sigma_m`` with ``G*_bm = N^{-1/2} sum_k zeta_bk (Phi_km - mean_m)`` (the
     coordinatewise bootstrap quantile of Theorem 1's proof). Identical to calling
     :func:`agentstudies.stats.multiplier_critical_value` on each column with the same
@@ -145,7 +135,7 @@ def coordinatewise_critical(phi: np.ndarray, signs: np.ndarray, zeta: np.ndarray
     phi : array (N, m), plug-in contributions
     signs : array (m,) in {-1, +1}
     zeta : array (B, N), one Gaussian multiplier per cluster and draw, shared by slots
-    alpha : one-sided level
+    level : one-sided confidence level (``1 - alpha``)
 
     Returns
     -------
@@ -156,13 +146,13 @@ def coordinatewise_critical(phi: np.ndarray, signs: np.ndarray, zeta: np.ndarray
         phi = phi[:, None]
     if zeta.shape[1] != phi.shape[0]:
         raise ValueError(f"zeta has {zeta.shape[1]} clusters, phi has {phi.shape[0]}")
-    stud, keep = _studentize(phi, np.asarray(signs, dtype=float))
+    stud, keep = studentized_contributions(phi, np.asarray(signs, dtype=float))
     draws = zeta @ stud  # (B, m)
-    crit = np.quantile(draws, 1 - alpha, axis=0)
+    crit = np.quantile(draws, level, axis=0)
     return np.where(keep, crit, np.nan)
 
 
-def simultaneous_critical(phi: np.ndarray, signs: np.ndarray, zeta: np.ndarray, alpha: float = 0.05) -> float:
+def simultaneous_critical(phi: np.ndarray, signs: np.ndarray, zeta: np.ndarray, level: float = 0.95) -> float:
     """Signed studentized-maximum critical value (Appendix C.5) from shared multipliers.
 
     :func:`agentstudies.stats.multiplier_critical_value` with ``zeta``; NaN instead of an
@@ -172,7 +162,7 @@ def simultaneous_critical(phi: np.ndarray, signs: np.ndarray, zeta: np.ndarray, 
     if phi.ndim == 1:
         phi = phi[:, None]
     try:
-        return float(multiplier_critical_value(phi, np.asarray(signs, float), alpha=alpha, zeta=zeta))
+        return float(multiplier_critical_value(phi, np.asarray(signs, float), level=level, zeta=zeta))
     except ValueError as exc:
         if "zero contribution variance" in str(exc):
             return float("nan")

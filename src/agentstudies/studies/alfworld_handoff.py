@@ -38,7 +38,8 @@ Tables (pandas):
     if not arrived), endpoint (int 0/1 = arrived and solved), bridge (boolean, NA if not
     arrived: the solver's first action is a bridge action, one from which one further
     action wins), arrival_step (Int64), solver_invalid (Int64: inadmissible solver
-    commands), shown_hash (what the solver was shown at the handoff), solver_first_action.
+    commands), shown_hash (what the solver was shown at the handoff), solver_first_action,
+    reacher_invalid (inadmissible commands of the reacher's trajectory).
 ``actions`` -- every reacher and solver action:
     split, task_id, seed, reacher, solver (NA for reacher rows), role, step, shown (the
     text the policy was shown), candidates (JSON list: the commands it considered; the
@@ -54,22 +55,20 @@ tables do not depend on ``n_jobs``.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import time
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-import hashlib
-import json
-
 import numpy as np
 import pandas as pd
-
-from agentstudies.parallel import seeded_map
 
 from agentstudies.envs.alfworld.env import AlfworldEnv, ReplayMismatch
 from agentstudies.envs.alfworld.expert import Expert
 from agentstudies.envs.alfworld.frontier import frontier_check
 from agentstudies.envs.alfworld.generate import TASK_TYPES
+from agentstudies.parallel import seeded_map
 
 __all__ = [
     "run_handoff_study", "make_study_checkpoints", "HandoffStudy", "TRAJECTORY_COLUMNS", "STEP_COLUMNS",
@@ -87,7 +86,7 @@ STEP_COLUMNS = [
 ]
 EPISODE_COLUMNS = [
     "split", "task_id", "task_type", "seed", "reacher", "solver", "arrived", "solved", "endpoint",
-    "bridge", "arrival_step", "solver_invalid", "shown_hash", "solver_first_action",
+    "bridge", "arrival_step", "solver_invalid", "shown_hash", "solver_first_action", "reacher_invalid",
 ]
 ACTION_COLUMNS = [
     "split", "task_id", "seed", "reacher", "solver", "role", "step", "shown", "candidates", "command", "valid",
@@ -241,7 +240,7 @@ def _run_task(
             if not arrived:
                 for sname, _ in reachers:
                     ep_rows.append((split, task_id, task_type, seed, rname, sname, False, None, 0, None, None,
-                                    None, None, None))
+                                    None, None, None, n_invalid))
                 continue
             # ---- handoff: clone the arrival state once per solver
             audit["arrivals"] += 1
@@ -289,11 +288,17 @@ def _run_task(
             audit["solver_pairs_equal_inputs"] += int(all(x == inputs[0] for x in inputs))
             for sname, solved, bridge, s_invalid, shown_hash, first in results:
                 ep_rows.append((split, task_id, task_type, seed, rname, sname, True, solved, int(solved), bridge, arrival,
-                                s_invalid, shown_hash, first))
+                                s_invalid, shown_hash, first, n_invalid))
     return dict(
         split=split, trajectories=traj_rows, steps=step_rows, episodes=ep_rows, actions=act_rows, audit=audit,
         seconds=time.perf_counter() - t0,
     )
+
+
+def _run_task_item(game: Mapping[str, Any], rng: np.random.Generator, **kwargs: Any) -> dict[str, Any]:
+    """:func:`seeded_map` adapter; a task's randomness comes from its (task, seed, role, checkpoint)
+    keys inside the policies, not from ``rng``."""
+    return _run_task(game, **kwargs)
 
 
 def _resolve_pool(pool, tasks_per_type, pool_seed) -> list[dict[str, Any]]:
@@ -414,7 +419,7 @@ def run_handoff_study(
         raise ValueError("duplicate task ids in the pool")
     items = [(str(k), v) for k, v in reachers.items()]
     t0 = time.perf_counter()
-    out = seeded_map(_task_item, games, seed=0, n_jobs=n_jobs, backend=backend or "loky", seeds=seeds,
+    out = seeded_map(_run_task_item, games, seed=0, n_jobs=n_jobs, backend=backend or "loky", seeds=seeds,
                      reachers=items, early_budget=early_budget, D=D, cont=continuation_budget, clone=clone,
                      expert_method=expert, strict=strict)
     wall = time.perf_counter() - t0
@@ -427,6 +432,7 @@ def run_handoff_study(
     acts["step"] = acts["step"].astype(int)
     traj["n_invalid"] = traj["n_invalid"].astype(int)
     eps["solver_invalid"] = eps["solver_invalid"].astype("Int64")
+    eps["reacher_invalid"] = eps["reacher_invalid"].astype(int)
     for col in ("arrival_step", "first_actions_tested", "second_actions_tested"):
         traj[col] = traj[col].astype("Int64")
     traj["arrived"] = traj["arrived"].astype(bool)
@@ -464,10 +470,6 @@ def run_handoff_study(
         policies={k: getattr(v, "params", repr(v)) for k, v in items},
     )
     return HandoffStudy(traj, steps, eps, audit, params, timing, acts)
-
-
-def _task_item(game, rng, **kw):
-    return _run_task(game, **kw)
 
 
 def make_study_checkpoints(checkpoints: str = "trained", *, temperature: float = 0.4) -> dict[str, Any]:

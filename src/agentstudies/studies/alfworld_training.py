@@ -55,7 +55,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from agentstudies.agents._alfworld_learned import (
+from agentstudies.agents import (
     DIM_LOG2,
     Belief,
     LearnedAlfworldPolicy,
@@ -63,8 +63,6 @@ from agentstudies.agents._alfworld_learned import (
     featurize,
     load_weights,
     save_weights,
-    scores_of,
-    softmax,
     shown_text,
     weights_digest,
 )
@@ -574,7 +572,7 @@ class TrainingRun:
 
     def save(self, directory=None) -> None:
         """Write ``SFT``/``RL`` weights (with sha256 files) and ``training_log`` tables."""
-        from agentstudies.agents._alfworld_learned import checkpoint_dir
+        from agentstudies.agents import checkpoint_dir
 
         d = directory or checkpoint_dir()
         meta = {"config": dict(self.config), "timing": dict(self.timing), "n_decisions": self.n_decisions}
@@ -674,7 +672,7 @@ def load_shipped(directory=None) -> dict[str, Any]:
     """Shipped weights (checksums verified) and training logs."""
     from pathlib import Path
 
-    from agentstudies.agents._alfworld_learned import checkpoint_dir
+    from agentstudies.agents import checkpoint_dir
 
     d = Path(directory or checkpoint_dir())
     w_sft, m_sft = load_weights("SFT", d)

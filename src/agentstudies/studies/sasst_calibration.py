@@ -62,6 +62,7 @@ from scipy import stats as _st
 from scipy.stats import qmc
 from statsmodels.stats.contingency_tables import mcnemar
 
+from agentstudies.parallel import keyed_seed
 from agentstudies.sasst import (
     SASST,
     SELECTED,
@@ -333,7 +334,7 @@ def table4_trial(
     oracle: int,
     R_values: Sequence[int] = (5, 20),
     n_draws: int = 2000,
-    alpha: float = 0.05,
+    level: float = 0.95,
     critical: CriticalFn = coordinatewise_critical,
 ) -> list[dict[str, Any]]:
     """One Study A trial at ``M`` clusters: fixed oracle and learned rule, every ``R``.
@@ -343,7 +344,7 @@ def table4_trial(
     discovers the learned rule by Eq. (2) over the 19-rule registry on ``D``, freezes it
     and the oracle rule, and confirms both on ``I``. One multiplier matrix
     ``zeta`` (``n_draws`` x ``|I|``) is shared by all four slots (Appendix C.5), and
-    ``critical(phi, signs, zeta, alpha)`` gives pointwise critical values for the
+    ``critical(phi, signs, zeta, level)`` gives pointwise critical values for the
     fragility direction (``eta = -1``: upper bound) and the opposite one.
 
     Returns
@@ -376,8 +377,8 @@ def table4_trial(
             phis.append(phi)
     phi = np.column_stack(phis)
     signs = -np.ones(phi.shape[1])
-    up = critical(phi, signs, zeta, alpha)
-    lo = critical(phi, -signs, zeta, alpha)
+    up = critical(phi, signs, zeta, level)
+    lo = critical(phi, -signs, zeta, level)
     for rec, cu, cl in zip(recs, up, lo):
         rec["crit_upper"] = float(cu)
         rec["crit_lower"] = float(cl)
@@ -392,7 +393,7 @@ def table5_trial(
     design: StudyADesign,
     R: int = 5,
     n_draws: int = 2000,
-    alpha: float = 0.05,
+    level: float = 0.95,
     tercile_features: Sequence[str] | None = None,
 ) -> list[dict[str, Any]]:
     """One matched trial of the split and the same-data worst-tercile procedures.
@@ -429,7 +430,7 @@ def table5_trial(
                    n_candidates=len(keep))
         recs.append(rec)
         phis.append(phi)
-    crit = coordinatewise_critical(np.column_stack(phis), -np.ones(2), zeta, alpha)
+    crit = coordinatewise_critical(np.column_stack(phis), -np.ones(2), zeta, level)
     for rec, c in zip(recs, crit):
         rec["crit_upper"] = float(c)
     return recs
@@ -453,11 +454,11 @@ def a4_trial(
     design: StudyADesign,
     R: int = 5,
     n_draws: int = 2000,
-    alpha: float = 0.05,
+    level: float = 0.95,
 ) -> list[dict[str, Any]]:
     """One Study A4 trial: the six-slot family, one simultaneous Gaussian multiplier band.
 
-    The critical value is the ``1 - alpha`` quantile of the signed studentized maximum over
+    The critical value is the ``level`` quantile of the signed studentized maximum over
     the support-feasible slots with one multiplier per confirmation cluster shared by all
     slots (Appendix C.5). Returns one record per slot with ``crit`` (shared).
     """
@@ -471,7 +472,7 @@ def a4_trial(
     rep = eng.confirm(disc, I)
     names = list(rep.phi_slots)
     signs = rep.table.loc[names, "sign"].to_numpy(float)
-    crit = simultaneous_critical(rep.phi, signs, zeta, alpha) if names else np.nan
+    crit = simultaneous_critical(rep.phi, signs, zeta, level) if names else np.nan
     recs = []
     for s in slots:
         rec = _slot_record(rep, disc, s.name)
@@ -485,8 +486,8 @@ def a4_trial(
 
 # ------------------------------------------------------------------ drivers
 def config_seed(seed: int, *keys: int) -> np.random.SeedSequence:
-    """Independent ``SeedSequence`` of one configuration: entropy ``(seed, *keys)``."""
-    return np.random.SeedSequence([int(seed), *[int(k) for k in keys]])
+    """Independent seed of one configuration: ``keyed_seed(seed, *keys)``."""
+    return keyed_seed(int(seed), *[int(k) for k in keys])
 
 
 def run_table4(*, design: StudyADesign, M_values: Sequence[int], R_values: Sequence[int], n_trials: int,
@@ -494,7 +495,7 @@ def run_table4(*, design: StudyADesign, M_values: Sequence[int], R_values: Seque
                truth_points: int = 2**21) -> pd.DataFrame:
     """Table 4 trial records for every ``M`` (each trial evaluates every ``R``).
 
-    Configuration ``M`` uses ``SeedSequence([seed, 4, M])``; trial ``i`` its ``i``-th child.
+    Configuration ``M`` uses ``keyed_seed(seed, 4, M)``; trial ``i`` its ``i``-th child.
     """
     oracle = oracle_index(design, truth_points)
     parts = [run_trials(table4_trial, n_trials, seed=config_seed(seed, 4, M), n_jobs=n_jobs, backend=backend,
@@ -506,7 +507,7 @@ def run_table4(*, design: StudyADesign, M_values: Sequence[int], R_values: Seque
 def run_table5(*, design: StudyADesign, M_values: Sequence[int], n_trials: int, R: int = 5, n_draws: int = 2000,
                seed: int = 0, n_jobs: int = 1, backend: str = "loky",
                tercile_features: Sequence[str] | None = None) -> pd.DataFrame:
-    """Table 5 trial records (``SeedSequence([seed, 5, M])`` per ``M``; ``[seed, 55, M]``
+    """Table 5 trial records (``keyed_seed(seed, 5, M)`` per ``M``; ``(seed, 55, M)``
     when the search is restricted to ``tercile_features``)."""
     code = 5 if tercile_features is None else 55
     feats = None if tercile_features is None else tuple(tercile_features)
@@ -518,7 +519,7 @@ def run_table5(*, design: StudyADesign, M_values: Sequence[int], n_trials: int, 
 
 def run_a4(*, design: StudyADesign, M_values: Sequence[int], n_trials: int, R: int = 5, n_draws: int = 2000,
            seed: int = 0, n_jobs: int = 1, backend: str = "loky") -> pd.DataFrame:
-    """Study A4 trial records (``SeedSequence([seed, 44, M])`` per ``M``)."""
+    """Study A4 trial records (``keyed_seed(seed, 44, M)`` per ``M``)."""
     parts = [run_trials(a4_trial, n_trials, seed=config_seed(seed, 44, M), n_jobs=n_jobs, backend=backend,
                         M=int(M), design=design, R=int(R), n_draws=n_draws) for M in M_values]
     return pd.concat(parts, ignore_index=True)

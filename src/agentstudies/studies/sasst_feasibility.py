@@ -113,7 +113,7 @@ class FeasibilityConfig:
     stability_threshold: float = 0.6
     n_stability: int = 100
     top_fraction: float = 0.25
-    n_multiplier: int = 1000
+    n_draws: int = 1000
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -245,7 +245,7 @@ def feasibility_trial(item: tuple[str, int], rng: np.random.Generator, *, cfg: F
                   stability_threshold=cfg.stability_threshold)
     slots = [Slot("uniform", contrast, sign=-1, min_split_share=cfg.min_split_share), stress]
     eng = SASST(plan, slots, {"registry": setting_registry(setting)}, n_stability=cfg.n_stability,
-                top_fraction=cfg.top_fraction, n_multiplier=cfg.n_multiplier, exact_multiplier=True,
+                top_fraction=cfg.top_fraction, n_draws=cfg.n_draws, exact_multiplier=True,
                 seed=int(rng.integers(2**31)))
     seeds = np.full(n, cfg.n_seeds)
     data = ClusterData(ids, Z, Xa, plan.systems, FEATURE_COLUMNS, seeds)

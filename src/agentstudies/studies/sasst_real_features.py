@@ -52,7 +52,6 @@ from agentstudies.sasst import (
     Slot,
     rule_from_dict,
     rule_scores,
-    split_clusters,
     top_weighted_sets,
 )
 from agentstudies.studies.sasst_geometry import informative_columns, recovery_auc, registry_distances
@@ -134,7 +133,7 @@ class RealFeatureConfig:
     stability_threshold: float = 0.6
     min_ess: float = 20.0
     density_cap: float = 5.0
-    n_multiplier: int = 2000
+    n_draws: int = 2000
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -374,7 +373,7 @@ def run_study_d(pool: pd.DataFrame, embeddings: np.ndarray, Y: np.ndarray, split
              Slot("stress", contrast, sign=-1, family="registry", geometry="kms", radius=radius,
                   min_ess=cfg.min_ess, density_cap=cfg.density_cap, stability_threshold=cfg.stability_threshold)]
     eng = SASST(ComparisonPlan(SYSTEMS), slots, {"registry": fam}, n_stability=cfg.n_stability,
-                top_fraction=cfg.top_fraction, n_multiplier=cfg.n_multiplier, seed=seed)
+                top_fraction=cfg.top_fraction, n_draws=cfg.n_draws, seed=seed)
     rep = eng.run(episodes, feats, split)
     t = rep.table
     st, un = t.loc["stress"], t.loc["unweighted"]

@@ -55,6 +55,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as _st
 
+from agentstudies.parallel import keyed_seed
 from agentstudies.sasst import (
     CONFIRMED,
     SASST,
@@ -67,7 +68,6 @@ from agentstudies.sasst import (
     Rule,
     Slot,
     ThresholdRule,
-    UniformRule,
     make_geometry,
     rule_scores,
 )
@@ -319,7 +319,7 @@ def _simulate(pool: TauPool, setting: Setting, tasks: np.ndarray, rng: np.random
     return ClusterData(ids, Z, pool.X[tasks], SYSTEMS, pool.feature_names, np.full(len(tasks), N_SEEDS))
 
 
-def _bounds_all_methods(rep, zeta: np.ndarray, alpha: float) -> dict[str, np.ndarray]:
+def _bounds_all_methods(rep, zeta: np.ndarray, level: float) -> dict[str, np.ndarray]:
     names = list(rep.phi_slots)
     if not names:
         return {}
@@ -328,7 +328,7 @@ def _bounds_all_methods(rep, zeta: np.ndarray, alpha: float) -> dict[str, np.nda
     out = {}
     for m in METHODS:
         try:
-            jb = joint_bounds(rep.phi, est, signs, alpha=alpha, method=m, n_slots=len(rep.table), zeta=zeta)
+            jb = joint_bounds(rep.phi, est, signs, level=level, method=m, n_slots=len(rep.table), zeta=zeta)
             out[m] = jb.bound
         except ValueError as exc:  # every slot degenerate: the bound is the estimate
             if "zero contribution variance" not in str(exc):
@@ -348,7 +348,7 @@ def audit_trial(
     radii: Sequence[float],
     n_clusters: int = 40,
     n_draws: int = 2000,
-    alpha: float = 0.05,
+    level: float = 0.95,
 ) -> list[dict[str, Any]]:
     """One small-cluster audit trial: discovery and confirmation on ``n_clusters`` each.
 
@@ -366,7 +366,7 @@ def audit_trial(
                 seed=int(rng.integers(2**31)))
     rep = eng.confirm(eng.discover(D), I)
     zeta = rng.standard_normal((n_draws, n_clusters))
-    bounds = _bounds_all_methods(rep, zeta, alpha)
+    bounds = _bounds_all_methods(rep, zeta, level)
     names = list(rep.phi_slots)
     recs = []
     for s in eng.slots:
@@ -485,7 +485,7 @@ def power_trial(
     base: float = 0.25,
     rho: float = 0.5,
     n_draws: int = 2000,
-    alpha: float = 0.05,
+    level: float = 0.95,
 ) -> list[dict[str, Any]]:
     """Confirmation-only power trial of a planted stressed effect (Table 7).
 
@@ -510,12 +510,16 @@ def power_trial(
     fams = {f"planted {lvl}": FixedFamily((r,)) for lvl, r in rules.items()}
     eng = SASST(study_f_plan(), slots, fams, inference="bonferroni-t", n_stability=0,
                 seed=int(rng.integers(2**31)))
-    frozen = {s.name: FrozenRule(rules[s.family.split()[-1]], 0, 1, 1, np.nan, np.nan, np.nan, 0.0, 1.0, 1.0, 1.0,
-                                 pd.DataFrame()) for s in slots if not s.is_uniform}
+    frozen = {
+        s.name: FrozenRule(rule=rules[s.family.split()[-1]], index=0, n_candidates=1, n_feasible=1,
+                           predicted=np.nan, ess=np.nan, max_density=np.nan, distance=0.0, stability=1.0,
+                           stability_correlation=1.0, stability_jaccard=1.0, candidates=pd.DataFrame())
+        for s in slots if not s.is_uniform
+    }
     disc = Discovery(frozen, {}, None, 0, ())
     rep = eng.confirm(disc, I)
     zeta = rng.standard_normal((n_draws, design.n_clusters))
-    bounds = _bounds_all_methods(rep, zeta, alpha)
+    bounds = _bounds_all_methods(rep, zeta, level)
     names = list(rep.phi_slots)
     row = rep.table.loc[TARGET_SLOT]
     rec = {"n_clusters": design.n_clusters, "ess_design": design.ess, "ess": float(row["ess"]),
@@ -560,7 +564,7 @@ def positive_control_trial(
     radii: Sequence[float],
     n_clusters: int = 200,
     n_stability: int = 50,
-    alpha: float = 0.05,
+    level: float = 0.95,
 ) -> list[dict[str, Any]]:
     """One positive-control (or null-gate) trial: the full protocol with Bonferroni-t.
 
@@ -627,13 +631,13 @@ def summarize_table8(null40: pd.DataFrame, null200: pd.DataFrame, pc: pd.DataFra
 
 # ------------------------------------------------------------------ drivers
 def _seed(seed: int, *keys: int) -> np.random.SeedSequence:
-    return np.random.SeedSequence([int(seed), *[int(k) for k in keys]])
+    return keyed_seed(int(seed), *[int(k) for k in keys])
 
 
 def run_table6(*, pool: TauPool, rules: Sequence[Rule], radii: Sequence[float], n_trials: int,
                settings: Sequence[str] = NULL_SETTINGS, n_clusters: int = 40, n_draws: int = 2000, seed: int = 0,
                n_jobs: int = 1, backend: str = "loky") -> pd.DataFrame:
-    """Audit records for every null setting (``SeedSequence([seed, 6, k])`` for setting ``k``)."""
+    """Audit records for every null setting (``keyed_seed(seed, 6, k)`` for setting ``k``)."""
     parts = []
     for k, name in enumerate(settings):
         parts.append(run_trials(audit_trial, n_trials, seed=_seed(seed, 6, k), n_jobs=n_jobs, backend=backend,
@@ -650,7 +654,7 @@ def split_designs(designs: Sequence[PowerDesign], kappa: float = KAPPA) -> tuple
 
 def run_table7(*, pool: TauPool, designs: Sequence[PowerDesign], n_trials: int, n_draws: int = 2000, seed: int = 0,
                n_jobs: int = 1, backend: str = "loky") -> pd.DataFrame:
-    """Power records for every design (``SeedSequence([seed, 7, N, ESS])``)."""
+    """Power records for every design (``keyed_seed(seed, 7, N, ESS)``)."""
     parts = [run_trials(power_trial, n_trials, seed=_seed(seed, 7, d.n_clusters, d.ess), n_jobs=n_jobs,
                         backend=backend, pool=pool, design=d, n_draws=n_draws) for d in designs]
     return pd.concat(parts, ignore_index=True)
@@ -659,7 +663,7 @@ def run_table7(*, pool: TauPool, designs: Sequence[PowerDesign], n_trials: int, 
 def run_positive_control(*, pool: TauPool, rules: Sequence[Rule], radii: Sequence[float], n_trials: int,
                          planted: bool, n_clusters: int, n_stability: int, seed: int = 0, n_jobs: int = 1,
                          backend: str = "loky") -> pd.DataFrame:
-    """Positive-control (``planted=True``) or null-gate records (``SeedSequence([seed, 8, planted, N])``)."""
+    """Positive-control (``planted=True``) or null-gate records (``keyed_seed(seed, 8, planted, N)``)."""
     return run_trials(positive_control_trial, n_trials, seed=_seed(seed, 8, int(planted), n_clusters),
                       n_jobs=n_jobs, backend=backend, pool=pool,
                       setting=positive_control_setting(pool, planted=planted), rules=tuple(rules),

@@ -238,6 +238,8 @@ def controller_boundary_tests() -> pd.DataFrame:
     read-only calls (never reviewed), the exact serialized mutation in the prompts,
     non-JSON arguments (fail closed), the rejection limit that ends an episode, and a
     declined call that is recorded without ending the episode.
+
+    Length: a flat list of independent checks, one ``add`` each.
     """
     rows: list[dict[str, Any]] = []
 

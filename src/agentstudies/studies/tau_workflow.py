@@ -20,6 +20,7 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from agentstudies.results import renamed_keyword
 from agentstudies.sasst import (
     SASST,
     SELECTED,
@@ -148,25 +149,31 @@ def run_tau_sasst(
     radii: Sequence[float],
     *,
     inference: str = "gaussian",
-    n_multiplier: int = 2000,
+    n_draws: int = 2000,
     n_stability: int = 100,
-    alpha: float = 0.05,
+    level: float = 0.95,
     seed: int = 0,
     family_seed: int = 0,
     min_ess: float = 20.0,
     density_cap: float = 5.0,
     stability_threshold: float = 0.60,
+    n_multiplier: int | None = None,
+    alpha: float | None = None,
 ) -> SASSTReport:
     """Run the ten-slot SASST protocol on one model profile's episode table.
 
     ``episodes`` needs columns ``task_id, seed, workflow, reward``; ``features`` is the
     output of :func:`stress_features`; ``split`` maps task id to discovery/confirmation.
+    ``n_multiplier`` and ``alpha`` are deprecated aliases of ``n_draws`` and ``1 - level``.
     """
+    n_draws = renamed_keyword("run_tau_sasst", "n_multiplier", n_multiplier, "n_draws", n_draws)
+    if alpha is not None:
+        level = 1.0 - renamed_keyword("run_tau_sasst", "alpha", alpha, "level", level)
     if "reward" not in episodes.columns:
         raise KeyError(f"episode table lacks column 'reward'; it has {list(episodes.columns)}")
     slots = tau_slots(radii, min_ess=min_ess, density_cap=density_cap, stability_threshold=stability_threshold)
     eng = SASST(tau_plan(), slots, {"stress": tau_family(list(features.columns), seed=family_seed)},
-                alpha=alpha, inference=inference, n_multiplier=n_multiplier, n_stability=n_stability, seed=seed)
+                level=level, inference=inference, n_draws=n_draws, n_stability=n_stability, seed=seed)
     return eng.run(episodes.rename(columns={"reward": "score"}), features, split)
 
 

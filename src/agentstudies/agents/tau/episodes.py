@@ -1,9 +1,9 @@
 """Run simulated τ-bench episodes under the three workflows (SASST Section 4 design).
 
 One episode = one task × one workflow × one agent profile × one simulator seed. The
-episode's randomness is the :class:`numpy.random.SeedSequence` child of ``seed`` with
-spawn key (profile, task, workflow) (each a stable 32-bit hash of its name), split into
-three streams (policy, verifier, user). An episode therefore does not depend on which
+episode's randomness is ``keyed_seed(seed, "episode", profile, task, workflow)``
+(:func:`agentstudies.parallel.keyed_seed`), split into three streams (policy, verifier,
+user). An episode therefore does not depend on which
 other episodes run, in which order, or on ``n_jobs``.
 
 The loop: the policy proposes an action; a message goes to the user; a tool call goes
@@ -15,7 +15,6 @@ back to the policy. The episode ends when the policy stops, after a successful
 
 from __future__ import annotations
 
-import hashlib
 from typing import Any, Sequence
 
 import numpy as np
@@ -34,6 +33,7 @@ from agentstudies.agents.tau.policy import (
 from agentstudies.agents.tau.simulated import SimulatedUser, SimulatedVerifier
 from agentstudies.envs.tau.data import get_task, is_write_tool
 from agentstudies.envs.tau.env import TauEnv
+from agentstudies.parallel import BACKENDS, keyed_seed, seeded_map
 
 __all__ = ["EPISODE_COLUMNS", "TERMINATIONS", "episode_seed", "run_episode", "run_episodes"]
 
@@ -61,12 +61,8 @@ EPISODE_COLUMNS: tuple[str, ...] = (
 TERMINATIONS: tuple[str, ...] = ("done", "agent_stop", "transfer_to_human", "verifier_rejection", "max_steps")
 
 
-def _key(text: str) -> int:
-    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:4], "little")
-
-
 def episode_seed(profile: str, task_id: str, seed: int, workflow: str) -> np.random.SeedSequence:
-    """The episode's seed sequence: child of ``seed`` with spawn key (profile, task, workflow).
+    """The episode's seed sequence: ``keyed_seed(seed, "episode", profile, task_id, workflow)``.
 
     Raises
     ------
@@ -75,7 +71,7 @@ def episode_seed(profile: str, task_id: str, seed: int, workflow: str) -> np.ran
     """
     if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool) or seed < 0:
         raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
-    return np.random.SeedSequence(int(seed), spawn_key=(_key(profile), _key(task_id), _key(workflow)))
+    return keyed_seed(int(seed), "episode", str(profile), str(task_id), str(workflow))
 
 
 def _int_seed(ss: np.random.SeedSequence) -> int:
@@ -168,14 +164,22 @@ def run_episode(
             termination = "transfer_to_human"
             break
 
+    counts = {"blocked_calls": blocked, "declined_calls": declined, "termination": termination, "steps": steps}
+    return _episode_row(env, prof.name, task, int(seed), workflow, counts)
+
+
+def _episode_row(env: TauEnv, profile: str, task: Any, seed: int, workflow: str,
+                 counts: dict[str, Any]) -> dict[str, Any]:
+    """The episode's row of :data:`EPISODE_COLUMNS`: reward and call counts from the
+    environment's transcript, controller counts and termination from the loop."""
     calls = [e for e in env.transcript if e["kind"] == "tool_call"]
     db_ok = env.db_matches_gold()
     info_ok = not env.missing_info()
     return {
-        "profile": prof.name,
+        "profile": profile,
         "task_id": task.task_id,
         "domain": task.domain,
-        "seed": int(seed),
+        "seed": seed,
         "workflow": workflow,
         "reward": float(db_ok and info_ok),
         "db_match": db_ok,
@@ -183,11 +187,11 @@ def run_episode(
         "tool_calls": len(calls),
         "failed_calls": sum(1 for e in calls if not e["ok"]),
         "irreversible_calls": sum(1 for e in calls if e["irreversible"]),
-        "blocked_calls": blocked,
-        "declined_calls": declined,
+        "blocked_calls": counts["blocked_calls"],
+        "declined_calls": counts["declined_calls"],
         "messages": len(env.messages),
-        "termination": termination,
-        "steps": steps,
+        "termination": counts["termination"],
+        "steps": counts["steps"],
     }
 
 
@@ -226,8 +230,6 @@ def run_episodes(
     KeyError
         Unknown task id.
     """
-    from agentstudies.parallel import BACKENDS, seeded_map
-
     lists = {"task_ids": list(task_ids), "workflows": list(workflows), "profiles": list(profiles), "seeds": list(seeds)}
     for label, values in lists.items():
         if not values:

@@ -37,12 +37,8 @@ def is_planned_write(task: TauTask, name: str, arguments: Mapping[str, Any]) -> 
     return any(a.name == name and deep_equal_unordered(args, a.args()) for a in task.write_actions)
 
 
-class SimulatedVerifier:
-    """Simulated plan verifier: ``prompt -> "APPROVE" | "REJECT" | unparseable text``.
-
-    Draws exactly two uniforms per call from ``rng`` (malformed?, verdict), so its stream
-    depends only on how many calls it has seen.
-    """
+class _SimulatedReviewer:
+    """A simulated reviewer of one task: the profile's probabilities and its own stream."""
 
     simulated = True
 
@@ -51,6 +47,16 @@ class SimulatedVerifier:
         self.probs = probs
         self.rng = rng
         self.calls = 0
+
+
+class SimulatedVerifier(_SimulatedReviewer):
+    """Simulated plan verifier: ``prompt -> "APPROVE" | "REJECT" | unparseable text``.
+
+    Draws exactly two uniforms per call from ``rng`` (malformed?, verdict), so its stream
+    depends only on how many calls it has seen.
+    """
+
+    simulated = True
 
     def __call__(self, prompt: str) -> str:
         self.calls += 1
@@ -63,19 +69,13 @@ class SimulatedVerifier:
         return "REJECT" if u_verdict < p_reject else "APPROVE"
 
 
-class SimulatedUser:
+class SimulatedUser(_SimulatedReviewer):
     """Simulated user asked for consent: ``prompt -> "YES" | "NO"``.
 
     Draws one uniform per call from ``rng``.
     """
 
     simulated = True
-
-    def __init__(self, task: TauTask, probs: Mapping[str, float], rng: np.random.Generator):
-        self.task = task
-        self.probs = probs
-        self.rng = rng
-        self.calls = 0
 
     def __call__(self, prompt: str) -> str:
         self.calls += 1

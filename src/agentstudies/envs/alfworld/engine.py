@@ -6,8 +6,8 @@
   step (grammar symbol strings and conjunctive queries) and replaces the deep copies of
   the derivation context by dict copies. Both are pure speed-ups: observations and
   admissible commands are unchanged (tested); a step becomes several times cheaper
-  (``shared/notes/alfworld_engine.md``: 50 ms -> 13-16 ms in a small room from the parse
-  cache alone).
+  (about 50 ms -> 13-16 ms in a small room from the parse cache alone;
+  ``benchmarks/bench_alfworld.py`` times it).
 * :class:`CachedPddlState` -- a ``PddlState`` that reuses the PDDL->SAS translation of a
   problem it has already translated (the translation is the bulk of a reset).
 * :func:`atoms`, :func:`applicable_operators` -- direct reads of the fast-downward state.

@@ -281,6 +281,9 @@ def sample_spec(
 
     Raises ``KeyError`` for an unknown split or task type, ``ValueError`` for a layout not
     in the split, ``RuntimeError`` when no floor plan supports the task type.
+
+    Length: one body on purpose -- the order of the random draws fixes every generated
+    problem and so the checksums of the embedded pools; splitting it must keep that order.
     """
     if split not in SPLITS:
         raise KeyError(f"split {split!r}: expected one of {sorted(SPLITS)}")

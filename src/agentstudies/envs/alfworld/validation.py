@@ -97,6 +97,8 @@ def validate_game(game: Mapping[str, Any]) -> None:
     Raises :class:`GameValidationError` (a ``ValueError``) naming the task id, the missing
     predicate and the object/type it was needed for -- instead of the engine's
     ``KeyError: 'val1'``.
+
+    Length: a flat list of independent checks, in the order above.
     """
     for key in ("pddl_domain", "grammar", "pddl_problem", "traj_data"):
         if key not in game:

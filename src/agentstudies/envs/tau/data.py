@@ -59,8 +59,8 @@ __all__ = [
 DOMAINS: tuple[str, ...] = ("retail", "airline")
 
 #: Name prefixes of the state-changing (irreversible) tools. The package keeps no flag;
-#: this split was confirmed by hashing the database around every gold call
-#: (``../shared/notes/tau_bench_data.md``).
+#: the split agrees with hashing the database around every gold call (a write tool changes
+#: it, every other tool leaves it unchanged; ``tests/test_tau_env.py`` checks the lists).
 WRITE_PREFIXES: tuple[str, ...] = (
     "cancel_",
     "modify_",

@@ -341,8 +341,8 @@ def replay_gold(domain: str | None = None, *, communicate: bool = True) -> pd.Da
     The agent of this check calls each gold action in order through the real tools
     (including ``calculate`` and ``transfer_to_human_agents``), then, if ``communicate``,
     sends one message holding every ``communicate_info`` string. With ``communicate=True``
-    the reward must be 1.0 on all 114 retail and 50 airline tasks (measured with the
-    package's scorers, ``../shared/notes/tau_bench_data.md``); with ``communicate=False``
+    the reward must be 1.0 on all 114 retail and 50 airline tasks (the package's own
+    scorers give exactly that); with ``communicate=False``
     the package gives 76 of 114 and 44 of 50.
 
     Returns

@@ -1,0 +1,204 @@
+"""The import graph of ``src/agentstudies``: no cycles, and every import follows the layers.
+
+Layers (a module may import its own package and any layer listed for it; see
+CONTRIBUTING.md "Layers"):
+
+    base      agentstudies (root), results, parallel, _tolerances   -> base only
+    envs      environments                                           -> base
+    stats     statistics toolkit                                     -> base
+    methods   sasst, handoff, recovery (take plain tables)           -> stats, base
+    agents    policies, controllers                                  -> envs, base
+    studies   one module per study (env + agent, or a DGP)           -> envs, agents, methods, stats, base
+    top       chapter, runner, cli (the book layer)                  -> anything
+
+Imports inside ``if TYPE_CHECKING:`` blocks are annotations only and are ignored; imports
+inside functions count. A module outside every layer fails the test: place it in
+``LAYER_OF`` (and CONTRIBUTING.md) when you add one. Implementation modules ``_x.py`` of a
+package are imported only from inside that package (others import the package).
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+ROOT = "agentstudies"
+
+#: First dotted component under ``agentstudies`` -> layer.
+LAYER_OF = {
+    "": "base",  # the root package itself
+    "results": "base",
+    "parallel": "base",
+    "_tolerances": "base",
+    "envs": "envs",
+    "stats": "stats",
+    "sasst": "methods",
+    "handoff": "methods",
+    "recovery": "methods",
+    "agents": "agents",
+    "studies": "studies",
+    "chapter": "top",
+    "runner": "top",
+    "cli": "top",
+}
+
+#: Layer -> layers it may import (besides its own package).
+ALLOWED = {
+    "base": {"base"},
+    "envs": {"base"},
+    "stats": {"base"},
+    "methods": {"stats", "base"},
+    "agents": {"envs", "base"},
+    "studies": {"envs", "agents", "methods", "stats", "base"},
+    "top": {"base", "envs", "stats", "methods", "agents", "studies", "top"},
+}
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for p in sorted((SRC / ROOT).rglob("*.py")):
+        parts = list(p.relative_to(SRC).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        out[".".join(parts)] = p
+    return out
+
+
+MODULES = _modules()
+
+
+def _resolve(name: str) -> str:
+    """The longest module of ours that ``name`` (a module or module.attribute) lies in."""
+    while name and name not in MODULES:
+        name = name.rpartition(".")[0]
+    return name
+
+
+def _is_type_checking(node: ast.If) -> bool:
+    t = node.test
+    return (isinstance(t, ast.Name) and t.id == "TYPE_CHECKING") or (
+        isinstance(t, ast.Attribute) and t.attr == "TYPE_CHECKING")
+
+
+def _imports(module: str, path: Path) -> set[str]:
+    """Modules of ours that ``module`` imports (TYPE_CHECKING blocks excluded)."""
+    tree = ast.parse(path.read_text())
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    skip = {id(n) for node in ast.walk(tree) if isinstance(node, ast.If) and _is_type_checking(node)
+            for stmt in node.body for n in ast.walk(stmt)}
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if id(node) in skip:
+            continue
+        if isinstance(node, ast.Import):
+            found |= {_resolve(a.name) for a in node.names if a.name.split(".")[0] == ROOT}
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+                name = f"{base}.{node.module}" if node.module else base
+            else:
+                name = node.module or ""
+            if name.split(".")[0] != ROOT:
+                continue
+            for a in node.names:
+                sub = f"{name}.{a.name}"
+                found.add(sub if sub in MODULES else _resolve(name))
+    found.discard(module)
+    found.discard("")
+    return found
+
+
+GRAPH = {m: _imports(m, p) for m, p in MODULES.items()}
+
+
+def _top(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else ""
+
+
+def _package(module: str) -> str:
+    return ".".join(module.split(".")[:2])
+
+
+def test_every_module_has_a_layer():
+    unknown = sorted(m for m in MODULES if _top(m) not in LAYER_OF)
+    assert not unknown, f"modules outside every layer (add them to LAYER_OF and CONTRIBUTING.md): {unknown}"
+
+
+def test_no_import_cycles():
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    cycles: list[list[str]] = []
+    counter = [0]
+
+    def visit(v: str) -> None:  # Tarjan's strongly connected components
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in sorted(GRAPH.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                cycles.append(sorted(comp))
+
+    for v in sorted(GRAPH):
+        if v not in index:
+            visit(v)
+    assert not cycles, f"import cycles: {cycles}"
+
+
+def test_imports_follow_the_layers():
+    bad = []
+    for m, targets in GRAPH.items():
+        src = LAYER_OF.get(_top(m))
+        for t in targets:
+            if _package(t) == _package(m) and _top(m) != "":
+                continue  # inside one package
+            dst = LAYER_OF.get(_top(t))
+            if src is None or dst is None or dst not in ALLOWED[src]:
+                bad.append(f"{m} ({src}) imports {t} ({dst})")
+    assert not bad, "imports against the layer order:\n" + "\n".join(sorted(bad))
+
+
+def test_private_modules_are_imported_only_inside_their_package():
+    bad = []
+    for m, targets in GRAPH.items():
+        for t in targets:
+            parts = t.split(".")
+            private = [i for i, p in enumerate(parts) if p.startswith("_") and i > 0]
+            if not private:
+                continue
+            owner = ".".join(parts[: private[0]])
+            if not (m == owner or m.startswith(owner + ".")):
+                bad.append(f"{m} imports {t} (import {owner} instead)")
+    assert not bad, "\n".join(sorted(bad))
+
+
+def test_the_scanner_sees_lazy_imports_and_skips_type_checking(tmp_path):
+    """Function-level imports count; ``if TYPE_CHECKING:`` imports do not; relative imports
+    resolve against the package."""
+    f = tmp_path / "mod.py"
+    f.write_text(
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n    from agentstudies.chapter import Chapter\n"
+        "def g():\n    from agentstudies.agents import controllers\n"
+        "from ._engine import SASST\n"
+    )
+    got = _imports("agentstudies.sasst.mod", f)
+    assert got == {"agentstudies.agents.controllers", "agentstudies.sasst._engine"}
+    assert LAYER_OF[_top("agentstudies.agents.controllers")] not in ALLOWED["methods"]
