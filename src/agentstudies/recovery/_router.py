@@ -764,7 +764,7 @@ def evaluate_policies(
             np.add.at(sums[:, 0], ti[m], d)
             np.add.at(sums[:, 1], ti[m], 1.0)
             rng = np.random.default_rng(keyed_seed(seed, "router-eval", name, cond))
-            reps = paired_cluster_bootstrap(sums, lambda t: 100 * t[:, 0] / t[:, 1], n_boot=n_draws, rng=rng)
+            reps = paired_cluster_bootstrap(sums, lambda t: 100 * t[:, 0] / t[:, 1], n_draws=n_draws, rng=rng)
             lo, hi = percentile_interval(reps, level)
             row = dict(policy=name, condition=cond, n=n, success_never=100 * tr.y0[m].mean(),
                        success_policy=100 * ypol[m].mean(), delta=100 * d.mean(), ci_low=float(lo), ci_high=float(hi),
@@ -777,7 +777,7 @@ def evaluate_policies(
                 np.add.at(hs[:, 0], ti[m], hrm.astype(float))
                 np.add.at(hs[:, 1], ti[m], 1.0)
                 rng = np.random.default_rng(keyed_seed(seed, "router-clean-harm", name))
-                hr = paired_cluster_bootstrap(hs, lambda t: 100 * t[:, 0] / t[:, 1], n_boot=n_draws, rng=rng)
+                hr = paired_cluster_bootstrap(hs, lambda t: 100 * t[:, 0] / t[:, 1], n_draws=n_draws, rng=rng)
                 hl, hh = percentile_interval(hr, level)
                 # a zero count has a degenerate bootstrap interval: add the exact (Clopper-Pearson) bound
                 from scipy.stats import beta as _beta
