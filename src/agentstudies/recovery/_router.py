@@ -311,7 +311,8 @@ class FrozenRouter:
         """Write the hash (and the thresholds) as JSON -- the freeze record."""
         p = Path(path)
         p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(json.dumps(dict(kind=self.kind, sha256=self.sha256, thresholds=self.thresholds), indent=1) + "\n")
+        th = {k: (v if np.isfinite(v) else str(v)) for k, v in self.thresholds.items()}  # strict JSON: "inf"
+        p.write_text(json.dumps(dict(kind=self.kind, sha256=self.sha256, thresholds=th), indent=1) + "\n")
         return p
 
     def scores(self, table: pd.DataFrame) -> pd.DataFrame:
