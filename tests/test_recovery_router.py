@@ -233,3 +233,10 @@ def test_bad_decision_table():
     bad = tr.drop(index=5)
     with pytest.raises(ValueError, match="lacks some of the candidate delays"):
         rc.fit_router(bad, FEATS)
+
+
+def test_cate_router_hash_is_deterministic(fitted):
+    a, _ = rc.fit_cate_router(synth(40, 0), FEATS, seed=3, base=fitted.routers["cir"])
+    b, _ = rc.fit_cate_router(synth(40, 0), FEATS, seed=3, base=fitted.routers["cir"])
+    assert a.sha256 == b.sha256
+    a.verify()

@@ -103,6 +103,41 @@ def _impossible_rates():
     episodes = pd.DataFrame({"task_id": ["a", "a", "b", "b", "c", "c"], "kind": ["one_off"] * 6,
                              "workflow": ["w1", "w2"] * 3, "cheated": [1, 0, 0, 0, 1, 1]})
     return imp.cheating_rates(episodes, by=("kind", "workflow"), n_draws=100, seed=3)
+def _recovery_table():
+    rng = np.random.default_rng(0)
+    rows = [dict(task_id=f"t{t}", condition=c, delay=d, operation="refresh", y_without=y0, y_with=int(rng.random() < 0.6))
+            for t in range(8) for c in ("clean", "stale-2") for y0 in [int(rng.random() < 0.6)] for d in (0, 1)]
+    return pd.DataFrame(rows)
+
+
+def _recovery_result():
+    from agentstudies.recovery import analyze_paired
+
+    return analyze_paired(_recovery_table(), n_draws=100, seed=2)
+
+
+def _sign_flip():
+    from agentstudies.recovery import sign_flip_test
+
+    return sign_flip_test([1, 0, 2, -1, 1, 1], seed=2)
+
+
+def _router_evaluation():
+    from agentstudies.recovery import OutcomeVault, evaluate_policies, fit_router
+
+    rng = np.random.default_rng(1)
+    rows = []
+    for t in range(16):
+        for c in ("clean", "stale-1", "stale-2", "missing"):
+            y0 = int(rng.random() < (0.8 if c == "clean" else 0.4))
+            for d in (1, 2, 4):
+                rows.append(dict(task_id=f"t{t:02d}", condition=c, delay=d, y_without=y0,
+                                 y_with=int(rng.random() < 0.7), x1=float(c != "clean") + rng.normal(0, 0.5),
+                                 x2=rng.normal()))
+    df = pd.DataFrame(rows)
+    train, test = df[df["task_id"] < "t10"], df[df["task_id"] >= "t10"]
+    fit = fit_router(train, ["x1", "x2"], seed=2)
+    return evaluate_policies(fit.routers, OutcomeVault(test, ["x1", "x2"]), n_draws=100, seed=2, sign_flip_draws=1000)
 
 
 #: ``module.QualName`` -> builder of one instance from small real inputs.
@@ -114,6 +149,9 @@ BUILDERS: dict[str, Callable[[], Result]] = {
     "agentstudies.handoff._diagnostics.FailureAudit": _audit,
     "agentstudies.studies.toolsandbox.GroupMeans": _toolsandbox_group_means,
     "agentstudies.studies.impossible.RateResult": _impossible_rates,
+    "agentstudies.recovery._paired.RecoveryResult": _recovery_result,
+    "agentstudies.recovery._signflip.SignFlipResult": _sign_flip,
+    "agentstudies.recovery._router.RouterEvaluation": _router_evaluation,
 }
 
 CLASSES = _all_result_classes()

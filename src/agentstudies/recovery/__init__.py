@@ -22,6 +22,21 @@ The Causal Intervention Router (CIR)
     :func:`evaluate_policies` success vs never-refresh, rescue / harm, intervention
                               rates, clean-harm rate, sign-flip p -> :class:`RouterEvaluation`
 Figures: :mod:`agentstudies.recovery.plots`.
+
+Example (your own harness's logs; one row per fork)::
+
+    import pandas as pd
+    from agentstudies import recovery as rc
+
+    paired = pd.DataFrame({
+        "task_id": ["a", "a", "b", "b"], "condition": ["clean", "stale-2"] * 2,
+        "delay": 0, "operation": "refresh",
+        "y_without": [1, 0, 1, 1], "y_with": [1, 1, 0, 1],
+    })
+    res = rc.analyze_paired(paired, n_draws=2000, seed=0)
+    res.paired_counts()        # rescue / harm / both per cell; rescue - harm = Delta * n / 100
+    res.contrast_table()       # stale-2 - clean, with task-level bootstrap intervals
+    rc.sign_flip_test([1, 0, 2, -1, 1]).p_value
 """
 
 from agentstudies.recovery._paired import (

@@ -219,7 +219,7 @@ def analyze_paired(
         harm = y0 * (1 - y1)
         rng = np.random.default_rng(keyed_seed(seed, "recovery-bootstrap", str(cohort)))
         sums = np.concatenate([diff, resc, harm], axis=1).astype(float)
-        reps = paired_cluster_bootstrap(sums, lambda tot: 100.0 * tot / n, n_boot=int(n_draws), rng=rng)
+        reps = paired_cluster_bootstrap(sums, lambda tot: 100.0 * tot / n, n_draws=int(n_draws), rng=rng)
         rd, rr, rh = reps[:, :k], reps[:, k:2 * k], reps[:, 2 * k:]
         ci_d = percentile_interval(rd, level)
         ci_r = percentile_interval(rr, level)

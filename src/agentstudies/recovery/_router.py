@@ -294,14 +294,14 @@ class FrozenRouter:
 
     @classmethod
     def build(cls, kind, features, models, thresholds, lam, delays, clean, cate_model=None) -> "FrozenRouter":
-        cate_state = _cate_state(cate_model)
+        cate_state = _cate_state(cate_model, len(features))
         sha = cls._digest(kind, features, models, thresholds, lam, delays, clean, cate_state)
         return cls(kind, tuple(features), models, dict(thresholds), float(lam), tuple(delays), clean, sha, cate_model)
 
     def verify(self) -> str:
         """Recompute the SHA-256; raises ``OutcomesSealedError`` if anything changed."""
         sha = self._digest(self.kind, self.features, self.models, self.thresholds, self.lam, self.candidate_delays,
-                           self.clean, _cate_state(self.cate_model))
+                           self.clean, _cate_state(self.cate_model, len(self.features)))
         if sha != self.sha256:
             raise OutcomesSealedError(f"frozen {self.kind!r} router was modified after the freeze "
                                       f"(sha256 {sha[:12]} != {self.sha256[:12]})")
@@ -311,7 +311,8 @@ class FrozenRouter:
         """Write the hash (and the thresholds) as JSON -- the freeze record."""
         p = Path(path)
         p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(json.dumps(dict(kind=self.kind, sha256=self.sha256, thresholds=self.thresholds), indent=1) + "\n")
+        th = {k: (v if np.isfinite(v) else str(v)) for k, v in self.thresholds.items()}  # strict JSON: "inf"
+        p.write_text(json.dumps(dict(kind=self.kind, sha256=self.sha256, thresholds=th), indent=1) + "\n")
         return p
 
     def scores(self, table: pd.DataFrame) -> pd.DataFrame:
@@ -350,13 +351,16 @@ class FrozenRouter:
         return keys.assign(intervene=anyt, delay=delay)
 
 
-def _cate_state(model) -> Any:
+def _cate_state(model, n_features: int | None = None) -> Any:
+    """Deterministic fingerprint of a fitted CATE model: its effect at the origin and at
+    each unit vector of feature space (exact for a linear final stage, a fingerprint for
+    a forest), rounded to 10 decimals -- no object addresses, so equal fits hash equal."""
     if model is None:
         return None
-    try:
-        return dict(coef=np.asarray(model.coef_).round(12).tolist(), intercept=np.asarray(model.intercept_).round(12).tolist())
-    except Exception:  # pragma: no cover - nonlinear final stage
-        return repr(model)
+    if n_features is None:
+        n_features = int(getattr(model, "_n_features", 0) or 0)
+    probe = np.vstack([np.zeros((1, n_features)), np.eye(n_features)])
+    return np.round(np.asarray(model.effect(probe), dtype=float).ravel(), 10).tolist()
 
 
 # ---------------------------------------------------------------- vault
@@ -761,7 +765,7 @@ def evaluate_policies(
             np.add.at(sums[:, 0], ti[m], d)
             np.add.at(sums[:, 1], ti[m], 1.0)
             rng = np.random.default_rng(keyed_seed(seed, "router-eval", name, cond))
-            reps = paired_cluster_bootstrap(sums, lambda t: 100 * t[:, 0] / t[:, 1], n_boot=n_draws, rng=rng)
+            reps = paired_cluster_bootstrap(sums, lambda t: 100 * t[:, 0] / t[:, 1], n_draws=n_draws, rng=rng)
             lo, hi = percentile_interval(reps, level)
             row = dict(policy=name, condition=cond, n=n, success_never=100 * tr.y0[m].mean(),
                        success_policy=100 * ypol[m].mean(), delta=100 * d.mean(), ci_low=float(lo), ci_high=float(hi),
@@ -774,7 +778,7 @@ def evaluate_policies(
                 np.add.at(hs[:, 0], ti[m], hrm.astype(float))
                 np.add.at(hs[:, 1], ti[m], 1.0)
                 rng = np.random.default_rng(keyed_seed(seed, "router-clean-harm", name))
-                hr = paired_cluster_bootstrap(hs, lambda t: 100 * t[:, 0] / t[:, 1], n_boot=n_draws, rng=rng)
+                hr = paired_cluster_bootstrap(hs, lambda t: 100 * t[:, 0] / t[:, 1], n_draws=n_draws, rng=rng)
                 hl, hh = percentile_interval(hr, level)
                 # a zero count has a degenerate bootstrap interval: add the exact (Clopper-Pearson) bound
                 from scipy.stats import beta as _beta

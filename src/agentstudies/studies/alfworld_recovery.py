@@ -614,7 +614,8 @@ def router_pipeline(
     if freeze_path is not None:
         p = Path(freeze_path)
         p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(json.dumps({k: dict(kind=r.kind, sha256=r.sha256, thresholds=r.thresholds)
+        finite = lambda th: {k: (v if np.isfinite(v) else str(v)) for k, v in th.items()}  # noqa: E731 - strict JSON
+        p.write_text(json.dumps({k: dict(kind=r.kind, sha256=r.sha256, thresholds=finite(r.thresholds))
                                  for k, r in routers.items()}, indent=1, sort_keys=True) + "\n")
     evaluation = evaluate_policies(routers, vault, level=level, n_draws=n_draws, seed=seed)
     return dict(fit=fit, cate=cate, cate_selection=cate_sel, evaluation=evaluation, vault=vault,
