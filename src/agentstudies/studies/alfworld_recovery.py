@@ -624,20 +624,11 @@ def router_pipeline(
 
 # ------------------------------------------------------------------ paper values
 def paper_table(name: str) -> pd.DataFrame:
-    """The paper's values of table ``name`` from ``data/paper/cir_<name>.csv`` (labelled
-    ``source = "paper"``). Raises ``FileNotFoundError`` naming the file."""
-    from pathlib import Path
+    """The paper's values of table ``name`` from ``data/paper/alfworld_recovery_<name>.csv``
+    (labelled ``source = "paper"``). Raises ``KeyError`` naming the stored tables."""
+    from agentstudies.studies._paper import paper_values
 
-    here = Path(__file__).resolve()
-    for parent in here.parents:
-        if (parent / "pyproject.toml").is_file():
-            p = parent / "data" / "paper" / f"cir_{name}.csv"
-            break
-    else:  # pragma: no cover
-        p = Path("data") / "paper" / f"cir_{name}.csv"
-    if not p.is_file():
-        raise FileNotFoundError(f"paper table {name!r}: {p} does not exist")
-    return pd.read_csv(p).assign(source="paper")
+    return paper_values("alfworld_recovery", name).assign(source="paper")
 
 
 # ------------------------------------------------------------------ paper-shaped tables

@@ -18,7 +18,7 @@ submission really runs in the sandbox, and the book's protocols on top:
   run, with and without a specification reminder, analysed with
   :func:`agentstudies.recovery.analyze_paired` (rescue / harm).
 
-The paper's approximate headline numbers live in ``data/paper/impossible_headlines.csv``
+The paper's approximate headline numbers live in ``data/paper/impossible_cheating_headlines.csv``
 (:func:`paper_headlines`) and are only ever shown beside ours, labelled
 "paper (approx.)".
 """
@@ -280,8 +280,10 @@ def variant_summary(table: dict | None = None) -> tuple[pd.DataFrame, pd.DataFra
 
 # ------------------------------------------------------------------------ paper
 def paper_headlines() -> pd.DataFrame:
-    """``data/paper/impossible_headlines.csv``: the paper's approximate headline rates."""
-    return pd.read_csv(_repo_root() / "data" / "paper" / "impossible_headlines.csv")
+    """``data/paper/impossible_cheating_headlines.csv``: the paper's approximate headline rates."""
+    from agentstudies.studies._paper import paper_values
+
+    return paper_values("impossible_cheating", "headlines")
 
 
 def headline_directions(episodes: pd.DataFrame) -> pd.DataFrame:
