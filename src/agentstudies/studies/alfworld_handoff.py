@@ -324,6 +324,28 @@ def _resolve_pool(pool, tasks_per_type, pool_seed) -> list[dict[str, Any]]:
     return out
 
 
+def _check_study_args(early_budget: int, D: int, continuation_budget: int, clone: str, expert: str,
+                      seeds: Sequence[int]) -> list[int]:
+    """Refuse bad budgets, clone modes, expert sources and seed lists (see
+    :func:`run_handoff_study`); returns the seeds as a list of ints."""
+    if early_budget < 1:
+        raise ValueError(f"early_budget={early_budget}: expected a positive integer")
+    if D < 1:
+        raise ValueError(f"D={D}: expected a positive integer")
+    if continuation_budget < D:
+        raise ValueError(f"continuation_budget={continuation_budget} < D={D}: a solver could never finish")
+    if clone not in ("replay", "snapshot"):
+        raise ValueError(f"clone={clone!r}: expected 'replay' or 'snapshot'")
+    if expert not in ("analytic", "fast_downward"):
+        raise ValueError(f"expert={expert!r}: expected 'analytic' or 'fast_downward'")
+    seeds = [int(s) for s in seeds]
+    if not seeds:
+        raise ValueError("seeds is empty: expected at least one paired seed")
+    if len(set(seeds)) != len(seeds):
+        raise ValueError(f"seeds {seeds} contain duplicates")
+    return seeds
+
+
 def run_handoff_study(
     pool: str | Sequence[str] | Sequence[Mapping[str, Any]],
     tasks_per_type: int | None = 5,
@@ -390,21 +412,7 @@ def run_handoff_study(
     state already lies on ``F_D`` (a reacher could "arrive" without acting);
     :class:`env.ReplayMismatch` if a replay disagrees with its record.
     """
-    if early_budget < 1:
-        raise ValueError(f"early_budget={early_budget}: expected a positive integer")
-    if D < 1:
-        raise ValueError(f"D={D}: expected a positive integer")
-    if continuation_budget < D:
-        raise ValueError(f"continuation_budget={continuation_budget} < D={D}: a solver could never finish")
-    if clone not in ("replay", "snapshot"):
-        raise ValueError(f"clone={clone!r}: expected 'replay' or 'snapshot'")
-    if expert not in ("analytic", "fast_downward"):
-        raise ValueError(f"expert={expert!r}: expected 'analytic' or 'fast_downward'")
-    seeds = [int(s) for s in seeds]
-    if not seeds:
-        raise ValueError("seeds is empty: expected at least one paired seed")
-    if len(set(seeds)) != len(seeds):
-        raise ValueError(f"seeds {seeds} contain duplicates")
+    seeds = _check_study_args(early_budget, D, continuation_budget, clone, expert, seeds)
     checkpoints_default = reachers is None
     if reachers is None:
         reachers = make_study_checkpoints(checkpoints, temperature=temperature)
@@ -423,6 +431,29 @@ def run_handoff_study(
                      reachers=items, early_budget=early_budget, D=D, cont=continuation_budget, clone=clone,
                      expert_method=expert, strict=strict)
     wall = time.perf_counter() - t0
+    traj, steps, eps, audit, acts = _study_tables(out, clone)
+    worker_seconds = float(sum(o["seconds"] for o in out))
+    n_traj = len(traj)
+    timing = {
+        "wall_seconds": wall,
+        "worker_seconds": worker_seconds,
+        "seconds_per_trajectory": worker_seconds / max(n_traj, 1),
+        "reacher_steps": float(len(steps)),
+    }
+    params = dict(
+        tasks=len(games), tasks_per_type=tasks_per_type, seeds=seeds, reachers=[k for k, _ in items],
+        early_budget=early_budget, D=D, continuation_budget=continuation_budget, n_jobs=n_jobs, clone=clone,
+        pool_seed=pool_seed, expert=expert, checkpoints=checkpoints if reachers_given is None else "custom",
+        temperature=temperature, strict=strict,
+        policies={k: getattr(v, "params", repr(v)) for k, v in items},
+    )
+    return HandoffStudy(traj, steps, eps, audit, params, timing, acts)
+
+
+def _study_tables(out: Sequence[Mapping[str, Any]], clone: str
+                  ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """Concatenate the per-task rows of :func:`_run_task` into the study's typed
+    trajectory, step, episode, audit (summed per split) and action tables."""
     traj = pd.DataFrame([r for o in out for r in o["trajectories"]], columns=TRAJECTORY_COLUMNS)
     steps = pd.DataFrame([r for o in out for r in o["steps"]], columns=STEP_COLUMNS)
     eps = pd.DataFrame([r for o in out for r in o["episodes"]], columns=EPISODE_COLUMNS)
@@ -454,22 +485,7 @@ def run_handoff_study(
     audit = pd.DataFrame(
         [(s, clone, *[v[c] for c in AUDIT_COLUMNS[2:]]) for s, v in audit_rows.items()], columns=AUDIT_COLUMNS
     )
-    worker_seconds = float(sum(o["seconds"] for o in out))
-    n_traj = len(traj)
-    timing = {
-        "wall_seconds": wall,
-        "worker_seconds": worker_seconds,
-        "seconds_per_trajectory": worker_seconds / max(n_traj, 1),
-        "reacher_steps": float(len(steps)),
-    }
-    params = dict(
-        tasks=len(games), tasks_per_type=tasks_per_type, seeds=seeds, reachers=[k for k, _ in items],
-        early_budget=early_budget, D=D, continuation_budget=continuation_budget, n_jobs=n_jobs, clone=clone,
-        pool_seed=pool_seed, expert=expert, checkpoints=checkpoints if reachers_given is None else "custom",
-        temperature=temperature, strict=strict,
-        policies={k: getattr(v, "params", repr(v)) for k, v in items},
-    )
-    return HandoffStudy(traj, steps, eps, audit, params, timing, acts)
+    return traj, steps, eps, audit, acts
 
 
 def make_study_checkpoints(checkpoints: str = "trained", *, temperature: float = 0.4) -> dict[str, Any]:
