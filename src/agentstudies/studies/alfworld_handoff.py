@@ -59,7 +59,7 @@ import hashlib
 import json
 import time
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -172,6 +172,9 @@ def _run_task(
     expert_method: str = "analytic",
     strict: bool = False,
 ) -> dict[str, Any]:
+    """One task's rows: for each seed and reacher, the reacher's phase (:func:`_reach`)
+    and, on arrival, the handoff to every solver (:func:`_hand_off`). Returns the task's
+    trajectory, step, episode and action rows, its audit counts and worker seconds."""
     t0 = time.perf_counter()
     budget = early_budget + cont
     env = _worker_env(budget, strict)
@@ -197,41 +200,8 @@ def _run_task(
                 "could arrive without acting -- use problems whose optimal plan is longer than D"
             )
         for rname, reacher in reachers:
-            env.reset(seed, budget)
-            memo: dict[int, Any] = {}  # frontier answers by engine state id (this episode)
-            reacher.reset(task_id, seed, role="reacher")
-            obs = observe()
-            key = env.state_key()
-            seen = {key}
-            prev_action = None
-            arrival = None
-            fc_arrival = None
-            t = 0
-            for t in range(1, early_budget + 1):
-                action = reacher.act(obs)
-                shown, cands = _log_of(reacher, obs, action)
-                env.step(action)
-                valid = env.valid[-1]
-                new_key = env.state_key()
-                if valid:
-                    sid = env.state_id()
-                    fc = memo.get(sid)
-                    if fc is None:  # the answer depends on the engine state only (b >= D here)
-                        fc = memo[sid] = frontier_check(env, D)
-                    on = fc.on_frontier
-                else:  # an inadmissible command changes nothing: never progress, never an arrival
-                    fc, on = None, False
-                step_rows.append((split, task_id, seed, rname, t, action, new_key, new_key != key,
-                                  action == prev_action, new_key in seen, on, valid))
-                act_rows.append((split, task_id, seed, rname, pd.NA, "reacher", t, shown, cands, action, valid))
-                seen.add(new_key)
-                key, prev_action = new_key, action
-                if on:
-                    arrival, fc_arrival = t, fc
-                    break
-                if env.done:  # pragma: no cover - a win passes through F_D first
-                    break
-                obs = observe()
+            arrival, fc_arrival, t = _reach(env, reacher, observe, seed, budget, early_budget, D,
+                                            (split, task_id, rname), step_rows, act_rows)
             arrived = arrival is not None
             n_invalid = int(sum(not v for v in env.valid))
             traj_rows.append((split, task_id, task_type, seed, rname, arrived, arrival, t,
@@ -242,50 +212,8 @@ def _run_task(
                     ep_rows.append((split, task_id, task_type, seed, rname, sname, False, None, 0, None, None,
                                     None, None, None, n_invalid))
                 continue
-            # ---- handoff: clone the arrival state once per solver
-            audit["arrivals"] += 1
-            prefix, records = env.actions, env.records
-            snap = env.snapshot() if clone == "snapshot" else None
-            inputs = []
-            results = []
-            for sname, solver in reachers:
-                if clone == "replay":
-                    audit["replays"] += 1
-                    try:
-                        env.replay(seed, prefix, records, budget)
-                    except ReplayMismatch:
-                        audit["replays_failed"] += 1
-                        raise
-                    audit["replays_passed"] += 1
-                else:
-                    env.restore(snap)
-                env.set_remaining_budget(cont)
-                obs = observe()
-                shown_hash = _shown_hash(obs)
-                inputs.append((shown_hash, tuple(env.admissible), env.history_hash()))
-                solver.reset(task_id, seed, role="solver")
-                first = None
-                n_before = len(env.actions)
-                for k in range(1, cont + 1):
-                    a = solver.act(obs)
-                    shown, cands = _log_of(solver, obs, a)
-                    first = a if first is None else first
-                    env.step(a)
-                    act_rows.append((split, task_id, seed, rname, sname, "solver", k, shown, cands, a, env.valid[-1]))
-                    if env.done:
-                        break
-                    obs = observe()
-                solved = bool(env.won)
-                s_invalid = int(sum(not v for v in env.valid[n_before:]))
-                results.append((sname, solved, first in fc_arrival.bridge_actions, s_invalid, shown_hash, first))
-            if clone == "snapshot":
-                env.release_snapshots()
-                # audit: one verified operational clone of the arrival state
-                audit["replays"] += 1
-                env.replay(seed, prefix, records, budget)
-                audit["replays_passed"] += 1
-            audit["solver_pairs"] += 1
-            audit["solver_pairs_equal_inputs"] += int(all(x == inputs[0] for x in inputs))
+            results = _hand_off(env, reachers, observe, seed, budget, cont, clone, fc_arrival,
+                                (split, task_id, rname), audit, act_rows)
             for sname, solved, bridge, s_invalid, shown_hash, first in results:
                 ep_rows.append((split, task_id, task_type, seed, rname, sname, True, solved, int(solved), bridge, arrival,
                                 s_invalid, shown_hash, first, n_invalid))
@@ -293,6 +221,107 @@ def _run_task(
         split=split, trajectories=traj_rows, steps=step_rows, episodes=ep_rows, actions=act_rows, audit=audit,
         seconds=time.perf_counter() - t0,
     )
+
+
+def _reach(env: Any, reacher: Any, observe: Callable[[], dict[str, Any]], seed: int, budget: int,
+           early_budget: int, D: int, ids: tuple[str, str, str], step_rows: list, act_rows: list
+           ) -> tuple[int | None, Any, int]:
+    """The reacher's phase of one (task, seed, reacher): act until the state lies on
+    ``F_D`` (arrival) or ``early_budget`` actions are spent, logging step and action
+    rows. Returns the arrival step (``None``: no arrival), the frontier check at
+    arrival and the number of actions taken."""
+    split, task_id, rname = ids
+    env.reset(seed, budget)
+    memo: dict[int, Any] = {}  # frontier answers by engine state id (this episode)
+    reacher.reset(task_id, seed, role="reacher")
+    obs = observe()
+    key = env.state_key()
+    seen = {key}
+    prev_action = None
+    arrival = None
+    fc_arrival = None
+    t = 0
+    for t in range(1, early_budget + 1):
+        action = reacher.act(obs)
+        shown, cands = _log_of(reacher, obs, action)
+        env.step(action)
+        valid = env.valid[-1]
+        new_key = env.state_key()
+        if valid:
+            sid = env.state_id()
+            fc = memo.get(sid)
+            if fc is None:  # the answer depends on the engine state only (b >= D here)
+                fc = memo[sid] = frontier_check(env, D)
+            on = fc.on_frontier
+        else:  # an inadmissible command changes nothing: never progress, never an arrival
+            fc, on = None, False
+        step_rows.append((split, task_id, seed, rname, t, action, new_key, new_key != key,
+                          action == prev_action, new_key in seen, on, valid))
+        act_rows.append((split, task_id, seed, rname, pd.NA, "reacher", t, shown, cands, action, valid))
+        seen.add(new_key)
+        key, prev_action = new_key, action
+        if on:
+            arrival, fc_arrival = t, fc
+            break
+        if env.done:  # pragma: no cover - a win passes through F_D first
+            break
+        obs = observe()
+    return arrival, fc_arrival, t
+
+
+def _hand_off(env: Any, reachers: Sequence[tuple[str, Any]], observe: Callable[[], dict[str, Any]],
+              seed: int, budget: int, cont: int, clone: str, fc_arrival: Any, ids: tuple[str, str, str],
+              audit: dict[str, int], act_rows: list) -> list[tuple]:
+    """The handoff: clone the arrival state once per solver (verified replay, or snapshot
+    restore plus one audit replay) and let each solver continue for ``cont`` actions,
+    logging action rows and counting the audit. Returns per solver ``(name, solved,
+    first action is a bridge action, solver's invalid actions, shown-input hash, first
+    action)``. Raises :class:`ReplayMismatch` if a replay disagrees with its record."""
+    split, task_id, rname = ids
+    audit["arrivals"] += 1
+    prefix, records = env.actions, env.records
+    snap = env.snapshot() if clone == "snapshot" else None
+    inputs = []
+    results = []
+    for sname, solver in reachers:
+        if clone == "replay":
+            audit["replays"] += 1
+            try:
+                env.replay(seed, prefix, records, budget)
+            except ReplayMismatch:
+                audit["replays_failed"] += 1
+                raise
+            audit["replays_passed"] += 1
+        else:
+            env.restore(snap)
+        env.set_remaining_budget(cont)
+        obs = observe()
+        shown_hash = _shown_hash(obs)
+        inputs.append((shown_hash, tuple(env.admissible), env.history_hash()))
+        solver.reset(task_id, seed, role="solver")
+        first = None
+        n_before = len(env.actions)
+        for k in range(1, cont + 1):
+            a = solver.act(obs)
+            shown, cands = _log_of(solver, obs, a)
+            first = a if first is None else first
+            env.step(a)
+            act_rows.append((split, task_id, seed, rname, sname, "solver", k, shown, cands, a, env.valid[-1]))
+            if env.done:
+                break
+            obs = observe()
+        solved = bool(env.won)
+        s_invalid = int(sum(not v for v in env.valid[n_before:]))
+        results.append((sname, solved, first in fc_arrival.bridge_actions, s_invalid, shown_hash, first))
+    if clone == "snapshot":
+        env.release_snapshots()
+        # audit: one verified operational clone of the arrival state
+        audit["replays"] += 1
+        env.replay(seed, prefix, records, budget)
+        audit["replays_passed"] += 1
+    audit["solver_pairs"] += 1
+    audit["solver_pairs_equal_inputs"] += int(all(x == inputs[0] for x in inputs))
+    return results
 
 
 def _run_task_item(game: Mapping[str, Any], rng: np.random.Generator, **kwargs: Any) -> dict[str, Any]:
