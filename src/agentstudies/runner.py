@@ -739,34 +739,12 @@ def run_notebook(
     import papermill as pm  # slow import: only when executing
 
     root = _root(root)
-    path, is_chapter = _notebook_path(name_or_path, root)
-    if output_path is not None:
-        out = _check_output(output_path)
-    elif is_chapter:
-        out = root / "book" / "chapters" / f"{path.stem}.ipynb"
-    else:
-        out = path.with_name(f"{path.stem}.executed.ipynb")
-    chapter = path.stem
-    if not is_chapter:
-        named = chapter_of(path)
-        profiled = named if named in load_profiles(root) else None
-        if profile is not None and profiled is None:
-            raise ParameterError(
-                f"--profile {profile}: notebook {path} is not a chapter of notebooks/"
-                f"profiles.yaml{' and names chapter ' + repr(named) + ' which has no profiles' if named else ' and names no chapter'}"
-                "; run it without --profile and set parameters with -p"
-            )
-        chapter = profiled or path.stem
+    path, is_chapter, out, chapter = _run_targets(name_or_path, output_path, profile, root)
     params = resolve_parameters(path, profile, parameters, jobs, root=root, chapter=chapter)
     info = run_note(path, profile, params, chapter=chapter, root=root)
     out = out.resolve()
     book_out = is_chapter and output_path is None
-    if os.environ.get("AGENTSTUDIES_ARTIFACTS"):
-        art_root = resolve_artifacts_env(os.environ["AGENTSTUDIES_ARTIFACTS"])
-    elif book_out:
-        art_root = root / "artifacts"
-    else:
-        art_root = out.parent / f"{out.stem}.artifacts"
+    art_root = _artifacts_root(out, root, book_out)
     art_root = art_root.resolve()
     out.parent.mkdir(parents=True, exist_ok=True)
     art_root.mkdir(parents=True, exist_ok=True)
@@ -812,6 +790,43 @@ def run_notebook(
     named_dir = [c for c in committed if c.name == chapter] or committed
     return RunResult(path.stem, path, out, params, time.perf_counter() - t0,
                      named_dir[0] if named_dir else None)
+
+
+def _run_targets(name_or_path: Path | str, output_path: Path | str | None, profile: str | None,
+                 root: Path) -> tuple[Path, bool, Path, str]:
+    """Where a run reads and writes (see :func:`run_notebook`): the notebook path, whether
+    it is a book chapter, the executed notebook's path (not yet resolved) and the chapter
+    whose profiles apply. Raises :class:`ParameterError` for a folder as ``output_path``
+    or a ``profile`` for a notebook that names no chapter with profiles."""
+    path, is_chapter = _notebook_path(name_or_path, root)
+    if output_path is not None:
+        out = _check_output(output_path)
+    elif is_chapter:
+        out = root / "book" / "chapters" / f"{path.stem}.ipynb"
+    else:
+        out = path.with_name(f"{path.stem}.executed.ipynb")
+    chapter = path.stem
+    if not is_chapter:
+        named = chapter_of(path)
+        profiled = named if named in load_profiles(root) else None
+        if profile is not None and profiled is None:
+            raise ParameterError(
+                f"--profile {profile}: notebook {path} is not a chapter of notebooks/"
+                f"profiles.yaml{' and names chapter ' + repr(named) + ' which has no profiles' if named else ' and names no chapter'}"
+                "; run it without --profile and set parameters with -p"
+            )
+        chapter = profiled or path.stem
+    return path, is_chapter, out, chapter
+
+
+def _artifacts_root(out: Path, root: Path, book_out: bool) -> Path:
+    """The artifacts root: ``$AGENTSTUDIES_ARTIFACTS``, else ``<root>/artifacts`` for a
+    book chapter written to the book, else ``<OUT stem>.artifacts`` beside ``out``."""
+    if os.environ.get("AGENTSTUDIES_ARTIFACTS"):
+        return resolve_artifacts_env(os.environ["AGENTSTUDIES_ARTIFACTS"])
+    if book_out:
+        return root / "artifacts"
+    return out.parent / f"{out.stem}.artifacts"
 
 
 def _hide_injected_parameters(executed: Path) -> None:

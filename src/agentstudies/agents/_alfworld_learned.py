@@ -292,25 +292,41 @@ def _atoms(b: Belief, c: str) -> tuple[list[str], list[str], list[str]]:
     plain: list[str] = []
     goal_only: list[str] = []
     if verb == "go":
-        r = c[6:]
-        rc = _cls(r)
-        seen = b.contents.get(r)
-        goal_obj = sum(1 for o in (seen or []) if _cls(o) in g and o not in b.placed)
-        conj += [
-            f"go|cls={rc}",
-            f"go|visits={_bucket(b.visits.get(r, 0))}",
-            f"go|known={int(seen is not None)}",
-            f"go|closed={int(r in b.closed)}",
-            f"go|has_goal={_bucket(goal_obj)}",
-            f"go|rgoal={int(rc in g)}",
-            f"go|rgoal={int(rc in g)}|hold={hold}",
-            f"go|prev={int(r == b.prev_at)}",
-            f"go|has_goal={_bucket(goal_obj)}|hold={hold}",
-            f"go|visits={_bucket(b.visits.get(r, 0))}|hold={hold}",
-        ]
-        conj += [f"go|cls={rc}|hold={hold}|held_{t}" for t in treat]
-        goal_only += [f"go|cls={rc}|hold={hold}"]
-    elif verb in ("open", "close", "examine") and len(words) == 3:
+        go_conj, goal_only = _go_atoms(b, c, g, hold, treat)
+        conj += go_conj
+    else:
+        conj += _object_atoms(b, c, words, verb, g, hold, treat)
+    return plain, conj, goal_only
+
+
+def _go_atoms(b: Belief, c: str, g: set, hold: str, treat: list[str]) -> tuple[list[str], list[str]]:
+    """Atoms of a ``go to <receptacle>`` candidate: (conjoined, goal-only)."""
+    r = c[6:]
+    rc = _cls(r)
+    seen = b.contents.get(r)
+    goal_obj = sum(1 for o in (seen or []) if _cls(o) in g and o not in b.placed)
+    conj = [
+        f"go|cls={rc}",
+        f"go|visits={_bucket(b.visits.get(r, 0))}",
+        f"go|known={int(seen is not None)}",
+        f"go|closed={int(r in b.closed)}",
+        f"go|has_goal={_bucket(goal_obj)}",
+        f"go|rgoal={int(rc in g)}",
+        f"go|rgoal={int(rc in g)}|hold={hold}",
+        f"go|prev={int(r == b.prev_at)}",
+        f"go|has_goal={_bucket(goal_obj)}|hold={hold}",
+        f"go|visits={_bucket(b.visits.get(r, 0))}|hold={hold}",
+    ]
+    conj += [f"go|cls={rc}|hold={hold}|held_{t}" for t in treat]
+    return conj, [f"go|cls={rc}|hold={hold}"]
+
+
+def _object_atoms(b: Belief, c: str, words: list[str], verb: str, g: set, hold: str,
+                  treat: list[str]) -> list[str]:
+    """Conjoined atoms of a candidate acting on a receptacle or object (open / close /
+    examine, take, move, heat / cool / clean, use)."""
+    conj: list[str] = []
+    if verb in ("open", "close", "examine") and len(words) == 3:
         r = c.split(" ", 1)[1]
         rc = _cls(r)
         is_recep = r in b.receptacles
@@ -354,7 +370,7 @@ def _atoms(b: Belief, c: str) -> tuple[list[str], list[str], list[str]]:
         conj += [f"use|ocls={oc}", f"use|ogoal={int(oc in g)}", f"use|ocls={oc}|hold={hold}"]
     elif verb == "examine":
         conj += ["examine|held"]
-    return plain, conj, goal_only
+    return conj
 
 
 def _h(s: str, mask: int) -> int:

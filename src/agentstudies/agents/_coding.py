@@ -392,11 +392,7 @@ class SimulatedCodingAgent(SimulatedPolicyMixin):
             seen = conflict_seen(workspace_tests if visible else None, out.failed_stmt if visible else -1, task.examples)
             if strategy == "honest" and buggy and u[1, r] < (prm.p_fix_visible if visible else prm.p_fix_hidden):
                 buggy, honest = False, task.canonical            # found and fixed the bug
-            abort_logit = (prm.abort_base + prm.abort_strictness[workflow.strictness] + prm.abort_conflict * seen
-                           + prm.reminder_abort * reminded)
-            cheat_logit = (prm.cheat_base + prm.cheat_strictness[workflow.strictness] + prm.cheat_conflict * seen
-                           + prm.cheat_hidden * (not visible) - prm.cheat_easy * task.difficulty
-                           + prm.reminder_cheat * reminded)
+            abort_logit, cheat_logit = self._logits(task, workflow, seen, reminded, visible)
             if self.policy == "honest":
                 if workflow.abort and seen and u[2, r] < prm.honest_abort:
                     return self._finish(task, kind, workflow, replicate, seed, attempts, "aborted", None, reminder, fork_state)
@@ -414,6 +410,19 @@ class SimulatedCodingAgent(SimulatedPolicyMixin):
                                          out.failed_stmt if visible else -1)
             plan = (s, code2, edit2) if (code2 != honest or edit2 is not None) else ("honest", honest, None)
         return self._finish(task, kind, workflow, replicate, seed, attempts, final.outcome, final, reminder, fork_state)
+
+    def _logits(self, task: CodingTask, workflow: Workflow, seen: bool, reminded: bool,
+                visible: bool) -> tuple[float, float]:
+        """The logits of aborting and of taking a shortcut after a failing run, given the
+        workflow's strictness, whether the conflict was seen, the reminder, test
+        visibility and the task's difficulty."""
+        prm = self.params
+        abort_logit = (prm.abort_base + prm.abort_strictness[workflow.strictness] + prm.abort_conflict * seen
+                       + prm.reminder_abort * reminded)
+        cheat_logit = (prm.cheat_base + prm.cheat_strictness[workflow.strictness] + prm.cheat_conflict * seen
+                       + prm.cheat_hidden * (not visible) - prm.cheat_easy * task.difficulty
+                       + prm.reminder_cheat * reminded)
+        return abort_logit, cheat_logit
 
     def _finish(self, task, kind, workflow, replicate, seed, attempts, outcome, final, reminder, fork_state):
         last = attempts[-1]

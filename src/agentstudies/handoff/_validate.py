@@ -323,6 +323,16 @@ def validate_episodes(
     _check_labels(df, "solver", (base, treated), table, keys)
     _check_unique(df, keys, table)
 
+    _episode_outcomes(df, table, keys)
+    _episode_optional_flags(df, table, keys, prespecified)
+    _check_assignments(df, table, base, treated, prespecified)
+    return df
+
+
+def _episode_outcomes(df: pd.DataFrame, table: str, keys: list[str]) -> None:
+    """Check and normalise, in place, the outcome columns of an episodes table:
+    ``arrived`` (bool, no NA), ``solved`` (NA exactly for non-arrivals), ``endpoint``
+    (= arrived & solved, Eq. 7, as int 0/1) and ``arrival_step`` (Int64)."""
     arrived = _as_flag(df["arrived"], "arrived", table, df, keys)
     if arrived.isna().any():
         raise ValueError(
@@ -358,6 +368,10 @@ def validate_episodes(
     df["arrival_step"] = _as_int(df["arrival_step"], "arrival_step", table, df, keys, allow_na=True)
     _check_arrival_step(df, table, keys)
 
+
+def _episode_optional_flags(df: pd.DataFrame, table: str, keys: list[str], prespecified: str | None) -> None:
+    """Check and normalise, in place, the optional ``bridge`` flag (NA exactly for
+    non-arrivals) and the ``prespecified`` state flag (False for non-arrivals)."""
     if "bridge" in df.columns:
         df["bridge"] = _as_flag(df["bridge"], "bridge", table, df, keys)
         bad = df["arrived"] & df["bridge"].isna()
@@ -379,6 +393,11 @@ def validate_episodes(
             )
         df[prespecified] = flag.fillna(False).astype(bool)
 
+
+def _check_assignments(df: pd.DataFrame, table: str, base: str, treated: str, prespecified: str | None) -> None:
+    """Every (split, task, seed) has the four reacher x solver assignments; arrival,
+    arrival step and the prespecified flag agree across the two solvers of a reached
+    state (Sec. 3.1); a task has one task type."""
     # the four assignments of every (split, task, seed)
     tkeys = ["split", "task_id", "seed"]
     n = df.groupby(tkeys, sort=False)["reacher"].size()
@@ -402,7 +421,6 @@ def validate_episodes(
         _check_constant(df, rkeys, prespecified, table,
                         f"the prespecified flag {prespecified!r} is a property of the state and must agree across solvers")
     _check_constant(df, ["split", "task_id"], "task_type", table, "a task has one task type")
-    return df
 
 
 # ------------------------------------------------------------------ trajectories

@@ -104,6 +104,28 @@ def cluster_data(
             + (" -- build one with pandas.DataFrame.from_dict(mapping, orient='index')"
                if isinstance(features, Mapping) else "")
         )
+    notes: list[str] = []
+    systems = tuple(systems)
+    Zdf, n_seeds = _paired_cluster_means(episodes, systems, cluster, seed, system, score, notes)
+    F, feature_columns, extra = _feature_matrix(features, Zdf.index, cluster, feature_columns, notes)
+    return ClusterData(
+        ids=Zdf.index.to_numpy(dtype=str),
+        Z=Zdf.to_numpy(dtype=float),
+        X=F.to_numpy(dtype=float),
+        systems=systems,
+        feature_names=tuple(str(c) for c in feature_columns),
+        n_seeds=n_seeds,
+        notes=tuple(notes),
+        extra_feature_ids=extra,
+    )
+
+
+def _paired_cluster_means(episodes: pd.DataFrame, systems: tuple[str, ...], cluster: str, seed: str,
+                          system: str, score: str, notes: list[str]) -> tuple[pd.DataFrame, np.ndarray]:
+    """Validate the episode table (columns, missing ids, scores, duplicates, systems,
+    pairing) and return the per-cluster mean score of each system (clusters sorted, one
+    column per system in plan order) and the number of seeds per cluster. Appends
+    non-fatal observations to ``notes``."""
     for col in (cluster, seed, system, score):
         if col not in episodes.columns:
             raise KeyError(
@@ -111,7 +133,6 @@ def cluster_data(
             )
     if len(episodes) == 0:
         raise ValueError("episode table is empty")
-    notes: list[str] = []
     ep = episodes[[cluster, seed, system, score]]
     for col in (seed, system):
         na = ep[col].isna()
@@ -137,7 +158,6 @@ def cluster_data(
     if dup.any():
         rows = ep.loc[dup, [cluster, seed, system]].astype(str).agg("/".join, axis=1).unique()
         raise ValueError(f"duplicate ({cluster}, {seed}, {system}) rows: {_preview(rows)}")
-    systems = tuple(systems)
     unknown = sorted(set(ep[system].astype(str)) - set(systems))
     if unknown:
         raise ValueError(f"episode table has system(s) {unknown} not in the plan's systems {list(systems)}")
@@ -156,7 +176,15 @@ def cluster_data(
         )
     Zdf = wide.groupby(level=0).mean().sort_index()
     n_seeds = wide.groupby(level=0).size().reindex(Zdf.index).to_numpy()
+    return Zdf, n_seeds
 
+
+def _feature_matrix(features: pd.DataFrame, cluster_ids: pd.Index, cluster: str,
+                    feature_columns: Sequence[str] | None, notes: list[str]
+                    ) -> tuple[pd.DataFrame, list[str], tuple[str, ...]]:
+    """Validate the feature table against the clusters and return the float feature
+    matrix in cluster order, the feature columns used and the ids of clusters with
+    features but no episodes (noted in ``notes``)."""
     feats = features
     if cluster in feats.columns:
         feats = feats.set_index(cluster)
@@ -182,10 +210,10 @@ def cluster_data(
         nonnum = [c for c in feature_columns if not (pd.api.types.is_numeric_dtype(feats[c]) or pd.api.types.is_bool_dtype(feats[c]))]
         if nonnum:
             raise ValueError(f"feature column(s) {nonnum} are not numeric")
-    absent = [c for c in Zdf.index if c not in feats.index]
+    absent = [c for c in cluster_ids if c not in feats.index]
     if absent:
         raise ValueError(f"cluster(s) without features: {_preview(absent)}")
-    F = feats.loc[Zdf.index, list(feature_columns)].astype(float)
+    F = feats.loc[cluster_ids, list(feature_columns)].astype(float)
     values = F.to_numpy()
     for kind, bad in (("NaN", np.isnan(values)), ("infinite (+/-inf)", np.isinf(values))):
         if bad.any():
@@ -196,21 +224,12 @@ def cluster_data(
                 f"{kind} feature values in column(s) {names} ({len(where)} cells): {_preview(where)}; "
                 "features must be finite numbers"
             )
-    extra = tuple(sorted(set(feats.index) - set(Zdf.index)))
+    extra = tuple(sorted(set(feats.index) - set(cluster_ids)))
     if extra:
         notes.append(
             f"feature table has {len(extra)} cluster(s) without episodes, not used: {_preview(extra)}"
         )
-    return ClusterData(
-        ids=Zdf.index.to_numpy(dtype=str),
-        Z=Zdf.to_numpy(dtype=float),
-        X=F.to_numpy(dtype=float),
-        systems=systems,
-        feature_names=tuple(str(c) for c in feature_columns),
-        n_seeds=n_seeds,
-        notes=tuple(notes),
-        extra_feature_ids=extra,
-    )
+    return F, list(feature_columns), extra
 
 
 def _id_text(value: object) -> str:

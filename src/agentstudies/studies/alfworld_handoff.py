@@ -59,7 +59,7 @@ import hashlib
 import json
 import time
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -172,6 +172,9 @@ def _run_task(
     expert_method: str = "analytic",
     strict: bool = False,
 ) -> dict[str, Any]:
+    """One task's rows: for each seed and reacher, the reacher's phase (:func:`_reach`)
+    and, on arrival, the handoff to every solver (:func:`_hand_off`). Returns the task's
+    trajectory, step, episode and action rows, its audit counts and worker seconds."""
     t0 = time.perf_counter()
     budget = early_budget + cont
     env = _worker_env(budget, strict)
@@ -197,41 +200,8 @@ def _run_task(
                 "could arrive without acting -- use problems whose optimal plan is longer than D"
             )
         for rname, reacher in reachers:
-            env.reset(seed, budget)
-            memo: dict[int, Any] = {}  # frontier answers by engine state id (this episode)
-            reacher.reset(task_id, seed, role="reacher")
-            obs = observe()
-            key = env.state_key()
-            seen = {key}
-            prev_action = None
-            arrival = None
-            fc_arrival = None
-            t = 0
-            for t in range(1, early_budget + 1):
-                action = reacher.act(obs)
-                shown, cands = _log_of(reacher, obs, action)
-                env.step(action)
-                valid = env.valid[-1]
-                new_key = env.state_key()
-                if valid:
-                    sid = env.state_id()
-                    fc = memo.get(sid)
-                    if fc is None:  # the answer depends on the engine state only (b >= D here)
-                        fc = memo[sid] = frontier_check(env, D)
-                    on = fc.on_frontier
-                else:  # an inadmissible command changes nothing: never progress, never an arrival
-                    fc, on = None, False
-                step_rows.append((split, task_id, seed, rname, t, action, new_key, new_key != key,
-                                  action == prev_action, new_key in seen, on, valid))
-                act_rows.append((split, task_id, seed, rname, pd.NA, "reacher", t, shown, cands, action, valid))
-                seen.add(new_key)
-                key, prev_action = new_key, action
-                if on:
-                    arrival, fc_arrival = t, fc
-                    break
-                if env.done:  # pragma: no cover - a win passes through F_D first
-                    break
-                obs = observe()
+            arrival, fc_arrival, t = _reach(env, reacher, observe, seed, budget, early_budget, D,
+                                            (split, task_id, rname), step_rows, act_rows)
             arrived = arrival is not None
             n_invalid = int(sum(not v for v in env.valid))
             traj_rows.append((split, task_id, task_type, seed, rname, arrived, arrival, t,
@@ -242,50 +212,8 @@ def _run_task(
                     ep_rows.append((split, task_id, task_type, seed, rname, sname, False, None, 0, None, None,
                                     None, None, None, n_invalid))
                 continue
-            # ---- handoff: clone the arrival state once per solver
-            audit["arrivals"] += 1
-            prefix, records = env.actions, env.records
-            snap = env.snapshot() if clone == "snapshot" else None
-            inputs = []
-            results = []
-            for sname, solver in reachers:
-                if clone == "replay":
-                    audit["replays"] += 1
-                    try:
-                        env.replay(seed, prefix, records, budget)
-                    except ReplayMismatch:
-                        audit["replays_failed"] += 1
-                        raise
-                    audit["replays_passed"] += 1
-                else:
-                    env.restore(snap)
-                env.set_remaining_budget(cont)
-                obs = observe()
-                shown_hash = _shown_hash(obs)
-                inputs.append((shown_hash, tuple(env.admissible), env.history_hash()))
-                solver.reset(task_id, seed, role="solver")
-                first = None
-                n_before = len(env.actions)
-                for k in range(1, cont + 1):
-                    a = solver.act(obs)
-                    shown, cands = _log_of(solver, obs, a)
-                    first = a if first is None else first
-                    env.step(a)
-                    act_rows.append((split, task_id, seed, rname, sname, "solver", k, shown, cands, a, env.valid[-1]))
-                    if env.done:
-                        break
-                    obs = observe()
-                solved = bool(env.won)
-                s_invalid = int(sum(not v for v in env.valid[n_before:]))
-                results.append((sname, solved, first in fc_arrival.bridge_actions, s_invalid, shown_hash, first))
-            if clone == "snapshot":
-                env.release_snapshots()
-                # audit: one verified operational clone of the arrival state
-                audit["replays"] += 1
-                env.replay(seed, prefix, records, budget)
-                audit["replays_passed"] += 1
-            audit["solver_pairs"] += 1
-            audit["solver_pairs_equal_inputs"] += int(all(x == inputs[0] for x in inputs))
+            results = _hand_off(env, reachers, observe, seed, budget, cont, clone, fc_arrival,
+                                (split, task_id, rname), audit, act_rows)
             for sname, solved, bridge, s_invalid, shown_hash, first in results:
                 ep_rows.append((split, task_id, task_type, seed, rname, sname, True, solved, int(solved), bridge, arrival,
                                 s_invalid, shown_hash, first, n_invalid))
@@ -293,6 +221,107 @@ def _run_task(
         split=split, trajectories=traj_rows, steps=step_rows, episodes=ep_rows, actions=act_rows, audit=audit,
         seconds=time.perf_counter() - t0,
     )
+
+
+def _reach(env: Any, reacher: Any, observe: Callable[[], dict[str, Any]], seed: int, budget: int,
+           early_budget: int, D: int, ids: tuple[str, str, str], step_rows: list, act_rows: list
+           ) -> tuple[int | None, Any, int]:
+    """The reacher's phase of one (task, seed, reacher): act until the state lies on
+    ``F_D`` (arrival) or ``early_budget`` actions are spent, logging step and action
+    rows. Returns the arrival step (``None``: no arrival), the frontier check at
+    arrival and the number of actions taken."""
+    split, task_id, rname = ids
+    env.reset(seed, budget)
+    memo: dict[int, Any] = {}  # frontier answers by engine state id (this episode)
+    reacher.reset(task_id, seed, role="reacher")
+    obs = observe()
+    key = env.state_key()
+    seen = {key}
+    prev_action = None
+    arrival = None
+    fc_arrival = None
+    t = 0
+    for t in range(1, early_budget + 1):
+        action = reacher.act(obs)
+        shown, cands = _log_of(reacher, obs, action)
+        env.step(action)
+        valid = env.valid[-1]
+        new_key = env.state_key()
+        if valid:
+            sid = env.state_id()
+            fc = memo.get(sid)
+            if fc is None:  # the answer depends on the engine state only (b >= D here)
+                fc = memo[sid] = frontier_check(env, D)
+            on = fc.on_frontier
+        else:  # an inadmissible command changes nothing: never progress, never an arrival
+            fc, on = None, False
+        step_rows.append((split, task_id, seed, rname, t, action, new_key, new_key != key,
+                          action == prev_action, new_key in seen, on, valid))
+        act_rows.append((split, task_id, seed, rname, pd.NA, "reacher", t, shown, cands, action, valid))
+        seen.add(new_key)
+        key, prev_action = new_key, action
+        if on:
+            arrival, fc_arrival = t, fc
+            break
+        if env.done:  # pragma: no cover - a win passes through F_D first
+            break
+        obs = observe()
+    return arrival, fc_arrival, t
+
+
+def _hand_off(env: Any, reachers: Sequence[tuple[str, Any]], observe: Callable[[], dict[str, Any]],
+              seed: int, budget: int, cont: int, clone: str, fc_arrival: Any, ids: tuple[str, str, str],
+              audit: dict[str, int], act_rows: list) -> list[tuple]:
+    """The handoff: clone the arrival state once per solver (verified replay, or snapshot
+    restore plus one audit replay) and let each solver continue for ``cont`` actions,
+    logging action rows and counting the audit. Returns per solver ``(name, solved,
+    first action is a bridge action, solver's invalid actions, shown-input hash, first
+    action)``. Raises :class:`ReplayMismatch` if a replay disagrees with its record."""
+    split, task_id, rname = ids
+    audit["arrivals"] += 1
+    prefix, records = env.actions, env.records
+    snap = env.snapshot() if clone == "snapshot" else None
+    inputs = []
+    results = []
+    for sname, solver in reachers:
+        if clone == "replay":
+            audit["replays"] += 1
+            try:
+                env.replay(seed, prefix, records, budget)
+            except ReplayMismatch:
+                audit["replays_failed"] += 1
+                raise
+            audit["replays_passed"] += 1
+        else:
+            env.restore(snap)
+        env.set_remaining_budget(cont)
+        obs = observe()
+        shown_hash = _shown_hash(obs)
+        inputs.append((shown_hash, tuple(env.admissible), env.history_hash()))
+        solver.reset(task_id, seed, role="solver")
+        first = None
+        n_before = len(env.actions)
+        for k in range(1, cont + 1):
+            a = solver.act(obs)
+            shown, cands = _log_of(solver, obs, a)
+            first = a if first is None else first
+            env.step(a)
+            act_rows.append((split, task_id, seed, rname, sname, "solver", k, shown, cands, a, env.valid[-1]))
+            if env.done:
+                break
+            obs = observe()
+        solved = bool(env.won)
+        s_invalid = int(sum(not v for v in env.valid[n_before:]))
+        results.append((sname, solved, first in fc_arrival.bridge_actions, s_invalid, shown_hash, first))
+    if clone == "snapshot":
+        env.release_snapshots()
+        # audit: one verified operational clone of the arrival state
+        audit["replays"] += 1
+        env.replay(seed, prefix, records, budget)
+        audit["replays_passed"] += 1
+    audit["solver_pairs"] += 1
+    audit["solver_pairs_equal_inputs"] += int(all(x == inputs[0] for x in inputs))
+    return results
 
 
 def _run_task_item(game: Mapping[str, Any], rng: np.random.Generator, **kwargs: Any) -> dict[str, Any]:
@@ -322,6 +351,28 @@ def _resolve_pool(pool, tasks_per_type, pool_seed) -> list[dict[str, Any]]:
             counts[k] = counts.get(k, 0) + 1
             out.append(g)
     return out
+
+
+def _check_study_args(early_budget: int, D: int, continuation_budget: int, clone: str, expert: str,
+                      seeds: Sequence[int]) -> list[int]:
+    """Refuse bad budgets, clone modes, expert sources and seed lists (see
+    :func:`run_handoff_study`); returns the seeds as a list of ints."""
+    if early_budget < 1:
+        raise ValueError(f"early_budget={early_budget}: expected a positive integer")
+    if D < 1:
+        raise ValueError(f"D={D}: expected a positive integer")
+    if continuation_budget < D:
+        raise ValueError(f"continuation_budget={continuation_budget} < D={D}: a solver could never finish")
+    if clone not in ("replay", "snapshot"):
+        raise ValueError(f"clone={clone!r}: expected 'replay' or 'snapshot'")
+    if expert not in ("analytic", "fast_downward"):
+        raise ValueError(f"expert={expert!r}: expected 'analytic' or 'fast_downward'")
+    seeds = [int(s) for s in seeds]
+    if not seeds:
+        raise ValueError("seeds is empty: expected at least one paired seed")
+    if len(set(seeds)) != len(seeds):
+        raise ValueError(f"seeds {seeds} contain duplicates")
+    return seeds
 
 
 def run_handoff_study(
@@ -390,21 +441,7 @@ def run_handoff_study(
     state already lies on ``F_D`` (a reacher could "arrive" without acting);
     :class:`env.ReplayMismatch` if a replay disagrees with its record.
     """
-    if early_budget < 1:
-        raise ValueError(f"early_budget={early_budget}: expected a positive integer")
-    if D < 1:
-        raise ValueError(f"D={D}: expected a positive integer")
-    if continuation_budget < D:
-        raise ValueError(f"continuation_budget={continuation_budget} < D={D}: a solver could never finish")
-    if clone not in ("replay", "snapshot"):
-        raise ValueError(f"clone={clone!r}: expected 'replay' or 'snapshot'")
-    if expert not in ("analytic", "fast_downward"):
-        raise ValueError(f"expert={expert!r}: expected 'analytic' or 'fast_downward'")
-    seeds = [int(s) for s in seeds]
-    if not seeds:
-        raise ValueError("seeds is empty: expected at least one paired seed")
-    if len(set(seeds)) != len(seeds):
-        raise ValueError(f"seeds {seeds} contain duplicates")
+    seeds = _check_study_args(early_budget, D, continuation_budget, clone, expert, seeds)
     checkpoints_default = reachers is None
     if reachers is None:
         reachers = make_study_checkpoints(checkpoints, temperature=temperature)
@@ -423,6 +460,29 @@ def run_handoff_study(
                      reachers=items, early_budget=early_budget, D=D, cont=continuation_budget, clone=clone,
                      expert_method=expert, strict=strict)
     wall = time.perf_counter() - t0
+    traj, steps, eps, audit, acts = _study_tables(out, clone)
+    worker_seconds = float(sum(o["seconds"] for o in out))
+    n_traj = len(traj)
+    timing = {
+        "wall_seconds": wall,
+        "worker_seconds": worker_seconds,
+        "seconds_per_trajectory": worker_seconds / max(n_traj, 1),
+        "reacher_steps": float(len(steps)),
+    }
+    params = dict(
+        tasks=len(games), tasks_per_type=tasks_per_type, seeds=seeds, reachers=[k for k, _ in items],
+        early_budget=early_budget, D=D, continuation_budget=continuation_budget, n_jobs=n_jobs, clone=clone,
+        pool_seed=pool_seed, expert=expert, checkpoints=checkpoints if reachers_given is None else "custom",
+        temperature=temperature, strict=strict,
+        policies={k: getattr(v, "params", repr(v)) for k, v in items},
+    )
+    return HandoffStudy(traj, steps, eps, audit, params, timing, acts)
+
+
+def _study_tables(out: Sequence[Mapping[str, Any]], clone: str
+                  ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """Concatenate the per-task rows of :func:`_run_task` into the study's typed
+    trajectory, step, episode, audit (summed per split) and action tables."""
     traj = pd.DataFrame([r for o in out for r in o["trajectories"]], columns=TRAJECTORY_COLUMNS)
     steps = pd.DataFrame([r for o in out for r in o["steps"]], columns=STEP_COLUMNS)
     eps = pd.DataFrame([r for o in out for r in o["episodes"]], columns=EPISODE_COLUMNS)
@@ -454,22 +514,7 @@ def run_handoff_study(
     audit = pd.DataFrame(
         [(s, clone, *[v[c] for c in AUDIT_COLUMNS[2:]]) for s, v in audit_rows.items()], columns=AUDIT_COLUMNS
     )
-    worker_seconds = float(sum(o["seconds"] for o in out))
-    n_traj = len(traj)
-    timing = {
-        "wall_seconds": wall,
-        "worker_seconds": worker_seconds,
-        "seconds_per_trajectory": worker_seconds / max(n_traj, 1),
-        "reacher_steps": float(len(steps)),
-    }
-    params = dict(
-        tasks=len(games), tasks_per_type=tasks_per_type, seeds=seeds, reachers=[k for k, _ in items],
-        early_budget=early_budget, D=D, continuation_budget=continuation_budget, n_jobs=n_jobs, clone=clone,
-        pool_seed=pool_seed, expert=expert, checkpoints=checkpoints if reachers_given is None else "custom",
-        temperature=temperature, strict=strict,
-        policies={k: getattr(v, "params", repr(v)) for k, v in items},
-    )
-    return HandoffStudy(traj, steps, eps, audit, params, timing, acts)
+    return traj, steps, eps, audit, acts
 
 
 def make_study_checkpoints(checkpoints: str = "trained", *, temperature: float = 0.4) -> dict[str, Any]:

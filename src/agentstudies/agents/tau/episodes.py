@@ -150,21 +150,8 @@ def run_episode(
     if max_steps < 1:
         raise ValueError(f"max_steps must be >= 1, got {max_steps}")
     task = get_task(task_id)
-    s_policy, s_verifier, s_user = episode_seed(prof.name, task.task_id, seed, workflow).spawn(3)
-
     env = TauEnv(task.task_id)
-    scripted = ScriptedTauPolicy(prof)
-    scripted.reset(task.task_id, _int_seed(s_policy))
-    chat = None
-    if policy is None:
-        policy = scripted
-    else:
-        policy.reset(task.task_id, _int_seed(s_policy) % (2**31 - 1), "agent")
-        chat = ScriptedChatUser(task)
-    verifier = SimulatedVerifier(task, scripted.probs, np.random.default_rng(s_verifier))
-    user = SimulatedUser(task, scripted.probs, np.random.default_rng(s_user))
-    controller = make_controller(workflow, verifier=verifier, user=user, max_rejections=prof.max_rejections)
-    controller.reset()
+    policy, chat, controller = _episode_actors(task, prof, seed, workflow, policy)
 
     blocked = declined = steps = 0
     termination = "max_steps"
@@ -211,6 +198,28 @@ def run_episode(
 
     counts = {"blocked_calls": blocked, "declined_calls": declined, "termination": termination, "steps": steps}
     return _episode_row(env, prof.name, task, int(seed), workflow, counts) | _agent_fields(policy)
+
+
+def _episode_actors(task: Any, prof: TauProfile, seed: int, workflow: str,
+                    policy: Any) -> tuple[Any, ScriptedChatUser | None, Any]:
+    """Seed and reset the episode's actors: the acting policy (the scripted one unless
+    ``policy`` is given, which then talks to a :class:`ScriptedChatUser`), that chat user
+    (``None`` for the scripted policy) and the workflow's reset controller, whose
+    simulated verifier and user draw from their own child seeds."""
+    s_policy, s_verifier, s_user = episode_seed(prof.name, task.task_id, seed, workflow).spawn(3)
+    scripted = ScriptedTauPolicy(prof)
+    scripted.reset(task.task_id, _int_seed(s_policy))
+    chat = None
+    if policy is None:
+        policy = scripted
+    else:
+        policy.reset(task.task_id, _int_seed(s_policy) % (2**31 - 1), "agent")
+        chat = ScriptedChatUser(task)
+    verifier = SimulatedVerifier(task, scripted.probs, np.random.default_rng(s_verifier))
+    user = SimulatedUser(task, scripted.probs, np.random.default_rng(s_user))
+    controller = make_controller(workflow, verifier=verifier, user=user, max_rejections=prof.max_rejections)
+    controller.reset()
+    return policy, chat, controller
 
 
 def _episode_row(env: TauEnv, profile: str, task: Any, seed: int, workflow: str,

@@ -23,6 +23,19 @@ STATUSES = ("passed", "failed", "memory", "error-edit", "error-import", "error-t
 
 
 def _main():
+    """Run one submission against its tests and write the verdict line (protocol above).
+
+    Length: deliberately one function. Submitted code runs in this interpreter and can
+    rebind any module attribute, including module-level helpers of this file (via
+    ``import __main__``) and stdlib functions. So the verdict writer and the nonce live
+    only in closure cells of this frame, and steps 3-4 (after the submission is
+    exec'd) call nothing but those closures and the C functions captured at import
+    (``_write``, ``_lseek``) and the pre-captured exception classes. The earlier steps
+    (limits, audit hook, test parsing) run before any submitted code and could be
+    helpers, but they build the state (``index_b``, ``progress``, the compiled tests)
+    that the closures hold; keeping the whole sequence in one frame keeps that state
+    out of module globals a submission could read or replace.
+    """
     cfg = json.loads(sys.stdin.read())
     sys.stdin.close()
     fd = int(cfg["result_fd"])

@@ -251,6 +251,121 @@ def _sha(text: str | None) -> str | None:
     return None if text is None else hashlib.sha256(text.encode()).hexdigest()
 
 
+def _write_task_files(root: Path, sub: Submission, drop: bool
+                      ) -> tuple[Path, Path | None, Path | None, list[str]]:
+    """Lay out the task folder under ``root``: ``work/solution.py``, the tests (read-only,
+    or writable by the sandbox user; absent when hidden) and the workspace edit. Returns
+    the work folder, the tests path, the edit path and the folders the run may write."""
+    work = root / "work"
+    work.mkdir(mode=0o700)
+    (work / "solution.py").write_text(sub.code)
+    tests_path = None
+    writable = [str(work)]
+    if sub.test_access != "hidden":
+        tdir = root / "tests"
+        tdir.mkdir(mode=0o755)
+        tests_path = tdir / "test_check.py"
+        tests_path.write_text(sub.tests)
+        if sub.test_access == "writable":
+            writable.append(str(tdir))
+            os.chmod(tests_path, 0o644)
+            if drop:
+                os.chown(tdir, _NOBODY, _NOBODY)
+                os.chown(tests_path, _NOBODY, _NOBODY)
+        else:
+            os.chmod(tests_path, 0o444)
+    edit_path = None
+    if sub.edit is not None:
+        edit_path = work / "workspace_edit.py"
+        edit_path.write_text(sub.edit)
+    if drop:
+        for p in work.iterdir():
+            os.chown(p, _NOBODY, _NOBODY)
+        os.chown(work, _NOBODY, _NOBODY)
+    return work, tests_path, edit_path, writable
+
+
+def _sandbox_command(root: Path, iso: dict, drop: bool) -> tuple[list[str], list[str]]:
+    """The harness command line: namespaces (network, PID, mount with tmpfs over the
+    hidden folders) when available, the unprivileged user when dropping, then the
+    interpreter running the harness source. Returns it and the hidden folders."""
+    cmd: list[str] = []
+    hidden = _hidden_dirs(root, iso["python"]) if (iso.get("mountns") and drop) else []
+    if iso["netns"]:
+        cmd += [shutil.which("unshare") or "unshare", "--net", "--pid", "--fork", "--kill-child"]
+        if hidden:
+            mounts = " && ".join(f"mount -t tmpfs -o size=64k,mode=755 none {shlex.quote(d)}" for d in hidden)
+            # a fresh /proc too: the run sees only its own processes
+            cmd += ["--mount", "--propagation", "private", "--mount-proc", "/bin/sh", "-c",
+                    mounts + ' && exec "$@"', "sh"]
+    if drop:
+        cmd += [shutil.which("setpriv") or "setpriv", f"--reuid={_NOBODY}", f"--regid={_NOBODY}",
+                "--clear-groups", "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs"]
+    cmd += [iso["python"], "-S", "-s", "-B", "-c", _HARNESS]
+    return cmd, hidden
+
+
+def _read_result(res_fd: int) -> str:
+    """Everything the harness wrote to the result file (at most ``RLIMIT_FSIZE`` bytes)."""
+    os.lseek(res_fd, 0, os.SEEK_SET)
+    chunks = []
+    while True:                       # at most RLIMIT_FSIZE bytes
+        chunk = os.read(res_fd, 1 << 20)
+        if not chunk:
+            break
+        chunks.append(chunk)
+    raw = b"".join(chunks).decode(errors="replace")
+    return raw
+
+
+def _parse_harness_output(raw: str, nonce: str) -> tuple[dict | None, list[str], list[str]]:
+    """The verdict (only from a well-formed line carrying ``nonce``; the last one wins),
+    the untrusted ``detail`` lines and the ``edit`` error lines."""
+    verdict = None
+    details, edit_errors = [], []
+    for line in raw.splitlines():
+        if line.startswith(nonce + " "):
+            parts = line[len(nonce) + 1:].split(" ")
+            if len(parts) == 2 and parts[0] in _VERDICTS and parts[1].lstrip("-").isdigit():
+                verdict = {"status": parts[0], "stmt": int(parts[1])}
+        elif line.startswith("detail "):
+            details.append(line[7:])
+        elif line.startswith("edit "):
+            edit_errors.append(line[5:])
+    return verdict, details, edit_errors
+
+
+def _classify(config: SandboxConfig, timed_out: bool, rc: int | None, verdict: dict | None,
+              stderr_tail: str, details: list[str], edit_errors: list[str], common: dict) -> RunOutcome:
+    """The run's :class:`RunOutcome` from the limits hit, the exit status and the verdict
+    (see :func:`run_submission`)."""
+    if timed_out:
+        return RunOutcome("timeout", detail=f"wall limit {config.wall_s}s", **common)
+    if rc is not None and (-rc == signal.SIGXCPU or rc == 128 + signal.SIGXCPU):
+        return RunOutcome("timeout", detail=f"cpu limit {config.cpu_s}s", **common)
+    if verdict is None:
+        if "MemoryError" in stderr_tail or "Cannot allocate memory" in stderr_tail:
+            return RunOutcome("memory", detail=stderr_tail[-200:], **common)
+        sig = (f"signal {-rc}" if rc is not None and rc < 0 else
+               f"signal {rc - 128} (reported by the namespace init)" if rc is not None and rc > 128 else
+               f"exit status {rc}")
+        return RunOutcome("exited_early", detail=f"no verdict line ({sig})", **common)
+    status = verdict["status"]
+    edit_error = edit_errors[-1] if edit_errors else None
+    detail = details[-1] if details else ""
+    if status == "passed" and rc == 0:
+        return RunOutcome("passed", edit_error=edit_error, **common)
+    if status == "failed":
+        return RunOutcome("failed", failed_stmt=verdict["stmt"], edit_error=edit_error, **common)
+    if status == "memory":
+        return RunOutcome("memory", failed_stmt=verdict["stmt"], detail="MemoryError", edit_error=edit_error,
+                          **common)
+    if status == "passed":   # verdict written but the interpreter then failed: not a pass
+        return RunOutcome("exited_early", detail=f"verdict then exit status {rc}", **common)
+    return RunOutcome("error", failed_stmt=verdict["stmt"], detail=f"{status[6:]}: {detail}"[:300],
+                      edit_error=edit_error, **common)
+
+
 def run_submission(sub: Submission, config: SandboxConfig = SandboxConfig(), *,
                    base_dir: str | None = None) -> RunOutcome:
     """Run ``sub`` once in a fresh sandbox and classify the outcome.
@@ -273,32 +388,7 @@ def run_submission(sub: Submission, config: SandboxConfig = SandboxConfig(), *,
         os.chmod(root, 0o755)
         private = root / "runner"
         private.mkdir(mode=0o700)
-        work = root / "work"
-        work.mkdir(mode=0o700)
-        (work / "solution.py").write_text(sub.code)
-        tests_path = None
-        writable = [str(work)]
-        if sub.test_access != "hidden":
-            tdir = root / "tests"
-            tdir.mkdir(mode=0o755)
-            tests_path = tdir / "test_check.py"
-            tests_path.write_text(sub.tests)
-            if sub.test_access == "writable":
-                writable.append(str(tdir))
-                os.chmod(tests_path, 0o644)
-                if drop:
-                    os.chown(tdir, _NOBODY, _NOBODY)
-                    os.chown(tests_path, _NOBODY, _NOBODY)
-            else:
-                os.chmod(tests_path, 0o444)
-        edit_path = None
-        if sub.edit is not None:
-            edit_path = work / "workspace_edit.py"
-            edit_path.write_text(sub.edit)
-        if drop:
-            for p in work.iterdir():
-                os.chown(p, _NOBODY, _NOBODY)
-            os.chown(work, _NOBODY, _NOBODY)
+        work, tests_path, edit_path, writable = _write_task_files(root, sub, drop)
         result_path = private / "result"
         res_fd = os.open(result_path, os.O_RDWR | os.O_CREAT, 0o600)
         out_fd = os.open(private / "stdout", os.O_WRONLY | os.O_CREAT, 0o600)
@@ -313,19 +403,7 @@ def run_submission(sub: Submission, config: SandboxConfig = SandboxConfig(), *,
             "fsize": config.fsize_kb << 10, "nproc": config.nproc if drop else None,
             "block_network": not iso["netns"],
         }
-        cmd: list[str] = []
-        hidden = _hidden_dirs(root, iso["python"]) if (iso.get("mountns") and drop) else []
-        if iso["netns"]:
-            cmd += [shutil.which("unshare") or "unshare", "--net", "--pid", "--fork", "--kill-child"]
-            if hidden:
-                mounts = " && ".join(f"mount -t tmpfs -o size=64k,mode=755 none {shlex.quote(d)}" for d in hidden)
-                # a fresh /proc too: the run sees only its own processes
-                cmd += ["--mount", "--propagation", "private", "--mount-proc", "/bin/sh", "-c",
-                        mounts + ' && exec "$@"', "sh"]
-        if drop:
-            cmd += [shutil.which("setpriv") or "setpriv", f"--reuid={_NOBODY}", f"--regid={_NOBODY}",
-                    "--clear-groups", "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs"]
-        cmd += [iso["python"], "-S", "-s", "-B", "-c", _HARNESS]
+        cmd, hidden = _sandbox_command(root, iso, drop)
         env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": str(work), "PYTHONHASHSEED": "0"}
         proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=out_fd, stderr=err_fd,
                                 pass_fds=(res_fd,), cwd=str(work), env=env, start_new_session=True)
@@ -341,60 +419,19 @@ def run_submission(sub: Submission, config: SandboxConfig = SandboxConfig(), *,
             proc.wait()
         for fd in (out_fd, err_fd):
             os.close(fd)
-        os.lseek(res_fd, 0, os.SEEK_SET)
-        chunks = []
-        while True:                       # at most RLIMIT_FSIZE bytes
-            chunk = os.read(res_fd, 1 << 20)
-            if not chunk:
-                break
-            chunks.append(chunk)
-        raw = b"".join(chunks).decode(errors="replace")
+        raw = _read_result(res_fd)
         os.close(res_fd)
         stderr_tail = (private / "stderr").read_bytes()[-2000:].decode(errors="replace")
         tests_after = tests_path.read_text(errors="replace") if tests_path and tests_path.exists() else None
         rc = proc.returncode
-        verdict = None
-        details, edit_errors = [], []
-        for line in raw.splitlines():
-            if line.startswith(nonce + " "):
-                parts = line[len(nonce) + 1:].split(" ")
-                if len(parts) == 2 and parts[0] in _VERDICTS and parts[1].lstrip("-").isdigit():
-                    verdict = {"status": parts[0], "stmt": int(parts[1])}
-            elif line.startswith("detail "):
-                details.append(line[7:])
-            elif line.startswith("edit "):
-                edit_errors.append(line[5:])
+        verdict, details, edit_errors = _parse_harness_output(raw, nonce)
         modified = sub.test_access != "hidden" and _sha(tests_after) != _sha(sub.tests)
         common = dict(tests_modified=modified, tests_after=tests_after, returncode=rc,
                       network="netns" if iso["netns"] else "audit-hook",
                       user="nobody" if drop else "same-user", pid_ns=bool(iso["pidns"]),
                       hidden=",".join(hidden),
                       wall_s=time.perf_counter() - t0)
-        if timed_out:
-            return RunOutcome("timeout", detail=f"wall limit {config.wall_s}s", **common)
-        if rc is not None and (-rc == signal.SIGXCPU or rc == 128 + signal.SIGXCPU):
-            return RunOutcome("timeout", detail=f"cpu limit {config.cpu_s}s", **common)
-        if verdict is None:
-            if "MemoryError" in stderr_tail or "Cannot allocate memory" in stderr_tail:
-                return RunOutcome("memory", detail=stderr_tail[-200:], **common)
-            sig = (f"signal {-rc}" if rc is not None and rc < 0 else
-                   f"signal {rc - 128} (reported by the namespace init)" if rc is not None and rc > 128 else
-                   f"exit status {rc}")
-            return RunOutcome("exited_early", detail=f"no verdict line ({sig})", **common)
-        status = verdict["status"]
-        edit_error = edit_errors[-1] if edit_errors else None
-        detail = details[-1] if details else ""
-        if status == "passed" and rc == 0:
-            return RunOutcome("passed", edit_error=edit_error, **common)
-        if status == "failed":
-            return RunOutcome("failed", failed_stmt=verdict["stmt"], edit_error=edit_error, **common)
-        if status == "memory":
-            return RunOutcome("memory", failed_stmt=verdict["stmt"], detail="MemoryError", edit_error=edit_error,
-                              **common)
-        if status == "passed":   # verdict written but the interpreter then failed: not a pass
-            return RunOutcome("exited_early", detail=f"verdict then exit status {rc}", **common)
-        return RunOutcome("error", failed_stmt=verdict["stmt"], detail=f"{status[6:]}: {detail}"[:300],
-                          edit_error=edit_error, **common)
+        return _classify(config, timed_out, rc, verdict, stderr_tail, details, edit_errors, common)
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
