@@ -30,10 +30,10 @@ def cluster():
 def test_scheduler_address_from_environment(monkeypatch):
     use_scheduler(None)
     parallel._SCHEDULER["address"] = None  # neither set nor cleared: the environment decides
-    monkeypatch.setenv(SCHEDULER_ENV, "tcp://example:8786")
-    assert scheduler_address() == "tcp://example:8786"
-    use_scheduler("tcp://other:1")
-    assert scheduler_address() == "tcp://other:1"
+    monkeypatch.setenv(SCHEDULER_ENV, "tcp://127.0.0.1:8786")
+    assert scheduler_address() == "tcp://127.0.0.1:8786"
+    use_scheduler("tcp://127.0.0.1:1")
+    assert scheduler_address() == "tcp://127.0.0.1:1"
     use_scheduler(None)
     assert scheduler_address() is None
 
@@ -68,10 +68,12 @@ def test_cli_scheduler_flag_reaches_the_kernels_environment(monkeypatch):
 
     from agentstudies import cli
 
-    monkeypatch.delenv(SCHEDULER_ENV, raising=False)
-    cli._use_scheduler(argparse.Namespace(scheduler="tcp://10.0.0.5:8786"))
-    assert os.environ[SCHEDULER_ENV] == "tcp://10.0.0.5:8786"
+    # setenv first, so monkeypatch restores the variable afterwards (a bare delenv of an
+    # absent variable records nothing): later tests' kernels must not inherit the address
+    monkeypatch.setenv(SCHEDULER_ENV, "")
+    cli._use_scheduler(argparse.Namespace(scheduler="tcp://127.0.0.1:8786"))
+    assert os.environ[SCHEDULER_ENV] == "tcp://127.0.0.1:8786"
     parser = cli.build_parser() if hasattr(cli, "build_parser") else None
     if parser is not None:
-        args = parser.parse_args(["run", "sasst_feasibility", "--scheduler", "tcp://h:1"])
-        assert args.scheduler == "tcp://h:1"
+        args = parser.parse_args(["run", "sasst_feasibility", "--scheduler", "tcp://127.0.0.1:1"])
+        assert args.scheduler == "tcp://127.0.0.1:1"

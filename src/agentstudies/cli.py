@@ -222,7 +222,7 @@ def _cmd_import_log(args: argparse.Namespace) -> int:
     print(f"{len(df)} episodes ({df['task_id'].nunique()} tasks, workflows {sorted(df['workflow'].unique())}) "
           f"-> {args.output}; flagged (error or limit): {int(df['flagged'].sum())}; excluded: {excluded}")
     return 0
-SCHEDULER_HELP = ("address of an existing dask.distributed scheduler (e.g. tcp://10.0.0.5:8786): every "
+SCHEDULER_HELP = ("address of an existing dask.distributed scheduler (e.g. tcp://scheduler-host:8786): every "
                   "simulation's trials run there through one client per notebook; tables are identical to a "
                   "local run (default: the DASK_SCHEDULER_ADDRESS environment variable, else local)")
 

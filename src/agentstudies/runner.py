@@ -446,11 +446,16 @@ def _kernel_env(root: Path, artifacts: Path | None = None, notebook: Path | None
     try:
         yield
     finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
+        _restore_env(saved)
+
+
+def _restore_env(saved: Mapping[str, str | None]) -> None:
+    """Put environment variables back as ``saved`` holds them (``None``: unset)."""
+    for key, value in saved.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
 
 
 # ------------------------------------------------- progress bars and widgets (the book)
@@ -471,11 +476,7 @@ def _quiet_progress() -> Iterator[None]:
     try:
         yield
     finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
+        _restore_env(saved)
 
 
 def strip_widgets(notebook: Path | str) -> int:

@@ -364,7 +364,7 @@ def workflow_sasst(episodes: pd.DataFrame, candidate: str, baseline: str, *, fea
              radius=None, min_ess=min_ess, density_cap=density_cap, stability_threshold=0.5),
     ]
     eng = SASST(plan, slots, {"thr": ThresholdFamily(quantiles=(1 / 3, 1 / 2, 2 / 3), lifts=(3.0,))},
-                n_stability=n_stability, n_multiplier=n_multiplier, seed=seed)
+                n_stability=n_stability, n_draws=n_multiplier, seed=seed)
     return eng.run(ep, feats)
 
 
