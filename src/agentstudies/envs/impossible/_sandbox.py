@@ -163,7 +163,11 @@ class RunOutcome:
 
 def _interpreter() -> str:
     """A Python 3 the unprivileged user can execute (the harness needs the stdlib only)."""
-    for cand in (os.path.realpath(sys.executable), shutil.which("python3") or "", "/usr/bin/python3"):
+    # the base interpreter first: a venv made with --copies has its own binary, whose prefix
+    # (kept visible to the run) would hold site-packages and the reference solutions
+    base = getattr(sys, "_base_executable", "") or sys.executable
+    for cand in (os.path.realpath(base), os.path.realpath(sys.executable), shutil.which("python3") or "",
+                 "/usr/bin/python3"):
         if cand and os.path.isfile(cand):
             st = os.stat(cand)
             if st.st_mode & 0o001 and _path_traversable(cand):
@@ -239,11 +243,38 @@ HIDE_DIRS: tuple[str, ...] = ("/work", "/root", "/home", "/opt", "/srv", "/mnt")
 
 
 def _hidden_dirs(task_root: Path, python: str) -> list[str]:
-    keep = [os.path.realpath(task_root), os.path.realpath(python)]
-    out = []
-    for d in HIDE_DIRS:
-        if os.path.isdir(d) and not any(k == d or k.startswith(d + os.sep) for k in keep):
+    """The paths to cover so that nothing under :data:`HIDE_DIRS` is readable except the
+    task folder and the interpreter (and the folders on the way to them).
+
+    A hidden folder that holds neither is covered whole. One that holds a kept path (the
+    task folder when ``TMPDIR`` lies in the checkout, an interpreter installed under
+    ``/opt``) is descended into: every entry off the way to a kept path is covered, so a
+    submission still cannot list the checkout or read the reference solutions beside it.
+    Symbolic links are left alone (their targets are covered or are outside the hidden
+    folders). Returns absolute paths, folders and files alike, in mount order."""
+    # the interpreter's installation prefix (``<prefix>/bin/python3``: its stdlib is beside it)
+    keep = [os.path.realpath(task_root), os.path.dirname(os.path.dirname(os.path.realpath(python)))]
+    out: list[str] = []
+
+    def cover(d: str) -> None:
+        inner = [k for k in keep if k == d or k.startswith(d + os.sep)]
+        if not inner:
             out.append(d)
+            return
+        if d in inner:          # a kept path itself: leave it and everything under it
+            return
+        try:
+            entries = sorted(os.listdir(d))
+        except OSError:
+            return
+        for e in entries:
+            p = os.path.join(d, e)
+            if not os.path.islink(p) and (os.path.isdir(p) or os.path.isfile(p)):
+                cover(p)
+
+    for d in HIDE_DIRS:
+        if os.path.isdir(d) and not os.path.islink(d):
+            cover(os.path.realpath(d))
     return out
 
 
@@ -294,7 +325,9 @@ def _sandbox_command(root: Path, iso: dict, drop: bool) -> tuple[list[str], list
     if iso["netns"]:
         cmd += [shutil.which("unshare") or "unshare", "--net", "--pid", "--fork", "--kill-child"]
         if hidden:
-            mounts = " && ".join(f"mount -t tmpfs -o size=64k,mode=755 none {shlex.quote(d)}" for d in hidden)
+            mounts = " && ".join(
+                f"mount -t tmpfs -o size=64k,mode=755 none {shlex.quote(d)}" if os.path.isdir(d)
+                else f"mount --bind /dev/null {shlex.quote(d)}" for d in hidden)
             # a fresh /proc too: the run sees only its own processes
             cmd += ["--mount", "--propagation", "private", "--mount-proc", "/bin/sh", "-c",
                     mounts + ' && exec "$@"', "sh"]
