@@ -15,8 +15,6 @@ LIMIT = 60
 PENDING = {
     ("studies/alfworld_recovery.py", "run_task"),
     ("studies/alfworld_recovery.py", "reappearance"),
-    ("recovery/_validate.py", "validate_paired"),
-    ("recovery/_router.py", "evaluate_policies"),
 }
 
 

@@ -724,9 +724,6 @@ def evaluate_policies(
 
     Raises :class:`OutcomesSealedError` if a router is not frozen / was modified.
     """
-    from agentstudies.parallel import keyed_seed
-    from agentstudies.recovery._signflip import sign_flip_test
-
     if not routers:
         raise ValueError("no routers to evaluate")
     feats = vault.features
@@ -748,47 +745,16 @@ def evaluate_policies(
     ti = keys["task_id"].map({t: i for i, t in enumerate(tasks)}).to_numpy()
     rows, eps_rows, harm_rows = [], [], []
     for name, dec in decisions.items():
-        dec = dec.set_index(["task_id", "condition"]).loc[list(map(tuple, keys.to_numpy()))].reset_index()
-        inter = dec["intervene"].to_numpy(dtype=bool)
-        di = np.array([delays.index(int(d)) if i else 0 for d, i in zip(dec["delay"].fillna(delays[0]), inter)])
-        ypol = np.where(inter, tr.y1[np.arange(len(keys)), di], tr.y0)
-        e = keys.assign(policy=name, intervene=inter, delay=dec["delay"], y_never=tr.y0, y_policy=ypol)
+        ypol, e = _policy_outcomes(name, dec, keys, tr, delays)
         eps_rows.append(e)
-        # per-task sums for the bootstrap: for each condition (and all) diff, rescue, harm, n
+        inter = e["intervene"].to_numpy(dtype=bool)
         for cond in conds + ["all"]:
             m = np.ones(len(keys), bool) if cond == "all" else (keys["condition"] == cond).to_numpy()
-            d = (ypol - tr.y0)[m]
-            resc = ((tr.y0 == 0) & (ypol == 1))[m]
-            hrm = ((tr.y0 == 1) & (ypol == 0))[m]
-            n = int(m.sum())
-            sums = np.zeros((len(tasks), 2))
-            np.add.at(sums[:, 0], ti[m], d)
-            np.add.at(sums[:, 1], ti[m], 1.0)
-            rng = np.random.default_rng(keyed_seed(seed, "router-eval", name, cond))
-            reps = paired_cluster_bootstrap(sums, lambda t: 100 * t[:, 0] / t[:, 1], n_draws=n_draws, rng=rng)
-            lo, hi = percentile_interval(reps, level)
-            row = dict(policy=name, condition=cond, n=n, success_never=100 * tr.y0[m].mean(),
-                       success_policy=100 * ypol[m].mean(), delta=100 * d.mean(), ci_low=float(lo), ci_high=float(hi),
-                       rescue=int(resc.sum()), harm=int(hrm.sum()), interventions=int(inter[m].sum()),
-                       intervention_rate=100 * inter[m].mean(), sign_flip_p=np.nan)
-            if cond == "all":
-                row["sign_flip_p"] = sign_flip_test(sums[:, 0], n_draws=sign_flip_draws, seed=seed).p_value
+            rows.append(_condition_row(name, cond, m, ti, len(tasks), ypol, tr.y0, inter,
+                                       level=level, n_draws=n_draws, seed=seed, sign_flip_draws=sign_flip_draws))
             if cond == clean:
-                hs = np.zeros((len(tasks), 2))
-                np.add.at(hs[:, 0], ti[m], hrm.astype(float))
-                np.add.at(hs[:, 1], ti[m], 1.0)
-                rng = np.random.default_rng(keyed_seed(seed, "router-clean-harm", name))
-                hr = paired_cluster_bootstrap(hs, lambda t: 100 * t[:, 0] / t[:, 1], n_draws=n_draws, rng=rng)
-                hl, hh = percentile_interval(hr, level)
-                # a zero count has a degenerate bootstrap interval: add the exact (Clopper-Pearson) bound
-                from scipy.stats import beta as _beta
-
-                k = int(hrm.sum())
-                cp_hi = 100 * float(_beta.ppf(1 - (1 - level) / 2, k + 1, n - k)) if k < n else 100.0
-                cp_lo = 100 * float(_beta.ppf((1 - level) / 2, k, n - k + 1)) if k > 0 else 0.0
-                harm_rows.append(dict(policy=name, n=n, harms=k, estimate=100 * hrm.mean(), ci_low=float(hl),
-                                      ci_high=float(hh), cp_low=cp_lo, cp_high=cp_hi))
-            rows.append(row)
+                harm_rows.append(_clean_harm_row(name, m, ti, len(tasks), ypol, tr.y0,
+                                                 level=level, n_draws=n_draws, seed=seed))
     table = pd.DataFrame(rows)
     return RouterEvaluation(
         table=table, episodes=pd.concat(eps_rows, ignore_index=True),
@@ -797,3 +763,66 @@ def evaluate_policies(
         params=dict(level=level, n_draws=n_draws, seed=seed, clean=clean, candidate_delays=list(delays)),
         provenance=make_provenance(seed=seed, evaluation=out),
     )
+
+
+def _policy_outcomes(name, dec, keys, tr, delays):
+    """Y^pi per (task, condition): the with-recovery branch at the chosen delay where the
+    router intervenes, the no-recovery branch elsewhere; and the episode rows."""
+    dec = dec.set_index(["task_id", "condition"]).loc[list(map(tuple, keys.to_numpy()))].reset_index()
+    inter = dec["intervene"].to_numpy(dtype=bool)
+    di = np.array([delays.index(int(d)) if i else 0 for d, i in zip(dec["delay"].fillna(delays[0]), inter)])
+    ypol = np.where(inter, tr.y1[np.arange(len(keys)), di], tr.y0)
+    e = keys.assign(policy=name, intervene=inter, delay=dec["delay"], y_never=tr.y0, y_policy=ypol)
+    return ypol, e
+
+
+def _task_sums(values, m, ti, n_tasks):
+    """Per-task (sum of ``values``, count) over the rows in mask ``m``: shape (n_tasks, 2)."""
+    sums = np.zeros((n_tasks, 2))
+    np.add.at(sums[:, 0], ti[m], values[m].astype(float))
+    np.add.at(sums[:, 1], ti[m], 1.0)
+    return sums
+
+
+def _condition_row(name, cond, m, ti, n_tasks, ypol, y0, inter, *, level, n_draws, seed, sign_flip_draws):
+    """One row of the evaluation table: success without / with the policy, Delta with its
+    task-cluster bootstrap interval, rescues, harms, interventions (and, for ``all``,
+    the sign-flip p-value on per-task sums)."""
+    from agentstudies.parallel import keyed_seed
+    from agentstudies.recovery._signflip import sign_flip_test
+
+    d = ypol - y0
+    resc = ((y0 == 0) & (ypol == 1))[m]
+    hrm = ((y0 == 1) & (ypol == 0))[m]
+    n = int(m.sum())
+    sums = _task_sums(d, m, ti, n_tasks)
+    rng = np.random.default_rng(keyed_seed(seed, "router-eval", name, cond))
+    reps = paired_cluster_bootstrap(sums, lambda t: 100 * t[:, 0] / t[:, 1], n_draws=n_draws, rng=rng)
+    lo, hi = percentile_interval(reps, level)
+    row = dict(policy=name, condition=cond, n=n, success_never=100 * y0[m].mean(),
+               success_policy=100 * ypol[m].mean(), delta=100 * d[m].mean(), ci_low=float(lo), ci_high=float(hi),
+               rescue=int(resc.sum()), harm=int(hrm.sum()), interventions=int(inter[m].sum()),
+               intervention_rate=100 * inter[m].mean(), sign_flip_p=np.nan)
+    if cond == "all":
+        row["sign_flip_p"] = sign_flip_test(sums[:, 0], n_draws=sign_flip_draws, seed=seed).p_value
+    return row
+
+
+def _clean_harm_row(name, m, ti, n_tasks, ypol, y0, *, level, n_draws, seed):
+    """Clean-condition harm rate with its task-cluster bootstrap interval and, because a
+    zero count has a degenerate bootstrap interval, the exact Clopper-Pearson bounds."""
+    from scipy.stats import beta as _beta
+
+    from agentstudies.parallel import keyed_seed
+
+    harm = (y0 == 1) & (ypol == 0)
+    n = int(m.sum())
+    hs = _task_sums(harm, m, ti, n_tasks)
+    rng = np.random.default_rng(keyed_seed(seed, "router-clean-harm", name))
+    hr = paired_cluster_bootstrap(hs, lambda t: 100 * t[:, 0] / t[:, 1], n_draws=n_draws, rng=rng)
+    hl, hh = percentile_interval(hr, level)
+    k = int(harm[m].sum())
+    cp_hi = 100 * float(_beta.ppf(1 - (1 - level) / 2, k + 1, n - k)) if k < n else 100.0
+    cp_lo = 100 * float(_beta.ppf((1 - level) / 2, k, n - k + 1)) if k > 0 else 0.0
+    return dict(policy=name, n=n, harms=k, estimate=100 * harm[m].mean(), ci_low=float(hl),
+                ci_high=float(hh), cp_low=cp_lo, cp_high=cp_hi)

@@ -97,6 +97,20 @@ def validate_paired(table: pd.DataFrame, *, shared_without: bool = False) -> pd.
     TypeError, KeyError, ValueError
         See the module docstring; every message names the offending row and its key.
     """
+    df = _normalise_keys(table)
+    _check_outcomes(df)
+    _check_unique_forks(df)
+    for cohort, g in df.groupby("cohort", sort=False):
+        _check_balanced(df, cohort, g)
+    if shared_without:
+        _check_shared_without(df)
+    extra = [c for c in df.columns if c not in KEY_COLUMNS + ("y_without", "y_with")]
+    return df[list(KEY_COLUMNS) + ["y_without", "y_with"] + extra]
+
+
+def _normalise_keys(table: pd.DataFrame) -> pd.DataFrame:
+    """Type, column and emptiness checks; a copy with ``cohort`` filled and the key columns
+    typed (identifiers ``str``, ``delay`` ``int64``)."""
     if not isinstance(table, pd.DataFrame):
         raise TypeError(f"paired table must be a pandas DataFrame; got {type(table).__name__}")
     missing = [c for c in PAIRED_COLUMNS if c not in table.columns]
@@ -123,6 +137,11 @@ def validate_paired(table: pd.DataFrame, *, shared_without: bool = False) -> pd.
         raise ValueError(f"paired table: {_row_name(df, idx)}: delay={_py(df.loc[idx, 'delay'])!r}; "
                          f"expected a non-negative integer number of environment actions")
     df["delay"] = d.astype("int64")
+    return df
+
+
+def _check_outcomes(df: pd.DataFrame) -> None:
+    """Both branches present and binary; writes them back as ``int64`` (in place)."""
     y0 = _outcome(df, "y_without")
     y1 = _outcome(df, "y_with")
     n0, n1 = np.isnan(y0), np.isnan(y1)
@@ -142,6 +161,9 @@ def validate_paired(table: pd.DataFrame, *, shared_without: bool = False) -> pd.
                          f"missing); expected 0/1 outcomes ({int(both.sum())} such row(s))")
     df["y_without"] = y0.astype("int64")
     df["y_with"] = y1.astype("int64")
+
+
+def _check_unique_forks(df: pd.DataFrame) -> None:
     key = list(KEY_COLUMNS)
     dup = df.duplicated(key, keep="first")
     if dup.any():
@@ -149,42 +171,44 @@ def validate_paired(table: pd.DataFrame, *, shared_without: bool = False) -> pd.
         first = df.index[(df[key] == df.loc[idx, key]).all(axis=1)][0]
         raise ValueError(f"paired table: duplicate fork: {_row_name(df, idx)} repeats row {_py(first)!r}; "
                          f"expected one row per (cohort, task_id, condition, delay, operation)")
-    # balanced design within each cohort: every task holds every cell of the cohort
-    for cohort, g in df.groupby("cohort", sort=False):
-        conds = sorted(g["condition"].unique())
-        have = g.groupby("task_id", sort=False)["condition"].agg(lambda s: frozenset(s))
-        for task, cs in have.items():
-            lack = [c for c in conds if c not in cs]
-            if lack:
-                idx = g.index[g["task_id"] == task][0]
-                raise ValueError(
-                    f"paired table: task {task!r} (cohort {cohort!r}, first at {_row_name(df, idx)}) has no row "
-                    f"for condition(s) {lack}; every task of a cohort must be observed under every condition "
-                    f"{conds} (the task-level bootstrap keeps a task's conditions together)"
-                )
-        cells = g[["condition", "delay", "operation"]].drop_duplicates()
-        n_cells = len(cells)
-        per_task = g.groupby("task_id", sort=False).size()
-        short = per_task[per_task != n_cells]
-        if len(short):
-            task = short.index[0]
-            own = set(map(tuple, g.loc[g["task_id"] == task, ["condition", "delay", "operation"]].itertuples(index=False)))
-            lack = [tuple(c) for c in cells.itertuples(index=False) if tuple(c) not in own]
+
+
+def _check_balanced(df: pd.DataFrame, cohort: str, g: pd.DataFrame) -> None:
+    """Balanced design within a cohort: every task holds every cell of the cohort."""
+    conds = sorted(g["condition"].unique())
+    have = g.groupby("task_id", sort=False)["condition"].agg(lambda s: frozenset(s))
+    for task, cs in have.items():
+        lack = [c for c in conds if c not in cs]
+        if lack:
             idx = g.index[g["task_id"] == task][0]
             raise ValueError(
-                f"paired table: task {task!r} (cohort {cohort!r}, first at {_row_name(df, idx)}) lacks "
-                f"(condition, delay, operation) cell(s) {lack[:5]}; every task of a cohort must hold every "
-                f"cell of the cohort's design ({n_cells} cells)"
+                f"paired table: task {task!r} (cohort {cohort!r}, first at {_row_name(df, idx)}) has no row "
+                f"for condition(s) {lack}; every task of a cohort must be observed under every condition "
+                f"{conds} (the task-level bootstrap keeps a task's conditions together)"
             )
-    if shared_without:
-        grp = df.groupby(["cohort", "task_id", "condition"], sort=False)["y_without"]
-        spread = grp.transform("nunique")
-        if (spread > 1).any():
-            idx = spread[spread > 1].index[0]
-            raise ValueError(
-                f"paired table: unpaired {_row_name(df, idx)}: y_without differs across the delays/operations "
-                f"of this task and condition; under deterministic replay the no-recovery branch Y_i^0(e) is "
-                f"shared (pass shared_without=False for stochastic no-recovery branches)"
-            )
-    extra = [c for c in df.columns if c not in KEY_COLUMNS + ("y_without", "y_with")]
-    return df[list(KEY_COLUMNS) + ["y_without", "y_with"] + extra]
+    cells = g[["condition", "delay", "operation"]].drop_duplicates()
+    n_cells = len(cells)
+    per_task = g.groupby("task_id", sort=False).size()
+    short = per_task[per_task != n_cells]
+    if len(short):
+        task = short.index[0]
+        own = set(map(tuple, g.loc[g["task_id"] == task, ["condition", "delay", "operation"]].itertuples(index=False)))
+        lack = [tuple(c) for c in cells.itertuples(index=False) if tuple(c) not in own]
+        idx = g.index[g["task_id"] == task][0]
+        raise ValueError(
+            f"paired table: task {task!r} (cohort {cohort!r}, first at {_row_name(df, idx)}) lacks "
+            f"(condition, delay, operation) cell(s) {lack[:5]}; every task of a cohort must hold every "
+            f"cell of the cohort's design ({n_cells} cells)"
+        )
+
+
+def _check_shared_without(df: pd.DataFrame) -> None:
+    grp = df.groupby(["cohort", "task_id", "condition"], sort=False)["y_without"]
+    spread = grp.transform("nunique")
+    if (spread > 1).any():
+        idx = spread[spread > 1].index[0]
+        raise ValueError(
+            f"paired table: unpaired {_row_name(df, idx)}: y_without differs across the delays/operations "
+            f"of this task and condition; under deterministic replay the no-recovery branch Y_i^0(e) is "
+            f"shared (pass shared_without=False for stochastic no-recovery branches)"
+        )
