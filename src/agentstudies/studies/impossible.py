@@ -163,7 +163,10 @@ def simulate_episodes(tasks: Sequence[CodingTask], workflows: Sequence[Workflow]
                      config=config, params=params, reminder=reminder, reminder_after=reminder_after, llm=llm)
     wall = time.perf_counter() - t0
     eps = pd.DataFrame([e for r in res for e in r[0]])
-    atts = pd.DataFrame([a for r in res for a in r[1]])
+    # every episode may end without a submission (aborted at once, or a model error)
+    atts = pd.DataFrame([a for r in res for a in r[1]],
+                        columns=None if any(r[1] for r in res) else ["task_id", "kind", "policy", "workflow",
+                                                                      "replicate", "reminder", "round"])
     key = ["task_id", "kind", "policy", "workflow", "replicate", "reminder"]
     eps = eps.sort_values(key, kind="stable").reset_index(drop=True)
     atts = atts.sort_values(key + ["round"], kind="stable").reset_index(drop=True)
