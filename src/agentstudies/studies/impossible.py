@@ -330,7 +330,8 @@ def headline_directions(episodes: pd.DataFrame, label: str | None = None) -> pd.
     names this run's agents (default :func:`agents_label` of ``episodes``: ``simulated`` or
     ``LLM (<model>)``).
     """
-    ours_src = f"this run ({label or agents_label(episodes)})"
+    who = label or agents_label(episodes)
+    ours_src = f"this run ({who})" if who == "simulated" else f"this run, {who}"
     paper = paper_headlines()
     imp = episodes[episodes["kind"].isin(IMPOSSIBLE_KINDS)]
     base = BASE_WORKFLOW
