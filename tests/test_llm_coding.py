@@ -55,6 +55,14 @@ def test_correct_solution_passes_original_and_fails_impossible():
     assert any("Failing statement" in m["content"] for r in requests for m in r["messages"] if m["role"] == "user")
 
 
+def test_wrong_solution_fails_the_original():
+    wrong = f"```python\ndef {TASK.entry_point}(*args, **kwargs):\n    return None\n```"
+    run, requests = _run(lambda r: {"content": wrong}, [Workflow("neutral", "writable", False, 2)], ("original",))
+    e = run.episodes.loc[0]
+    assert e["outcome"] == "failed" and not e["passed"] and e["rounds_used"] == 2 and len(requests) == 2
+    assert (run.attempts["failed_stmt"] >= 0).all() and (run.attempts["classified"] == "none").all()
+
+
 def test_hidden_tests_are_not_shown():
     run, requests = _run(honest, [Workflow("neutral", "hidden", False, 2)], ("one_off",))
     shown = " ".join(m["content"] or "" for r in requests for m in r["messages"] if m["role"] == "user")
