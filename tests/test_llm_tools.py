@@ -85,6 +85,9 @@ def test_gold_script_passes_and_wrong_script_fails(two_cases):
     assert set(good["profile"]) == {AGENT} and good["prompt_sha256"].str.len().eq(64).all()
     art = ts.case_artifact(good)
     assert not art["simulated"].any() and "llm_errors" in art.columns
+    means = ts.group_means(good, n_draws=0)
+    assert "LLM (openai-api/local/scripted)" in means.title and "simulated" not in means.title
+    assert set(means.wide().index.get_level_values("profile")) == {"LLM (openai-api/local/scripted)"}
 
 
 def test_gate_quotes_consent_and_tool_results_answer_calls(two_cases):

@@ -156,7 +156,11 @@ class GroupMeans(Result):
     rows: pd.DataFrame
     params: dict = field(default_factory=dict)
     provenance: ResultProvenance = field(default_factory=ResultProvenance)
-    title = "ToolSandbox-style means by group (simulated agents), base-scenario cluster bootstrap"
+    @property
+    def title(self) -> str:  # type: ignore[override]
+        """Names the agents: simulated, or the LLM (``LLM (<model>)``) of ``llm:`` profiles."""
+        llm = sorted({profile_label(p) for p in self.rows.get("profile", ()) if str(p).startswith("llm:")})
+        return f"ToolSandbox-style means by group ({', '.join(llm) or 'simulated agents'}), base-scenario cluster bootstrap"
 
     def _tidy(self) -> pd.DataFrame:
         return tidy_rows(self.rows, strata=("group", "workflow", "profile"))
