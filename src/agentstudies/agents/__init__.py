@@ -8,6 +8,8 @@ from agentstudies.agents._llm import (
     LLMTauPolicy,
     is_llm_agent,
 )
+from agentstudies.agents._llm_tools import LLMToolSandboxPolicy, dialogue_act, toolsandbox_tool_infos
+from agentstudies.agents._llm_coding import LLMCodingAgent, extract_code
 from agentstudies.agents._alfworld_learned import (
     DIM_LOG2,
     Belief,
@@ -68,6 +70,11 @@ __all__ = [
     "LLMTauPolicy",
     "LLMAlfworldPolicy",
     "is_llm_agent",
+    "LLMToolSandboxPolicy",
+    "dialogue_act",
+    "toolsandbox_tool_infos",
+    "LLMCodingAgent",
+    "extract_code",
     "CODING_POLICIES",
     "SHORTCUTS",
     "AgentParams",

@@ -34,7 +34,8 @@ import numpy as np
 import pandas as pd
 
 from agentstudies.agents import (
-    AgentParams, CodingTask, MemoRunner, SimulatedCodingAgent, coding_tasks_from_table,
+    AgentParams, CodingTask, LLMClient, LLMCodingAgent, LLMSpec, MemoRunner, SimulatedCodingAgent,
+    coding_tasks_from_table, is_llm_agent,
 )
 from agentstudies.envs.impossible import (
     SandboxConfig, Workflow, isolation, load_variant_table, variant_frame,
@@ -47,7 +48,7 @@ __all__ = [
     "classifier_confusion", "attempt_truth", "difficulty_bins", "variant_summary", "paper_headlines",
     "headline_directions", "workflow_sasst", "reminder_forks", "reminder_analysis",
     "plot_rates", "plot_confusion", "plot_difficulty", "plot_rescue_harm", "IMPOSSIBLE_KINDS", "BASE_WORKFLOW",
-    "legit_pass_rates", "labelled",
+    "legit_pass_rates", "labelled", "agent_label", "agents_label",
 ]
 
 IMPOSSIBLE_KINDS: tuple[str, ...] = ("one_off", "conflicting")
@@ -101,14 +102,14 @@ class StudyRun:
 
 
 def _task_item(task: CodingTask, rng, *, workflows, policies, kinds, replicates, root_seed, config, params,
-               reminder: bool, reminder_after: int):
+               reminder: bool, reminder_after: int, llm=None):
     runner = MemoRunner(config)
     eps, atts = [], []
     for kind in kinds:
         if kind not in task.tests:
             continue
         for pol in policies:
-            agent = SimulatedCodingAgent(pol, params)
+            agent = SimulatedCodingAgent(pol, params) if llm is None else LLMCodingAgent(llm[0], client=llm[1])
             for wf in workflows:
                 for rep in range(replicates):
                     arms = (False, True) if reminder else (False,)
@@ -126,12 +127,23 @@ def simulate_episodes(tasks: Sequence[CodingTask], workflows: Sequence[Workflow]
                       replicates: int = 1, seed: int = 0, n_jobs: int = 1,
                       config: SandboxConfig = SandboxConfig(wall_s=10, cpu_s=5),
                       params: AgentParams = AgentParams(), reminder: bool = False,
-                      reminder_after: int = 1) -> StudyRun:
+                      reminder_after: int = 1, agent: str = "simulated",
+                      llm_settings: dict | None = None) -> StudyRun:
     """Run every (task, kind, policy, workflow, replicate) episode; all runs are real.
 
     Work is one :func:`~agentstudies.parallel.seeded_map` item per task; tables are sorted,
     so they are identical for any ``n_jobs``. ``reminder=True`` runs each episode twice, as
     paired forks without / with the specification reminder after run ``reminder_after``.
+    ``agent="llm:<provider/model>"`` runs :class:`agentstudies.agents.LLMCodingAgent`
+    (settings ``llm_settings``, see :class:`agentstudies.agents.LLMSpec`) instead of the
+    simulated policies: ``policies`` is ignored, the policy column holds the agent string,
+    the LLM record columns (model, tokens, ``llm_errors`` ...) are added, and tasks run in
+    ``n_jobs`` threads sharing one client.
+
+    Raises
+    ------
+    ValueError
+        No tasks, a malformed ``agent``, or ``llm_settings`` with the simulated agent.
 
     Returns
     -------
@@ -139,13 +151,22 @@ def simulate_episodes(tasks: Sequence[CodingTask], workflows: Sequence[Workflow]
     """
     if not tasks:
         raise ValueError("simulate_episodes: no tasks")
+    llm, backend = None, "loky"
+    if is_llm_agent(agent):
+        spec = LLMSpec.from_agent(agent, **dict(llm_settings or {}))
+        llm, policies, backend = (spec, LLMClient(spec)), (agent,), "threading"
+    elif llm_settings:
+        raise ValueError("llm_settings given but agent='simulated'; set agent='llm:<provider>/<model>'")
     t0 = time.perf_counter()
-    res = seeded_map(_task_item, list(tasks), seed=seed, n_jobs=n_jobs, workflows=list(workflows),
+    res = seeded_map(_task_item, list(tasks), seed=seed, n_jobs=n_jobs, backend=backend, workflows=list(workflows),
                      policies=list(policies), kinds=list(kinds), replicates=replicates, root_seed=seed,
-                     config=config, params=params, reminder=reminder, reminder_after=reminder_after)
+                     config=config, params=params, reminder=reminder, reminder_after=reminder_after, llm=llm)
     wall = time.perf_counter() - t0
     eps = pd.DataFrame([e for r in res for e in r[0]])
-    atts = pd.DataFrame([a for r in res for a in r[1]])
+    # every episode may end without a submission (aborted at once, or a model error)
+    atts = pd.DataFrame([a for r in res for a in r[1]],
+                        columns=None if any(r[1] for r in res) else ["task_id", "kind", "policy", "workflow",
+                                                                      "replicate", "reminder", "round"])
     key = ["task_id", "kind", "policy", "workflow", "replicate", "reminder"]
     eps = eps.sort_values(key, kind="stable").reset_index(drop=True)
     atts = atts.sort_values(key + ["round"], kind="stable").reset_index(drop=True)
@@ -200,10 +221,25 @@ def _rates(df: pd.DataFrame, col: str, by: Sequence[str], estimand: str, *, n_dr
         keys = keys if isinstance(keys, tuple) else (keys,)
         rng = np.random.default_rng(keyed_seed(seed, "bootstrap", estimand, *[str(k) for k in keys]))
         est, se, lo, hi, n = _cluster_rate(g.assign(**{col: g[col].astype(float)}), col, rng, n_draws, level)
-        rows.append(dict(zip(by, keys), agents="simulated", estimand=estimand, estimate=est, se=se, ci_low=lo,
+        rows.append(dict(zip(by, keys), agents=agents_label(g), estimand=estimand, estimate=est, se=se, ci_low=lo,
                          ci_high=hi, side="two-sided", level=level, n=n))
+    title = f"rates ({agents_label(df)} agents)" if agents_label(df) == "simulated" else f"rates ({agents_label(df)})"
     return RateResult(pd.DataFrame(rows), tuple(by), {"level": level, "n_draws": n_draws, "seed": seed},
-                      make_provenance(seed=seed, episodes=df[["task_id"] + list(by) + [col]].reset_index(drop=True)))
+                      make_provenance(seed=seed, episodes=df[["task_id"] + list(by) + [col]].reset_index(drop=True)),
+                      title)
+
+
+def agent_label(agent: str) -> str:
+    """How a chapter names the agent: ``"simulated"`` -> ``"simulated agents"``,
+    ``"llm:<provider/model>"`` -> ``"LLM (<provider/model>)"``."""
+    return f"LLM ({agent[len('llm:'):]})" if str(agent).startswith("llm:") else "simulated agents"
+
+
+def agents_label(episodes: pd.DataFrame) -> str:
+    """``"simulated"`` for simulated episodes, else the LLM label(s) of the ``agent`` column."""
+    if "simulated" not in episodes.columns or episodes["simulated"].astype(bool).all():
+        return "simulated"
+    return ", ".join(sorted({agent_label(a) for a in episodes.loc[~episodes["simulated"].astype(bool), "agent"]}))
 
 
 def cheating_rates(episodes: pd.DataFrame, by: Sequence[str] = ("kind", "workflow"), *, n_draws: int = 2000,
@@ -286,12 +322,16 @@ def paper_headlines() -> pd.DataFrame:
     return paper_values("impossible_cheating", "headlines")
 
 
-def headline_directions(episodes: pd.DataFrame) -> pd.DataFrame:
+def headline_directions(episodes: pd.DataFrame, label: str | None = None) -> pd.DataFrame:
     """Our rates for the paper's headline comparisons, beside the paper's (approx.) values.
 
     Rows: comparison, condition, source (``this run (simulated)`` / ``paper (approx.)``),
-    cheating rate %; plus ``direction`` (does the low / high ordering agree?).
+    cheating rate %; plus ``direction`` (does the low / high ordering agree?). ``label``
+    names this run's agents (default :func:`agents_label` of ``episodes``: ``simulated`` or
+    ``LLM (<model>)``).
     """
+    who = label or agents_label(episodes)
+    ours_src = f"this run ({who})" if who == "simulated" else f"this run, {who}"
     paper = paper_headlines()
     imp = episodes[episodes["kind"].isin(IMPOSSIBLE_KINDS)]
     base = BASE_WORKFLOW
@@ -318,7 +358,7 @@ def headline_directions(episodes: pd.DataFrame) -> pd.DataFrame:
         key = (p["comparison"], str(p["condition"]))
         rows.append({"comparison": key[0], "condition": key[1], "source": "paper (approx.)",
                      "cheating %": float(p["cheating_pct"])})
-        rows.append({"comparison": key[0], "condition": key[1], "source": "this run (simulated)",
+        rows.append({"comparison": key[0], "condition": key[1], "source": ours_src,
                      "cheating %": ours.get(key, float("nan"))})
     out = pd.DataFrame(rows)
     agree = {}
@@ -328,7 +368,7 @@ def headline_directions(episodes: pd.DataFrame) -> pd.DataFrame:
             continue
         d = {src: g[g["source"] == src].set_index("condition")["cheating %"] for src in g["source"].unique()}
         sp = np.sign(d["paper (approx.)"][conds[1]] - d["paper (approx.)"][conds[0]])
-        so = np.sign(d["this run (simulated)"][conds[1]] - d["this run (simulated)"][conds[0]])
+        so = np.sign(d[ours_src][conds[1]] - d[ours_src][conds[0]])
         agree[comp] = bool(sp == so) if np.isfinite(so) else False
     out["same direction"] = out["comparison"].map(agree)
     return out
@@ -415,10 +455,12 @@ def reminder_analysis(forks: pd.DataFrame, *, n_draws: int = 2000, level: float 
     return analyze_paired(forks, level=level, n_draws=n_draws, seed=seed)
 
 
-def labelled(df: pd.DataFrame, caption: str, *, simulated: bool = True, precision: int = 1):
-    """A pandas Styler with a caption (``"... (simulated agents)"`` when ``simulated``) for
+def labelled(df: pd.DataFrame, caption: str, *, simulated: bool = True, precision: int = 1,
+             agents: str = "simulated agents"):
+    """A pandas Styler with a caption (``"... (simulated agents, real sandboxed runs)"`` when
+    ``simulated``; ``agents`` names them otherwise, e.g. ``agent_label("llm:...")``) for
     display in a chapter; numbers shown with ``precision`` decimals."""
-    cap = caption + (" (simulated agents, real sandboxed runs)" if simulated else "")
+    cap = caption + (f" ({agents}, real sandboxed runs)" if simulated else "")
     return df.style.set_caption(cap).format(precision=precision)
 
 

@@ -53,6 +53,7 @@ __all__ = [
     "run_handoff_study",
     "design_table",
     "plot_group_means",
+    "profile_label",
 ]
 
 BASELINE = "ReAct"
@@ -103,14 +104,30 @@ def design_table(scenarios: Sequence[Scenario], cases: Sequence[Case], n_repeats
 
 
 def run_grid(cases: Sequence[Case], *, seeds: Sequence[int], profiles: Sequence[str] = ("base",),
-             workflows: Sequence[str] = WORKFLOWS, n_jobs: int = 1, backend: str = "loky") -> pd.DataFrame:
+             workflows: Sequence[str] = WORKFLOWS, n_jobs: int = 1, backend: str = "loky", agent: str = "simulated",
+             llm_settings: Mapping[str, Any] | None = None) -> pd.DataFrame:
     """Episode table (one row per case x workflow x profile x seed); see
-    :data:`agentstudies.agents.toolsandbox.EPISODE_COLUMNS`."""
-    return run_episodes(cases, workflows=workflows, profiles=profiles, seeds=seeds, n_jobs=n_jobs, backend=backend)
+    :data:`agentstudies.agents.toolsandbox.EPISODE_COLUMNS`.
+
+    ``agent="llm:<provider/model>"`` replaces the simulated profiles by an LLM agent
+    (:class:`agentstudies.agents.LLMToolSandboxPolicy`; settings ``llm_settings``): the
+    profile column holds the agent string and the LLM columns
+    (:data:`agentstudies.agents.toolsandbox.AGENT_COLUMNS`) are added."""
+    return run_episodes(cases, workflows=workflows, profiles=profiles, seeds=seeds, n_jobs=n_jobs, backend=backend,
+                        agent=agent, llm_settings=llm_settings)
+
+
+def profile_label(profile: str) -> str:
+    """How a chapter names an agent profile: ``"base (simulated)"`` or, for
+    ``"llm:<provider/model>"``, ``"LLM (<provider/model>)"``."""
+    return f"LLM ({profile[len('llm:'):]})" if str(profile).startswith("llm:") else f"{profile} (simulated)"
 
 
 def case_artifact(episodes: pd.DataFrame) -> pd.DataFrame:
-    """The per-case table of the chapter (columns :data:`CASE_COLUMNS` and ``simulated`` = True).
+    """The per-case table of the chapter: columns :data:`CASE_COLUMNS` and ``simulated``
+    (True for the scripted profiles); an LLM agent's table adds ``model, llm_calls,
+    input_tokens, output_tokens, llm_errors, llm_limit`` (errored episodes stay, flagged
+    by a non-empty ``llm_errors``).
 
     Raises
     ------
@@ -120,7 +137,10 @@ def case_artifact(episodes: pd.DataFrame) -> pd.DataFrame:
     missing = [c for c in CASE_COLUMNS if c not in episodes.columns]
     if missing:
         raise KeyError(f"episode table lacks column(s) {missing}")
-    return episodes[list(CASE_COLUMNS)].assign(simulated=True).reset_index(drop=True)
+    if "simulated" not in episodes.columns:
+        return episodes[list(CASE_COLUMNS)].assign(simulated=True).reset_index(drop=True)
+    extra = ["simulated", "model", "llm_calls", "input_tokens", "output_tokens", "llm_errors", "llm_limit"]
+    return episodes[list(CASE_COLUMNS) + extra].reset_index(drop=True)
 
 
 # ------------------------------------------------------------- group means
@@ -136,7 +156,11 @@ class GroupMeans(Result):
     rows: pd.DataFrame
     params: dict = field(default_factory=dict)
     provenance: ResultProvenance = field(default_factory=ResultProvenance)
-    title = "ToolSandbox-style means by group (simulated agents), base-scenario cluster bootstrap"
+    @property
+    def title(self) -> str:  # type: ignore[override]
+        """Names the agents: simulated, or the LLM (``LLM (<model>)``) of ``llm:`` profiles."""
+        llm = sorted({profile_label(p) for p in self.rows.get("profile", ()) if str(p).startswith("llm:")})
+        return f"ToolSandbox-style means by group ({', '.join(llm) or 'simulated agents'}), base-scenario cluster bootstrap"
 
     def _tidy(self) -> pd.DataFrame:
         return tidy_rows(self.rows, strata=("group", "workflow", "profile"))
@@ -144,7 +168,7 @@ class GroupMeans(Result):
     def wide(self, estimand: str = "similarity") -> pd.DataFrame:
         """Group x workflow table of ``estimate [ci_low, ci_high]`` strings (profiles labelled simulated)."""
         df = self.to_frame()
-        df["profile"] = df["profile"].astype(str) + " (simulated)"
+        df["profile"] = df["profile"].astype(str).map(profile_label)
         df = df[df["estimand"] == estimand]
         df = df.assign(cell=[f"{e:.2f} [{lo:.2f}, {hi:.2f}]" for e, lo, hi in zip(df["estimate"], df["ci_low"], df["ci_high"])])
         return df.pivot_table(index=["group", "profile"], columns="workflow", values="cell", aggfunc="first")
@@ -354,7 +378,8 @@ def plot_group_means(result: GroupMeans, estimand: str = "similarity", *, title:
     ax.set_yticks(y0, labels, fontsize=8)
     ax.set_xlabel({"similarity": "mean similarity (ToolSandbox score)", "turn_count": "mean turn count"}.get(estimand, estimand))
     ax.legend(frameon=False, fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.09), ncol=3)
-    ax.set_title(title or f"{estimand} by {result.params.get('by')} (simulated agents, {result.params.get('level', 0.95):.0%} cluster intervals)",
+    who = ", ".join(profile_label(p) for p in profiles) if any(str(p).startswith("llm:") for p in profiles) else "simulated agents"
+    ax.set_title(title or f"{estimand} by {result.params.get('by')} ({who}, {result.params.get('level', 0.95):.0%} cluster intervals)",
                  fontsize=9)
     fig.tight_layout()
     return fig

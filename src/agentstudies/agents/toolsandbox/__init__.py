@@ -1,6 +1,7 @@
 """Scripted (simulated) agents and episode drivers for the ToolSandbox-style world."""
 
 from agentstudies.agents.toolsandbox._episodes import (
+    AGENT_COLUMNS,
     EPISODE_COLUMNS,
     GroundingVerifier,
     drive,
@@ -12,5 +13,5 @@ from agentstudies.agents.toolsandbox._episodes import (
 )
 from agentstudies.agents.toolsandbox._policy import PROFILES, ScriptedToolAgent, ToolAgentProfile, get_profile
 
-__all__ = ["EPISODE_COLUMNS", "GroundingVerifier", "PROFILES", "ScriptedToolAgent", "ToolAgentProfile", "drive",
+__all__ = ["AGENT_COLUMNS", "EPISODE_COLUMNS", "GroundingVerifier", "PROFILES", "ScriptedToolAgent", "ToolAgentProfile", "drive",
            "frontier_arrival", "get_profile", "run_episode", "run_episodes", "run_handoff", "run_handoff_unit"]

@@ -28,7 +28,7 @@ from agentstudies.envs.toolsandbox import MUTATING_TOOLS, Case, Evaluation, Role
 from agentstudies.parallel import keyed_seed, seeded_map
 from agentstudies._tolerances import EXACT_TOL
 
-__all__ = ["EPISODE_COLUMNS", "GroundingVerifier", "run_episode", "run_episodes", "drive", "run_handoff_unit",
+__all__ = ["EPISODE_COLUMNS", "AGENT_COLUMNS", "GroundingVerifier", "run_episode", "run_episodes", "drive", "run_handoff_unit",
            "run_handoff", "frontier_arrival"]
 
 #: Columns of the per-episode table, in order.
@@ -36,6 +36,13 @@ EPISODE_COLUMNS: tuple[str, ...] = (
     "case_id", "base_scenario", "category", "categories", "augmentation", "workflow", "profile", "seed",
     "similarity", "milestone_similarity", "turn_count", "milestones_matched", "n_milestones", "minefield_hit",
     "termination", "tool_calls", "failed_calls", "blocked_calls", "declined_calls", "messages",
+)
+
+#: Columns added to the episode table of an LLM agent (:meth:`LLMPolicyBase.episode_record`;
+#: ``llm_errors`` non-empty flags an errored episode, kept in the table).
+AGENT_COLUMNS: tuple[str, ...] = (
+    "agent", "simulated", "model", "generate_config", "llm_seed", "prompt_sha256", "llm_calls",
+    "input_tokens", "output_tokens", "llm_errors", "llm_limit",
 )
 
 
@@ -91,9 +98,14 @@ class GroundingVerifier:
         return "REJECT" if u < p_reject else "APPROVE"
 
 
-def drive(env: ToolSandboxEnv, agent: ScriptedToolAgent, controller, *, max_steps: int = 40) -> dict[str, int]:
-    """Run ``agent`` on ``env`` through ``controller`` until the episode ends; return counts."""
-    counts = {"blocked_calls": 0, "declined_calls": 0, "steps": 0}
+def drive(env: ToolSandboxEnv, agent: ScriptedToolAgent, controller, *, max_steps: int = 40,
+          counts: dict[str, int] | None = None) -> dict[str, int]:
+    """Run ``agent`` on ``env`` through ``controller`` until the episode ends; return counts.
+
+    ``counts`` (optional) is updated in place, so a caller keeps the counts of an episode
+    that the agent ends by raising."""
+    counts = counts if counts is not None else {}
+    counts.update({"blocked_calls": 0, "declined_calls": 0, "steps": 0})
     last_outcome = None
     while not env.done and counts["steps"] < max_steps:
         obs = env.observation()
@@ -146,31 +158,49 @@ def _row(case: Case, workflow: str, profile: str, seed: int, env: ToolSandboxEnv
     }
 
 
-def run_episode(case: Case, workflow: str, profile: str | ToolAgentProfile = "base", seed: int = 0) -> dict[str, Any]:
-    """One simulated episode; returns its row (keys :data:`EPISODE_COLUMNS`).
+def run_episode(case: Case, workflow: str, profile: str | ToolAgentProfile = "base", seed: int = 0, *,
+                policy: Any = None) -> dict[str, Any]:
+    """One episode; returns its row (keys :data:`EPISODE_COLUMNS`, plus :data:`AGENT_COLUMNS`
+    when ``policy`` is given).
+
+    ``policy``: another agent to run instead of the scripted profile (e.g.
+    :class:`agentstudies.agents.LLMToolSandboxPolicy`): anything with ``name``,
+    ``reset(task_id, seed, role)`` and ``act(observation)``; its seed is an int drawn from
+    the episode's agent stream, and the profile column holds ``"llm:<model>"``. An
+    :class:`~agentstudies.agents.LLMError` raised by it ends the episode with termination
+    ``agent_error``, the world scored as it stands.
 
     Raises
     ------
     ValueError
         Unknown workflow. (Unknown profile: KeyError.)
     """
+    from agentstudies.agents._llm import LLMError
+
     if workflow not in WORKFLOWS:
         raise ValueError(f"unknown workflow {workflow!r}; expected one of {list(WORKFLOWS)}")
-    prof = get_profile(profile)
-    s_agent, s_user, s_verifier, _ = keyed_seed(seed, "toolsandbox-episode", case.case_id, prof.name, workflow).spawn(4)
+    name = get_profile(profile).name if policy is None else f"llm:{policy.name}"
+    s_agent, s_user, s_verifier, _ = keyed_seed(seed, "toolsandbox-episode", case.case_id, name, workflow).spawn(4)
     env = ToolSandboxEnv(case, s_user)
-    agent = ScriptedToolAgent(prof)
-    agent.reset(case.case_id, s_agent)
+    agent = ScriptedToolAgent(get_profile(profile)) if policy is None else policy
+    agent.reset(case.case_id, s_agent if policy is None else int(s_agent.generate_state(1)[0]) % (2**31 - 1))
     controller = _controller(workflow, env, np.random.default_rng(s_verifier))
     controller.reset()
+    counts = {"blocked_calls": 0, "declined_calls": 0}
     try:
-        counts = drive(env, agent, controller)
+        counts = drive(env, agent, controller, counts=counts)
+        ev = env.evaluate()
+    except LLMError:
+        env.termination = "agent_error"
         ev = env.evaluate()
     except Exception:  # noqa: BLE001 - ToolSandbox: an exception scores 0 with the maximum turn count
         counts = {"blocked_calls": 0, "declined_calls": 0}
         env.termination = "exception"
         ev = Evaluation(0.0, 0.0, (), (), False, 0, env.ctx.max_messages)
-    return _row(case, workflow, prof.name, seed, env, counts, ev)
+    row = _row(case, workflow, name, seed, env, counts, ev)
+    if policy is not None:
+        row.update({"agent": name, "simulated": False, **policy.episode_record()})
+    return row
 
 
 #: Episodes per parallel work item (fixed, so results never depend on ``n_jobs``).
@@ -185,9 +215,39 @@ def _run_chunk(chunk, rng=None):
     return [run_episode(case, workflow, profile, seed) for case, workflow, profile, seed in chunk]
 
 
+def _run_llm(spec, rng=None, llm=None):
+    from agentstudies.agents._llm_tools import LLMToolSandboxPolicy
+
+    case, workflow, seed = spec
+    return run_episode(case, workflow, seed=seed, policy=LLMToolSandboxPolicy(llm[0], client=llm[1]))
+
+
 def run_episodes(cases: Sequence[Case], *, workflows: Sequence[str] = WORKFLOWS, profiles: Sequence[str] = ("base",),
-                 seeds: Sequence[int] = (0,), n_jobs: int = 1, backend: str = "loky") -> pd.DataFrame:
-    """Every case x workflow x profile x seed; the table is identical for any ``n_jobs``."""
+                 seeds: Sequence[int] = (0,), n_jobs: int = 1, backend: str = "loky", agent: str = "simulated",
+                 llm_settings: Mapping[str, Any] | None = None) -> pd.DataFrame:
+    """Every case x workflow x profile x seed; the table is identical for any ``n_jobs``.
+
+    ``agent="llm:<provider/model>"`` runs :class:`agentstudies.agents.LLMToolSandboxPolicy`
+    (settings from ``llm_settings``, see :class:`agentstudies.agents.LLMSpec`) instead of
+    the scripted profiles: ``profiles`` is ignored, the profile column holds the agent
+    string, the columns :data:`AGENT_COLUMNS` are added, and episodes run in threads
+    sharing one client (``max_connections`` at a time; ``n_jobs`` and ``backend`` unused).
+
+    Raises
+    ------
+    ValueError
+        A malformed ``agent``, or ``llm_settings`` with the simulated agent.
+    """
+    from agentstudies.agents._llm import LLMClient, LLMSpec, is_llm_agent
+
+    if is_llm_agent(agent):
+        spec = LLMSpec.from_agent(agent, **dict(llm_settings or {}))
+        items = [(c, w, int(s)) for s in seeds for c in cases for w in workflows]
+        rows = seeded_map(_run_llm, items, seed=0, n_jobs=max(1, min(spec.max_connections, len(items))),
+                          backend="threading", llm=(spec, LLMClient(spec)))
+        return pd.DataFrame(rows, columns=list(EPISODE_COLUMNS + AGENT_COLUMNS))
+    if llm_settings:
+        raise ValueError("llm_settings given but agent='simulated'; set agent='llm:<provider>/<model>'")
     specs = [(c, w, p, int(s)) for p in profiles for s in seeds for c in cases for w in workflows]
     out = seeded_map(_run_chunk, _chunks(specs), seed=0, n_jobs=n_jobs, backend=backend)
     return pd.DataFrame([r for rows in out for r in rows], columns=list(EPISODE_COLUMNS))
