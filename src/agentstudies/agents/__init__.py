@@ -6,7 +6,10 @@ from agentstudies.agents._llm import (
     LLMError,
     LLMSpec,
     LLMTauPolicy,
+    LLM_RECORD_COLUMNS,
     is_llm_agent,
+    llm_record,
+    make_llm_policy,
 )
 from agentstudies.agents._alfworld_learned import (
     DIM_LOG2,
@@ -68,6 +71,9 @@ __all__ = [
     "LLMTauPolicy",
     "LLMAlfworldPolicy",
     "is_llm_agent",
+    "LLM_RECORD_COLUMNS",
+    "llm_record",
+    "make_llm_policy",
     "CODING_POLICIES",
     "SHORTCUTS",
     "AgentParams",

@@ -1,0 +1,106 @@
+"""LLM agents in the ALFWorld handoff and recovery studies, against a scripted server on 127.0.0.1.
+
+The scripted replies are computed independently of the studies: the planner expert's
+optimal plan of a small generated game (``AlfworldEnv.expert_plan`` after the same
+reset), or nonsense, or an HTTP error. Outcomes come from the engine: the plan wins,
+nonsense never does, an HTTP error is flagged in the tables and the episode scored as
+the engine leaves it.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from agentstudies.agents.testing import ScriptedChatServer
+from agentstudies.envs.alfworld._testing import small_game
+from agentstudies.envs.alfworld.env import AlfworldEnv
+
+AGENT = "llm:openai-api/local/scripted"
+GAME = small_game("pick_and_place_simple")
+
+
+def _plan(game, seed: int) -> list[str]:
+    env = AlfworldEnv(budget=40)
+    env.load_game(game)
+    env.reset(seed, 40)
+    return env.expert_plan()
+
+
+def _n_actions_so_far(request) -> int:
+    """Actions the agent has taken in this conversation: its own replies plus the
+    actions of a history it was handed (``Action:`` lines in user messages)."""
+    msgs = request["messages"]
+    own = sum(1 for m in msgs if m["role"] == "assistant")
+    content = lambda m: m["content"] if isinstance(m["content"], str) else " ".join(
+        c.get("text", "") for c in m["content"])
+    handed = sum(len(re.findall(r"^Action: ", content(m), flags=re.M)) for m in msgs if m["role"] == "user")
+    return own + handed
+
+
+def plan_script(plan):
+    def reply(request):
+        k = _n_actions_so_far(request)
+        return {"content": f"Thought: step {k + 1} of the plan.\nAction: {plan[k] if k < len(plan) else 'look'}"}
+    return reply
+
+
+def nonsense(request):
+    return {"content": "Thought: I will dance.\nAction: dance wildly around the room"}
+
+
+def http_error(request):
+    return {"status": 400, "content": "scripted bad request"}
+
+
+# ------------------------------------------------------------------------ handoff
+def _handoff(reply, **kw):
+    from agentstudies.studies.alfworld_handoff import run_handoff_study
+
+    with ScriptedChatServer(reply) as server:
+        study = run_handoff_study([GAME], tasks_per_type=None, seeds=[0], early_budget=6, D=2,
+                                  continuation_budget=2, checkpoints="scripted", agent=AGENT,
+                                  llm_settings={"base_url": server.base_url, "max_connections": 1}, **kw)
+        n_requests = len(server.requests)
+    return study, n_requests
+
+
+def test_handoff_llm_following_the_plan_arrives_and_solves():
+    plan = _plan(GAME, 0)
+    assert len(plan) == 4  # arrival at F_2 after two actions, two more win
+    study, n_requests = _handoff(plan_script(plan))
+    t = study.trajectories.set_index("reacher")
+    assert set(t.index) == {"SFT", "RL", "LLM"}
+    assert bool(t.loc["LLM", "arrived"]) and int(t.loc["LLM", "arrival_step"]) == len(plan) - 2
+    assert t.loc["LLM", "agent"] == AGENT and t.loc["SFT", "agent"] == "simulated"
+    e = study.episodes.set_index(["reacher", "solver"])
+    assert bool(e.loc[("LLM", "LLM"), "solved"])  # the engine's won flag after the plan's last two actions
+    assert e.loc[("LLM", "LLM"), "solver_first_action"] == plan[2]
+    # every request the server saw is counted once, in a reacher or a solver row
+    llm_rows = study.episodes[study.episodes["agent"] == AGENT]
+    assert int(t.loc["LLM", "llm_calls"]) + int(llm_rows["llm_calls"].sum()) == n_requests
+    assert (study.trajectories.loc[study.trajectories["agent"] == AGENT, "input_tokens"] > 0).all()
+    assert (study.episodes["llm_errors"] == "").all() and len(t.loc["LLM", "prompt_sha256"]) == 64
+    # the LLM solver of an LLM-reached state was shown the clone's history (its first actions)
+    acts = study.actions
+    first = acts[(acts["reacher"] == "LLM") & (acts["solver"] == "LLM") & (acts["step"] == 1)]["shown"].iloc[0]
+    assert f"Action: {plan[0]}" in first and f"Action: {plan[1]}" in first
+
+
+def test_handoff_llm_nonsense_never_arrives():
+    study, _ = _handoff(nonsense)
+    t = study.trajectories.set_index("reacher")
+    assert not bool(t.loc["LLM", "arrived"]) and int(t.loc["LLM", "n_invalid"]) == 6
+    solved_by_llm = study.episodes[(study.episodes["solver"] == "LLM") & study.episodes["arrived"]]["solved"]
+    assert not solved_by_llm.astype(bool).any()
+
+
+def test_handoff_llm_http_error_is_flagged_not_dropped():
+    study, n_requests = _handoff(http_error)
+    t = study.trajectories.set_index("reacher")
+    assert "scripted bad request" in t.loc["LLM", "llm_errors"] or "400" in t.loc["LLM", "llm_errors"]
+    assert not bool(t.loc["LLM", "arrived"]) and len(study.trajectories) == 3
+    e = study.episodes
+    assert (e.loc[e["reacher"] == "LLM", "reacher_llm_errors"] != "").all()
+    assert n_requests >= 1 and int(t.loc["LLM", "llm_calls"]) == 1  # no call after the first failure
