@@ -104,3 +104,72 @@ def test_handoff_llm_http_error_is_flagged_not_dropped():
     e = study.episodes
     assert (e.loc[e["reacher"] == "LLM", "reacher_llm_errors"] != "").all()
     assert n_requests >= 1 and int(t.loc["LLM", "llm_calls"]) == 1  # no call after the first failure
+
+
+# ----------------------------------------------------------------------- recovery
+RECOVERY_DESIGN = {"primary": dict(conditions=("clean", "stale-1"), delays=(0, 1), operations=("refresh",))}
+
+
+def _recovery(reply):
+    from agentstudies.agents import make_llm_policy
+    from agentstudies.studies import alfworld_recovery as ar
+
+    with ScriptedChatServer(reply) as server:
+        policy = make_llm_policy(AGENT, {"base_url": server.base_url, "max_connections": 1})
+        study = ar.run_recovery_study({"primary": [GAME]}, policy, seed=0, cap_scale=0.1, designs=RECOVERY_DESIGN)
+        requests = list(server.requests)
+    return study, requests
+
+
+def _env_seed(seed: int, task_id: str) -> int:
+    from agentstudies.parallel import keyed_seed
+
+    return int(keyed_seed(seed, "env", task_id).generate_state(1)[0] % (2 ** 31))
+
+
+def _last_user_text(request) -> str:
+    m = [m for m in request["messages"] if m["role"] == "user"][-1]
+    return m["content"] if isinstance(m["content"], str) else " ".join(c.get("text", "") for c in m["content"])
+
+
+def test_recovery_llm_sees_the_stale_and_refreshed_text_and_the_engine_scores_it():
+    seed = _env_seed(0, GAME["task_id"])
+    plan = _plan_at(GAME, seed)
+    study, requests = _recovery(plan_script(plan))
+    task = study.tasks.iloc[0]
+    assert bool(task["factual_success"]) and int(task["factual_actions"]) == len(plan)
+    assert task["policy_clone"] == "copied" and bool(task["feasible"]) and int(task["llm_calls"]) == len(plan)
+    p = study.paired
+    assert len(p) == 4 and (p["y_without"] == 1).all() and (p["y_with"] == 1).all()
+    assert (p["agent"] == AGENT).all() and (p["llm_errors"] == "").all() and (p["llm_calls"] > 0).all()
+    # what the model was shown, computed on a fresh engine: o_0 (stale-1 at t0 = 1) and o_0 + the look reply
+    env = AlfworldEnv(budget=40)
+    env.load_game(GAME)
+    env.reset(seed, 40)
+    o0 = env.observation
+    env.step(plan[0])
+    o1 = env.observation
+    env.step("look")
+    look = env.observation
+    shown = {_last_user_text(r) for r in requests}
+    assert f"Observation: {o0}" in shown and f"Observation: {o1}" in shown
+    assert f"Observation: {o0}\n{look}" in shown and f"Observation: {o1}\n{look}" in shown
+
+
+def test_recovery_llm_nonsense_fails_and_http_error_is_flagged():
+    study, _ = _recovery(nonsense)
+    assert not study.tasks["factual_success"].any()
+    assert (study.paired[["y_without", "y_with"]].to_numpy() == 0).all()
+    study, requests = _recovery(http_error)
+    task = study.tasks.iloc[0]
+    assert not bool(task["factual_success"]) and task["llm_errors"] != "" and int(task["llm_calls"]) == 1
+    p = study.paired
+    assert len(p) == 4 and (p["llm_errors"] != "").all() and (p["llm_errors_without"] != "").all()
+    assert (p["y_with"] == 0).all()
+
+
+def _plan_at(game, env_seed: int) -> list[str]:
+    env = AlfworldEnv(budget=40)
+    env.load_game(game)
+    env.reset(env_seed, 40)
+    return env.expert_plan()
