@@ -173,3 +173,60 @@ def _plan_at(game, env_seed: int) -> list[str]:
     env.load_game(game)
     env.reset(env_seed, 40)
     return env.expert_plan()
+
+
+# ------------------------------------------------------------ τ controller audit episodes
+TAU_TASK = "retail/5"
+
+
+def gold_script(task_id):
+    """Tool calls of the task's gold actions, one per turn, then a closing message."""
+    import json
+
+    from agentstudies.envs.tau.data import get_task
+
+    gold = [(a.name, json.loads(a.arguments_json)) for a in get_task(task_id).actions]
+
+    def reply(request):
+        k = sum(1 for m in request["messages"] if m["role"] == "assistant")
+        if k < len(gold):
+            return {"content": "", "tool_calls": [gold[k]]}
+        return {"content": "Everything is done. Goodbye."}
+    return reply
+
+
+def chatter(request):
+    return {"content": "Hello there. Goodbye."}
+
+
+def _audit(reply):
+    from agentstudies.studies import tau_controller_audit as tca
+
+    with ScriptedChatServer(reply) as server:
+        episodes = tca.audit_episodes([TAU_TASK], seed=0, agent=AGENT,
+                                      llm_settings={"base_url": server.base_url, "max_connections": 1})
+    return episodes, tca.episode_counts(episodes)
+
+
+def test_tau_audit_episodes_gold_calls_succeed_chatter_fails_errors_flagged():
+    from agentstudies.envs.tau.data import get_task
+
+    assert get_task(TAU_TASK).write_actions  # doing nothing cannot pass this task
+    n_gold = len(get_task(TAU_TASK).actions)
+    ep, counts = _audit(gold_script(TAU_TASK))
+    assert list(ep["workflow"]) == ["ReAct", "Plan + verifier", "Confirmation gate"]
+    react = ep.set_index("workflow").loc["ReAct"]
+    assert react["reward"] == 1.0 and react["tool_calls"] == n_gold and react["llm_calls"] == n_gold + 1
+    assert set(counts.index.get_level_values("profile")) == {"LLM (openai-api/local/scripted)"}
+    ep, counts = _audit(chatter)
+    assert (ep["reward"] == 0.0).all() and (ep["tool_calls"] == 0).all()
+    ep, counts = _audit(http_error)
+    assert (ep["termination"] == "agent_error").all() and (ep["llm_errors"] != "").all()
+    assert (counts["agent_errors"] == 1).all() and (ep["reward"] == 0.0).all()
+
+
+def test_tau_audit_label_of_simulated_profiles():
+    from agentstudies.studies.tau_controller_audit import agent_label
+
+    assert agent_label("profile_a") == "profile_a (simulated)"
+    assert agent_label("llm:openai-api/x/y") == "LLM (openai-api/x/y)"
