@@ -82,6 +82,17 @@ def test_handoff_llm_following_the_plan_arrives_and_solves():
     assert int(t.loc["LLM", "llm_calls"]) + int(llm_rows["llm_calls"].sum()) == n_requests
     assert (study.trajectories.loc[study.trajectories["agent"] == AGENT, "input_tokens"] > 0).all()
     assert (study.episodes["llm_errors"] == "").all() and len(t.loc["LLM", "prompt_sha256"]) == 64
+    # the LLM checkpoint's tables: J = A C on the LLM x LLM cell, cost from the record
+    from agentstudies.studies.alfworld_handoff import llm_checkpoint_tables
+
+    tabs = llm_checkpoint_tables(study.episodes, study.trajectories, n_draws=50)
+    a = tabs["assignments"].set_index(["reacher", "solver"]).loc[("LLM", "LLM")]
+    assert (a["n"], a["arrival"], a["conversion"], a["endpoint"]) == (1, 1.0, 1.0, 1.0)
+    cost = tabs["cost"].set_index("role")
+    assert int(cost.loc["reacher", "llm_calls"]) == len(plan) - 2 and int(cost["with_errors"].sum()) == 0
+    assert int(cost["llm_calls"].sum()) == n_requests
+    # one task: the 2 x 2 analysis is refused (a task type needs two tasks) and says so
+    assert tabs["contrasts"]["note"].str.startswith("not estimable").all()
     # the LLM solver of an LLM-reached state was shown the clone's history (its first actions)
     acts = study.actions
     first = acts[(acts["reacher"] == "LLM") & (acts["solver"] == "LLM") & (acts["step"] == 1)]["shown"].iloc[0]

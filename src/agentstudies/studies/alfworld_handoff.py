@@ -74,7 +74,7 @@ from agentstudies.parallel import seeded_map
 __all__ = [
     "run_handoff_study", "make_study_checkpoints", "HandoffStudy", "TRAJECTORY_COLUMNS", "STEP_COLUMNS",
     "EPISODE_COLUMNS", "ACTION_COLUMNS", "AUDIT_COLUMNS", "table8_state", "table8", "handoff_findings",
-    "PAPER_FINDINGS",
+    "PAPER_FINDINGS", "llm_checkpoint_tables",
 ]
 
 TRAJECTORY_COLUMNS = [
@@ -718,3 +718,64 @@ def handoff_findings(result, prediction, failures, episodes: pd.DataFrame, *, sp
     add("failure_modes", "Non-arrivals are mostly loops", "loop is the most common label for both reachers",
         "; ".join(parts), loops_top)
     return pd.DataFrame(rows, columns=["finding", "source", "value", "reappears", "criterion"])
+
+
+# ------------------------------------------------------------------ LLM checkpoint
+def llm_checkpoint_tables(episodes: pd.DataFrame, trajectories: pd.DataFrame, *, llm: str = "LLM",
+                          others: Sequence[str] = ("SFT", "RL"), n_draws: int = 2000, seed: int = 0
+                          ) -> dict[str, pd.DataFrame]:
+    """Tables of an LLM checkpoint crossed with the others (``run_handoff_study(agent=...)``).
+
+    ``assignments``: per (split, reacher, solver) over every checkpoint, ``n``
+    (trajectories), ``arrival`` (A_W), ``conversion`` (C_{W,R}, among arrived states) and
+    ``endpoint`` (J(W,R) = A_W C_{W,R}, Eq. 7), plain means. ``contrasts``: for each
+    checkpoint ``b`` in ``others``, the handoff analysis of the 2 x 2 crossing of ``b``
+    (base) with the LLM (treated) by :func:`agentstudies.handoff.analyze_handoff`:
+    ``reach_gap``, ``delta_solve_all_states`` and ``interaction`` (Eq. 4) with bootstrap
+    intervals; an analysis that cannot run (e.g. no arrival at all) gives one row with
+    the reason in ``note``. ``cost``: per (split, role) the model calls, input / output
+    tokens, and the episodes with a model error or a generation limit (kept in every
+    table above, flagged here). Raises ``KeyError`` if ``llm`` is not a checkpoint of
+    ``episodes`` or the tables lack the model-call columns.
+    """
+    if llm not in set(episodes["reacher"]) or "llm_calls" not in episodes:
+        raise KeyError(f"checkpoint {llm!r} with model-call columns not in the episode table; "
+                       "run run_handoff_study(agent='llm:<provider/model>')")
+    e = episodes.assign(solved01=episodes["solved"].astype("Float64"))
+    g = e.groupby(["split", "reacher", "solver"], sort=False)
+    assignments = pd.DataFrame({"n": g.size(), "arrival": g["arrived"].mean(), "conversion": g["solved01"].mean(),
+                                "endpoint": g["endpoint"].mean()}).reset_index()
+    return {"assignments": assignments, "contrasts": _llm_contrasts(episodes, llm, others, n_draws, seed),
+            "cost": _llm_cost(episodes, trajectories)}
+
+
+def _llm_contrasts(episodes: pd.DataFrame, llm: str, others: Sequence[str], n_draws: int,
+                   seed: int) -> pd.DataFrame:
+    from agentstudies.handoff import analyze_handoff
+
+    keep = ("reach_gap", "delta_solve_all_states", "interaction")
+    rows = []
+    for b in others:
+        pair = episodes[episodes["reacher"].isin([b, llm]) & episodes["solver"].isin([b, llm])]
+        try:
+            est = analyze_handoff(pair[EPISODE_COLUMNS], base=b, treated=llm, n_draws=n_draws, seed=seed).estimates
+        except ValueError as exc:
+            rows.append({"base": b, "treated": llm, "note": f"not estimable: {exc}"})
+            continue
+        est = est[est["estimand"].isin(keep)]
+        for r in est.itertuples():
+            rows.append({"base": b, "treated": llm, "split": r.split, "estimand": r.estimand,
+                         "estimate": r.estimate, "ci_low": r.ci_low, "ci_high": r.ci_high, "note": ""})
+    return pd.DataFrame(rows, columns=["base", "treated", "split", "estimand", "estimate", "ci_low", "ci_high",
+                                       "note"])
+
+
+def _llm_cost(episodes: pd.DataFrame, trajectories: pd.DataFrame) -> pd.DataFrame:
+    reach = trajectories[trajectories["agent"].str.startswith("llm:")].assign(role="reacher")
+    solve = episodes[episodes["agent"].str.startswith("llm:") & episodes["arrived"]].assign(role="solver")
+    both = pd.concat([reach, solve], ignore_index=True)
+    both = both.assign(error=both["llm_errors"].fillna("") != "", limit=both["llm_limit"].fillna("") != "")
+    g = both.groupby(["split", "role"], sort=False)
+    return g.agg(episodes=("agent", "size"), llm_calls=("llm_calls", "sum"), input_tokens=("input_tokens", "sum"),
+                 output_tokens=("output_tokens", "sum"), with_errors=("error", "sum"),
+                 with_limits=("limit", "sum")).reset_index()
