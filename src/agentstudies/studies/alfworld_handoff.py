@@ -732,7 +732,7 @@ def llm_checkpoint_tables(episodes: pd.DataFrame, trajectories: pd.DataFrame, *,
     checkpoint ``b`` in ``others``, the handoff analysis of the 2 x 2 crossing of ``b``
     (base) with the LLM (treated) by :func:`agentstudies.handoff.analyze_handoff`:
     ``reach_gap``, ``delta_solve_all_states`` and ``interaction`` (Eq. 4) with bootstrap
-    intervals; an analysis that cannot run (e.g. no arrival at all) gives one row with
+    intervals (``flagged``: the empty-denominator rule excluded too many draws); an analysis that cannot run (e.g. no arrival at all) gives one row with
     the reason in ``note``. ``cost``: per (split, role) the model calls, input / output
     tokens, and the episodes with a model error or a generation limit (kept in every
     table above, flagged here). Raises ``KeyError`` if ``llm`` is not a checkpoint of
@@ -751,6 +751,8 @@ def llm_checkpoint_tables(episodes: pd.DataFrame, trajectories: pd.DataFrame, *,
 
 def _llm_contrasts(episodes: pd.DataFrame, llm: str, others: Sequence[str], n_draws: int,
                    seed: int) -> pd.DataFrame:
+    import warnings
+
     from agentstudies.handoff import analyze_handoff
 
     keep = ("reach_gap", "delta_solve_all_states", "interaction")
@@ -758,16 +760,19 @@ def _llm_contrasts(episodes: pd.DataFrame, llm: str, others: Sequence[str], n_dr
     for b in others:
         pair = episodes[episodes["reacher"].isin([b, llm]) & episodes["solver"].isin([b, llm])]
         try:
-            est = analyze_handoff(pair[EPISODE_COLUMNS], base=b, treated=llm, n_draws=n_draws, seed=seed).estimates
+            with warnings.catch_warnings():  # flagged intervals are marked in the table's `flagged` column
+                warnings.simplefilter("ignore", RuntimeWarning)
+                est = analyze_handoff(pair[EPISODE_COLUMNS], base=b, treated=llm, n_draws=n_draws, seed=seed).estimates
         except ValueError as exc:
             rows.append({"base": b, "treated": llm, "note": f"not estimable: {exc}"})
             continue
         est = est[est["estimand"].isin(keep)]
         for r in est.itertuples():
             rows.append({"base": b, "treated": llm, "split": r.split, "estimand": r.estimand,
-                         "estimate": r.estimate, "ci_low": r.ci_low, "ci_high": r.ci_high, "note": ""})
+                         "estimate": r.estimate, "ci_low": r.ci_low, "ci_high": r.ci_high,
+                         "flagged": bool(getattr(r, "flagged", False)), "note": ""})
     return pd.DataFrame(rows, columns=["base", "treated", "split", "estimand", "estimate", "ci_low", "ci_high",
-                                       "note"])
+                                       "flagged", "note"])
 
 
 def _llm_cost(episodes: pd.DataFrame, trajectories: pd.DataFrame) -> pd.DataFrame:
