@@ -177,6 +177,10 @@ def test_recovery_llm_nonsense_fails_and_http_error_is_flagged():
     p = study.paired
     assert len(p) == 4 and (p["llm_errors"] != "").all() and (p["llm_errors_without"] != "").all()
     assert (p["y_with"] == 0).all()
+    from agentstudies.studies.alfworld_recovery import llm_cost
+
+    cost = llm_cost(study).set_index("cohort").loc["primary"]
+    assert (cost["tasks"], cost["factual_calls"], cost["factual_errors"], cost["forks_with_errors"]) == (1, 1, 1, 4)
 
 
 def _plan_at(game, env_seed: int) -> list[str]:

@@ -87,6 +87,7 @@ __all__ = [
     "table_mechanism",
     "table_router",
     "reappearance",
+    "llm_cost",
 ]
 
 CONDITIONS: tuple[str, ...] = ("clean", "stale-1", "stale-2", "missing")
@@ -593,6 +594,26 @@ def run_recovery_study(
                                                                          for k, v in designs.items() if k in pools},
                   policy=getattr(policy, "params", repr(policy)), pool_sizes={k: len(v) for k, v in pools.items()})
     return RecoveryStudy(tasks, paired, dec, params, timing)
+
+
+def llm_cost(study: RecoveryStudy) -> pd.DataFrame:
+    """Per cohort, what a model-calling agent cost and where it failed: tasks, the
+    factual runs' model calls and input / output tokens, tasks whose factual run had a
+    model error or a generation limit, forks, and forks with a model error in either
+    branch. Forks' own calls are not summed (each branch's record starts at the
+    episode's start, so the shared prefix would be counted once per fork). Raises
+    ``KeyError`` when the study ran without a model (no model-call columns)."""
+    t, p = study.tasks, study.paired
+    if "llm_calls" not in t or "llm_errors" not in p:
+        raise KeyError("the study has no model-call columns: run it with an LLM policy")
+    t = t.assign(error=t["llm_errors"].fillna("") != "", limit=t["llm_limit"].fillna("") != "")
+    p = p.assign(error=(p["llm_errors"].fillna("") != "") | (p["llm_errors_without"].fillna("") != ""))
+    out = t.groupby("cohort", sort=False).agg(tasks=("task_id", "size"), factual_calls=("llm_calls", "sum"),
+                                              factual_input_tokens=("input_tokens", "sum"),
+                                              factual_output_tokens=("output_tokens", "sum"),
+                                              factual_errors=("error", "sum"), factual_limits=("limit", "sum"))
+    forks = p.groupby("cohort", sort=False).agg(forks=("task_id", "size"), forks_with_errors=("error", "sum"))
+    return out.join(forks).fillna(0).reset_index()
 
 
 # ------------------------------------------------------------------ router
