@@ -55,6 +55,9 @@ def http_error(request):
 
 
 # ------------------------------------------------------------------------ handoff
+SEEDS_SEEN: list = []
+
+
 def _handoff(reply, **kw):
     from agentstudies.studies.alfworld_handoff import run_handoff_study
 
@@ -63,6 +66,7 @@ def _handoff(reply, **kw):
                                   continuation_budget=2, checkpoints="scripted", agent=AGENT,
                                   llm_settings={"base_url": server.base_url, "max_connections": 1}, **kw)
         n_requests = len(server.requests)
+        SEEDS_SEEN[:] = [r.get("seed") for r in server.requests]
     return study, n_requests
 
 
@@ -82,6 +86,14 @@ def test_handoff_llm_following_the_plan_arrives_and_solves():
     assert int(t.loc["LLM", "llm_calls"]) + int(llm_rows["llm_calls"].sum()) == n_requests
     assert (study.trajectories.loc[study.trajectories["agent"] == AGENT, "input_tokens"] > 0).all()
     assert (study.episodes["llm_errors"] == "").all() and len(t.loc["LLM", "prompt_sha256"]) == 64
+    # the generation seed: keyed on (task seed, task, role), call k sends seed + k over HTTP
+    from agentstudies.parallel import keyed_seed
+
+    reacher_seed = int(keyed_seed(0, "llm", GAME["task_id"], "reacher").generate_state(1)[0] % (2**31 - 1))
+    assert int(t.loc["LLM", "llm_seed"]) == reacher_seed
+    assert {reacher_seed, reacher_seed + 1} <= set(SEEDS_SEEN)
+    solver_seed = int(keyed_seed(0, "llm", GAME["task_id"], "solver").generate_state(1)[0] % (2**31 - 1))
+    assert (study.episodes.loc[study.episodes["llm_calls"] > 0, "llm_seed"] == solver_seed).all()
     # the LLM checkpoint's tables: J = A C on the LLM x LLM cell, cost from the record
     from agentstudies.studies.alfworld_handoff import llm_checkpoint_tables
 
