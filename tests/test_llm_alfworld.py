@@ -257,3 +257,24 @@ def test_tau_audit_label_of_simulated_profiles():
 
     assert agent_label("profile_a") == "profile_a (simulated)"
     assert agent_label("llm:openai-api/x/y") == "LLM (openai-api/x/y)"
+
+
+# --------------------------------------------------------------------- chapters
+@pytest.mark.parametrize("chapter", ["alfworld_handoff", "alfworld_recovery", "tau_controller_audit"])
+def test_chapter_declares_the_llm_parameters_of_the_tau_chapter(chapter):
+    """Same names and defaults as tau_workflow_stress (temperature may be the chapter's own
+    decoding parameter, which then also sets the model's)."""
+    import ast
+    import json
+    from pathlib import Path
+
+    def params(name):
+        nb = json.loads((Path(__file__).resolve().parents[1] / "notebooks" / f"{name}.ipynb").read_text())
+        cell = next(c for c in nb["cells"] if "parameters" in c.get("metadata", {}).get("tags", []))
+        tree = ast.parse("".join(cell["source"]))
+        return {t.id: ast.literal_eval(n.value) for n in tree.body if isinstance(n, ast.Assign) for t in n.targets}
+
+    tau, ours = params("tau_workflow_stress"), params(chapter)
+    for name in ("agent", "model_base_url", "max_connections", "max_tokens"):
+        assert ours.get(name) == tau[name], name
+    assert "temperature" in ours
