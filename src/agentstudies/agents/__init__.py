@@ -6,7 +6,10 @@ from agentstudies.agents._llm import (
     LLMError,
     LLMSpec,
     LLMTauPolicy,
+    LLM_RECORD_COLUMNS,
     is_llm_agent,
+    llm_record,
+    make_llm_policy,
 )
 from agentstudies.agents._llm_tools import LLMToolSandboxPolicy, dialogue_act, toolsandbox_tool_infos
 from agentstudies.agents._llm_coding import LLMCodingAgent, extract_code
@@ -75,6 +78,9 @@ __all__ = [
     "toolsandbox_tool_infos",
     "LLMCodingAgent",
     "extract_code",
+    "LLM_RECORD_COLUMNS",
+    "llm_record",
+    "make_llm_policy",
     "CODING_POLICIES",
     "SHORTCUTS",
     "AgentParams",

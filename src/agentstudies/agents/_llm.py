@@ -44,6 +44,9 @@ __all__ = [
     "LLMTauPolicy",
     "LLMAlfworldPolicy",
     "is_llm_agent",
+    "LLM_RECORD_COLUMNS",
+    "llm_record",
+    "make_llm_policy",
 ]
 
 #: Prefix of an LLM agent parameter: ``"llm:<inspect model name>"``.
@@ -70,6 +73,44 @@ def is_llm_agent(agent: str) -> bool:
         f"agent must be 'simulated' or 'llm:<provider>/<model>' (e.g. 'llm:openai-api/local/qwen3-8b', "
         f"'llm:mockllm/model'); got {agent!r}"
     )
+
+
+#: Per-episode columns of a policy that calls a model (:meth:`LLMPolicyBase.episode_record`
+#: plus ``agent``); :func:`llm_record` gives them for any policy.
+LLM_RECORD_COLUMNS: tuple[str, ...] = (
+    "agent", "model", "generate_config", "llm_seed", "prompt_sha256", "llm_calls", "input_tokens",
+    "output_tokens", "llm_errors", "llm_limit",
+)
+
+
+def llm_record(policy: Any) -> dict[str, Any]:
+    """The :data:`LLM_RECORD_COLUMNS` of ``policy``'s current episode.
+
+    A policy that calls a model (has ``episode_record``) gives its record with
+    ``agent = "llm:<model>"``; any other policy (scripted, trained) gives
+    ``agent = "simulated"``, empty strings, ``llm_calls = 0`` and NaN tokens and seed.
+    """
+    if hasattr(policy, "episode_record"):
+        rec = policy.episode_record()
+        return {"agent": f"{AGENT_PREFIX}{rec['model']}", **{k: rec[k] for k in LLM_RECORD_COLUMNS[1:]}}
+    nan = float("nan")
+    return {"agent": "simulated", "model": "", "generate_config": "", "llm_seed": nan, "prompt_sha256": "",
+            "llm_calls": 0, "input_tokens": nan, "output_tokens": nan, "llm_errors": "", "llm_limit": ""}
+
+
+def make_llm_policy(agent: str, llm_settings: Mapping[str, Any] | None = None, *,
+                    show_admissible: bool = False) -> "LLMAlfworldPolicy":
+    """An :class:`LLMAlfworldPolicy` for ``agent = "llm:<provider/model>"``.
+
+    ``llm_settings``: keyword arguments of :class:`LLMSpec` (``base_url``,
+    ``max_connections``, ``temperature``, ``max_tokens``, ...; ``None`` values dropped).
+
+    Raises
+    ------
+    ValueError
+        If ``agent`` is not ``"llm:<provider>/<model>"``.
+    """
+    return LLMAlfworldPolicy(LLMSpec.from_agent(agent, **dict(llm_settings or {})), show_admissible=show_admissible)
 
 
 @dataclass(frozen=True)
@@ -226,6 +267,29 @@ class LLMPolicyBase:
         """Display name: the model (never labelled simulated)."""
         return f"{self.spec.model} (LLM)"
 
+    @property
+    def params(self) -> dict[str, Any]:
+        """Model and generation settings (provenance; no key, no seed)."""
+        return {"agent": f"{AGENT_PREFIX}{self.spec.model}", "base_url": self.spec.base_url,
+                **self.spec.generate_config()}
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> "LLMPolicyBase":
+        """A copy of the episode state (transcript, usage, prompt hash so far) that
+        shares the model client: forks of one episode (the recovery harness's branches)
+        continue from the same conversation without a new connection."""
+        import copy
+
+        new = object.__new__(type(self))
+        memo[id(self)] = new
+        for key, value in vars(self).items():
+            if key in ("client", "spec"):
+                setattr(new, key, value)
+            elif key == "_prompt_hasher":
+                setattr(new, key, value.copy())
+            else:
+                setattr(new, key, copy.deepcopy(value, memo))
+        return new
+
     def _new_record(self, seed: int | None) -> None:
         self.seed = seed
         self._calls = 0
@@ -364,10 +428,26 @@ class LLMAlfworldPolicy(LLMPolicyBase):
     """ALFWorld as a ReAct text loop (Yao et al., 2023) through an Inspect model.
 
     ``act(observation)`` takes what the agent is shown — a string, or a mapping with
-    ``"goal"`` / ``"observation"`` (and ``"admissible"`` only when
-    ``show_admissible=True``, as ReAct's prompt did as an option) — and returns one
-    command string, parsed from the reply's last ``Action:`` line (the whole reply when
-    there is none). The transcript it keeps is only what it was shown and what it said.
+    ``"goal"`` / ``"observation"`` (the recovery harness shows exactly these two; a stale
+    or missing observation is passed through verbatim) and, from
+    :meth:`agentstudies.envs.alfworld.env.AlfworldEnv.observe`, ``"history"`` and
+    ``"admissible_commands"`` — and returns one command string, parsed from the reply's
+    last ``Action:`` line (the whole reply's last line when there is none).
+
+    * The first message of an episode carries the goal; when the mapping holds a
+      visible history ``(o_0, a_0, ..., o_t)`` longer than one item (a handoff solver
+      starting on a cloned state), the whole history is shown in that first message, so
+      the model continues the episode it was handed.
+    * The admissible commands are shown only with ``show_admissible=True`` (ReAct's
+      prompt offered them as an option); keys ``"admissible_commands"`` or ``"admissible"``.
+    * The generation seed of an episode is ``keyed_seed(seed, "llm", task_id, role)``
+      (call ``k`` of the episode uses that seed ``+ k``); copies made with
+      :func:`copy.deepcopy` (forks) keep the stream position.
+    * A failed model call (HTTP error, timeout) is recorded in ``errors``; the episode
+      goes on with ``"look"`` and no further model call (every later step is ``look``),
+      so the environment, not the harness, scores the episode, and the table flags it.
+
+    The transcript it keeps is only what it was shown and what it said.
     """
 
     def __init__(self, spec: LLMSpec | str, *, show_admissible: bool = False, client: LLMClient | None = None,
@@ -376,37 +456,54 @@ class LLMAlfworldPolicy(LLMPolicyBase):
         self.show_admissible = show_admissible
 
     def reset(self, task_id: str, seed: int, role: str | None = None) -> None:
-        """Start an episode; ``role`` (reacher / solver) is recorded, not shown."""
+        """Start an episode; ``role`` (reacher / solver / eval) keys the seed, not shown."""
         from inspect_ai.model import ChatMessageSystem
 
-        self.task_id, self.role = task_id, role
-        self._new_record(int(seed))
+        from agentstudies.parallel import keyed_seed
+
+        self.task_id, self.role = str(task_id), role
+        llm_seed = int(keyed_seed(int(seed), "llm", str(task_id), str(role)).generate_state(1)[0] % (2**31 - 1))
+        self._new_record(llm_seed)
         self.messages: list[Any] = [ChatMessageSystem(content=ALFWORLD_SYSTEM)]
         self.last_log: dict[str, Any] = {}
 
+    def _shown_text(self, observation: Any) -> str:
+        if not isinstance(observation, Mapping):
+            return f"Observation: {observation}"
+        first = len(self.messages) == 1
+        parts = [f"Goal: {observation['goal']}"] if observation.get("goal") and first else []
+        history = observation.get("history")
+        if first and history is not None and len(history) > 1:
+            parts.append("What happened so far:")
+            parts.extend((f"Action: {item}" if i % 2 else f"Observation: {item}") for i, item in enumerate(history))
+        else:
+            parts.append(f"Observation: {observation.get('observation', '')}")
+        admissible = observation.get("admissible_commands", observation.get("admissible"))
+        if self.show_admissible and admissible:
+            parts.append("Valid commands: " + ", ".join(admissible))
+        return "\n".join(parts)
+
     def act(self, observation: Any) -> str:
-        """One command for what the agent is shown."""
+        """One command for what the agent is shown (see the class docstring)."""
         from inspect_ai.model import ChatMessageUser
 
-        if isinstance(observation, Mapping):
-            parts = [f"Goal: {observation['goal']}"] if observation.get("goal") and len(self.messages) == 1 else []
-            parts.append(f"Observation: {observation.get('observation', '')}")
-            if self.show_admissible and observation.get("admissible"):
-                parts.append("Valid commands: " + ", ".join(observation["admissible"]))
-            text = "\n".join(parts)
-        else:
-            text = f"Observation: {observation}"
+        text = self._shown_text(observation)
         self.messages.append(ChatMessageUser(content=text))
-        try:
-            out = self._generate(self.messages)
-        except LLMError as exc:
-            self.errors.append(str(exc))
+        if self.errors:  # the model failed earlier in this episode: no further calls
             command = "look"
         else:
-            reply = out.choices[0].message if out.choices else None
-            if reply is not None:
-                self.messages.append(reply)
-            command = _parse_action(reply.text if reply is not None else "")
+            try:
+                out = self._generate(self.messages)
+            except LLMError as exc:
+                self.errors.append(str(exc))
+                command = "look"
+            else:
+                reply = out.choices[0].message if out.choices else None
+                if reply is not None:
+                    self.messages.append(reply)
+                else:
+                    self.errors.append("the model returned no choice")
+                command = _parse_action(reply.text if reply is not None else "")
         self.last_log = {"shown": text, "command": command}
         return command
 

@@ -12,8 +12,8 @@ The default script (:func:`tool_then_ask_then_close`) answers a conversation tha
 offers tools with one ``calculate`` tool call, then a question to the user, then a
 closing message; a conversation without tools gets ``Action: look``. Pass
 ``reply=callable(request: dict) -> dict`` (keys ``content`` and optionally
-``tool_calls``: a list of ``(name, arguments)``; or ``status``: an HTTP error code sent
-with ``content`` as the error message) for another script. Every response
+``tool_calls``: a list of ``(name, arguments)``; or ``status``: an HTTP error code
+answered with ``content`` as the error message) for another script. Every response
 carries token usage (prompt tokens = number of characters of the request's messages // 4,
 completion tokens = characters of the reply // 4), so nothing ever needs a tokenizer.
 :attr:`ScriptedChatServer.requests` keeps every request body received.
@@ -82,8 +82,9 @@ class ScriptedChatServer:
                     self._send(404, {"error": {"message": f"no route {self.path}"}})
                     return
                 reply = owner.reply(request)
-                if "status" in reply:
-                    self._send(int(reply["status"]), {"error": {"message": reply.get("content", ""), "type": "scripted"}})
+                if int(reply.get("status", 200)) != 200:  # a scripted HTTP error
+                    self._send(int(reply["status"]), {"error": {"message": reply.get("content", "scripted error"),
+                                                                "type": "invalid_request_error"}})
                     return
                 self._send(200, _completion(request, reply, len(owner.requests)))
 

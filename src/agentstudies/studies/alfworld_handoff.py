@@ -64,6 +64,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from agentstudies.agents import LLM_RECORD_COLUMNS, llm_record
 from agentstudies.envs.alfworld.env import AlfworldEnv, ReplayMismatch
 from agentstudies.envs.alfworld.expert import Expert
 from agentstudies.envs.alfworld.frontier import frontier_check
@@ -73,7 +74,7 @@ from agentstudies.parallel import seeded_map
 __all__ = [
     "run_handoff_study", "make_study_checkpoints", "HandoffStudy", "TRAJECTORY_COLUMNS", "STEP_COLUMNS",
     "EPISODE_COLUMNS", "ACTION_COLUMNS", "AUDIT_COLUMNS", "table8_state", "table8", "handoff_findings",
-    "PAPER_FINDINGS",
+    "PAPER_FINDINGS", "llm_checkpoint_tables",
 ]
 
 TRAJECTORY_COLUMNS = [
@@ -204,19 +205,22 @@ def _run_task(
                                             (split, task_id, rname), step_rows, act_rows)
             arrived = arrival is not None
             n_invalid = int(sum(not v for v in env.valid))
+            r_rec = llm_record(reacher)
             traj_rows.append((split, task_id, task_type, seed, rname, arrived, arrival, t,
                               fc_arrival.first_actions_tested if arrived else None,
-                              fc_arrival.second_actions_tested if arrived else None, n_invalid))
+                              fc_arrival.second_actions_tested if arrived else None, n_invalid,
+                              *r_rec.values()))
+            r_flags = (r_rec["llm_errors"], r_rec["llm_limit"])
             if not arrived:
-                for sname, _ in reachers:
+                for sname, solver in reachers:
                     ep_rows.append((split, task_id, task_type, seed, rname, sname, False, None, 0, None, None,
-                                    None, None, None, n_invalid))
+                                    None, None, None, n_invalid, *_no_run_record(solver).values(), *r_flags))
                 continue
             results = _hand_off(env, reachers, observe, seed, budget, cont, clone, fc_arrival,
                                 (split, task_id, rname), audit, act_rows)
-            for sname, solved, bridge, s_invalid, shown_hash, first in results:
+            for sname, solved, bridge, s_invalid, shown_hash, first, s_rec in results:
                 ep_rows.append((split, task_id, task_type, seed, rname, sname, True, solved, int(solved), bridge, arrival,
-                                s_invalid, shown_hash, first, n_invalid))
+                                s_invalid, shown_hash, first, n_invalid, *s_rec.values(), *r_flags))
     return dict(
         split=split, trajectories=traj_rows, steps=step_rows, episodes=ep_rows, actions=act_rows, audit=audit,
         seconds=time.perf_counter() - t0,
@@ -312,7 +316,8 @@ def _hand_off(env: Any, reachers: Sequence[tuple[str, Any]], observe: Callable[[
             obs = observe()
         solved = bool(env.won)
         s_invalid = int(sum(not v for v in env.valid[n_before:]))
-        results.append((sname, solved, first in fc_arrival.bridge_actions, s_invalid, shown_hash, first))
+        results.append((sname, solved, first in fc_arrival.bridge_actions, s_invalid, shown_hash, first,
+                        llm_record(solver)))
     if clone == "snapshot":
         env.release_snapshots()
         # audit: one verified operational clone of the arrival state
@@ -322,6 +327,15 @@ def _hand_off(env: Any, reachers: Sequence[tuple[str, Any]], observe: Callable[[
     audit["solver_pairs"] += 1
     audit["solver_pairs_equal_inputs"] += int(all(x == inputs[0] for x in inputs))
     return results
+
+
+def _no_run_record(policy: Any) -> dict[str, Any]:
+    """The record of a solver that never ran (no arrival): its agent, no calls."""
+    rec = llm_record(None)
+    spec = getattr(policy, "spec", None)
+    if hasattr(policy, "episode_record") and spec is not None:
+        rec.update(agent=f"llm:{spec.model}", model=spec.model)
+    return rec
 
 
 def _run_task_item(game: Mapping[str, Any], rng: np.random.Generator, **kwargs: Any) -> dict[str, Any]:
@@ -392,6 +406,10 @@ def run_handoff_study(
     checkpoints: str = "trained",
     temperature: float = 0.4,
     strict: bool = False,
+    agent: str = "simulated",
+    llm_settings: Mapping[str, Any] | None = None,
+    llm_name: str = "LLM",
+    show_admissible: bool = False,
 ) -> HandoffStudy:
     """Run the ALFWorld checkpoint-handoff protocol (paper Section 4.1, Appendix A).
 
@@ -433,6 +451,17 @@ def run_handoff_study(
         Optimal-plan source handed to scripted policies (``observation["expert"]``):
         ``"analytic"`` (fast, exact on generated games) or ``"fast_downward"`` (TextWorld's
         planner; use it for official ALFWorld games).
+    agent, llm_settings, llm_name, show_admissible:
+        ``agent="llm:<provider/model>"`` adds an LLM checkpoint named ``llm_name``
+        (:class:`agentstudies.agents.LLMAlfworldPolicy`, settings from ``llm_settings``:
+        see :class:`agentstudies.agents.LLMSpec`; the admissible list shown only with
+        ``show_admissible``) to the checkpoints, so it is crossed with them as reacher
+        and as solver. Runs with a policy that calls a model go sequentially (one env,
+        one conversation at a time); their tables gain the columns
+        :data:`agentstudies.agents.LLM_RECORD_COLUMNS` (``trajectories``: the reacher's
+        record; ``episodes``: the solver's, plus ``reacher_llm_errors`` /
+        ``reacher_llm_limit``). Errors and limits are flagged there, never dropped; the
+        outcome stays the engine's.
 
     Returns a :class:`HandoffStudy` with the tables described in the module docstring.
 
@@ -448,6 +477,7 @@ def run_handoff_study(
     if not reachers:
         raise ValueError("reachers is empty: expected {name: policy}")
     reachers_given = None if checkpoints_default else reachers
+    reachers = _with_llm(reachers, agent, llm_settings, llm_name, show_admissible)
     games = _resolve_pool(pool, tasks_per_type, pool_seed)
     if not games:
         raise ValueError("empty pool: no games to run")
@@ -455,12 +485,15 @@ def run_handoff_study(
     if len(set(ids)) != len(ids):
         raise ValueError("duplicate task ids in the pool")
     items = [(str(k), v) for k, v in reachers.items()]
+    llm = any(hasattr(v, "episode_record") for _, v in items)
+    if llm:  # model clients do not cross process boundaries; one env, one conversation at a time
+        n_jobs, backend = 1, "sequential"
     t0 = time.perf_counter()
     out = seeded_map(_run_task_item, games, seed=0, n_jobs=n_jobs, backend=backend or "loky", seeds=seeds,
                      reachers=items, early_budget=early_budget, D=D, cont=continuation_budget, clone=clone,
                      expert_method=expert, strict=strict)
     wall = time.perf_counter() - t0
-    traj, steps, eps, audit, acts = _study_tables(out, clone)
+    traj, steps, eps, audit, acts = _study_tables(out, clone, llm)
     worker_seconds = float(sum(o["seconds"] for o in out))
     n_traj = len(traj)
     timing = {
@@ -473,19 +506,38 @@ def run_handoff_study(
         tasks=len(games), tasks_per_type=tasks_per_type, seeds=seeds, reachers=[k for k, _ in items],
         early_budget=early_budget, D=D, continuation_budget=continuation_budget, n_jobs=n_jobs, clone=clone,
         pool_seed=pool_seed, expert=expert, checkpoints=checkpoints if reachers_given is None else "custom",
-        temperature=temperature, strict=strict,
+        temperature=temperature, strict=strict, agent=agent,
         policies={k: getattr(v, "params", repr(v)) for k, v in items},
     )
     return HandoffStudy(traj, steps, eps, audit, params, timing, acts)
 
 
-def _study_tables(out: Sequence[Mapping[str, Any]], clone: str
+def _with_llm(reachers: Mapping[str, Any], agent: str, llm_settings: Mapping[str, Any] | None, llm_name: str,
+              show_admissible: bool) -> dict[str, Any]:
+    """The checkpoints plus, for ``agent="llm:..."``, the LLM checkpoint ``llm_name``."""
+    from agentstudies.agents import is_llm_agent, make_llm_policy
+
+    if not is_llm_agent(agent):
+        if llm_settings:
+            raise ValueError("llm_settings given but agent='simulated'; set agent='llm:<provider>/<model>'")
+        return dict(reachers)
+    if llm_name in reachers:
+        raise ValueError(f"llm_name={llm_name!r} is already a checkpoint name; choose another")
+    return {**reachers, llm_name: make_llm_policy(agent, llm_settings, show_admissible=show_admissible)}
+
+
+def _study_tables(out: Sequence[Mapping[str, Any]], clone: str, llm: bool = False
                   ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """Concatenate the per-task rows of :func:`_run_task` into the study's typed
-    trajectory, step, episode, audit (summed per split) and action tables."""
-    traj = pd.DataFrame([r for o in out for r in o["trajectories"]], columns=TRAJECTORY_COLUMNS)
+    trajectory, step, episode, audit (summed per split) and action tables; the model-call
+    record columns are kept only when ``llm`` (a policy called a model)."""
+    rec = list(LLM_RECORD_COLUMNS)
+    traj = pd.DataFrame([r for o in out for r in o["trajectories"]], columns=TRAJECTORY_COLUMNS + rec)
     steps = pd.DataFrame([r for o in out for r in o["steps"]], columns=STEP_COLUMNS)
-    eps = pd.DataFrame([r for o in out for r in o["episodes"]], columns=EPISODE_COLUMNS)
+    eps = pd.DataFrame([r for o in out for r in o["episodes"]],
+                       columns=EPISODE_COLUMNS + rec + ["reacher_llm_errors", "reacher_llm_limit"])
+    if not llm:
+        traj, eps = traj[TRAJECTORY_COLUMNS], eps[EPISODE_COLUMNS]
     acts = pd.DataFrame([r for o in out for r in o["actions"]], columns=ACTION_COLUMNS)
     acts["solver"] = acts["solver"].astype("string")
     acts["valid"] = acts["valid"].astype(bool)
@@ -666,3 +718,69 @@ def handoff_findings(result, prediction, failures, episodes: pd.DataFrame, *, sp
     add("failure_modes", "Non-arrivals are mostly loops", "loop is the most common label for both reachers",
         "; ".join(parts), loops_top)
     return pd.DataFrame(rows, columns=["finding", "source", "value", "reappears", "criterion"])
+
+
+# ------------------------------------------------------------------ LLM checkpoint
+def llm_checkpoint_tables(episodes: pd.DataFrame, trajectories: pd.DataFrame, *, llm: str = "LLM",
+                          others: Sequence[str] = ("SFT", "RL"), n_draws: int = 2000, seed: int = 0
+                          ) -> dict[str, pd.DataFrame]:
+    """Tables of an LLM checkpoint crossed with the others (``run_handoff_study(agent=...)``).
+
+    ``assignments``: per (split, reacher, solver) over every checkpoint, ``n``
+    (trajectories), ``arrival`` (A_W), ``conversion`` (C_{W,R}, among arrived states) and
+    ``endpoint`` (J(W,R) = A_W C_{W,R}, Eq. 7), plain means. ``contrasts``: for each
+    checkpoint ``b`` in ``others``, the handoff analysis of the 2 x 2 crossing of ``b``
+    (base) with the LLM (treated) by :func:`agentstudies.handoff.analyze_handoff`:
+    ``reach_gap``, ``delta_solve_all_states`` and ``interaction`` (Eq. 4) with bootstrap
+    intervals (``flagged``: the empty-denominator rule excluded too many draws); an analysis that cannot run (e.g. no arrival at all) gives one row with
+    the reason in ``note``. ``cost``: per (split, role) the model calls, input / output
+    tokens, and the episodes with a model error or a generation limit (kept in every
+    table above, flagged here). Raises ``KeyError`` if ``llm`` is not a checkpoint of
+    ``episodes`` or the tables lack the model-call columns.
+    """
+    if llm not in set(episodes["reacher"]) or "llm_calls" not in episodes:
+        raise KeyError(f"checkpoint {llm!r} with model-call columns not in the episode table; "
+                       "run run_handoff_study(agent='llm:<provider/model>')")
+    e = episodes.assign(solved01=episodes["solved"].astype("Float64"))
+    g = e.groupby(["split", "reacher", "solver"], sort=False)
+    assignments = pd.DataFrame({"n": g.size(), "arrival": g["arrived"].mean(), "conversion": g["solved01"].mean(),
+                                "endpoint": g["endpoint"].mean()}).reset_index()
+    return {"assignments": assignments, "contrasts": _llm_contrasts(episodes, llm, others, n_draws, seed),
+            "cost": _llm_cost(episodes, trajectories)}
+
+
+def _llm_contrasts(episodes: pd.DataFrame, llm: str, others: Sequence[str], n_draws: int,
+                   seed: int) -> pd.DataFrame:
+    import warnings
+
+    from agentstudies.handoff import analyze_handoff
+
+    keep = ("reach_gap", "delta_solve_all_states", "interaction")
+    rows = []
+    for b in others:
+        pair = episodes[episodes["reacher"].isin([b, llm]) & episodes["solver"].isin([b, llm])]
+        try:
+            with warnings.catch_warnings():  # flagged intervals are marked in the table's `flagged` column
+                warnings.simplefilter("ignore", RuntimeWarning)
+                est = analyze_handoff(pair[EPISODE_COLUMNS], base=b, treated=llm, n_draws=n_draws, seed=seed).estimates
+        except ValueError as exc:
+            rows.append({"base": b, "treated": llm, "note": f"not estimable: {exc}"})
+            continue
+        est = est[est["estimand"].isin(keep)]
+        for r in est.itertuples():
+            rows.append({"base": b, "treated": llm, "split": r.split, "estimand": r.estimand,
+                         "estimate": r.estimate, "ci_low": r.ci_low, "ci_high": r.ci_high,
+                         "flagged": bool(getattr(r, "flagged", False)), "note": ""})
+    return pd.DataFrame(rows, columns=["base", "treated", "split", "estimand", "estimate", "ci_low", "ci_high",
+                                       "flagged", "note"])
+
+
+def _llm_cost(episodes: pd.DataFrame, trajectories: pd.DataFrame) -> pd.DataFrame:
+    reach = trajectories[trajectories["agent"].str.startswith("llm:")].assign(role="reacher")
+    solve = episodes[episodes["agent"].str.startswith("llm:") & episodes["arrived"]].assign(role="solver")
+    both = pd.concat([reach, solve], ignore_index=True)
+    both = both.assign(error=both["llm_errors"].fillna("") != "", limit=both["llm_limit"].fillna("") != "")
+    g = both.groupby(["split", "role"], sort=False)
+    return g.agg(episodes=("agent", "size"), llm_calls=("llm_calls", "sum"), input_tokens=("input_tokens", "sum"),
+                 output_tokens=("output_tokens", "sum"), with_errors=("error", "sum"),
+                 with_limits=("limit", "sum")).reset_index()

@@ -60,6 +60,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from agentstudies.agents import LLM_RECORD_COLUMNS, llm_record
 from agentstudies.parallel import keyed_seed, seeded_map
 from agentstudies.recovery import FEATURE_NAMES, decision_features
 
@@ -86,6 +87,7 @@ __all__ = [
     "table_mechanism",
     "table_router",
     "reappearance",
+    "llm_cost",
 ]
 
 CONDITIONS: tuple[str, ...] = ("clean", "stale-1", "stale-2", "missing")
@@ -215,11 +217,16 @@ class _Branch:
     stats: tuple
 
 
-def _play(env, br: _Branch, goal: str, turn_cap: int, until_actions: int | None = None) -> None:
-    """Let the agent act until won / caps (or until the env has ``until_actions`` actions)."""
+def _play(env, br: _Branch, goal: str, turn_cap: int, until_actions: int | None = None,
+          keep: list | None = None) -> None:
+    """Let the agent act until won / caps (or until the env has ``until_actions`` actions).
+    ``keep``: a list that receives a copy of the policy before each turn (``keep[k]``:
+    the policy after ``k`` actions)."""
     while not env.won and env.remaining_budget > 0 and br.turns < turn_cap:
         if until_actions is not None and len(env.actions) >= until_actions:
             return
+        if keep is not None:
+            keep.append(_clone_policy(br.policy))
         a = br.policy.act({"goal": goal, "observation": br.shown})
         br.turns += 1
         env.step(a)
@@ -296,8 +303,6 @@ def run_task(
     if the verified clone disagrees with the factual record (a harness bug, never
     silently dropped).
     """
-    from agentstudies.envs.alfworld.env import ReplayMismatch
-
     t_start = time.perf_counter()
     bad = [c for c in conditions if c not in CONDITIONS]
     if bad:
@@ -327,7 +332,9 @@ def run_task(
     pol = copy.deepcopy(policy)
     pol.reset(task_id, seed, role="eval")
     fact = _Branch(pol, intro, 0, [], (1.0, 0.0))
-    _play(env, fact, goal, turn_cap)
+    calls_model = hasattr(policy, "episode_record")
+    fact_copies: list | None = [] if calls_model else None
+    _play(env, fact, goal, turn_cap, keep=fact_copies)
     y_fact = bool(env.won)
     L = len(env.actions)
     f_actions, f_records = env.actions, env.records
@@ -335,6 +342,8 @@ def run_task(
     task_row = dict(cohort=cohort, task_id=task_id, task_type=env.task_type, factual_success=y_fact,
                     factual_actions=L, t0=t0, feasible=False, infeasible_reason="", clean_matches_factual=pd.NA,
                     replay_verified=False)
+    if calls_model:
+        task_row.update(policy_clone="copied", **llm_record(fact.policy))
     need_hist = max([int(c.split("-")[1]) for c in conditions if c.startswith("stale")] + [0])
     if not t0 < L:
         task_row["infeasible_reason"] = f"intervention point t0={t0} not reached before the end (L={L})"
@@ -346,16 +355,13 @@ def run_task(
         return out
     # ---- 2. verified clone of the fork state (env by checked replay, policy by re-feeding)
     env.replay(env_seed, f_actions[:t0], f_records[: t0 + 1], action_cap)
-    pol = copy.deepcopy(policy)
-    pol.reset(task_id, seed, role="eval")
-    shown = intro
-    transcript = []
-    for k in range(t0):
-        a = pol.act({"goal": goal, "observation": shown})
-        if a != f_actions[k]:
-            raise ReplayMismatch(k + 1, "policy action", f_actions[k], a)
-        shown = f_records[k + 1]["observation"]
-        transcript.append({"action": a, "observation": shown})
+    if calls_model:  # a model is not re-asked (cost, nondeterminism): its factual state after t0 actions
+        pol = fact_copies[t0]
+        transcript = [{"action": f_actions[k], "observation": f_records[k + 1]["observation"]} for k in range(t0)]
+    else:
+        pol = copy.deepcopy(policy)
+        pol.reset(task_id, seed, role="eval")
+        pol, transcript = _refeed(pol, goal, intro, f_actions, f_records, t0)
     task_row["replay_verified"] = True
     task_row["feasible"] = True
     fork_snap = env.snapshot()
@@ -385,6 +391,7 @@ def run_task(
         _play(env, br, goal, turn_cap)
         y0 = bool(env.won)
         base_actions = env.actions
+        rec0 = llm_record(br.policy) if calls_model else {}
         if trace:
             out["branches"].append(dict(condition=cond, delay=None, operation=None, actions=env.actions,
                                         fork_key=None, shown=None))
@@ -398,7 +405,7 @@ def run_task(
                 ops.append("refresh")
             for op in ops:
                 if ended:
-                    y_with[(d, op)] = (y0, False, False)
+                    y_with[(d, op)] = (y0, False, False, rec0)
                     continue
                 env.restore(snap)
                 fork_key = env.state_key() if trace else None
@@ -410,19 +417,20 @@ def run_task(
                 _play(env, b, goal, turn_cap)
                 acts = env.actions
                 agent_acts = acts[:n_before] + acts[n_before + n_query:]
-                y_with[(d, op)] = (bool(env.won), True, agent_acts != base_actions)
+                y_with[(d, op)] = (bool(env.won), True, agent_acts != base_actions,
+                                   llm_record(b.policy) if calls_model else {})
                 if trace:
                     out["branches"].append(dict(condition=cond, delay=d, operation=op, actions=env.actions,
                                                 fork_key=fork_key, shown=shown_after))
         for d in delays:
             for op in operations:
-                y1, active, changed = y_with[(int(d), op)]
+                y1, active, changed, rec1 = y_with[(int(d), op)]
                 out["paired"].append(dict(cohort=cohort, task_id=task_id, condition=cond, delay=int(d), operation=op,
                                           y_without=int(y0), y_with=int(y1), active=active,
-                                          factual_success=y_fact, changed=changed))
+                                          factual_success=y_fact, changed=changed, **_fork_record(rec0, rec1)))
         for d in router_delays:
             snap, sb, ended = snaps[int(d)]
-            y1, active, _ = y_with[(int(d), "refresh")]
+            y1, active, _, _ = y_with[(int(d), "refresh")]
             row = dict(cohort=cohort, task_id=task_id, condition=cond, delay=int(d), y_without=int(y0), y_with=int(y1),
                        active=active, factual_success=y_fact)
             row.update(_features(sb, goal, intro, turn_cap, action_cap))
@@ -431,6 +439,30 @@ def run_task(
     task_row["clean_matches_factual"] = pd.NA if matches is None else bool(matches)
     out["seconds"] = time.perf_counter() - t_start
     return out
+
+
+def _refeed(pol, goal: str, intro: str, f_actions, f_records, t0: int) -> tuple[Any, list]:
+    """Re-feed a freshly reset policy the shown prefix of the factual run; every action
+    must repeat (:class:`ReplayMismatch` otherwise). Returns the policy and transcript."""
+    from agentstudies.envs.alfworld.env import ReplayMismatch
+
+    shown = intro
+    transcript = []
+    for k in range(t0):
+        a = pol.act({"goal": goal, "observation": shown})
+        if a != f_actions[k]:
+            raise ReplayMismatch(k + 1, "policy action", f_actions[k], a)
+        shown = f_records[k + 1]["observation"]
+        transcript.append({"action": a, "observation": shown})
+    return pol, transcript
+
+
+def _fork_record(rec0: Mapping[str, Any], rec1: Mapping[str, Any]) -> dict[str, Any]:
+    """A fork's model-call columns: the with-recovery branch's record (cumulative from the
+    episode's start, shared prefix included) and the no-recovery branch's errors/limit."""
+    if not rec1:
+        return {}
+    return {**rec1, "llm_errors_without": rec0.get("llm_errors", ""), "llm_limit_without": rec0.get("llm_limit", "")}
 
 
 def _task_item(item, rng, **kw):  # seeded_map signature; the task's seeds are keyed, rng unused
@@ -513,7 +545,17 @@ def run_recovery_study(
         "You are facing the X" as "You arrive at X." -- for agents that only parse the
         arrival form; a harness-side formatting choice, reported with the results).
     n_jobs : parallel tasks (:func:`agentstudies.parallel.seeded_map`); tables do not
-        depend on it.
+        depend on it. A policy that calls a model (an
+        :class:`agentstudies.agents.LLMAlfworldPolicy`, e.g. from
+        :func:`agentstudies.agents.make_llm_policy`) runs tasks one at a time.
+
+    With a policy that calls a model the model is never re-asked for the shared prefix:
+    the fork state's policy is the factual run's own copy after ``t0`` actions (``tasks``
+    column ``policy_clone = "copied"``; the engine state is still a verified replay), and
+    the tables gain :data:`agentstudies.agents.LLM_RECORD_COLUMNS` (``tasks``: the
+    factual run's record; ``paired``: the with-recovery branch's, plus
+    ``llm_errors_without`` / ``llm_limit_without`` of the no-recovery branch). A failed
+    call is flagged there and the branch scored by the engine; nothing is dropped.
 
     Raises ``ValueError`` for an empty pool set, an unknown cohort without a design, or
     duplicate task ids.
@@ -532,6 +574,9 @@ def run_recovery_study(
     ids = [g["task_id"] for g, _ in items]
     if len(set(ids)) != len(ids):
         raise ValueError("duplicate task ids across the cohorts' pools; cohorts must be disjoint")
+    calls_model = hasattr(policy, "episode_record")
+    if calls_model:  # a model client does not cross process boundaries: tasks run one at a time
+        n_jobs = 1
     t0 = time.perf_counter()
     res = seeded_map(_task_item, items, seed=seed, n_jobs=n_jobs, policy=policy, cap_scale=cap_scale, root_seed=seed,
                      refresh_commands=tuple(refresh_commands), look_format=look_format)
@@ -539,7 +584,9 @@ def run_recovery_study(
     tasks = pd.DataFrame([r["task"] for r in res])
     paired = pd.DataFrame([x for r in res for x in r["paired"]],
                           columns=["cohort", "task_id", "condition", "delay", "operation", "y_without", "y_with",
-                                   "active", "factual_success", "changed"])
+                                   "active", "factual_success", "changed"]
+                          + (list(LLM_RECORD_COLUMNS) + ["llm_errors_without", "llm_limit_without"]
+                             if calls_model else []))
     dec = pd.DataFrame([x for r in res for x in r["decisions"]])
     timing = dict(wall_seconds=wall, worker_seconds=float(sum(r["seconds"] for r in res)), tasks=len(items))
     params = dict(seed=seed, cap_scale=cap_scale, n_jobs=n_jobs, refresh_commands=list(refresh_commands),
@@ -547,6 +594,26 @@ def run_recovery_study(
                                                                          for k, v in designs.items() if k in pools},
                   policy=getattr(policy, "params", repr(policy)), pool_sizes={k: len(v) for k, v in pools.items()})
     return RecoveryStudy(tasks, paired, dec, params, timing)
+
+
+def llm_cost(study: RecoveryStudy) -> pd.DataFrame:
+    """Per cohort, what a model-calling agent cost and where it failed: tasks, the
+    factual runs' model calls and input / output tokens, tasks whose factual run had a
+    model error or a generation limit, forks, and forks with a model error in either
+    branch. Forks' own calls are not summed (each branch's record starts at the
+    episode's start, so the shared prefix would be counted once per fork). Raises
+    ``KeyError`` when the study ran without a model (no model-call columns)."""
+    t, p = study.tasks, study.paired
+    if "llm_calls" not in t or "llm_errors" not in p:
+        raise KeyError("the study has no model-call columns: run it with an LLM policy")
+    t = t.assign(error=t["llm_errors"].fillna("") != "", limit=t["llm_limit"].fillna("") != "")
+    p = p.assign(error=(p["llm_errors"].fillna("") != "") | (p["llm_errors_without"].fillna("") != ""))
+    out = t.groupby("cohort", sort=False).agg(tasks=("task_id", "size"), factual_calls=("llm_calls", "sum"),
+                                              factual_input_tokens=("input_tokens", "sum"),
+                                              factual_output_tokens=("output_tokens", "sum"),
+                                              factual_errors=("error", "sum"), factual_limits=("limit", "sum"))
+    forks = p.groupby("cohort", sort=False).agg(forks=("task_id", "size"), forks_with_errors=("error", "sum"))
+    return out.join(forks).fillna(0).reset_index()
 
 
 # ------------------------------------------------------------------ router

@@ -32,6 +32,10 @@ __all__ = [
     "controller_audit",
     "controller_boundary_tests",
     "PAPER_TABLE_13",
+    "SIMULATED_PROFILES",
+    "agent_label",
+    "audit_episodes",
+    "episode_counts",
 ]
 
 
@@ -309,3 +313,56 @@ def controller_boundary_tests() -> pd.DataFrame:
     d = ReActController().review(write)
     add("ReAct executes a state-changing call unreviewed", "ReAct", (True, "passed", None), (d.execute, d.outcome, d.prompt))
     return pd.DataFrame(rows)
+
+
+# ------------------------------------------------------------------ episode section
+#: The scripted agent profiles of the episode section (stand-ins for the paper's two models).
+SIMULATED_PROFILES: tuple[str, ...] = ("profile_a", "profile_b")
+
+
+def agent_label(profile: str) -> str:
+    """How the chapter names the agent of a ``profile`` value of the episode table:
+    ``"LLM (<model>)"`` for ``"llm:<model>"``, ``"<profile> (simulated)"`` otherwise."""
+    return f"LLM ({profile[4:]})" if str(profile).startswith("llm:") else f"{profile} (simulated)"
+
+
+def audit_episodes(task_ids: list[str], *, seed: int = 0, n_jobs: int = 1, agent: str = "simulated",
+                   llm_settings: dict[str, Any] | None = None,
+                   profiles: tuple[str, ...] = SIMULATED_PROFILES) -> pd.DataFrame:
+    """The episode section's τ-bench episodes: every task under the three controllers.
+
+    ``agent="simulated"`` runs the scripted ``profiles``; ``agent="llm:<provider/model>"``
+    runs an LLM agent (:class:`agentstudies.agents.LLMTauPolicy`, settings in
+    ``llm_settings``, see :class:`agentstudies.agents.LLMSpec`) in their place, against the
+    simulated verifier and consenting user of the controllers. One simulator seed
+    (``seed``). Returns :func:`agentstudies.agents.tau.run_episodes`'s table (outcomes
+    from the environment; model calls, tokens and errors in its agent columns).
+
+    Raises
+    ------
+    ValueError
+        A malformed ``agent``, or ``llm_settings`` without an LLM agent.
+    """
+    from agentstudies.agents.tau import run_episodes
+
+    return run_episodes(task_ids, profiles=profiles, seeds=(seed,), n_jobs=n_jobs, agent=agent,
+                        llm_settings=llm_settings)
+
+
+def episode_counts(episodes: pd.DataFrame) -> pd.DataFrame:
+    """Per (agent, workflow): episodes, success, tool calls, irreversible, blocked and
+    declined calls, episodes ended by the verifier, and -- so that nothing is hidden --
+    episodes whose model call failed (``agent_errors``, 0 for scripted agents). The
+    ``profile`` index holds :func:`agent_label`."""
+    errors = episodes["llm_errors"].fillna("").astype(str) != "" if "llm_errors" in episodes else False
+    labelled = episodes.assign(profile=episodes["profile"].map(agent_label), agent_error=errors)
+    return labelled.groupby(["profile", "workflow"], sort=False).agg(
+        episodes=("reward", "size"),
+        success=("reward", "mean"),
+        tool_calls=("tool_calls", "sum"),
+        irreversible_calls=("irreversible_calls", "sum"),
+        blocked_calls=("blocked_calls", "sum"),
+        declined_calls=("declined_calls", "sum"),
+        verifier_rejection_ends=("termination", lambda s: int((s == "verifier_rejection").sum())),
+        agent_errors=("agent_error", "sum"),
+    )
