@@ -121,6 +121,17 @@ def _gen_item(item, rng):  # seeded_map signature; generation is keyed by (split
     return generate_game(split, tt, k, seed, env=_env(48))
 
 
+def _manifest_sizes(seed: int) -> dict[str, int]:
+    """Tasks per type the embedded manifest holds for each split at ``seed`` (largest pool)."""
+    from agentstudies.envs.alfworld.pools import load_manifest
+
+    out: dict[str, int] = {}
+    for val in load_manifest().values():
+        if int(val.get("seed", -1)) == int(seed):
+            out[val["split"]] = max(out.get(val["split"], 0), int(val.get("tasks_per_type", 0)))
+    return out
+
+
 def cohort_pools(per_type: Mapping[str, int], *, seed: int = 2029,
                  task_types: Sequence[str] | None = None, n_jobs: int = 1) -> dict[str, list[dict[str, Any]]]:
     """Disjoint generated task pools per cohort (``{cohort: n tasks per task type}``).
@@ -129,9 +140,11 @@ def cohort_pools(per_type: Mapping[str, int], *, seed: int = 2029,
     ``independent`` from ``valid_unseen`` (disjoint floor plans); within ``valid_seen`` the
     cohorts take disjoint generator indices (primary first, then mechanism, then
     evaluation), so no task appears in two cohorts. Games inside the embedded manifest
-    (5 per type and split, seed 2029) load at once; the rest are generated with the full
-    winnability checks (slow: the planner runs once per game). Task ids are prefixed with
-    the cohort. ``task_types`` restricts the task types (default all six); ``n_jobs``
+    (``data/alfworld/pools.json``, seed 2029: 44 per type of ``valid_seen`` and 17 of
+    ``valid_unseen``, enough for the paper profile) are rebuilt from their recorded
+    generator attempt and checked against their SHA-256 (milliseconds each); the rest are
+    generated with the full winnability checks (slow: the planner runs once per game).
+    Task ids are prefixed with the cohort. ``task_types`` restricts the task types (default all six); ``n_jobs``
     generates games beyond the manifest in parallel (same games for any value). Raises
     ``ValueError`` for an unknown cohort or task type, or a negative size.
     """
@@ -146,7 +159,7 @@ def cohort_pools(per_type: Mapping[str, int], *, seed: int = 2029,
     if bad:
         raise ValueError(f"unknown task type(s) {bad}; expected some of {TASK_TYPES}")
     offsets = {"valid_seen": 0, "valid_unseen": 0}
-    cache: dict[str, list] = {}
+    cache: dict[str, dict[str, Any]] = {}
     out: dict[str, list[dict[str, Any]]] = {}
     plan: list[tuple[str, str, str, int]] = []
     for cohort in ("primary", "mechanism", "evaluation", "independent"):
@@ -161,13 +174,15 @@ def cohort_pools(per_type: Mapping[str, int], *, seed: int = 2029,
         for tt in types:
             for k in range(start, start + n):
                 plan.append((cohort, split, tt, k))
-    todo = [(split, tt, k, seed) for _, split, tt, k in plan if k >= 5]
+    held = _manifest_sizes(seed)
+    todo = [(split, tt, k, seed) for _, split, tt, k in plan if k >= held.get(split, 0)]
     made = dict(zip(todo, seeded_map(_gen_item, todo, seed=seed, n_jobs=n_jobs))) if todo else {}
     for cohort, split, tt, k in plan:
-        if k < 5:
+        if k < held.get(split, 0):
             if split not in cache:
-                cache[split] = load_pool(split, 5, seed)
-            g = next(x for x in cache[split] if x["task_id"] == f"{split}-{SHORT_NAMES[tt]}-{k:02d}")
+                need = 1 + max(kk for _, sp, _, kk in plan if sp == split and kk < held[split])
+                cache[split] = {x["task_id"]: x for x in load_pool(split, need, seed, task_types=types)}
+            g = cache[split][f"{split}-{SHORT_NAMES[tt]}-{k:02d}"]
         else:
             g = made[(split, tt, k, seed)]
         g = dict(g)

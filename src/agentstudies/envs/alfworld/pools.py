@@ -135,21 +135,43 @@ def write_manifest(
     return p
 
 
+def _gen_item(item, rng):  # seeded_map signature; a game is keyed by (split, type, index, seed)
+    from agentstudies.envs.alfworld.env import AlfworldEnv
+
+    split, tt, k, seed, budget = item
+    return generate_game(split, tt, k, seed, budget=budget, env=AlfworldEnv(budget=budget))
+
+
 def main(argv: Sequence[str] | None = None) -> None:  # pragma: no cover - maintenance script
-    """Regenerate the embedded pools (both splits) with full checks and write the manifest."""
+    """Regenerate the embedded pools with full checks and write (merge) them into the manifest.
+
+    ``--tasks-per-type 5`` (both splits) or per split, e.g. ``valid_seen=44 valid_unseen=17``
+    (the paper profile of the recovery chapter). ``--jobs`` generates games in parallel;
+    the games do not depend on it (each is keyed by split, type, index and seed)."""
     import argparse
     import time
 
+    from agentstudies.parallel import seeded_map
+
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--seed", type=int, default=DEFAULT_SEED)
-    ap.add_argument("--tasks-per-type", type=int, default=5)
+    ap.add_argument("--tasks-per-type", nargs="+", default=["5"],
+                    help="N for both splits, or SPLIT=N items")
+    ap.add_argument("--jobs", type=int, default=1)
     args = ap.parse_args(argv)
-    pools = {}
-    for split in ("valid_seen", "valid_unseen"):
+    sizes: dict[str, int] = {}
+    for item in args.tasks_per_type:
+        if "=" in item:
+            split, n = item.split("=", 1)
+            sizes[split] = int(n)
+        else:
+            sizes = {"valid_seen": int(item), "valid_unseen": int(item)}
+    for split, n in sizes.items():
         t0 = time.time()
-        pools[split] = generate_pool(split, args.tasks_per_type, args.seed)
-        print(f"{split}: {len(pools[split])} games in {time.time() - t0:.1f} s", file=sys.stderr)
-    print(write_manifest(pools, args.seed, args.tasks_per_type))
+        items = [(split, tt, k, args.seed, 48) for tt in TASK_TYPES for k in range(n)]
+        pool = seeded_map(_gen_item, items, seed=args.seed, n_jobs=args.jobs)
+        print(f"{split}: {len(pool)} games in {time.time() - t0:.1f} s", file=sys.stderr)
+        print(write_manifest({split: pool}, args.seed, n))
 
 
 if __name__ == "__main__":  # pragma: no cover
