@@ -8,7 +8,12 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.agentstudies-installed
 JOBS   ?= 2
+# chapters executed side by side (each in its own process; tables do not depend on it)
+AT_ONCE ?= 2
 PYTEST_ARGS ?=
+# pytest-xdist workers: the chapters' smoke runs share one worker (tests/conftest.py groups
+# them), every other test module goes whole to either; TEST_WORKERS=0 runs in one process.
+TEST_WORKERS ?= 2
 
 .PHONY: setup book paper test bench clean
 
@@ -27,16 +32,16 @@ $(STAMP): pyproject.toml
 # Executes every chapter of book/_toc.yml (papermill) into book/chapters/, then renders
 # book/_build/html/index.html with Jupyter Book. One chapter: .venv/bin/agentstudies book --only NAME
 book: $(STAMP)
-	$(BIN)/agentstudies book --profile quick --jobs $(JOBS)
+	$(BIN)/agentstudies book --profile quick --jobs $(JOBS) --at-once $(AT_ONCE)
 
 paper: $(STAMP)
-	$(BIN)/agentstudies book --profile paper --jobs $(JOBS)
+	$(BIN)/agentstudies book --profile paper --jobs $(JOBS) --at-once $(AT_ONCE)
 
 # pytest exits 5 when it collects nothing. For a selection (PYTEST_ARGS="-k foo") that
 # is not a failure of the project; for the whole suite it means the tests are missing,
 # which must not pass silently in CI.
 test: $(STAMP)
-	@$(BIN)/python -m pytest $(PYTEST_ARGS); rc=$$?; \
+	@$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then \
 	  if [ -n "$(PYTEST_ARGS)" ]; then echo "pytest: no test matched PYTEST_ARGS=$(PYTEST_ARGS) (exit 5), not a failure"; exit 0; \
 	  else echo "pytest collected no tests from tests/ (exit 5): the test suite is missing"; exit 1; fi; \

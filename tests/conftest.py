@@ -60,3 +60,12 @@ class SmokeRuns:
 @pytest.fixture(scope="session")
 def smoke_runs(tmp_path_factory) -> SmokeRuns:
     return SmokeRuns(tmp_path_factory.mktemp("smoke"))
+
+
+def pytest_collection_modifyitems(config, items):
+    """Groups for ``pytest -n 2 --dist loadgroup`` (``make test``): every test that uses the
+    shared smoke runs goes to one worker, so each chapter still executes once per session;
+    every other test goes with its own module (its module-scoped fixtures are built once)."""
+    for item in items:
+        group = "smoke" if "smoke_runs" in getattr(item, "fixturenames", ()) else item.nodeid.split("::")[0]
+        item.add_marker(pytest.mark.xdist_group(group))

@@ -130,3 +130,40 @@ def test_interrupt_and_failure_leave_the_book_byte_identical(book):
 
     prov = json.loads((book / "artifacts" / "tiny" / "provenance.json").read_text())
     assert prov["run"]["overrides"] == {"n_rows": 5} and prov["run"]["profile"] == "quick"
+
+
+@pytest.mark.slow
+def test_interrupting_chapters_run_side_by_side_leaves_both_byte_identical(book):
+    """``agentstudies book --at-once 2``: Ctrl-C while two chapters run in their child
+    processes gives one line on stderr and leaves both chapters and artifacts as before."""
+    src = book / "notebooks" / "tiny.ipynb"
+    nb = nbf.read(src, as_version=4)
+    nb.cells[2].source = nb.cells[2].source.replace('"tiny"', '"tiny2"')
+    nbf.write(nb, book / "notebooks" / "tiny2.ipynb")
+    (book / "book" / "_toc.yml").write_text(yaml.safe_dump(
+        {"format": "jb-book", "root": "intro", "chapters": [{"file": "chapters/tiny"}, {"file": "chapters/tiny2"}]}))
+    (book / "notebooks" / "profiles.yaml").write_text(
+        "chapters:\n  tiny:\n    paper: {wait: 60}\n  tiny2:\n    paper: {wait: 60}\n")
+    good = subprocess.run(_cmd(book, "book", "--no-build", "--at-once", "2"), env=_env(), capture_output=True,
+                          text=True, timeout=300)
+    assert good.returncode == 0, good.stderr
+    assert sum(line.startswith("ok  ") for line in good.stdout.splitlines()) == 2, good.stdout
+    before = _snapshot(book)
+    assert {"book/chapters/tiny.ipynb", "book/chapters/tiny2.ipynb", "artifacts/tiny2/table.csv"} <= set(before)
+
+    proc = subprocess.Popen(_cmd(book, "book", "--no-build", "--at-once", "2", "--profile", "paper"), env=_env(),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    deadline = time.time() + 240
+    while time.time() < deadline and proc.poll() is None:
+        if len(list((book / "artifacts").rglob("STARTED"))) == 2:
+            break
+        time.sleep(0.2)
+    assert len(list((book / "artifacts").rglob("STARTED"))) == 2, "the two runs never reached their waiting cells"
+    os.killpg(proc.pid, signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, (out, err)
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert lines == ["agentstudies book: interrupted; the interrupted notebook's last good executed copy and "
+                     "artifacts are unchanged"], err
+    assert _snapshot(book) == before
+    assert not [p for p in (book / "artifacts").iterdir() if p.name.startswith(".staging")]

@@ -293,6 +293,34 @@ def test_run_book_jobs_and_order(tree):
     assert sum(line.startswith("ok  ") for line in lines) == 2
 
 
+def test_run_book_side_by_side_equals_one_at_a_time(tree):
+    """at_once=2 runs chapters in child processes: same executed parameters (as the
+    kernels saw them, in seen.json), results in TOC order, one "ok" line per chapter."""
+    lines: list[str] = []
+    one = runner.run_book("smoke", only=["good", "nojobs"], jobs=2, root=tree, echo=lambda m: None)
+    first = {n: seen(tree, n)["params"] for n in ("good", "nojobs")}
+    two = runner.run_book("smoke", only=["good", "nojobs"], jobs=2, root=tree, echo=lines.append, at_once=2)
+    assert [r.name for r in two] == [r.name for r in one] == ["good", "nojobs"]
+    assert [r.parameters for r in two] == [r.parameters for r in one]
+    assert {n: seen(tree, n)["params"] for n in ("good", "nojobs")} == first
+    assert all(r.output_path.is_file() for r in two)
+    assert sum(line.startswith("ok  ") for line in lines) == 2
+
+
+def test_run_book_side_by_side_raises_the_failure_and_keeps_the_others(tree):
+    """The broken chapter's error reaches the caller with its cell; the chapters that ran
+    beside it are executed and kept; a failed copy is left for inspection."""
+    with pytest.raises(runner.NotebookExecutionError) as info:
+        runner.run_book("smoke", root=tree, echo=lambda m: None, at_once=2)
+    err = info.value
+    assert (err.notebook, err.cell_index, err.ename, err.evalue) == ("broken", 3, "ValueError", "boom 0")
+    chapters = tree / "book" / "chapters"
+    assert (chapters / "good.ipynb").is_file() and (chapters / "nojobs.ipynb").is_file()
+    assert not (chapters / "broken.ipynb").exists() and (chapters / "broken.failed.ipynb").is_file()
+    with pytest.raises(runner.ParameterError, match="at_once must be >= 1"):
+        runner.run_book("smoke", root=tree, at_once=0)
+
+
 # ----------------------------------------------------------------------------- book
 def test_build_book_refuses_unexecuted_chapters(tree):
     with pytest.raises(runner.BookBuildError, match="good: not executed yet"):

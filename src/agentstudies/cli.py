@@ -120,6 +120,10 @@ first failing notebook and keeps it as book/chapters/<name>.failed.ipynb.""",
         help="set n_jobs=N in the chapters that declare n_jobs (default: each notebook's own)",
     )
     book.add_argument(
+        "--at-once", type=_positive_int, default=1, metavar="K",
+        help="run K chapters side by side, each in its own process (default: 1; make book uses 2)",
+    )
+    book.add_argument(
         "--no-build", action="store_true", help="execute the chapters but do not build the HTML",
     )
     book.add_argument("--scheduler", metavar="ADDRESS", help=SCHEDULER_HELP)
@@ -239,7 +243,8 @@ def _cmd_book(args: argparse.Namespace) -> int:
     _use_scheduler(args)
     if not args.no_build:
         runner.check_root_page(args.root)  # before hours of execution, not after
-    runner.run_book(args.profile, args.only, args.jobs, root=args.root, log_output=args.log_output)
+    runner.run_book(args.profile, args.only, args.jobs, root=args.root, log_output=args.log_output,
+                    at_once=args.at_once)
     if not args.no_build:
         runner.build_book(args.root)
     return 0

@@ -875,12 +875,19 @@ def run_book(
     root: Path | str | None = None,
     log_output: bool = False,
     echo: Callable[[str], None] | None = None,
+    at_once: int = 1,
 ) -> list[RunResult]:
     """Execute the TOC's chapters (or ``only`` those, kept in TOC order) at ``profile``.
 
     Every selected notebook's existence and parameters are checked before the first one
     runs, so a typo in ``profiles.yaml`` costs nothing. Prints one timed line per chapter
     through ``echo``; stops at the first failing notebook.
+
+    ``at_once`` > 1 runs that many chapters side by side, each in a child process through
+    :func:`run_notebook` (same staging, atomic swap and interrupt handling as one at a
+    time): tables are identical, only the order of the "ok" lines changes. After a
+    failure no further chapter starts, the running ones finish, and the first failure is
+    raised. The results are returned in TOC order either way.
 
     Raises
     ------
@@ -891,6 +898,8 @@ def run_book(
         See :func:`run_notebook`.
     """
     root, echo = _root(root), echo or _say
+    if int(at_once) < 1:
+        raise ParameterError(f"at_once must be >= 1, got {at_once!r}")
     chapters = toc_chapters(root)
     if only:
         unknown = [n for n in only if n not in chapters]
@@ -910,15 +919,86 @@ def run_book(
         resolve_parameters(root / "notebooks" / f"{chapter}.ipynb", profile, None, jobs, root=root)
     for line in overwrite_report(chapters, root):
         echo(line)
-    results = []
     t0 = time.perf_counter()
-    for i, chapter in enumerate(chapters, 1):
-        echo(f"[{i}/{len(chapters)}] running {chapter} (profile {profile}) ...")
-        result = run_notebook(chapter, None, None, profile, jobs=jobs, root=root, log_output=log_output)
-        echo(result.summary())
-        results.append(result)
+    if int(at_once) > 1 and len(chapters) > 1:
+        results = _run_side_by_side(chapters, profile, jobs, root, log_output, echo, int(at_once))
+    else:
+        results = []
+        for i, chapter in enumerate(chapters, 1):
+            echo(f"[{i}/{len(chapters)}] running {chapter} (profile {profile}) ...")
+            result = run_notebook(chapter, None, None, profile, jobs=jobs, root=root, log_output=log_output)
+            echo(result.summary())
+            results.append(result)
     echo(f"executed {len(results)} chapter(s) in {time.perf_counter() - t0:.1f} s")
     return results
+
+
+def _run_side_by_side(chapters: Sequence[str], profile: str, jobs: int | None, root: Path, log_output: bool,
+                      echo: Callable[[str], None], at_once: int) -> list[RunResult]:
+    """:func:`run_book`'s ``at_once`` path: up to ``at_once`` child processes
+    (``python -m agentstudies._book_child``), each running one chapter and writing its
+    :class:`RunResult` (or its error) as JSON. Ctrl-C / SIGTERM here sends SIGTERM to the
+    running children, waits for them (each keeps its last good chapter) and re-raises."""
+    import subprocess
+    import tempfile
+
+    todo = list(enumerate(chapters, 1))
+    running: dict[str, tuple[subprocess.Popen, Path]] = {}
+    done: dict[str, RunResult] = {}
+    failure: BookError | None = None
+    with tempfile.TemporaryDirectory(prefix="agentstudies-book-") as tmp:
+        try:
+            while todo or running:
+                while todo and failure is None and len(running) < at_once:
+                    i, chapter = todo.pop(0)
+                    echo(f"[{i}/{len(chapters)}] running {chapter} (profile {profile}) ...")
+                    out = Path(tmp) / f"{chapter}.json"
+                    spec = json.dumps({"chapter": chapter, "profile": profile, "jobs": jobs, "root": str(root),
+                                       "log_output": log_output, "result": str(out)})
+                    running[chapter] = (subprocess.Popen([sys.executable, "-m", "agentstudies._book_child", spec]), out)
+                if failure is not None:
+                    todo.clear()
+                for chapter, (proc, out) in list(running.items()):
+                    if proc.poll() is None:
+                        continue
+                    del running[chapter]
+                    res = _child_result(chapter, proc.returncode, out)
+                    if isinstance(res, RunResult):
+                        done[chapter] = res
+                        echo(res.summary())
+                    elif failure is None:
+                        failure = res
+                time.sleep(0.1)
+        except KeyboardInterrupt:
+            for proc, _ in running.values():
+                if proc.poll() is None:
+                    proc.send_signal(signal.SIGTERM)
+            for proc, _ in running.values():
+                proc.wait()
+            raise
+    if failure is not None:
+        raise failure
+    return [done[c] for c in chapters]
+
+
+def _child_result(chapter: str, returncode: int, out: Path) -> RunResult | BookError:
+    """Read what a ``_book_child`` process wrote: a :class:`RunResult`, or the error it hit."""
+    try:
+        rec = json.loads(out.read_text())
+    except (OSError, ValueError):
+        return NotebookExecutionError(chapter, -1, "ChildProcessError",
+                                      f"the chapter's process exited with status {returncode} and no result", out)
+    if "error" not in rec:
+        return RunResult(rec["name"], Path(rec["input_path"]), Path(rec["output_path"]), rec["parameters"],
+                         float(rec["seconds"]), Path(rec["artifacts"]) if rec.get("artifacts") else None)
+    err = rec["error"]
+    if err.get("type") == "NotebookExecutionError":
+        return NotebookExecutionError(err["notebook"], int(err["cell_index"]), err["ename"], err["evalue"],
+                                      Path(err["output_path"]))
+    if err.get("type") == "KeyboardInterrupt":
+        return BookError(f"chapter {chapter} was interrupted; its last good executed copy and artifacts are unchanged")
+    cls = {"ParameterError": ParameterError, "UnknownChapterError": UnknownChapterError}.get(err.get("type"), BookError)
+    return cls(err.get("message", f"chapter {chapter} failed"))
 
 
 def overwrite_report(chapters: Sequence[str], root: Path | str | None = None) -> list[str]:
