@@ -885,7 +885,8 @@ def run_book(
 
     ``at_once`` > 1 runs that many chapters side by side, each in a child process through
     :func:`run_notebook` (same staging, atomic swap and interrupt handling as one at a
-    time): tables are identical, only the order of the "ok" lines changes. After a
+    time): tables are identical, only the order changes (the longest chapters, by their
+    last executed copy's wall time, start first). After a
     failure no further chapter starts, the running ones finish, and the first failure is
     raised. The results are returned in TOC order either way.
 
@@ -942,7 +943,9 @@ def _run_side_by_side(chapters: Sequence[str], profile: str, jobs: int | None, r
     import subprocess
     import tempfile
 
-    todo = list(enumerate(chapters, 1))
+    # longest first (by the last executed copy's wall time; never-run chapters first), so
+    # the run does not end with one long chapter on one core
+    todo = sorted(enumerate(chapters, 1), key=lambda ic: -_last_seconds(root, ic[1]))
     running: dict[str, tuple[subprocess.Popen, Path]] = {}
     done: dict[str, RunResult] = {}
     failure: BookError | None = None
@@ -979,6 +982,15 @@ def _run_side_by_side(chapters: Sequence[str], profile: str, jobs: int | None, r
     if failure is not None:
         raise failure
     return [done[c] for c in chapters]
+
+
+def _last_seconds(root: Path, chapter: str) -> float:
+    """Wall time of the chapter's last executed copy (papermill's ``duration``), or +inf."""
+    try:
+        meta = json.loads((root / "book" / "chapters" / f"{chapter}.ipynb").read_text())["metadata"]
+        return float(meta["papermill"]["duration"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return float("inf")
 
 
 def _child_result(chapter: str, returncode: int, out: Path) -> RunResult | BookError:
