@@ -11,7 +11,7 @@ JOBS   ?= 2
 # chapters executed side by side (each in its own process; tables do not depend on it)
 AT_ONCE ?= 2
 PYTEST_ARGS ?=
-# pytest-xdist workers: the chapters' smoke runs share one worker (tests/conftest.py groups
+# pytest-xdist workers: the chapters' smoke runs share one worker (tests/conftest.py keeps
 # them), every other test module goes whole to either; TEST_WORKERS=0 runs in one process.
 TEST_WORKERS ?= 2
 
@@ -41,7 +41,7 @@ paper: $(STAMP)
 # is not a failure of the project; for the whole suite it means the tests are missing,
 # which must not pass silently in CI.
 test: $(STAMP)
-	@$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS); rc=$$?; \
+	@$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then \
 	  if [ -n "$(PYTEST_ARGS)" ]; then echo "pytest: no test matched PYTEST_ARGS=$(PYTEST_ARGS) (exit 5), not a failure"; exit 0; \
 	  else echo "pytest collected no tests from tests/ (exit 5): the test suite is missing"; exit 1; fi; \

@@ -62,10 +62,25 @@ def smoke_runs(tmp_path_factory) -> SmokeRuns:
     return SmokeRuns(tmp_path_factory.mktemp("smoke"))
 
 
-def pytest_collection_modifyitems(config, items):
-    """Groups for ``pytest -n 2 --dist loadgroup`` (``make test``): every test that uses the
-    shared smoke runs goes to one worker, so each chapter still executes once per session;
-    every other test goes with its own module (its module-scoped fixtures are built once)."""
-    for item in items:
-        group = "smoke" if "smoke_runs" in getattr(item, "fixturenames", ()) else item.nodeid.split("::")[0]
-        item.add_marker(pytest.mark.xdist_group(group))
+
+#: Test modules that use the shared smoke runs (found by name, as the xdist controller
+#: collects nothing itself): ``make test`` keeps them on one worker.
+SMOKE_MODULES = frozenset(p.name for p in Path(__file__).parent.glob("test_*.py")
+                          if "smoke_runs" in p.read_text(encoding="utf-8"))
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """``pytest -n 2 --dist loadfile`` (``make test``): every module goes whole to one
+    worker, and the modules that use the shared smoke runs go together to the same one,
+    so each chapter still executes once per session. (xdist's ``loadgroup`` marks do not
+    reach the scheduler under pytest 9, which ignores the node-id suffix they set.)"""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class SmokeRunsTogether(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0]
+            return "smoke-runs" if Path(module).name in SMOKE_MODULES else module
+
+    return SmokeRunsTogether(config, log)
