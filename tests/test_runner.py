@@ -577,3 +577,17 @@ def test_relative_artifacts_env_one_rule_for_plain_papermill(tmp_path, monkeypat
     monkeypatch.setenv("AGENTSTUDIES_ARTIFACTS", "rel")
     assert artifacts_root() == shell / "rel"
     assert runner.resolve_artifacts_env("rel", shell) == shell / "rel"
+
+
+def test_kernel_gets_one_blas_thread_unless_the_caller_sets_it(monkeypatch):
+    """The kernel environment pins BLAS/OpenMP to one thread (as seeded_map's workers do);
+    a value the caller set is kept; everything is restored afterwards."""
+    monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
+    monkeypatch.delenv("MKL_NUM_THREADS", raising=False)
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")
+    with runner._quiet_progress():
+        assert os.environ["OPENBLAS_NUM_THREADS"] == "1" and os.environ["MKL_NUM_THREADS"] == "1"
+        assert os.environ["OMP_NUM_THREADS"] == "3"
+        assert os.environ["TQDM_DISABLE"] == "1"
+    assert "OPENBLAS_NUM_THREADS" not in os.environ and "MKL_NUM_THREADS" not in os.environ
+    assert os.environ["OMP_NUM_THREADS"] == "3"

@@ -468,11 +468,22 @@ QUIET_PROGRESS_ENV = {"TQDM_DISABLE": "1", "HF_HUB_DISABLE_PROGRESS_BARS": "1"}
 WIDGET_MIME_PREFIX = "application/vnd.jupyter.widget"
 
 
+#: BLAS / OpenMP threads of the kernel, where the caller's environment does not set them:
+#: one, as inside every seeded_map worker (agentstudies.parallel), so a chapter's in-kernel
+#: linear algebra sums in the same order on any machine, and two chapters run side by side
+#: (``book --at-once``) do not spin-wait against each other's BLAS threads.
+KERNEL_THREAD_ENV = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+
+
 @contextmanager
 def _quiet_progress() -> Iterator[None]:
-    """Set :data:`QUIET_PROGRESS_ENV` for the kernel (inherited), restore it afterwards."""
-    saved = {k: os.environ.get(k) for k in QUIET_PROGRESS_ENV}
+    """Set :data:`QUIET_PROGRESS_ENV` (and :data:`KERNEL_THREAD_ENV` where unset) for the
+    kernel (inherited), restore it afterwards."""
+    keys = list(QUIET_PROGRESS_ENV) + list(KERNEL_THREAD_ENV)
+    saved = {k: os.environ.get(k) for k in keys}
     os.environ.update(QUIET_PROGRESS_ENV)
+    for k, v in KERNEL_THREAD_ENV.items():
+        os.environ.setdefault(k, v)
     try:
         yield
     finally:
