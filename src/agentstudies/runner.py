@@ -951,7 +951,6 @@ def _run_side_by_side(chapters: Sequence[str], profile: str, jobs: int | None, r
     (``python -m agentstudies._book_child``), each running one chapter and writing its
     :class:`RunResult` (or its error) as JSON. Ctrl-C / SIGTERM here sends SIGTERM to the
     running children, waits for them (each keeps its last good chapter) and re-raises."""
-    import subprocess
     import tempfile
 
     # longest first (by the last executed copy's wall time; never-run chapters first), so
