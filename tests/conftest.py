@@ -62,7 +62,6 @@ def smoke_runs(tmp_path_factory) -> SmokeRuns:
     return SmokeRuns(tmp_path_factory.mktemp("smoke"))
 
 
-
 #: Test modules that use the shared smoke runs (found by name, as the xdist controller
 #: collects nothing itself): ``make test`` keeps them on one worker.
 SMOKE_MODULES = frozenset(p.name for p in Path(__file__).parent.glob("test_*.py")

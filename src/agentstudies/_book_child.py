@@ -18,18 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from agentstudies import runner
-
-
-def _interrupt(signum: int, frame: Any) -> None:
-    """First Ctrl-C / SIGTERM: unwind (the run keeps the last good chapter); the parent
-    prints the one-line message, so this process's later stderr (kernel shutdown
-    tracebacks) is silenced, as the CLI does for its own."""
-    from agentstudies.cli import _silence_stderr
-
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    _silence_stderr()
-    raise KeyboardInterrupt
+from agentstudies.cli import _first_interrupt, _silence_stderr
 
 
 def _error_record(exc: BaseException) -> dict[str, Any]:
@@ -43,16 +32,14 @@ def _error_record(exc: BaseException) -> dict[str, Any]:
 def main(argv: list[str]) -> int:
     spec = json.loads(argv[0])
     out = Path(spec["result"])
-    signal.signal(signal.SIGTERM, _interrupt)
-    signal.signal(signal.SIGINT, _interrupt)
+    signal.signal(signal.SIGTERM, _first_interrupt)  # the CLI's handler: unwind like Ctrl-C
+    signal.signal(signal.SIGINT, _first_interrupt)
     if spec.get("log_output"):
         logging.basicConfig(level=logging.INFO, format="%(message)s")
     try:
         res = runner.run_notebook(spec["chapter"], None, None, spec["profile"], jobs=spec["jobs"],
                                   root=spec["root"], log_output=bool(spec.get("log_output")))
     except KeyboardInterrupt as exc:
-        from agentstudies.cli import _silence_stderr
-
         out.write_text(json.dumps({"error": _error_record(exc)}))
         _silence_stderr()  # the parent says it in one line; no kernel-shutdown tracebacks
         return 130
