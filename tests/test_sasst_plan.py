@@ -80,3 +80,39 @@ def test_unknown_contrast_system_is_named():
         plan.contrast_vector({"zzz": 1.0})
     with pytest.raises(ValueError, match="not among systems"):
         ComparisonPlan(SYSTEMS, candidates=("nope",), selection="soft")
+
+
+def test_tensor_columns_follow_the_documented_layout():
+    # H = [Z s, s, then per split r: cand * s 1{S_r}, s 1{S_r}, cand * s 1{E_r}, s 1{E_r}]
+    Z, s, ids = _data(n=9, seed=2)
+    plan = ComparisonPlan(SYSTEMS, candidates=("c", "a"), selection="soft", temperature=0.1, n_splits=3)
+    masks = plan.split_masks(ids)
+    H = plan.tensor(Z, s, masks)
+    want = [Z[:, j] * s for j in range(4)] + [s]
+    for r in range(3):
+        for member in (masks[r], ~masks[r]):
+            want += [Z[:, 3] * s * member, Z[:, 1] * s * member, s * member]
+    np.testing.assert_array_equal(H, np.column_stack(want))
+
+
+def test_batched_gradient_equals_the_gradient_of_each_row():
+    Z, s, ids = _data(seed=3)
+    plan = ComparisonPlan(SYSTEMS, candidates=("a", "b", "c"), selection="soft", temperature=0.05, n_splits=4)
+    H = plan.tensor(Z, s, plan.split_masks(ids))
+    rng = np.random.default_rng(0)
+    mu = np.stack([rng.multinomial(len(H), np.full(len(H), 1 / len(H))) @ H / len(H) for _ in range(5)])
+    c = plan.contrast_vector({SELECTED: 1.0, "base": -1.0})
+    G = plan.gradient(mu, c)
+    for b in range(5):
+        np.testing.assert_allclose(G[b], _fd_grad(lambda m: c @ plan.values(m), mu[b]), rtol=1e-5, atol=1e-7)
+        np.testing.assert_array_equal(G[b], plan.gradient(mu[b], c))
+
+
+def test_split_masks_do_not_depend_on_how_the_ids_are_held():
+    plan = ComparisonPlan(SYSTEMS, candidates=("a",), selection="hard", n_splits=3, split_seed=5)
+    ids = [f"k{i}" for i in range(30)]
+    a = plan.split_masks(ids)
+    b = plan.split_masks(np.array(ids))
+    c = plan.split_masks(np.array(ids, dtype="<U12"))  # another width: another cache entry, same masks
+    np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(a, c)

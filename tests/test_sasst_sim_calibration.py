@@ -250,3 +250,25 @@ def test_fixed_oracle_pointwise_coverage_is_nominal_at_moderate_size():
     tab = C.summarize_table4(recs, DESIGN, NPTS)
     cov = tab.set_index("rule").loc["fixed", "coverage"]
     assert abs(cov - 0.95) < 3 * np.sqrt(0.95 * 0.05 / 150) + 0.01
+
+
+def test_lean_trial_records_equal_the_full_report():
+    # the trials read SASST.confirm_records; the same discovery through SASST.confirm gives
+    # the same numbers in its report table (read by slot name, not position)
+    from agentstudies.sasst import FixedFamily
+
+    design = C.StudyADesign()
+    data = design.simulate(400, np.random.default_rng(11))
+    is_d = np.arange(400) < 200
+    D, I = data.subset(is_d), data.subset(~is_d)
+    eng = C._engine(design, 5, C.a4_slots(), {"registry": FixedFamily(design.registry())}, np.random.default_rng(3))
+    disc = eng.discover(D)
+    lean, full = C._confirm(eng, disc, I), eng.confirm(disc, I)
+    assert lean.phi_slots == full.phi_slots
+    np.testing.assert_array_equal(lean.phi, full.phi)
+    for name, row in full.table.iterrows():
+        rec = C._slot_record(lean, disc, name)
+        assert rec["estimate"] == row["estimate"] or (np.isnan(rec["estimate"]) and np.isnan(row["estimate"]))
+        assert rec["feasible"] == bool(row["discovery_feasible"] and row["confirmation_feasible"])
+        assert rec["ess"] == row["ess"] or (np.isnan(rec["ess"]) and np.isnan(row["ess"]))
+        assert lean.rows[name]["status"] == row["status"]

@@ -379,6 +379,39 @@ class SASSTReport(Result):
         return "\n".join(lines)
 
 
+def _band(row: Mapping[str, Any]) -> str:
+    """Whether a slot's band is defined, and why not (see :func:`_assign_statuses`)."""
+    se, crit, bound = float(row["se"]), float(row["critical"]), float(row["bound"])
+    if not (row["discovery_feasible"] and row["confirmation_feasible"]):
+        return "none (slot not feasible)"
+    if np.isfinite(se) and se <= 1e-12:
+        return "undefined: zero variance of the contrast across confirmation clusters"
+    if not np.isfinite(crit):
+        return "undefined: critical value is NaN"
+    if not (np.isfinite(se) and np.isfinite(bound)):
+        return "undefined: standard error or bound is not finite"
+    return "defined"
+
+
+def _status_fields(rows: Sequence[dict[str, Any]]) -> None:
+    """Set ``band``, ``status`` and ``recommendation`` of report rows in place (Table 3).
+
+    A feasible slot whose band is undefined gets a NaN bound and the reason appended; it
+    can never be *confirmed*.
+    """
+    for row in rows:
+        row["band"] = band = _band(row)
+        feasible = bool(row["discovery_feasible"] and row["confirmation_feasible"])
+        undefined = feasible and band != "defined"
+        if undefined:
+            row["bound"] = np.nan
+            row["reason"] = "; ".join(r for r in (str(row["reason"]), f"band {band}: the claim cannot be confirmed") if r)
+        supported = (not undefined) and bool(row["sign"] * (float(row["bound"]) - float(row["threshold"])) > 0)
+        row["status"] = slot_status(bool(row["discovery_feasible"]), bool(row["confirmation_feasible"]),
+                                    bool(row["stable"]), supported)
+        row["recommendation"] = recommendation(row["status"])
+
+
 def _assign_statuses(table: pd.DataFrame) -> None:
     """Statuses of Table 3, after checking that each feasible slot has a defined band.
 
@@ -387,39 +420,16 @@ def _assign_statuses(table: pd.DataFrame) -> None:
     finite, or the bound is not finite. Such a slot can never be *confirmed*: it is
     reported as *not confirmed* with the reason, its bound is NaN and ``band`` says why.
     """
-    feasible = table["discovery_feasible"].astype(bool) & table["confirmation_feasible"].astype(bool)
-    crit = pd.to_numeric(table["critical"], errors="coerce")
-    se = pd.to_numeric(table["se"], errors="coerce")
-    bound = pd.to_numeric(table["bound"], errors="coerce")
-    band = []
-    for name in table.index:
-        if not feasible[name]:
-            band.append("none (slot not feasible)")
-        elif np.isfinite(se[name]) and se[name] <= 1e-12:
-            band.append("undefined: zero variance of the contrast across confirmation clusters")
-        elif not np.isfinite(crit[name]):
-            band.append("undefined: critical value is NaN")
-        elif not (np.isfinite(se[name]) and np.isfinite(bound[name])):
-            band.append("undefined: standard error or bound is not finite")
-        else:
-            band.append("defined")
-    table["band"] = band
-    undefined = feasible & (table["band"] != "defined")
-    if undefined.any():
-        table.loc[undefined, "bound"] = np.nan
-        reasons = table["reason"].astype(str)
-        table.loc[undefined, "reason"] = [
-            "; ".join([r for r in (reasons[k], f"band {table.at[k, 'band']}: the claim cannot be confirmed") if r])
-            for k in table.index[undefined]
-        ]
-    supported = (table["sign"] * (table["bound"] - table["threshold"]) > 0) & ~undefined
-    table["status"] = [
-        slot_status(bool(df), bool(cf), bool(st), bool(sp))
-        for df, cf, st, sp in zip(
-            table["discovery_feasible"], table["confirmation_feasible"], table["stable"], supported
-        )
-    ]
-    table["recommendation"] = [recommendation(s) for s in table["status"]]
+    rows = [dict(zip(table.columns, vals)) for vals in table.itertuples(index=False, name=None)]
+    _status_fields(rows)
+    for col in ("band", "bound", "reason", "status", "recommendation"):
+        table[col] = [r[col] for r in rows]
+
+
+def _report_frame(rows: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
+    """The wide report table from row dicts: one construction, :data:`REPORT_COLUMNS` order."""
+    index = pd.Index([r["slot"] for r in rows], name="slot")
+    return pd.DataFrame({c: [r[c] for r in rows] for c in REPORT_COLUMNS}, index=index)
 
 
 @dataclass
@@ -688,8 +698,8 @@ class SASST:
         cand_table = pd.DataFrame({
             "rule": [r.describe() for r in cands], "predicted": loc, "ess": ess,
             "max_density": dens, "distance": dist, "min_split_share": share, "feasible": feasible,
+            "selected": np.arange(len(cands)) == g,
         })
-        cand_table["selected"] = np.arange(len(cands)) == g
         if g < 0:
             return FrozenRule.failed(n_candidates=len(cands), n_feasible=int(feasible.sum()),
                                      candidates=cand_table, runtime_s=time.perf_counter() - t0)
@@ -751,6 +761,24 @@ class SASST:
     # ------------------------------------------------------------------ confirmation
     def confirm(self, discovery: Discovery, data: ClusterData) -> SASSTReport:
         """Frozen-rule confirmation on ``I`` with joint bounds and statuses (C.3-C.5)."""
+        rows, phi, names, crit = self.confirm_records(discovery, data)
+        return SASSTReport(
+            table=_report_frame(rows), phi=phi, phi_slots=names, critical=crit,
+            method=self.inference, level=self.level, discovery=discovery, params=self.params(),
+            n_confirmation=len(data),
+            provenance=make_provenance(seed=self.seed, confirmation_scores=data.Z, confirmation_features=data.X),
+        )
+
+    def confirm_records(self, discovery: Discovery, data: ClusterData
+                        ) -> tuple[list[dict[str, Any]], np.ndarray, tuple[str, ...], float]:
+        """:meth:`confirm` without the report objects: ``(rows, phi, phi_slots, critical)``.
+
+        ``rows`` holds one dict per slot (in slot order) with every field of
+        :data:`REPORT_COLUMNS` plus ``slot``; ``phi`` (N_I, m) are the contributions of the
+        ``m`` support-feasible slots ``phi_slots``; ``critical`` the joint critical value.
+        The same numbers as the report (``confirm`` is built on it); simulation trials
+        that run the protocol thousands of times use it to skip building tables.
+        """
         n = len(data)
         if n == 0:
             raise ValueError("empty confirmation split: no confirmation clusters")
@@ -774,28 +802,24 @@ class SASST:
             rows.append(row)
             if phi is not None:
                 phis[slot.name] = phi
-        table = pd.DataFrame(rows).set_index("slot")
         names = tuple(phis)
         phi = np.column_stack([phis[k] for k in names]) if names else np.zeros((n, 0))
         crit = np.nan
+        by_name = {r["slot"]: r for r in rows}
         if names:
-            sub = table.loc[list(names)]
             se, bound, crit = _joint_band(
-                phi, sub["estimate"].to_numpy(float), sub["sign"].to_numpy(float), method=self.inference,
+                phi, np.array([by_name[k]["estimate"] for k in names], float),
+                np.array([by_name[k]["sign"] for k in names], float), method=self.inference,
                 level=self.level, n_slots=len(self.slots), n_draws=self.n_draws,
                 exact=self.exact_multiplier, seed=self.seed,
             )
-            table.loc[list(names), "se"] = se
-            table.loc[list(names), "bound"] = bound
-        table["critical"] = np.where(table.index.isin(names), crit, np.nan)
-        table["method"] = self.inference
-        _assign_statuses(table)
-        return SASSTReport(
-            table=table[list(REPORT_COLUMNS)], phi=phi, phi_slots=names, critical=float(crit),
-            method=self.inference, level=self.level, discovery=discovery, params=self.params(),
-            n_confirmation=n,
-            provenance=make_provenance(seed=self.seed, confirmation_scores=data.Z, confirmation_features=data.X),
-        )
+            for k, e, bd in zip(names, se, bound):
+                by_name[k]["se"], by_name[k]["bound"] = float(e), float(bd)
+        for r in rows:
+            r["critical"] = float(crit) if r["slot"] in phis else np.nan
+            r["method"] = self.inference
+        _status_fields(rows)
+        return rows, phi, names, float(crit)
 
     def _discovery_fields(self, slot: Slot, fr: FrozenRule | None, theta0: np.ndarray) -> tuple[dict[str, Any], Rule | None]:
         """The slot's report fields fixed before confirmation, and its frozen rule."""

@@ -161,14 +161,17 @@ class ComparisonPlan:
         the lower half forms ``S_r``; ``E_r`` is the rest. The assignment depends only on
         the cluster ids (score-blind) and is frozen with the plan.
         """
-        ids = [str(c) for c in cluster_ids]
-        n = len(ids)
+        n = len(cluster_ids)
         if self.n_splits == 0 or n == 0:
             return np.zeros((self.n_splits, n), dtype=bool)
-        key = (self.n_splits, self.split_seed, tuple(ids))
+        if isinstance(cluster_ids, np.ndarray) and cluster_ids.dtype.kind == "U":  # ClusterData.ids
+            key: tuple = (self.n_splits, self.split_seed, cluster_ids.dtype.str, cluster_ids.tobytes())
+        else:
+            key = (self.n_splits, self.split_seed, tuple(str(c) for c in cluster_ids))
         hit = _MASK_CACHE.get(key)
         if hit is not None:  # a pure function of (R, split seed, ids): cached, read-only
             return hit
+        ids = [str(c) for c in cluster_ids]
         masks = np.zeros((self.n_splits, n), dtype=bool)
         base = np.array(
             [int.from_bytes(hashlib.blake2b(c.encode(), digest_size=8).digest(), "little") for c in ids],
@@ -194,17 +197,24 @@ class ComparisonPlan:
             raise ValueError(f"Z has {J} systems, plan has {len(self.systems)}")
         if s.shape != (n,):
             raise ValueError(f"s must have shape ({n},); got {s.shape}")
-        cols = [Z * s[:, None], s[:, None]]
-        if self.has_selection and self.n_splits:
-            if masks is None or masks.shape != (self.n_splits, n):
-                raise ValueError(f"split masks of shape ({self.n_splits}, {n}) are required")
-            cand = Z[:, [self._index[c] for c in self.candidates]]
-            for r in range(self.n_splits):
-                for member in (masks[r], ~masks[r]):
-                    w = s * member
-                    cols.append(cand * w[:, None])
-                    cols.append(w[:, None])
-        return np.concatenate(cols, axis=1)
+        J, R = len(self.systems), self.n_splits
+        if not (self.has_selection and R):
+            return np.concatenate([Z * s[:, None], s[:, None]], axis=1)
+        if masks is None or masks.shape != (R, n):
+            raise ValueError(f"split masks of shape ({R}, {n}) are required")
+        C = len(self.candidates)
+        H = np.empty((n, J + 1 + 2 * R * (C + 1)))
+        H[:, :J] = Z * s[:, None]
+        H[:, J] = s
+        # per split r: [cand * w_S, w_S, cand * w_E, w_E] with w_S = s 1{k in S_r}, w_E = s 1{k in E_r}
+        member = np.empty((n, R, 2))
+        member[:, :, 0] = masks.T
+        member[:, :, 1] = ~masks.T
+        w = (s[:, None, None] * member).reshape(n, 2 * R)  # (N, 2R): S_1, E_1, S_2, ...
+        blocks = H[:, J + 1:].reshape(n, 2 * R, C + 1)
+        blocks[:, :, :C] = Z[:, None, [self._index[c] for c in self.candidates]] * w[:, :, None]
+        blocks[:, :, C] = w
+        return H
 
     # ------------------------------------------------------------------ F and grad F
     def _pieces(self, mu: np.ndarray):
@@ -299,26 +309,27 @@ class ComparisonPlan:
                 g[..., j] += csel * dsel[..., a] / den
                 g[..., J] -= csel * dsel[..., a] * theta[..., j] / den
             return g
-        base = J + 1
         lam = 1.0 / R
-        for r in range(R):
-            o = base + r * (2 * C + 2)
-            bden = mu[..., o + C]
-            eden = mu[..., o + 2 * C + 1]
-            S = mu[..., o : o + C] / bden[..., None]
-            T = mu[..., o + C + 1 : o + 2 * C + 1] / eden[..., None]
-            if self.selection == "hard":
-                q = _hard(S)
-                dS = np.zeros_like(S)
-            else:
-                q = _softmax(S, tau)
-                y = np.sum(q * T, axis=-1, keepdims=True)
-                dS = q * (T - y) / tau
-            yr = np.sum(q * T, axis=-1)
-            g[..., o + C + 1 : o + 2 * C + 1] += csel * lam * q / eden[..., None]
-            g[..., o + 2 * C + 1] -= csel * lam * yr / eden
-            g[..., o : o + C] += csel * lam * dS / bden[..., None]
-            g[..., o + C] -= csel * lam * np.sum(dS * S, axis=-1) / bden
+        # the R split blocks of mu and g, (..., R, 2C + 2): [S-sums (C), S-den, E-sums (C), E-den]
+        mb = mu[..., J + 1:].reshape(mu.shape[:-1] + (R, 2 * C + 2))
+        gb = g[..., J + 1:].reshape(mb.shape)  # a view (the last axis splits): writes land in g
+        assert np.may_share_memory(gb, g)
+        bden = mb[..., C]
+        eden = mb[..., 2 * C + 1]
+        S = mb[..., :C] / bden[..., None]
+        T = mb[..., C + 1 : 2 * C + 1] / eden[..., None]
+        if self.selection == "hard":
+            q = _hard(S)
+            dS = np.zeros_like(S)
+        else:
+            q = _softmax(S, tau)
+            y = np.sum(q * T, axis=-1, keepdims=True)
+            dS = q * (T - y) / tau
+        yr = np.sum(q * T, axis=-1)
+        gb[..., C + 1 : 2 * C + 1] += csel * lam * q / eden[..., None]
+        gb[..., 2 * C + 1] -= csel * lam * yr / eden
+        gb[..., :C] += csel * lam * dS / bden[..., None]
+        gb[..., C] -= csel * lam * np.sum(dS * S, axis=-1) / bden
         return g
 
     def min_split_share(self, mu: np.ndarray) -> float:

@@ -54,7 +54,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, NamedTuple, Sequence
 
 import numpy as np
 import pandas as pd
@@ -127,6 +127,14 @@ _TERCILE = float(_st.norm.ppf(2 / 3))
 SEPARATED_STRESS = 0.8
 
 
+@functools.lru_cache(maxsize=16)
+def _cluster_ids(n: int) -> np.ndarray:
+    """``c00000 ... c{n-1}`` (read-only, shared by every trial with ``n`` clusters)."""
+    ids = np.array([f"c{i:05d}" for i in range(n)])
+    ids.flags.writeable = False
+    return ids
+
+
 @dataclass(frozen=True)
 class StudyADesign:
     """The Study A data-generating process and comparison plan (see the module docstring).
@@ -183,8 +191,7 @@ class StudyADesign:
             raise ValueError(f"n_clusters must be >= 4; got {n_clusters}")
         X = rng.standard_normal((n_clusters, len(FEATURES)))
         Z = latent_probit_scores(self.success_prob(X), self.rho, 1, rng)
-        ids = np.array([f"c{i:05d}" for i in range(n_clusters)])
-        return ClusterData(ids, Z, X, SYSTEMS, FEATURES, np.ones(n_clusters, dtype=int))
+        return ClusterData(_cluster_ids(n_clusters), Z, X, SYSTEMS, FEATURES, np.ones(n_clusters, dtype=int))
 
     # -------------------------------------------------------------- plan and rules
     def plan(self, n_splits: int) -> ComparisonPlan:
@@ -322,8 +329,21 @@ def _stress_slot(name: str, family: str, contrast: dict[str, float] | None = Non
                 geometry="none", density_cap=5.0, min_ess=20.0)
 
 
-def _slot_record(rep, disc, name: str) -> dict[str, Any]:
-    row = rep.table.loc[name]
+class _Confirmed(NamedTuple):
+    """:meth:`SASST.confirm_records` keyed by slot: the lean trial path (no report tables)."""
+
+    rows: dict[str, dict[str, Any]]
+    phi: np.ndarray
+    phi_slots: tuple[str, ...]
+
+
+def _confirm(eng: SASST, disc, I: ClusterData) -> _Confirmed:
+    rows, phi, names, _ = eng.confirm_records(disc, I)
+    return _Confirmed({r["slot"]: r for r in rows}, phi, names)
+
+
+def _slot_record(rep: _Confirmed, disc, name: str) -> dict[str, Any]:
+    row = rep.rows[name]
     fr = disc.rules.get(name)
     return {
         "slot": name,
@@ -384,7 +404,7 @@ def table4_trial(
     for R in R_values:
         eng = _engine(design, R, slots, fams, rng)
         disc = eng.discover(D)
-        rep = eng.confirm(disc, I)
+        rep = _confirm(eng, disc, I)
         for k, name in enumerate(("fixed", "learned")):
             rec = _slot_record(rep, disc, name)
             rec.update(M=M, R=int(R), rule=name)
@@ -442,7 +462,7 @@ def table5_trial(
         disc = eng.discover(D if proc == "split" else I)
         if proc == "same data":
             disc = replace(disc, cluster_ids=())  # deliberate: select and estimate on I
-        rep = eng.confirm(disc, I)
+        rep = _confirm(eng, disc, I)
         rec = _slot_record(rep, disc, "worst tercile")
         if rec["rule_index"] >= 0:
             rec["rule_index"] = keep[rec["rule_index"]]
@@ -491,9 +511,9 @@ def a4_trial(
     slots = a4_slots()
     eng = _engine(design, R, slots, {"registry": FixedFamily(design.registry())}, rng)
     disc = eng.discover(D)
-    rep = eng.confirm(disc, I)
+    rep = _confirm(eng, disc, I)
     names = list(rep.phi_slots)
-    signs = rep.table.loc[names, "sign"].to_numpy(float)
+    signs = np.array([rep.rows[k]["sign"] for k in names], float)
     crit = exact_simultaneous_critical(rep.phi, signs, n_draws, rng, level) if names else np.nan
     recs = []
     for s in slots:
