@@ -376,3 +376,43 @@ def test_with_inference_of_own_method_reproduces_the_band(inference):
     assert (tidy["side"][np.isfinite(tidy["bound"])] == rep.table["bound_side"][np.isfinite(rep.table["bound"])].to_numpy()).all()
     assert rep.get("weighted_contrast", slot="uniform PV")["estimate"] == rep.table.loc["uniform PV", "estimate"]
     assert rep.level == pytest.approx(0.95) and rep.provenance.seed == 3
+
+
+def test_blocked_w1_equals_scipy():
+    from agentstudies.sasst._geometry import _w1_sorted, sorted_support
+
+    rng = np.random.default_rng(4)
+    proj = rng.normal(size=(5, 20))
+    w = rng.random((7, 20))
+    w /= w.sum(axis=1, keepdims=True)
+    got = _w1_sorted(*sorted_support(proj), np.full(20, 1 / 20), w, max_block=5 * 20 * 2)  # blocks of 2 rows
+    for g in range(7):
+        for l in range(5):
+            want = wasserstein_distance(proj[l], proj[l], u_weights=np.full(20, 1 / 20), v_weights=w[g])
+            assert got[g, l] == pytest.approx(want, rel=1e-10, abs=1e-12)
+
+
+@pytest.mark.parametrize("tie_rule", ["registry_order", "max_ess", "min_distance"])
+def test_radius_screen_selects_what_the_full_distance_vector_selects(tie_rule):
+    # stability computes distances lazily in loc order; the selected index must be the one
+    # _select returns with every candidate's distance and radius check computed
+    from agentstudies.sasst._engine import _radius_screen, _select
+
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(40, 4))
+    geom = KMS(n_witness=8, seed=1).fit(X)
+    u = np.full(40, 1 / 40)
+    for trial in range(60):
+        G = 25
+        W = rng.random((G, 40)) ** rng.uniform(0.5, 4)
+        W /= W.sum(axis=1, keepdims=True)
+        full = geom.distance(X, u, W)
+        radius = float(np.quantile(full, rng.uniform(0.05, 0.9)))
+        slot = Slot("s", {"PV": 1.0, "ReAct": -1.0}, sign=-1, family="f", radius=radius, tie_rule=tie_rule,
+                    tolerance=0.05)
+        loc = rng.integers(0, 4, G) + rng.uniform(0, 0.04, G)  # groups of about six tied within the tolerance
+        ess = rng.uniform(5, 40, G)
+        other = rng.random(G) < 0.7
+        want = _select(loc, other & (full <= radius + 1e-15), ess, full, tie_rule, slot.tolerance)  # RADIUS_TOL
+        dist, ok = _radius_screen(geom, X, u, W, loc, other, slot, chunk=2)
+        assert _select(loc, ok, ess, dist, tie_rule, slot.tolerance) == want

@@ -122,6 +122,34 @@ def weight_correlation(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return r if np.ndim(b) == 2 else float(r[0])
 
 
+def _radius_screen(geom: Geometry, X: np.ndarray, u: np.ndarray, W: np.ndarray, loc: np.ndarray,
+                   feasible: np.ndarray, slot: Slot, chunk: int = 8) -> tuple[np.ndarray, np.ndarray]:
+    """Distances and radius feasibility of the candidates :func:`_select` can reach.
+
+    ``feasible`` holds every other constraint. Distances are computed in increasing
+    ``loc`` order, ``chunk`` candidates at a time, until the radius-feasible minimizer
+    and every candidate within the slot's tie tolerance of it are known; the rest keep
+    distance ``inf`` (unselectable). :func:`_select` then returns the same index as with
+    every distance computed: a geometry's distance of one weighting does not depend on
+    the other rows of ``W`` (up to last-bit rounding of a batched product, which the
+    radius slack ``RADIUS_TOL`` absorbs). Returns ``(distance, feasible)``, both (G,).
+    """
+    dist = np.full(len(loc), np.inf)
+    ok = np.zeros(len(loc), dtype=bool)
+    idx = np.flatnonzero(feasible)
+    order = idx[np.argsort(loc[idx], kind="stable")]
+    best = np.inf
+    for start in range(0, len(order), chunk):
+        if loc[order[start]] > best + slot.tolerance:
+            break
+        rows = order[start:start + chunk]
+        dist[rows] = geom.distance(X, u, W[rows])
+        ok[rows] = support_constraints(slot, 0.0, 0.0, distance=dist[rows])["radius"]
+        if ok[rows].any():
+            best = min(best, float(loc[rows][ok[rows]].min()))
+    return dist, ok
+
+
 def _select(loc: np.ndarray, feasible: np.ndarray, ess: np.ndarray, dist: np.ndarray,
             tie_rule: str, tol: float) -> int:
     """Index of the feasible minimizer of ``loc`` under the tie rule, or -1 if none.
@@ -749,9 +777,11 @@ class SASST:
             loc = delta[b] + (Wb - ub) @ psi[:, b]
             ess = np.where(okm, tot**2 / np.maximum((S * S * m).sum(axis=1), TINY), 0.0)
             dens = n * (S[:, m > 0].max(axis=1)) / np.where(okm, tot, np.inf)
-            dist = geom.distance(data.X, ub, Wb) if slot.radius is not None else np.zeros(S.shape[0])
             share = self.plan.split_shares(S, masks, m)
-            feas = okm & _all_hold(support_constraints(slot, ess, dens, distance=dist, split_share=share))
+            feas = okm & _all_hold(support_constraints(slot, ess, dens, split_share=share)) & np.isfinite(loc)
+            dist = np.zeros(S.shape[0])
+            if slot.radius is not None:
+                dist, feas = _radius_screen(geom, data.X, ub, Wb, loc, feas, slot)
             gb = _select(loc, feas, ess, dist, slot.tie_rule, slot.tolerance)
             if gb >= 0:
                 corr[b] = corr_all[gb]

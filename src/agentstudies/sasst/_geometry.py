@@ -88,16 +88,38 @@ def weighted_w1_same_support(proj: np.ndarray, u: np.ndarray, w: np.ndarray) -> 
     -------
     array (G, L) of distances (same units as the projections).
     """
+    return _w1_sorted(*sorted_support(proj), u, w)
+
+
+def sorted_support(proj: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(order, gaps)`` of projections (L, n): the stable sort order of each row (L, n)
+    and the gaps between consecutive sorted points (L, n - 1). They depend on the points
+    only, so one geometry reuses them for every weighting of the same points."""
     proj = np.atleast_2d(np.asarray(proj, dtype=float))
+    order = np.argsort(proj, axis=1, kind="stable")
+    gaps = np.diff(np.take_along_axis(proj, order, axis=1), axis=1)
+    return order, gaps
+
+
+def _w1_sorted(order: np.ndarray, gaps: np.ndarray, u: np.ndarray, w: np.ndarray,
+               max_block: int = 1 << 22) -> np.ndarray:
+    """:func:`weighted_w1_same_support` from :func:`sorted_support`'s ``(order, gaps)``: (G, L).
+
+    All witnesses at once: the weight differences gathered in each witness's order
+    (L, n, G), their running sums (the CDF gaps ``F_w - F_u`` at the sorted points), and
+    one batched product with the gaps; at most ``max_block`` values per block of rows.
+    """
     w = np.atleast_2d(np.asarray(w, dtype=float))
-    u = np.asarray(u, dtype=float)
-    d = w - u  # (G, n)
-    out = np.empty((w.shape[0], proj.shape[0]))
-    for l, p in enumerate(proj):
-        order = np.argsort(p, kind="stable")
-        gaps = np.diff(p[order])  # (n-1,)
-        cdf = np.cumsum(d[:, order], axis=1)[:, :-1]
-        out[:, l] = np.abs(cdf) @ gaps
+    d = np.ascontiguousarray((w - np.asarray(u, dtype=float)).T)  # (n, G)
+    L, n = order.shape
+    G = d.shape[1]
+    out = np.empty((G, L))
+    step = max(1, max_block // max(1, L * n))
+    for a in range(0, G, step):
+        D = d[:, a:a + step][order]  # (L, n, g)
+        np.cumsum(D, axis=1, out=D)
+        np.abs(D, out=D)
+        out[a:a + step] = np.matmul(gaps[:, None, :], D[:, :-1])[:, 0, :].T
     return out
 
 
@@ -152,15 +174,20 @@ class _Sliced(Geometry):
         """Projections (L, n) of raw features on the frozen witness directions."""
         if self.standardizer is None:
             raise RuntimeError(f"{self.name} geometry used before fit()")
+        return self._projected(X)[0]
+
+    def _projected(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Projections of ``X`` and their :func:`sorted_support`, cached for the last ``X``."""
         if self._cache is not None and self._cache[0] is X:  # the array itself is held, so `is` is safe
             return self._cache[1]
         P = self.witnesses @ self._features(self.standardizer(X)).T
-        self._cache = (X, P)
-        return P
+        self._cache = (X, (P, *sorted_support(P)))
+        return self._cache[1]
 
     def distance(self, X: np.ndarray, u: np.ndarray, W: np.ndarray) -> np.ndarray:
         """Max over witnesses of W1 between weights ``u`` and each row of ``W`` (G,)."""
-        return weighted_w1_same_support(self.projections(X), u, W).max(axis=1)
+        _, order, gaps = self._projected(X)
+        return _w1_sorted(order, gaps, u, W).max(axis=1)
 
 
 @dataclass
