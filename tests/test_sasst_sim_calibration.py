@@ -263,7 +263,7 @@ def test_lean_trial_records_equal_the_full_report():
     D, I = data.subset(is_d), data.subset(~is_d)
     eng = C._engine(design, 5, C.a4_slots(), {"registry": FixedFamily(design.registry())}, np.random.default_rng(3))
     disc = eng.discover(D)
-    lean, full = C._confirm(eng, disc, I), eng.confirm(disc, I)
+    lean, full = C.confirm_lean(eng, disc, I), eng.confirm(disc, I)
     assert lean.phi_slots == full.phi_slots
     np.testing.assert_array_equal(lean.phi, full.phi)
     for name, row in full.table.iterrows():

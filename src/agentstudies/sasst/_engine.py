@@ -658,8 +658,14 @@ class SASST:
         """The slot geometry fitted on ``X``; a user's Geometry object is copied, never fitted in place."""
         return copy.deepcopy(make_geometry(self.geometries[name])).fit(X)
 
-    def discover(self, data: ClusterData) -> Discovery:
-        """Discovery on ``D``: select, freeze and stability-check a rule per slot (C.2)."""
+    def discover(self, data: ClusterData, *, candidate_tables: bool = True) -> Discovery:
+        """Discovery on ``D``: select, freeze and stability-check a rule per slot (C.2).
+
+        ``candidate_tables=False`` leaves each :attr:`FrozenRule.candidates` empty (the
+        per-candidate predicted contrast, ESS, density, distance and feasibility);
+        simulation trials that never read it skip building thousands of small tables.
+        The frozen rules and every number of the report are the same.
+        """
         n = len(data)
         if n < 2:
             raise ValueError(f"discovery split has {n} cluster(s); need at least 2")
@@ -683,7 +689,8 @@ class SASST:
             key = slot.discovery_key()
             if key not in by_key:
                 # one independent stability stream per discovery specification, in slot order
-                by_key[key] = self._discover_slot(slot, data, H1, mu1, theta, cache, stream=len(by_key))
+                by_key[key] = self._discover_slot(slot, data, H1, mu1, theta, cache, stream=len(by_key),
+                                                  candidate_table=candidate_tables)
             rules[slot.name] = by_key[key]
         return Discovery(rules, theta_d, selected, n, tuple(data.ids), geometries=dict(cache.geometries),
                          soft_selection=soft)
@@ -699,7 +706,8 @@ class SASST:
         return cache.families[slot.family]
 
     def _discover_slot(self, slot: Slot, data: ClusterData, H1: np.ndarray, mu1: np.ndarray,
-                       theta: np.ndarray, cache: _DiscoveryCache, *, stream: int) -> FrozenRule:
+                       theta: np.ndarray, cache: _DiscoveryCache, *, stream: int,
+                       candidate_table: bool = True) -> FrozenRule:
         """Rank the feasible candidates by Eq. (2), freeze the selected one, check stability."""
         t0 = time.perf_counter()
         n = len(data)
@@ -727,7 +735,7 @@ class SASST:
             "rule": [r.describe() for r in cands], "predicted": loc, "ess": ess,
             "max_density": dens, "distance": dist, "min_split_share": share, "feasible": feasible,
             "selected": np.arange(len(cands)) == g,
-        })
+        }) if candidate_table else pd.DataFrame()
         if g < 0:
             return FrozenRule.failed(n_candidates=len(cands), n_feasible=int(feasible.sum()),
                                      candidates=cand_table, runtime_s=time.perf_counter() - t0)

@@ -20,7 +20,7 @@ Theorem 1 (multiplier bootstrap), Appendix C.3-C.5.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -28,10 +28,11 @@ from scipy import stats as _st
 from statsmodels.stats.proportion import proportion_confint
 
 from agentstudies.parallel import seeded_map
-from agentstudies.sasst import Rule
+from agentstudies.sasst import SASST, ClusterData, Discovery, Rule
 from agentstudies.stats import multiplier_critical_value, studentized_contributions
 
 __all__ = [
+    "Confirmed", "confirm_lean",
     "StepRule",
     "latent_probit_scores",
     "coordinatewise_critical",
@@ -78,6 +79,24 @@ class StepRule(Rule):
     def to_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "columns": list(self.columns), "lo": float(self.lo), "hi": float(self.hi),
                 "inside": self.inside, "outside": self.outside, "label": self.label}
+
+
+class Confirmed(NamedTuple):
+    """A confirmation through :meth:`SASST.confirm_records`, report rows keyed by slot."""
+
+    rows: dict[str, dict[str, Any]]
+    phi: np.ndarray
+    phi_slots: tuple[str, ...]
+    critical: float
+
+
+def confirm_lean(eng: SASST, disc: Discovery, I: ClusterData) -> Confirmed:
+    """``eng.confirm(disc, I)`` without the report tables: the simulation trials' path.
+
+    The same numbers as the report (``SASST.confirm`` is built on ``confirm_records``).
+    """
+    rows, phi, names, crit = eng.confirm_records(disc, I)
+    return Confirmed({r["slot"]: r for r in rows}, phi, names, crit)
 
 
 def latent_probit_scores(p: np.ndarray, rho: float, n_seeds: int, rng: np.random.Generator) -> np.ndarray:

@@ -54,7 +54,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, replace
-from typing import Any, Callable, NamedTuple, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -77,6 +77,8 @@ from agentstudies.sasst import (
     rule_scores,
 )
 from agentstudies.studies._sasst_common import (
+    Confirmed,
+    confirm_lean,
     StepRule,
     coordinatewise_critical,
     exact_coordinatewise_critical,
@@ -329,20 +331,7 @@ def _stress_slot(name: str, family: str, contrast: dict[str, float] | None = Non
                 geometry="none", density_cap=5.0, min_ess=20.0)
 
 
-class _Confirmed(NamedTuple):
-    """:meth:`SASST.confirm_records` keyed by slot: the lean trial path (no report tables)."""
-
-    rows: dict[str, dict[str, Any]]
-    phi: np.ndarray
-    phi_slots: tuple[str, ...]
-
-
-def _confirm(eng: SASST, disc, I: ClusterData) -> _Confirmed:
-    rows, phi, names, _ = eng.confirm_records(disc, I)
-    return _Confirmed({r["slot"]: r for r in rows}, phi, names)
-
-
-def _slot_record(rep: _Confirmed, disc, name: str) -> dict[str, Any]:
+def _slot_record(rep: Confirmed, disc, name: str) -> dict[str, Any]:
     row = rep.rows[name]
     fr = disc.rules.get(name)
     return {
@@ -403,8 +392,8 @@ def table4_trial(
     phis = []
     for R in R_values:
         eng = _engine(design, R, slots, fams, rng)
-        disc = eng.discover(D)
-        rep = _confirm(eng, disc, I)
+        disc = eng.discover(D, candidate_tables=False)
+        rep = confirm_lean(eng, disc, I)
         for k, name in enumerate(("fixed", "learned")):
             rec = _slot_record(rep, disc, name)
             rec.update(M=M, R=int(R), rule=name)
@@ -459,10 +448,10 @@ def table5_trial(
     eng = _engine(design, R, [slot], {"tercile": FixedFamily(tuple(full[i] for i in keep))}, rng)
     recs, phis = [], []
     for proc in ("split", "same data"):
-        disc = eng.discover(D if proc == "split" else I)
+        disc = eng.discover(D if proc == "split" else I, candidate_tables=False)
         if proc == "same data":
             disc = replace(disc, cluster_ids=())  # deliberate: select and estimate on I
-        rep = _confirm(eng, disc, I)
+        rep = confirm_lean(eng, disc, I)
         rec = _slot_record(rep, disc, "worst tercile")
         if rec["rule_index"] >= 0:
             rec["rule_index"] = keep[rec["rule_index"]]
@@ -510,8 +499,8 @@ def a4_trial(
     D, I = data.subset(is_d), data.subset(~is_d)
     slots = a4_slots()
     eng = _engine(design, R, slots, {"registry": FixedFamily(design.registry())}, rng)
-    disc = eng.discover(D)
-    rep = _confirm(eng, disc, I)
+    disc = eng.discover(D, candidate_tables=False)
+    rep = confirm_lean(eng, disc, I)
     names = list(rep.phi_slots)
     signs = np.array([rep.rows[k]["sign"] for k in names], float)
     crit = exact_simultaneous_critical(rep.phi, signs, n_draws, rng, level) if names else np.nan

@@ -71,7 +71,14 @@ from agentstudies.sasst import (
     make_geometry,
     rule_scores,
 )
-from agentstudies.studies._sasst_common import StepRule, latent_probit_scores, proportion_interval, run_trials
+from agentstudies.studies._sasst_common import (
+    Confirmed,
+    StepRule,
+    confirm_lean,
+    latent_probit_scores,
+    proportion_interval,
+    run_trials,
+)
 from agentstudies.stats import joint_bounds
 from agentstudies.studies._paper import paper_values
 
@@ -320,18 +327,18 @@ def _simulate(pool: TauPool, setting: Setting, tasks: np.ndarray, rng: np.random
     return ClusterData(ids, Z, pool.X[tasks], SYSTEMS, pool.feature_names, np.full(len(tasks), N_SEEDS))
 
 
-def _bounds_all_methods(rep, zeta: np.ndarray, level: float) -> dict[str, np.ndarray]:
+def _bounds_all_methods(rep: Confirmed, zeta: np.ndarray, level: float) -> dict[str, np.ndarray]:
     names = list(rep.phi_slots)
     if not names:
         return {}
-    sub = rep.table.loc[names]
-    est, signs = sub["estimate"].to_numpy(float), sub["sign"].to_numpy(float)
+    est = np.array([rep.rows[k]["estimate"] for k in names], float)
+    signs = np.array([rep.rows[k]["sign"] for k in names], float)
     out = {}
     phi = np.ascontiguousarray(rep.phi)  # C order: the multiplier product never runs on a strided slice
     zeta = np.ascontiguousarray(zeta)
     for m in METHODS:
         try:
-            jb = joint_bounds(phi, est, signs, level=level, method=m, n_slots=len(rep.table), zeta=zeta)
+            jb = joint_bounds(phi, est, signs, level=level, method=m, n_slots=len(rep.rows), zeta=zeta)
             out[m] = jb.bound
         except ValueError as exc:  # every slot degenerate: the bound is the estimate
             if "zero contribution variance" not in str(exc):
@@ -367,16 +374,17 @@ def audit_trial(
     eng = SASST(study_f_plan(), study_f_slots(radii), {"registry": FixedFamily(tuple(rules))},
                 geometries={"kms": dict(KMS_SPEC)}, inference="bonferroni-t", n_stability=0,
                 seed=int(rng.integers(2**31)))
-    rep = eng.confirm(eng.discover(D), I)
+    disc = eng.discover(D, candidate_tables=False)
+    rep = confirm_lean(eng, disc, I)
     zeta = rng.standard_normal((n_draws, n_clusters))
     bounds = _bounds_all_methods(rep, zeta, level)
     names = list(rep.phi_slots)
     recs = []
     for s in eng.slots:
-        fr = rep.discovery.rules.get(s.name)
+        fr = disc.rules.get(s.name)
         rec = {"setting": setting.name, "slot": s.name, "sign": s.sign,
                "rule_index": 0 if s.is_uniform else (-1 if fr is None else int(fr.index)),
-               "feasible": s.name in names, "estimate": float(rep.table.loc[s.name, "estimate"])}
+               "feasible": s.name in names, "estimate": float(rep.rows[s.name]["estimate"])}
         for m in METHODS:
             rec[f"bound_{m}"] = float(bounds[m][names.index(s.name)]) if s.name in names else np.nan
         recs.append(rec)
@@ -520,11 +528,11 @@ def power_trial(
         for s in slots if not s.is_uniform
     }
     disc = Discovery(frozen, {}, None, 0, ())
-    rep = eng.confirm(disc, I)
+    rep = confirm_lean(eng, disc, I)
     zeta = rng.standard_normal((n_draws, design.n_clusters))
     bounds = _bounds_all_methods(rep, zeta, level)
     names = list(rep.phi_slots)
-    row = rep.table.loc[TARGET_SLOT]
+    row = rep.rows[TARGET_SLOT]
     rec = {"n_clusters": design.n_clusters, "ess_design": design.ess, "ess": float(row["ess"]),
            "max_density": float(row["max_density"]), "feasible": TARGET_SLOT in names,
            "estimate": float(row["estimate"])}
@@ -581,11 +589,11 @@ def positive_control_trial(
     eng = SASST(study_f_plan(), study_f_slots(radii), {"registry": FixedFamily(tuple(rules))},
                 geometries={"kms": dict(KMS_SPEC)}, inference="bonferroni-t", n_stability=n_stability,
                 seed=int(rng.integers(2**31)))
-    disc = eng.discover(D)
-    rep = eng.confirm(disc, I)
+    disc = eng.discover(D, candidate_tables=False)
+    rep = confirm_lean(eng, disc, I)
     recs = []
     for s in eng.slots:
-        row = rep.table.loc[s.name]
+        row = rep.rows[s.name]
         fr = disc.rules.get(s.name)
         recs.append({"setting": setting.name, "n_clusters": n_clusters, "slot": s.name, "sign": s.sign,
                      "rule_index": 0 if s.is_uniform else (-1 if fr is None else int(fr.index)),
