@@ -12,6 +12,7 @@ import itertools
 import json
 import math
 import zipfile
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -156,3 +157,19 @@ def test_import_log_command(error_log, tmp_path, capsys):
     assert len(pd.read_csv(out)) == len(_samples(error_log))
     assert main(["import-log", error_log, "-o", str(tmp_path / "x.txt")]) == 1
     assert "must end in .csv or .parquet" in capsys.readouterr().err
+
+
+def test_summaries_give_the_rows_of_the_full_samples(tau2_logs, error_log):
+    # the converter reads Inspect's sample summaries; the full samples give the same rows
+    from inspect_ai.log import read_eval_log_samples
+    from inspect_ai.scorer import value_to_float
+
+    from agentstudies.episodes import _log_samples, _sample_row
+
+    for path, scorer in ((tau2_logs[1], "retail_scorer"), (error_log, "match")):
+        summaries = _log_samples(Path(path))
+        assert {type(s).__name__ for s in summaries} == {"EvalSampleSummary"}
+        fast = sorted(str(_sample_row(s, scorer, value_to_float())) for s in summaries)
+        full = sorted(str(_sample_row(s, scorer, value_to_float())) for s in read_eval_log_samples(path))
+        assert fast == full and len(full) == (4 * 2 if path != error_log else 6 * 2)
+        assert ("'flagged': True" in "".join(full)) == (path == error_log)

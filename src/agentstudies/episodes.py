@@ -136,6 +136,35 @@ def _sample_row(sample: Any, scorer: str, to_float: Callable[[Any], float]) -> d
             "error": error, "limit": limit, "flagged": bool(error or limit)}
 
 
+def _log_samples(path: Path) -> list[Any]:
+    """The samples of one log, as Inspect's sample summaries where they are complete.
+
+    A ``.eval`` log stores a summary of every sample (id, epoch, scores, model usage,
+    error, limit: all that :func:`_sample_row` reads) beside the full samples with
+    their event streams, which take about a second each to parse for a tau2 sample.
+    The summaries are used when each one has its sample file in the archive and every
+    sample file has a summary; otherwise (a ``.json`` log, an older layout, a damaged
+    archive) the full samples are read, so a sample missing from the log is missing
+    from the table either way.
+    """
+    import zipfile
+
+    from inspect_ai.log import read_eval_log_sample_summaries, read_eval_log_samples
+
+    if path.suffix == ".eval":
+        try:
+            summaries = read_eval_log_sample_summaries(str(path))
+            with zipfile.ZipFile(path) as z:
+                files = {n for n in z.namelist() if n.startswith("samples/")}
+        except Exception:  # noqa: BLE001 - any reader problem: fall back to the full samples
+            summaries = None
+        if summaries is not None:
+            named = {f"samples/{s.id}_epoch_{s.epoch}.json" for s in summaries}
+            if named == files and len(named) == len(summaries):
+                return list(summaries)
+    return list(read_eval_log_samples(str(path), all_samples_required=False))
+
+
 def from_inspect_log(
     paths: str | Path | Iterable[str | Path],
     *,
@@ -176,7 +205,7 @@ def from_inspect_log(
     ValueError
         Unknown ``on_error``.
     """
-    from inspect_ai.log import read_eval_log, read_eval_log_samples
+    from inspect_ai.log import read_eval_log
     from inspect_ai.scorer import value_to_float
 
     if on_error not in ON_ERROR:
@@ -201,7 +230,7 @@ def from_inspect_log(
             raise LogImportError(f"{path.name}: the eval's status is {header.status!r}; it did not finish")
         name = _scorer_of(scorer, header, path)
         wf = _workflow_of(workflow, header, path)
-        rows = [_sample_row(s, name, to_float) for s in read_eval_log_samples(str(path), all_samples_required=False)]
+        rows = [_sample_row(s, name, to_float) for s in _log_samples(path)]
         if not rows:
             raise LogImportError(f"{path.name} holds no samples")
         df = pd.DataFrame(rows)

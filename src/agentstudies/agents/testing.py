@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 __all__ = ["ScriptedChatServer", "tool_then_ask_then_close"]
 
@@ -193,6 +193,25 @@ def mock_tau2_eval(
         fail_on_error=False,
     )
     return _stable_name(logs[0].location, f"tau2-{domain}_{workflow}.eval")
+
+
+def mock_tau2_evals(workflows: Sequence[str], log_dir: str, *, n_jobs: int = 1, **kwargs: Any) -> dict[str, str]:
+    """:func:`mock_tau2_eval` for each workflow; ``{workflow: log path}``.
+
+    With ``n_jobs > 1`` the evals run side by side in worker processes (joblib), one
+    per workflow: Inspect condenses and writes each tau2 sample (its event stream holds
+    the retail database) in about three CPU-seconds, in one thread per eval. The mock
+    model's replies are fixed, so the samples' scores and token counts, and the tables
+    built from them, do not depend on ``n_jobs``.
+    """
+    workflows = list(workflows)
+    if n_jobs == 1 or len(workflows) < 2:
+        return {w: mock_tau2_eval(w, log_dir, **kwargs) for w in workflows}
+    from joblib import Parallel, delayed
+
+    paths = Parallel(n_jobs=min(int(n_jobs), len(workflows)), backend="loky")(
+        delayed(mock_tau2_eval)(w, log_dir, **kwargs) for w in workflows)
+    return dict(zip(workflows, paths))
 
 
 def _stable_name(location: str, name: str) -> str:
