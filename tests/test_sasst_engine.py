@@ -416,3 +416,22 @@ def test_radius_screen_selects_what_the_full_distance_vector_selects(tie_rule):
         want = _select(loc, other & (full <= radius + 1e-15), ess, full, tie_rule, slot.tolerance)  # RADIUS_TOL
         dist, ok = _radius_screen(geom, X, u, W, loc, other, slot, chunk=2)
         assert _select(loc, ok, ess, dist, tie_rule, slot.tolerance) == want
+
+
+def test_score_matrix_rows_are_rule_scores_and_errors_name_the_rule():
+    from agentstudies.sasst import AxisTiltFamily, UniformRule, rule_scores, score_matrix
+
+    rng = np.random.default_rng(6)
+    names = ("a", "b", "c")
+    X = rng.normal(size=(30, 3))
+    rules = (list(AxisTiltFamily(strengths=(0.5, 2.0), use_columns=("a", "c")).fit(X, names))
+             + [ThresholdRule(columns=("b",), threshold=0.0, above=True, lift=3.0), UniformRule()])
+    S = score_matrix(rules, X, names)
+    assert S.shape == (len(rules), 30)
+    for g, r in enumerate(rules):
+        np.testing.assert_array_equal(S[g], rule_scores(r, X, names))
+    with pytest.raises(KeyError, match="'z'"):
+        score_matrix([ThresholdRule(columns=("z",), threshold=0.0, above=True, lift=2.0)], X, names)
+    bad = ThresholdRule(columns=("b",), threshold=0.0, above=True, lift=-2.0)
+    with pytest.raises(ValueError, match="negative or non-finite"):
+        score_matrix(rules[:2] + [bad], X, names)

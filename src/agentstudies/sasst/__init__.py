@@ -14,6 +14,7 @@ from agentstudies.sasst._engine import (
     FrozenRule,
     SASSTReport,
     rule_scores,
+    score_matrix,
     support_constraints,
     top_set_jaccard,
     weight_correlation,
@@ -75,7 +76,7 @@ __all__ = [
     "ComparisonPlan", "Slot", "slot_status", "recommendation",
     # data and engine
     "ClusterData", "cluster_data", "split_clusters",
-    "SASST", "SASSTReport", "Discovery", "FrozenRule", "rule_scores", "support_constraints",
+    "SASST", "SASSTReport", "Discovery", "FrozenRule", "rule_scores", "score_matrix", "support_constraints",
     "top_set_jaccard", "top_weighted_sets", "weight_correlation",
     # geometry and radius calibration
     "Geometry", "KMS", "MMD", "MaxSliced", "NoRadius", "Standardizer", "make_geometry",

@@ -39,7 +39,8 @@ from agentstudies.results import Result, ResultProvenance, make_provenance, tidy
 from agentstudies.stats import INFERENCE_METHODS, bootstrap_counts, joint_bounds, multiplier_draws
 
 __all__ = [
-    "SASST", "STABILITY_MODES", "Discovery", "FrozenRule", "SASSTReport", "rule_scores", "support_constraints",
+    "SASST", "STABILITY_MODES", "Discovery", "FrozenRule", "SASSTReport", "rule_scores", "score_matrix",
+    "support_constraints",
     "top_set_jaccard", "weight_correlation",
 ]
 
@@ -51,6 +52,39 @@ _MULTIPLIER_METHODS = ("gaussian", "hc1", "t-scaled")
 
 
 # ----------------------------------------------------------------------------- helpers
+def score_matrix(rules: Sequence[Rule], X: np.ndarray, feature_names: Sequence[str]) -> np.ndarray:
+    """Scores of every rule, (G, n): row ``g`` equals ``rule_scores(rules[g], X, feature_names)``.
+
+    The column gather is done once per distinct column set and the checks once for the
+    whole matrix (the per-rule path costs more than the scoring itself for a small
+    registry refitted on every stability resample). Same errors as :func:`rule_scores`,
+    naming the first offending rule.
+    """
+    X = np.asarray(X)
+    names = tuple(feature_names)
+    pos = {c: i for i, c in enumerate(names)}
+    subs: dict[tuple[str, ...], np.ndarray] = {}
+    rows = []
+    for rule in rules:
+        if rule.is_uniform:
+            rows.append(np.ones(X.shape[0]))
+            continue
+        cols = tuple(rule.columns)
+        sub = subs.get(cols)
+        if sub is None:
+            missing = [c for c in cols if c not in pos]
+            if missing:
+                raise KeyError(f"rule {rule.describe()!r} needs feature(s) {missing}")
+            sub = subs[cols] = X if cols == names else X[:, [pos[c] for c in cols]]
+        rows.append(rule.score(sub))
+    S = np.vstack(rows) if rows else np.zeros((0, X.shape[0]))
+    bad = ~np.isfinite(S) | (S < 0)
+    if bad.any():
+        g = int(np.flatnonzero(bad.any(axis=1))[0])
+        raise ValueError(f"rule {rules[g].describe()!r} produced negative or non-finite scores")
+    return S
+
+
 def rule_scores(rule: Rule, X: np.ndarray, feature_names: Sequence[str]) -> np.ndarray:
     """Scores of ``rule`` on a feature matrix whose columns are ``feature_names``.
 
@@ -701,7 +735,7 @@ class SASST:
             cands = self.families[slot.family].fit(data.X, data.feature_names)
             if not cands:
                 raise ValueError(f"family {slot.family!r} produced no candidate rules")
-            S = np.vstack([rule_scores(r, data.X, data.feature_names) for r in cands])
+            S = score_matrix(cands, data.X, data.feature_names)
             cache.families[slot.family] = (cands, S)
         return cache.families[slot.family]
 
@@ -774,7 +808,7 @@ class SASST:
             if refit:  # rerun the slot: the family refitted on the resampled discovery features
                 rows = np.repeat(np.arange(n), m.astype(int))
                 cands = self.families[slot.family].fit(data.X[rows], data.feature_names)
-                S = np.vstack([rule_scores(r, data.X, data.feature_names) for r in cands])
+                S = score_matrix(cands, data.X, data.feature_names)
                 corr_all = weight_correlation(s0, S)
                 jac_all = top_set_jaccard(s0, S, self.top_fraction)
             ms = S * m
