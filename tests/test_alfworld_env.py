@@ -253,3 +253,53 @@ def test_official_game_file_path_branch(tmp_path, monkeypatch):
     monkeypatch.delenv("ALFWORLD_DATA")
     with pytest.raises(KeyError, match="ALFWORLD_DATA"):
         official_game_files("valid_unseen")
+
+
+def test_translations_are_shared_through_the_run_scratch_folder(tmp_path, monkeypatch):
+    # a second process of the same run (simulated by clearing the in-memory memo) reads
+    # the translation from the scratch folder instead of translating, and plays the same
+    import fast_downward
+
+    from agentstudies import runner
+
+    assert runner.SCRATCH_ENV == engine.SAS_CACHE_ENV
+    game = small_game("look_at_obj_in_light")
+    monkeypatch.setenv(engine.SAS_CACHE_ENV, str(tmp_path))
+    calls = []
+    real = fast_downward.pddl2sas
+    monkeypatch.setattr(fast_downward, "pddl2sas", lambda *a, **k: calls.append(1) or real(*a, **k))
+
+    def play():
+        engine._SAS.clear()
+        e = AlfworldEnv(budget=6)
+        e.load_game(game)
+        e.reset(3, 6)
+        seen = [(e.observation, tuple(e.admissible))]
+        for _ in range(4):
+            e.step(sorted(e.admissible)[0])
+            seen.append((e.observation, tuple(e.admissible)))
+        e.close()
+        return seen
+
+    first = play()
+    n_first = len(calls)
+    assert n_first >= 1 and len(list(tmp_path.glob("*.pkl.z"))) == n_first
+    assert play() == first and len(calls) == n_first  # read back, not translated again
+    for f in tmp_path.glob("*.pkl.z"):  # a torn file is ignored and rewritten
+        f.write_bytes(b"not a pickle")
+    assert play() == first and len(calls) == 2 * n_first
+
+
+def test_shared_scratch_lives_for_the_run_and_keeps_an_outer_folder(monkeypatch):
+    from agentstudies.runner import SCRATCH_ENV, shared_scratch
+
+    monkeypatch.delenv(SCRATCH_ENV, raising=False)
+    import os
+
+    with shared_scratch():
+        outer = os.environ[SCRATCH_ENV]
+        assert os.path.isdir(outer)
+        with shared_scratch():
+            assert os.environ[SCRATCH_ENV] == outer
+        assert os.environ[SCRATCH_ENV] == outer
+    assert SCRATCH_ENV not in os.environ and not os.path.exists(outer)

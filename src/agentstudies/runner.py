@@ -35,6 +35,7 @@ import re
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import tokenize
 from contextlib import contextmanager
@@ -475,6 +476,27 @@ WIDGET_MIME_PREFIX = "application/vnd.jupyter.widget"
 KERNEL_THREAD_ENV = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
 
+#: Where the run's processes share pure, expensive results (today ALFWorld's PDDL->SAS
+#: translations, :data:`agentstudies.envs.alfworld.engine.SAS_CACHE_ENV`).
+SCRATCH_ENV = "AGENTSTUDIES_SAS_CACHE"
+
+
+@contextmanager
+def shared_scratch() -> Iterator[None]:
+    """A scratch folder in :data:`SCRATCH_ENV` for the run's kernels and their workers,
+    removed afterwards (nothing outlives the run); an outer run's folder, or one the
+    caller set, is kept and left in place."""
+    if os.environ.get(SCRATCH_ENV):
+        yield
+        return
+    with tempfile.TemporaryDirectory(prefix="agentstudies-scratch-") as folder:
+        os.environ[SCRATCH_ENV] = folder
+        try:
+            yield
+        finally:
+            os.environ.pop(SCRATCH_ENV, None)
+
+
 @contextmanager
 def _quiet_progress() -> Iterator[None]:
     """Set :data:`QUIET_PROGRESS_ENV` (and :data:`KERNEL_THREAD_ENV` where unset) for the
@@ -768,7 +790,7 @@ def run_notebook(
     committed: list[Path] = []
     try:
         try:
-            with _kernel_env(root, staging, path, info), _quiet_progress():
+            with _kernel_env(root, staging, path, info), _quiet_progress(), shared_scratch():
                 pm.execute_notebook(
                     str(path), str(partial), parameters=params, kernel_name=KERNEL,
                     cwd=str(path.parent), progress_bar=False, log_output=log_output,
@@ -932,15 +954,16 @@ def run_book(
     for line in overwrite_report(chapters, root):
         echo(line)
     t0 = time.perf_counter()
-    if int(at_once) > 1 and len(chapters) > 1:
-        results = _run_side_by_side(chapters, profile, jobs, root, log_output, echo, int(at_once))
-    else:
-        results = []
-        for i, chapter in enumerate(chapters, 1):
-            echo(f"[{i}/{len(chapters)}] running {chapter} (profile {profile}) ...")
-            result = run_notebook(chapter, None, None, profile, jobs=jobs, root=root, log_output=log_output)
-            echo(result.summary())
-            results.append(result)
+    with shared_scratch():  # one translation cache for every chapter of the book
+        if int(at_once) > 1 and len(chapters) > 1:
+            results = _run_side_by_side(chapters, profile, jobs, root, log_output, echo, int(at_once))
+        else:
+            results = []
+            for i, chapter in enumerate(chapters, 1):
+                echo(f"[{i}/{len(chapters)}] running {chapter} (profile {profile}) ...")
+                result = run_notebook(chapter, None, None, profile, jobs=jobs, root=root, log_output=log_output)
+                echo(result.summary())
+                results.append(result)
     echo(f"executed {len(results)} chapter(s) in {time.perf_counter() - t0:.1f} s")
     return results
 
@@ -951,7 +974,6 @@ def _run_side_by_side(chapters: Sequence[str], profile: str, jobs: int | None, r
     (``python -m agentstudies._book_child``), each running one chapter and writing its
     :class:`RunResult` (or its error) as JSON. Ctrl-C / SIGTERM here sends SIGTERM to the
     running children, waits for them (each keeps its last good chapter) and re-raises."""
-    import tempfile
 
     # longest first (by the last executed copy's wall time; never-run chapters first), so
     # the run does not end with one long chapter on one core
