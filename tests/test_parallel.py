@@ -29,3 +29,29 @@ def test_unknown_backend():
 def test_dask_backend_matches():
     pytest.importorskip("dask.distributed")
     assert seeded_map(_draw, 6, seed=1, n_jobs=2, backend="dask") == seeded_map(_draw, 6, seed=1)
+
+
+def test_chunks_are_contiguous_near_equal_and_keep_order():
+    from agentstudies.parallel import _chunks
+
+    for n_items, n in ((10, 3), (3, 8), (16, 16), (1, 4), (100, 16)):
+        parts = _chunks(list(range(n_items)), n)
+        assert [x for p in parts for x in p] == list(range(n_items))
+        assert len(parts) == min(n, n_items)
+        assert max(map(len, parts)) - min(map(len, parts)) <= 1
+
+
+def _blas_threads(item, rng):
+    import os
+
+    from threadpoolctl import threadpool_info
+
+    return os.getpid(), max((i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"), default=1)
+
+
+def test_workers_run_items_in_chunks_with_one_blas_thread():
+    out = seeded_map(_blas_threads, 40, seed=0, n_jobs=2, backend="loky")
+    assert all(t == 1 for _, t in out)
+    pids = [p for p, _ in out]
+    # contiguous chunks: the worker changes far fewer times than item by item
+    assert sum(a != b for a, b in zip(pids, pids[1:])) < 20

@@ -161,7 +161,9 @@ def seeded_map(
         # the same one-thread BLAS as in the workers, so sums run in the same order
         with threadpool_limits(limits=1, user_api="blas"):
             return [func(it, np.random.default_rng(ch), **kwargs) for it, ch in zip(seq, children)]
-    tasks = (delayed(_call)(func, it, ch, kwargs) for it, ch in zip(seq, children))
+    workers = max(1, n_jobs if n_jobs > 0 else (os.cpu_count() or 1))
+    chunks = _chunks(list(zip(seq, children)), workers * CHUNKS_PER_WORKER)
+    tasks = (delayed(_call_chunk)(func, chunk, kwargs) for chunk in chunks)
     if backend == "dask":
         from dask.distributed import Client, get_client
 
@@ -173,12 +175,62 @@ def seeded_map(
                             threads_per_worker=1, dashboard_address=None)
         try:
             with parallel_config(backend="dask"):
-                return list(Parallel(batch_size=batch_size)(tasks))
+                return [r for part in Parallel(batch_size=batch_size)(tasks) for r in part]
         finally:
             if client is not None:
                 client.close()
     with parallel_config(backend=backend, n_jobs=n_jobs):
-        return list(Parallel(batch_size=batch_size)(tasks))
+        return [r for part in Parallel(batch_size=batch_size)(tasks) for r in part]
+
+
+#: Items are sent to local workers in this many contiguous chunks per worker: enough to
+#: balance uneven items, few enough that the per-task costs (the BLAS thread limit is set
+#: by inspecting every loaded library, about 2 ms; joblib's dispatch) stay negligible.
+CHUNKS_PER_WORKER = 8
+
+
+def _chunks(pairs: list, n: int) -> list[list]:
+    """``pairs`` in at most ``n`` contiguous chunks of near-equal size (item order kept)."""
+    n = max(1, min(n, len(pairs)))
+    size, extra = divmod(len(pairs), n)
+    out, start = [], 0
+    for k in range(n):
+        stop = start + size + (k < extra)
+        out.append(pairs[start:stop])
+        start = stop
+    return out
+
+
+#: glibc malloc settings of a worker process: keep freed blocks of up to 32 MiB in the
+#: heap instead of returning them to the system. A fresh worker otherwise maps and
+#: faults in the multi-megabyte temporaries of every trial again (measured: a Study A
+#: trial took 22.7 ms in a worker against 14.8 ms with these settings and 14 ms in the
+#: long-lived parent). Speed only; no number changes.
+WORKER_MALLOPT = {-3: 32 * 2**20, -1: 256 * 2**20}  # M_MMAP_THRESHOLD, M_TRIM_THRESHOLD
+_ALLOCATOR_TUNED = False
+
+
+def _tune_allocator() -> None:
+    global _ALLOCATOR_TUNED
+    if _ALLOCATOR_TUNED:
+        return
+    _ALLOCATOR_TUNED = True
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL("libc.so.6")
+        for param, value in WORKER_MALLOPT.items():
+            libc.mallopt(param, value)
+    except (OSError, AttributeError):  # not glibc (macOS, musl): nothing to tune
+        pass
+
+
+def _call_chunk(func, chunk, kwargs):
+    # one BLAS thread inside every worker (set once per chunk): tables are bit-identical
+    # for any n_jobs; every item still gets its own generator
+    _tune_allocator()
+    with threadpool_limits(limits=1, user_api="blas"):
+        return [func(item, np.random.default_rng(child), **kwargs) for item, child in chunk]
 
 
 def _call_indexed(func, item, child, kwargs, index):
@@ -188,5 +240,6 @@ def _call_indexed(func, item, child, kwargs, index):
 
 def _call(func, item, child, kwargs):
     # one BLAS thread inside every worker: tables are bit-identical for any n_jobs
+    _tune_allocator()
     with threadpool_limits(limits=1, user_api="blas"):
         return func(item, np.random.default_rng(child), **kwargs)
