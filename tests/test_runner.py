@@ -591,3 +591,24 @@ def test_kernel_gets_one_blas_thread_unless_the_caller_sets_it(monkeypatch):
         assert os.environ["TQDM_DISABLE"] == "1"
     assert "OPENBLAS_NUM_THREADS" not in os.environ and "MKL_NUM_THREADS" not in os.environ
     assert os.environ["OMP_NUM_THREADS"] == "3"
+
+
+def test_side_by_side_order_prefers_the_same_profiles_last_run(tmp_path):
+    from agentstudies.runner import DURATIONS_FILE, _last_seconds, _record_seconds
+
+    chapters = tmp_path / "book" / "chapters"
+    chapters.mkdir(parents=True)
+    (chapters / "a.ipynb").write_text(json.dumps({"metadata": {"papermill": {"duration": 12.5}}}))
+    assert _last_seconds(tmp_path, "a", "paper") == 12.5  # no record yet: the executed copy
+    assert _last_seconds(tmp_path, "b", "paper") == float("inf")  # never run: first
+    _record_seconds(tmp_path, "paper", "a", 301.04)
+    _record_seconds(tmp_path, "quick", "a", 40.0)
+    _record_seconds(tmp_path, "paper", "b", 7.0)
+    assert _last_seconds(tmp_path, "a", "paper") == 301.0 and _last_seconds(tmp_path, "a", "quick") == 40.0
+    assert _last_seconds(tmp_path, "b", "paper") == 7.0
+    assert json.loads((tmp_path / DURATIONS_FILE).read_text()) == {"paper": {"a": 301.0, "b": 7.0},
+                                                                   "quick": {"a": 40.0}}
+    (tmp_path / DURATIONS_FILE).write_text("{torn")  # unreadable: ignored, then rewritten
+    assert _last_seconds(tmp_path, "a", "paper") == 12.5
+    _record_seconds(tmp_path, "paper", "a", 5.0)
+    assert _last_seconds(tmp_path, "a", "paper") == 5.0

@@ -919,7 +919,8 @@ def run_book(
     ``at_once`` > 1 runs that many chapters side by side, each in a child process through
     :func:`run_notebook` (same staging, atomic swap and interrupt handling as one at a
     time): tables are identical, only the order changes (the longest chapters, by their
-    last executed copy's wall time, start first). After a
+    last run at this profile, :data:`DURATIONS_FILE`, else their last executed copy, start
+    first). After a
     failure no further chapter starts, the running ones finish, and the first failure is
     raised. The results are returned in TOC order either way.
 
@@ -962,6 +963,7 @@ def run_book(
             for i, chapter in enumerate(chapters, 1):
                 echo(f"[{i}/{len(chapters)}] running {chapter} (profile {profile}) ...")
                 result = run_notebook(chapter, None, None, profile, jobs=jobs, root=root, log_output=log_output)
+                _record_seconds(root, profile, chapter, result.seconds)
                 echo(result.summary())
                 results.append(result)
     echo(f"executed {len(results)} chapter(s) in {time.perf_counter() - t0:.1f} s")
@@ -975,9 +977,10 @@ def _run_side_by_side(chapters: Sequence[str], profile: str, jobs: int | None, r
     :class:`RunResult` (or its error) as JSON. Ctrl-C / SIGTERM here sends SIGTERM to the
     running children, waits for them (each keeps its last good chapter) and re-raises."""
 
-    # longest first (by the last executed copy's wall time; never-run chapters first), so
+    # longest first (by the last run at this profile, else the last executed copy; never-run
+    # chapters first), so
     # the run does not end with one long chapter on one core
-    todo = sorted(enumerate(chapters, 1), key=lambda ic: -_last_seconds(root, ic[1]))
+    todo = sorted(enumerate(chapters, 1), key=lambda ic: -_last_seconds(root, ic[1], profile))
     running: dict[str, tuple[subprocess.Popen, Path]] = {}
     done: dict[str, RunResult] = {}
     failure: BookError | None = None
@@ -1000,6 +1003,7 @@ def _run_side_by_side(chapters: Sequence[str], profile: str, jobs: int | None, r
                     res = _child_result(chapter, proc.returncode, out)
                     if isinstance(res, RunResult):
                         done[chapter] = res
+                        _record_seconds(root, profile, chapter, res.seconds)
                         echo(res.summary())
                     elif failure is None:
                         failure = res
@@ -1016,8 +1020,39 @@ def _run_side_by_side(chapters: Sequence[str], profile: str, jobs: int | None, r
     return [done[c] for c in chapters]
 
 
-def _last_seconds(root: Path, chapter: str) -> float:
-    """Wall time of the chapter's last executed copy (papermill's ``duration``), or +inf."""
+#: Wall time of each chapter's last successful run, per profile (``{profile: {chapter: s}}``):
+#: ``book --at-once`` starts the longest chapters first by it.
+DURATIONS_FILE = Path("book") / "chapters" / ".durations.json"
+
+
+def _durations(root: Path) -> dict[str, dict[str, float]]:
+    try:
+        data = json.loads((root / DURATIONS_FILE).read_text())
+        return data if isinstance(data, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def _record_seconds(root: Path, profile: str, chapter: str, seconds: float) -> None:
+    """Add one run's wall time to :data:`DURATIONS_FILE` (written atomically; best effort)."""
+    data = _durations(root)
+    data.setdefault(profile, {})[chapter] = round(float(seconds), 1)
+    path = root / DURATIONS_FILE
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
+        os.replace(tmp, path)
+    except OSError:
+        pass
+
+
+def _last_seconds(root: Path, chapter: str, profile: str | None = None) -> float:
+    """Wall time of the chapter's last run at ``profile`` (:data:`DURATIONS_FILE`), else of
+    its last executed copy (papermill's ``duration``, any profile), else +inf."""
+    known = _durations(root).get(str(profile), {}).get(chapter)
+    if isinstance(known, (int, float)):
+        return float(known)
     try:
         meta = json.loads((root / "book" / "chapters" / f"{chapter}.ipynb").read_text())["metadata"]
         return float(meta["papermill"]["duration"])
