@@ -612,3 +612,11 @@ def test_side_by_side_order_prefers_the_same_profiles_last_run(tmp_path):
     assert _last_seconds(tmp_path, "a", "paper") == 12.5
     _record_seconds(tmp_path, "paper", "a", 5.0)
     assert _last_seconds(tmp_path, "a", "paper") == 5.0
+
+
+def test_confidence_levels_are_checked_up_front(tmp_path):
+    nb = make_notebook(tmp_path / "lv.ipynb", "level = 0.95\nalpha = 0.05\nci_level = 0.9\n", [])
+    for name, bad in (("level", 1.5), ("level", 0), ("alpha", 1), ("ci_level", -0.1)):
+        with pytest.raises(runner.ParameterError, match=f"'{name}' .* strictly between 0 and 1; got {bad}"):
+            runner.resolve_parameters(nb, parameters={name: bad})
+    assert runner.resolve_parameters(nb, parameters={"level": 0.9, "alpha": 0.1}) == {"level": 0.9, "alpha": 0.1}

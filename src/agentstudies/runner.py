@@ -331,8 +331,9 @@ def _check_type(notebook: str, param: Parameter, value: Any, source: str) -> Non
     error. A list default whose elements share one type checks every element of the
     value against it, recursively (``-p sim_seeds [a,b]`` is an error naming the element).
     Ranges: ``seed``, ``*_seed`` and the elements of ``*_seeds`` are integers >= 0 (numpy
-    refuses negative seeds); a count ``n_*`` is >= 0 (``n_jobs``: non-zero). A default
-    that is not a literal accepts anything.
+    refuses negative seeds); a count ``n_*`` is >= 0 (``n_jobs``: non-zero); a confidence
+    ``level``, ``*_level`` or ``alpha`` lies strictly between 0 and 1. A default that is not
+    a literal accepts anything.
     """
     try:
         default = ast.literal_eval(param.default)
@@ -401,6 +402,9 @@ def _range_problem(name: str, value: Any) -> str | None:
     elif name.startswith("n_") and isinstance(value, (int, float)) and not isinstance(value, bool):
         if value < 0:
             return f"is a count and must be >= 0; got {value}"
+    elif name in ("level", "alpha") or name.endswith("_level"):
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and not 0 < value < 1:
+            return f"is a probability and must lie strictly between 0 and 1; got {value}"
     return None
 
 
