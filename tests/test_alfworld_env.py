@@ -262,9 +262,10 @@ def test_translations_are_shared_through_the_run_scratch_folder(tmp_path, monkey
 
     from agentstudies import runner
 
-    assert runner.SCRATCH_ENV == engine.SAS_CACHE_ENV
+    assert runner.SCRATCH_ENV == engine.SCRATCH_ENV
     game = small_game("look_at_obj_in_light")
-    monkeypatch.setenv(engine.SAS_CACHE_ENV, str(tmp_path))
+    monkeypatch.setenv(engine.SCRATCH_ENV, str(tmp_path))
+    cache = tmp_path / "alfworld-sas"
     calls = []
     real = fast_downward.pddl2sas
     monkeypatch.setattr(fast_downward, "pddl2sas", lambda *a, **k: calls.append(1) or real(*a, **k))
@@ -283,9 +284,9 @@ def test_translations_are_shared_through_the_run_scratch_folder(tmp_path, monkey
 
     first = play()
     n_first = len(calls)
-    assert n_first >= 1 and len(list(tmp_path.glob("*.pkl.z"))) == n_first
+    assert n_first >= 1 and len(list(cache.glob("*.pkl.z"))) == n_first
     assert play() == first and len(calls) == n_first  # read back, not translated again
-    for f in tmp_path.glob("*.pkl.z"):  # a torn file is ignored and rewritten
+    for f in cache.glob("*.pkl.z"):  # a torn file is ignored and rewritten
         f.write_bytes(b"not a pickle")
     assert play() == first and len(calls) == 2 * n_first
 

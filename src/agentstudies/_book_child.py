@@ -21,6 +21,14 @@ from agentstudies import runner
 from agentstudies.cli import _first_interrupt, _silence_stderr
 
 
+def _interrupt(signum: int, frame: Any) -> None:
+    """Ctrl-C / SIGTERM: silence this process's stderr at once (the parent prints the one
+    line; the kernel's shutdown and a second signal racing the first would otherwise print
+    tracebacks while the run unwinds), then unwind as the CLI does."""
+    _silence_stderr()
+    _first_interrupt(signum, frame)
+
+
 def _error_record(exc: BaseException) -> dict[str, Any]:
     rec: dict[str, Any] = {"type": type(exc).__name__, "message": str(exc)}
     if isinstance(exc, runner.NotebookExecutionError):
@@ -32,8 +40,8 @@ def _error_record(exc: BaseException) -> dict[str, Any]:
 def main(argv: list[str]) -> int:
     spec = json.loads(argv[0])
     out = Path(spec["result"])
-    signal.signal(signal.SIGTERM, _first_interrupt)  # the CLI's handler: unwind like Ctrl-C
-    signal.signal(signal.SIGINT, _first_interrupt)
+    signal.signal(signal.SIGTERM, _interrupt)
+    signal.signal(signal.SIGINT, _interrupt)
     if spec.get("log_output"):
         logging.basicConfig(level=logging.INFO, format="%(message)s")
     try:

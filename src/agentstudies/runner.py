@@ -481,8 +481,8 @@ KERNEL_THREAD_ENV = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_N
 
 
 #: Where the run's processes share pure, expensive results (today ALFWorld's PDDL->SAS
-#: translations, :data:`agentstudies.envs.alfworld.engine.SAS_CACHE_ENV`).
-SCRATCH_ENV = "AGENTSTUDIES_SAS_CACHE"
+#: translations, :data:`agentstudies.envs.alfworld.engine.SCRATCH_ENV`).
+SCRATCH_ENV = "AGENTSTUDIES_SCRATCH"
 
 
 @contextmanager
@@ -982,8 +982,7 @@ def _run_side_by_side(chapters: Sequence[str], profile: str, jobs: int | None, r
     running children, waits for them (each keeps its last good chapter) and re-raises."""
 
     # longest first (by the last run at this profile, else the last executed copy; never-run
-    # chapters first), so
-    # the run does not end with one long chapter on one core
+    # chapters first), so the run does not end with one long chapter on one core
     todo = sorted(enumerate(chapters, 1), key=lambda ic: -_last_seconds(root, ic[1], profile))
     running: dict[str, tuple[subprocess.Popen, Path]] = {}
     done: dict[str, RunResult] = {}

@@ -53,12 +53,18 @@ _MULTIPLIER_METHODS = ("gaussian", "hc1", "t-scaled")
 
 # ----------------------------------------------------------------------------- helpers
 def score_matrix(rules: Sequence[Rule], X: np.ndarray, feature_names: Sequence[str]) -> np.ndarray:
-    """Scores of every rule, (G, n): row ``g`` equals ``rule_scores(rules[g], X, feature_names)``.
+    """Scores ``s_g(x_k)`` of every rule on every row, (G, n), for features X (n, d) whose
+    columns are ``feature_names`` (the tilts ``s_g`` of SASST Eq. 1; no units).
 
     The column gather is done once per distinct column set and the checks once for the
-    whole matrix (the per-rule path costs more than the scoring itself for a small
-    registry refitted on every stability resample). Same errors as :func:`rule_scores`,
-    naming the first offending rule.
+    whole matrix (a small registry is refitted and rescored on every stability resample).
+
+    Raises
+    ------
+    KeyError
+        Naming the first rule that needs a feature the matrix lacks, and the feature.
+    ValueError
+        Naming the first rule whose scores are negative or not finite.
     """
     X = np.asarray(X)
     names = tuple(feature_names)
@@ -86,27 +92,13 @@ def score_matrix(rules: Sequence[Rule], X: np.ndarray, feature_names: Sequence[s
 
 
 def rule_scores(rule: Rule, X: np.ndarray, feature_names: Sequence[str]) -> np.ndarray:
-    """Scores of ``rule`` on a feature matrix whose columns are ``feature_names``.
+    """Scores (n,) of ``rule`` on a feature matrix (n, d) whose columns are ``feature_names``.
 
     Raises ``KeyError`` naming a feature the rule needs but the matrix lacks, and
-    ``ValueError`` if the rule returns negative or non-finite scores.
+    ``ValueError`` if the rule returns negative or non-finite scores (one row of
+    :func:`score_matrix`).
     """
-    if rule.is_uniform:
-        return np.ones(np.asarray(X).shape[0])
-    names = tuple(feature_names)
-    cols = tuple(rule.columns)
-    if cols == names:  # a rule over every feature: no column gather
-        sub = np.asarray(X)
-    else:
-        pos = {c: i for i, c in enumerate(names)}
-        missing = [c for c in cols if c not in pos]
-        if missing:
-            raise KeyError(f"rule {rule.describe()!r} needs feature(s) {missing}")
-        sub = np.asarray(X)[:, [pos[c] for c in cols]]
-    s = rule.score(sub)
-    if not np.all(np.isfinite(s)) or np.any(s < 0):
-        raise ValueError(f"rule {rule.describe()!r} produced negative or non-finite scores")
-    return s
+    return score_matrix([rule], X, feature_names)[0]
 
 
 def _top_sets(s: np.ndarray, top_fraction: float) -> np.ndarray:
@@ -848,8 +840,10 @@ class SASST:
         ``rows`` holds one dict per slot (in slot order) with every field of
         :data:`REPORT_COLUMNS` plus ``slot``; ``phi`` (N_I, m) are the contributions of the
         ``m`` support-feasible slots ``phi_slots``; ``critical`` the joint critical value.
-        The same numbers as the report (``confirm`` is built on it); simulation trials
-        that run the protocol thousands of times use it to skip building tables.
+        The same numbers as the report (``confirm`` is built on it; SASST Appendix
+        C.3-C.5); simulation trials that run the protocol thousands of times use it to skip
+        building tables. Raises as :meth:`confirm` (empty or one-cluster confirmation
+        split, clusters reused from discovery).
         """
         n = len(data)
         if n == 0:

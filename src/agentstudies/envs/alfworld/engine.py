@@ -11,7 +11,7 @@
 * :class:`CachedPddlState` -- a ``PddlState`` that reuses the PDDL->SAS translation of a
   problem it has already translated (the translation is the bulk of a reset); within
   one ``agentstudies run`` / ``book`` the translations are shared by every process
-  through a scratch folder (:data:`SAS_CACHE_ENV`).
+  through the run's scratch folder (:data:`SCRATCH_ENV`).
 * :func:`atoms`, :func:`applicable_operators` -- direct reads of the fast-downward state.
 """
 
@@ -130,10 +130,11 @@ def parse_cache_enabled() -> bool:
 _SAS: "OrderedDict[str, tuple]" = OrderedDict()
 _SAS_MAX = 256
 
-#: A folder (set by ``agentstudies run`` / ``book`` for the length of the run) where
-#: translations are also written, so every worker process and chapter of the run
-#: translates each problem once; unset, the memo is per process.
-SAS_CACHE_ENV = "AGENTSTUDIES_SAS_CACHE"
+#: The run's scratch folder (``agentstudies.runner.SCRATCH_ENV``: set by ``agentstudies run``
+#: / ``book`` for the length of the run). Translations are also written to its
+#: ``alfworld-sas/`` folder, so every worker process and chapter of the run translates
+#: each problem once; unset, the memo is per process.
+SCRATCH_ENV = "AGENTSTUDIES_SCRATCH"
 
 
 def _translator_version() -> str:
@@ -149,15 +150,15 @@ _TRANSLATOR_VERSION = _translator_version()
 
 
 def _disk_path(key: str) -> Path | None:
-    folder = os.environ.get(SAS_CACHE_ENV)
-    return Path(folder) / f"{key}.pkl.z" if folder else None
+    folder = os.environ.get(SCRATCH_ENV)
+    return Path(folder) / "alfworld-sas" / f"{key}.pkl.z" if folder else None
 
 
 def _translate(domain: str, problem: str, optimize: bool = False):
     """PDDL -> SAS (memoised per (domain, problem, optimize)); returns ``(task, sas)``.
 
     The translation is a pure function of its inputs (about 0.3 s per problem, the bulk
-    of a reset). It is kept in memory and, where :data:`SAS_CACHE_ENV` names a folder,
+    of a reset). It is kept in memory and, where :data:`SCRATCH_ENV` names a folder,
     on disk (zlib-compressed pickle, written atomically, keyed by the inputs and the
     translator's version); an unreadable file is ignored and the problem translated.
     """
@@ -178,6 +179,7 @@ def _translate(domain: str, problem: str, optimize: bool = False):
             hit = fast_downward.pddl2sas(domain, problem, optimize=optimize)
         if path is not None:
             try:
+                path.parent.mkdir(exist_ok=True)
                 fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
                 with os.fdopen(fd, "wb") as fh:
                     fh.write(zlib.compress(pickle.dumps(hit, protocol=pickle.HIGHEST_PROTOCOL), 1))
