@@ -204,16 +204,16 @@ class ComparisonPlan:
             raise ValueError(f"split masks of shape ({R}, {n}) are required")
         C = len(self.candidates)
         H = np.empty((n, J + 1 + 2 * R * (C + 1)))
-        H[:, :J] = Z * s[:, None]
+        np.multiply(Z, s[:, None], out=H[:, :J])
         H[:, J] = s
-        # per split r: [cand * w_S, w_S, cand * w_E, w_E] with w_S = s 1{k in S_r}, w_E = s 1{k in E_r}
-        member = np.empty((n, R, 2))
-        member[:, :, 0] = masks.T
-        member[:, :, 1] = ~masks.T
-        w = (s[:, None, None] * member).reshape(n, 2 * R)  # (N, 2R): S_1, E_1, S_2, ...
-        blocks = H[:, J + 1:].reshape(n, 2 * R, C + 1)
-        blocks[:, :, :C] = Z[:, None, [self._index[c] for c in self.candidates]] * w[:, :, None]
-        blocks[:, :, C] = w
+        # per split r: [cand * w_S, w_S, cand * w_E, w_E] with w_S = s 1{k in S_r}, w_E = s 1{k in E_r};
+        # written in place through a view of H (no (N, 2R, C) temporaries: H is the only large array)
+        blocks = H[:, J + 1:].reshape(n, R, 2, C + 1)
+        member = masks.T
+        np.multiply(s[:, None], member, out=blocks[:, :, 0, C])
+        np.multiply(s[:, None], ~member, out=blocks[:, :, 1, C])
+        Zc = Z[:, [self._index[c] for c in self.candidates]]
+        np.multiply(Zc[:, None, None, :], blocks[:, :, :, C:], out=blocks[:, :, :, :C])
         return H
 
     # ------------------------------------------------------------------ F and grad F
