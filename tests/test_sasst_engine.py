@@ -392,8 +392,9 @@ def test_blocked_w1_equals_scipy():
             assert got[g, l] == pytest.approx(want, rel=1e-10, abs=1e-12)
 
 
+@pytest.mark.parametrize("first_chunk,chunk", [(1, 1), (2, 8), (3, 2)])
 @pytest.mark.parametrize("tie_rule", ["registry_order", "max_ess", "min_distance"])
-def test_radius_screen_selects_what_the_full_distance_vector_selects(tie_rule):
+def test_radius_screen_selects_what_the_full_distance_vector_selects(tie_rule, first_chunk, chunk):
     # stability computes distances lazily in loc order; the selected index must be the one
     # _select returns with every candidate's distance and radius check computed
     from agentstudies.sasst._engine import _radius_screen, _select
@@ -414,7 +415,7 @@ def test_radius_screen_selects_what_the_full_distance_vector_selects(tie_rule):
         ess = rng.uniform(5, 40, G)
         other = rng.random(G) < 0.7
         want = _select(loc, other & (full <= radius + 1e-15), ess, full, tie_rule, slot.tolerance)  # RADIUS_TOL
-        dist, ok = _radius_screen(geom, X, u, W, loc, other, slot, chunk=2)
+        dist, ok = _radius_screen(geom, X, u, W, loc, other, slot, chunk=chunk, first_chunk=first_chunk)
         assert _select(loc, ok, ess, dist, tie_rule, slot.tolerance) == want
 
 

@@ -149,13 +149,15 @@ def weight_correlation(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def _radius_screen(geom: Geometry, X: np.ndarray, u: np.ndarray, W: np.ndarray, loc: np.ndarray,
-                   feasible: np.ndarray, slot: Slot, chunk: int = 8) -> tuple[np.ndarray, np.ndarray]:
+                   feasible: np.ndarray, slot: Slot, chunk: int = 8,
+                   first_chunk: int = 2) -> tuple[np.ndarray, np.ndarray]:
     """Distances and radius feasibility of the candidates :func:`_select` can reach.
 
     ``feasible`` holds every other constraint. Distances are computed in increasing
-    ``loc`` order, ``chunk`` candidates at a time, until the radius-feasible minimizer
-    and every candidate within the slot's tie tolerance of it are known; the rest keep
-    distance ``inf`` (unselectable). :func:`_select` then returns the same index as with
+    ``loc`` order (``first_chunk`` candidates, then ``chunk`` at a time: in stability
+    resamples the minimizer and its ties are usually among the first two) until the
+    radius-feasible minimizer and every candidate within the slot's tie tolerance of it
+    are known; the rest keep distance ``inf`` (unselectable). :func:`_select` then returns the same index as with
     every distance computed: a geometry's distance of one weighting does not depend on
     the other rows of ``W`` (up to last-bit rounding of a batched product, which the
     radius slack ``RADIUS_TOL`` absorbs). Returns ``(distance, feasible)``, both (G,).
@@ -165,10 +167,11 @@ def _radius_screen(geom: Geometry, X: np.ndarray, u: np.ndarray, W: np.ndarray, 
     idx = np.flatnonzero(feasible)
     order = idx[np.argsort(loc[idx], kind="stable")]
     best = np.inf
-    for start in range(0, len(order), chunk):
+    starts = [0, *range(max(1, first_chunk), len(order), chunk)] if len(order) else []
+    for start, stop in zip(starts, [*starts[1:], len(order)]):
         if loc[order[start]] > best + slot.tolerance:
             break
-        rows = order[start:start + chunk]
+        rows = order[start:stop]
         dist[rows] = geom.distance(X, u, W[rows])
         ok[rows] = support_constraints(slot, 0.0, 0.0, distance=dist[rows])["radius"]
         if ok[rows].any():
