@@ -136,7 +136,7 @@ def test_stability_refit_reruns_the_family_on_each_resample():
     s0 = fr.rule.score(data.X[:, [data.feature_names.index(c) for c in fr.rule.columns]])
     counts = bootstrap_counts(40, B, np.random.default_rng(keyed_seed(9, "stability", 0)))
     diff = Z[:, 1] - Z[:, 0]
-    jac = []
+    jac, corr = [], []
     for m in counts:
         rows = np.repeat(np.arange(40), m)
         cands = fam.fit(data.X[rows], data.feature_names)
@@ -148,7 +148,9 @@ def test_stability_refit_reruns_the_family_on_each_resample():
             if ess >= 5 and dens <= 10 and np.sum(w * diff) < best - 1e-9:
                 best, best_s = np.sum(w * diff), s
         jac.append(top_set_jaccard(s0, best_s, 0.25))
+        corr.append(np.corrcoef(s0, best_s)[0, 1] if np.ptp(s0) and np.ptp(best_s) else float(not np.ptp(best_s)))
     assert fr.stability_jaccard == pytest.approx(np.mean(jac), abs=1e-12)
+    assert fr.stability_correlation == pytest.approx(np.mean(corr), abs=1e-12)
     assert got["fixed"].rule.describe() == fr.rule.describe()
 
 

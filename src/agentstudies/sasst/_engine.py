@@ -794,8 +794,9 @@ class SASST:
         psi = H1 @ grad.T - np.sum(mu * grad, axis=1)  # (n, B)
         refit = self.stability_mode == "refit" and not isinstance(self.families[slot.family], FixedFamily)
         s0 = S[g0]
-        corr_all = weight_correlation(s0, S)  # (G,)
-        jac_all = top_set_jaccard(s0, S, self.top_fraction)  # (G,)
+        if not refit:  # one registry for every resample: its agreement with s0 once
+            corr_all = weight_correlation(s0, S)  # (G,)
+            jac_all = top_set_jaccard(s0, S, self.top_fraction)  # (G,)
         corr = np.zeros(B)
         jac = np.zeros(B)
         for b in range(B):
@@ -804,8 +805,6 @@ class SASST:
                 rows = np.repeat(np.arange(n), m.astype(int))
                 cands = self.families[slot.family].fit(data.X[rows], data.feature_names)
                 S = score_matrix(cands, data.X, data.feature_names)
-                corr_all = weight_correlation(s0, S)
-                jac_all = top_set_jaccard(s0, S, self.top_fraction)
             ms = S * m
             tot = ms.sum(axis=1)
             okm = tot > 0
@@ -820,7 +819,10 @@ class SASST:
             if slot.radius is not None:
                 dist, feas = _radius_screen(geom, data.X, ub, Wb, loc, feas, slot)
             gb = _select(loc, feas, ess, dist, slot.tie_rule, slot.tolerance)
-            if gb >= 0:
+            if gb >= 0 and refit:  # agreement of the refitted registry's choice only (row-wise: same values)
+                corr[b] = weight_correlation(s0, S[gb:gb + 1])[0]
+                jac[b] = top_set_jaccard(s0, S[gb:gb + 1], self.top_fraction)[0]
+            elif gb >= 0:
                 corr[b] = corr_all[gb]
                 jac[b] = jac_all[gb]
         return float(corr.mean()), float(jac.mean())
