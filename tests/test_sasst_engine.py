@@ -436,3 +436,38 @@ def test_score_matrix_rows_are_rule_scores_and_errors_name_the_rule():
     bad = ThresholdRule(columns=("b",), threshold=0.0, above=True, lift=-2.0)
     with pytest.raises(ValueError, match="negative or non-finite"):
         score_matrix(rules[:2] + [bad], X, names)
+
+
+def test_score_matrix_shares_a_familys_standardization_and_equals_each_rules_own_score():
+    # score_matrix standardizes once per (columns, standardizer); every row must still be
+    # exactly the rule's own score, a subclass that overrides score must be honoured, and
+    # the caller's features must stay writeable
+    from dataclasses import dataclass
+
+    from agentstudies.sasst import (BumpFamily, DirectionTiltFamily, ProjectionTiltRule, QuadraticTiltFamily,
+                                    score_matrix)
+    from agentstudies.sasst._geometry import Standardizer
+
+    @dataclass(frozen=True, eq=False)
+    class Doubled(ProjectionTiltRule):
+        kind = "test_doubled_tilt"
+
+        def score(self, X):
+            return 2.0 * super().score(X)
+
+    rng = np.random.default_rng(8)
+    names = ("a", "b", "c", "d")
+    X = rng.normal(size=(50, 4)) * [1.0, 3.0, 0.5, 2.0] + [0.0, 1.0, -2.0, 5.0]
+    rules = (list(DirectionTiltFamily(n_directions=4, kernel=True, seed=1).fit(X, names))
+             + list(DirectionTiltFamily(n_directions=3, seed=2).fit(X, names))
+             + list(BumpFamily(n_centers=3, seed=3).fit(X, names))
+             + list(QuadraticTiltFamily(strengths=(1.0,)).fit(X[:, :3], names[:3])))
+    ident = Standardizer(mean=np.zeros(2), scale=np.ones(2))
+    rules += [ProjectionTiltRule(columns=("b", "d"), standardizer=ident, direction=np.array([1.0, -1.0])),
+              Doubled(columns=("b", "d"), standardizer=ident, direction=np.array([1.0, -1.0]))]
+    S = score_matrix(rules, X, names)
+    for g, r in enumerate(rules):  # the same column gather as score_matrix (memory order moves last bits)
+        sub = X if tuple(r.columns) == names else X[:, [names.index(c) for c in r.columns]]
+        assert np.array_equal(S[g], r.score(sub)), r.describe()
+    assert np.array_equal(S[-1], 2.0 * S[-2])
+    assert X.flags.writeable

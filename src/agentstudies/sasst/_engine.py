@@ -31,7 +31,8 @@ import pandas as pd
 from agentstudies.sasst._data import CONFIRMATION, DISCOVERY, ClusterData, cluster_data, split_clusters
 from agentstudies.sasst._geometry import Geometry, make_geometry
 from agentstudies.sasst._plan import ComparisonPlan
-from agentstudies.sasst._rules import FixedFamily, Rule, RuleFamily, UniformRule
+from agentstudies.sasst._rules import (BumpRule, FixedFamily, ProjectionTiltRule, QuadraticTiltRule, Rule, RuleFamily,
+                                      UniformRule)
 from agentstudies.sasst._slots import STATUSES, Slot, recommendation, slot_status
 from agentstudies._tolerances import DEGENERATE_TOL, RADIUS_TOL, SUPPORT_TOL, TINY
 from agentstudies.parallel import keyed_seed
@@ -52,12 +53,19 @@ _MULTIPLIER_METHODS = ("gaussian", "hc1", "t-scaled")
 
 
 # ----------------------------------------------------------------------------- helpers
+#: Built-in rules that score through ``score_standardized(standardizer(X))``.
+_STANDARDIZED_RULES = (ProjectionTiltRule, BumpRule, QuadraticTiltRule)
+
+
 def score_matrix(rules: Sequence[Rule], X: np.ndarray, feature_names: Sequence[str]) -> np.ndarray:
     """Scores ``s_g(x_k)`` of every rule on every row, (G, n), for features X (n, d) whose
     columns are ``feature_names`` (the tilts ``s_g`` of SASST Eq. 1; no units).
 
-    The column gather is done once per distinct column set and the checks once for the
-    whole matrix (a small registry is refitted and rescored on every stability resample).
+    The column gather is done once per distinct column set, the standardization once per
+    distinct (column set, standardizer) for the built-in standardized rules (a family's
+    rules share one fitted standardizer), and the checks once for the whole matrix (a
+    small registry is refitted and rescored on every stability resample). Each row equals
+    ``rule.score`` of the rule's columns.
 
     Raises
     ------
@@ -70,6 +78,7 @@ def score_matrix(rules: Sequence[Rule], X: np.ndarray, feature_names: Sequence[s
     names = tuple(feature_names)
     pos = {c: i for i, c in enumerate(names)}
     subs: dict[tuple[str, ...], np.ndarray] = {}
+    standardized: dict[tuple, tuple[Any, np.ndarray]] = {}
     rows = []
     for rule in rules:
         if rule.is_uniform:
@@ -82,7 +91,18 @@ def score_matrix(rules: Sequence[Rule], X: np.ndarray, feature_names: Sequence[s
             if missing:
                 raise KeyError(f"rule {rule.describe()!r} needs feature(s) {missing}")
             sub = subs[cols] = X if cols == names else X[:, [pos[c] for c in cols]]
-        rows.append(rule.score(sub))
+        if type(rule) in _STANDARDIZED_RULES:  # exact built-in types: a subclass may override score
+            key = (cols, id(rule.standardizer))
+            hit = standardized.get(key)
+            if hit is None:  # the standardizer is held in the value, so its id stays unique here
+                z = rule.standardizer(sub)
+                if z is sub:
+                    z = z.view()
+                z.flags.writeable = False  # shared by the family's rules
+                hit = standardized[key] = (rule.standardizer, z)
+            rows.append(rule.score_standardized(hit[1]))
+        else:
+            rows.append(rule.score(sub))
     S = np.vstack(rows) if rows else np.zeros((0, X.shape[0]))
     bad = ~np.isfinite(S) | (S < 0)
     if bad.any():

@@ -210,13 +210,19 @@ class ProjectionTiltRule(Rule):
     label: str = ""
 
     def projection(self, X: np.ndarray) -> np.ndarray:
-        Xs = self.standardizer(X)
+        return self._projection_standardized(self.standardizer(X))
+
+    def _projection_standardized(self, Xs: np.ndarray) -> np.ndarray:
         if self.omega is not None:
             Xs = np.sqrt(2.0 / self.omega.shape[1]) * np.cos(Xs @ self.omega + self.phase)
         return (Xs @ self.direction - self.center) / self.spread
 
     def score(self, X: np.ndarray) -> np.ndarray:
-        return np.exp(self.strength * np.clip(self.projection(X), -self.clip, self.clip))
+        return self.score_standardized(self.standardizer(X))
+
+    def score_standardized(self, Xs: np.ndarray) -> np.ndarray:
+        """:meth:`score` of features already passed through :attr:`standardizer`."""
+        return np.exp(self.strength * np.clip(self._projection_standardized(Xs), -self.clip, self.clip))
 
     def describe(self) -> str:
         base = self.label or ("kernel direction" if self.omega is not None else "linear direction")
@@ -247,7 +253,10 @@ class BumpRule(Rule):
     label: str = ""
 
     def score(self, X: np.ndarray) -> np.ndarray:
-        Xs = self.standardizer(X)
+        return self.score_standardized(self.standardizer(X))
+
+    def score_standardized(self, Xs: np.ndarray) -> np.ndarray:
+        """:meth:`score` of features already passed through :attr:`standardizer`."""
         d2 = np.sum((Xs - self.center) ** 2, axis=1)
         return 1.0 + (self.lift - 1.0) * np.exp(-d2 / (2.0 * self.bandwidth**2))
 
@@ -283,11 +292,17 @@ class QuadraticTiltRule(Rule):
     label: str = ""
 
     def statistic(self, X: np.ndarray) -> np.ndarray:
-        z = self.standardizer(X)
+        return self._statistic_standardized(self.standardizer(X))
+
+    def _statistic_standardized(self, z: np.ndarray) -> np.ndarray:
         return z[:, 0] * z[:, 1] if self.form == "product" else z[:, 0] ** 2 + z[:, 1] ** 2
 
     def score(self, X: np.ndarray) -> np.ndarray:
-        u = (self.statistic(X) - self.center) / self.spread
+        return self.score_standardized(self.standardizer(X))
+
+    def score_standardized(self, z: np.ndarray) -> np.ndarray:
+        """:meth:`score` of features already passed through :attr:`standardizer`."""
+        u = (self._statistic_standardized(z) - self.center) / self.spread
         return np.exp(self.strength * np.clip(u, -self.clip, self.clip))
 
     def describe(self) -> str:
