@@ -141,12 +141,15 @@ def top_set_jaccard(a: np.ndarray, b: np.ndarray, top_fraction: float) -> np.nda
     """
     a = np.asarray(a, float)
     b2 = np.atleast_2d(np.asarray(b, float))
-    ta = _top_sets(a[None, :], top_fraction)[0]
-    tb = _top_sets(b2, top_fraction)
+    out = _jaccard(_top_sets(a[None, :], top_fraction)[0], _top_sets(b2, top_fraction))
+    return out if np.ndim(b) == 2 else float(out[0])
+
+
+def _jaccard(ta: np.ndarray, tb: np.ndarray) -> np.ndarray:
+    """Jaccard overlap (G,) of the set ``ta`` (n,) with each row of ``tb`` (G, n); 1 if both empty."""
     inter = (ta & tb).sum(axis=1)
     union = (ta | tb).sum(axis=1)
-    out = np.where(union > 0, inter / np.maximum(union, 1), 1.0)
-    return out if np.ndim(b) == 2 else float(out[0])
+    return np.where(union > 0, inter / np.maximum(union, 1), 1.0)
 
 
 def weight_correlation(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -817,6 +820,7 @@ class SASST:
         if not refit:  # one registry for every resample: its agreement with s0 once
             corr_all = weight_correlation(s0, S)  # (G,)
             jac_all = top_set_jaccard(s0, S, self.top_fraction)  # (G,)
+        top0 = _top_sets(s0[None, :], self.top_fraction)[0]
         corr = np.zeros(B)
         jac = np.zeros(B)
         for b in range(B):
@@ -841,7 +845,7 @@ class SASST:
             gb = _select(loc, feas, ess, dist, slot.tie_rule, slot.tolerance)
             if gb >= 0 and refit:  # agreement of the refitted registry's choice only (row-wise: same values)
                 corr[b] = weight_correlation(s0, S[gb:gb + 1])[0]
-                jac[b] = top_set_jaccard(s0, S[gb:gb + 1], self.top_fraction)[0]
+                jac[b] = _jaccard(top0, _top_sets(S[gb:gb + 1], self.top_fraction))[0]  # = top_set_jaccard
             elif gb >= 0:
                 corr[b] = corr_all[gb]
                 jac[b] = jac_all[gb]
