@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import shutil
 
 import numpy as np
@@ -142,3 +143,26 @@ def test_weights_checksum_verified(tmp_path):
     shutil.rmtree(tmp_path)
     with pytest.raises(FileNotFoundError):
         load_weights("X", tmp_path)
+
+
+def test_feature_memo_equals_fresh_hashing():
+    """candidate_features memoises per (atoms, goal tokens, width): every array equals
+    the one hashed afresh with an empty memo, and memoised arrays are read-only."""
+    from agentstudies.agents import _alfworld_learned as L
+
+    env = AlfworldEnv(budget=20)
+    env.load_game(small_game("pick_and_place_simple"))
+    pol = LearnedAlfworldPolicy.load("hand")
+    pol.reset("t", 0, role="eval")
+    env.reset(0)
+    seen = []
+    while not env.done:
+        env.step(pol.act({"goal": env.goal, "observation": env.observation}))
+        b = copy.deepcopy(pol.belief)
+        seen += [(b, c, L.candidate_features(b, c), L.candidate_features(b, c, 12)) for c in L.candidate_commands(b)]
+    env.close()
+    assert len(seen) > 20
+    L._FEATURE_CACHE.clear()
+    for b, c, f16, f12 in seen:
+        assert np.array_equal(f16, L.candidate_features(b, c)) and np.array_equal(f12, L.candidate_features(b, c, 12))
+    assert not seen[0][2].flags.writeable

@@ -401,25 +401,42 @@ def _hg(atom: str, goal: tuple, mask: int) -> tuple:
     return v
 
 
+#: Memo of :func:`candidate_features`: the feature indices are a pure function of the
+#: candidate's atoms, the goal tokens and the hash width (keyed by those, joined with
+#: separators no atom contains); cleared when it holds :data:`_FEATURE_CACHE_MAX` entries.
+_FEATURE_CACHE: dict[str, np.ndarray] = {}
+_FEATURE_CACHE_MAX = 50_000
+
+
 def candidate_features(b: Belief, c: str, dim_log2: int = DIM_LOG2) -> np.ndarray:
-    """Hashed feature indices ``phi(goal, belief, c)`` (int64; may repeat).
+    """Hashed feature indices ``phi(goal, belief, c)`` (int64; may repeat; read-only).
 
     The keys are the plain atoms, the conjoinable atoms, then every conjoinable atom
     ``|g=`` every goal token, then the goal-only atoms (e.g. the class of a receptacle to
     go to while holding a goal object, which only means something given the goal)
     ``|g=`` every goal token, each hashed by CRC-32 into ``2**dim_log2`` slots (hashes are
     memoised; the order of the keys is fixed, so scores are summed in a fixed order).
+    The resulting array is memoised per (atoms, goal tokens, ``dim_log2``): beliefs
+    that differ only in what this candidate's atoms do not read share one array.
     """
     mask = (1 << dim_log2) - 1
     plain, conj, goal_only = _atoms(b, c)
     g = b.goal_tokens
-    out = [_hc(k, mask) for k in plain]
-    out += [_hc(k, mask) for k in conj]
-    for a in conj:
-        out.extend(_hg(a, g, mask))
-    for a in goal_only:
-        out.extend(_hg(a, g, mask))
-    return np.array(out, dtype=np.int64)
+    key = "\x1f".join(("\x1e".join(plain), "\x1e".join(conj), "\x1e".join(goal_only), "\x1e".join(g), str(mask)))
+    hit = _FEATURE_CACHE.get(key)
+    if hit is None:
+        out = [_hc(k, mask) for k in plain]
+        out += [_hc(k, mask) for k in conj]
+        for a in conj:
+            out.extend(_hg(a, g, mask))
+        for a in goal_only:
+            out.extend(_hg(a, g, mask))
+        hit = np.array(out, dtype=np.int64)
+        hit.setflags(write=False)
+        if len(_FEATURE_CACHE) >= _FEATURE_CACHE_MAX:
+            _FEATURE_CACHE.clear()
+        _FEATURE_CACHE[key] = hit
+    return hit
 
 
 def featurize(b: Belief, cands: Sequence[str], dim_log2: int = DIM_LOG2) -> tuple[np.ndarray, np.ndarray]:
