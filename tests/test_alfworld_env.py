@@ -304,3 +304,60 @@ def test_shared_scratch_lives_for_the_run_and_keeps_an_outer_folder(monkeypatch)
             assert os.environ[SCRATCH_ENV] == outer
         assert os.environ[SCRATCH_ENV] == outer
     assert SCRATCH_ENV not in os.environ and not os.path.exists(outer)
+
+
+class _PathBlindCache(AlfworldEnv):
+    """A deliberately broken step cache keyed on the new command only (not the path)."""
+
+    def _step_key(self, action):
+        return (action,)
+
+
+def _fork_protocol(env, use_snapshots: bool):
+    """Forks from one prefix along branches that revisit each other's paths; per branch
+    everything the engine hands out (records, facts, admissible list, won)."""
+    rng = random.Random(5)
+    env.reset(4)
+    _walk(env, 3, rng)
+    prefix = env.actions
+    snap = env.snapshot() if use_snapshots else None
+    seen, out = [], []
+    for i in range(14):
+        if use_snapshots:
+            env.restore(snap)
+        else:
+            env.replay(4, prefix)
+        # every other branch first re-walks (part of) an earlier branch, then goes its own way
+        branch = list(rng.choice(seen)[: rng.randint(1, 3)]) if seen and i % 2 else []
+        for a in branch:
+            env.step(a)
+        while len(branch) < 5 and not env.done:
+            branch.append(rng.choice(env.admissible))
+            env.step(branch[-1])
+        seen.append(branch)
+        ps = env._pddl._pddl_state
+        facts = sorted(str(p) for v in ps._facts.values() for p in v)
+        out.append((env.records, facts, env.admissible, env.won, env.state_key(), env.history))
+    return out
+
+
+def test_step_cache_gives_the_engines_results(env):
+    """The step cache (restore the state after a path stepped before) hands out exactly
+    what the engine does; a cache keyed without the path would not (the test can fail)."""
+    env.release_snapshots()  # the module's env gives up the snapshot guard
+    game = small_game("pick_and_place_simple")
+    ref = AlfworldEnv(budget=30)
+    ref.load_game(game)
+    expected = _fork_protocol(ref, use_snapshots=False)  # reset + replay, no cache
+    ref.close()
+    cached = AlfworldEnv(budget=30, step_cache=True)
+    cached.load_game(game)
+    got = _fork_protocol(cached, use_snapshots=True)
+    hits = sum(len(r[0]) - 1 for r in got) - len(cached._step_memo)
+    cached.close()
+    assert hits > 10  # the protocol did revisit paths
+    assert got == expected
+    broken = _PathBlindCache(budget=30, step_cache=True)
+    broken.load_game(game)
+    assert _fork_protocol(broken, use_snapshots=True) != expected
+    broken.close()

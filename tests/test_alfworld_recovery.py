@@ -251,3 +251,32 @@ def test_look_reply_formats():
     pools = ar.cohort_pools({"primary": 1}, task_types=["pick_and_place_simple"])
     with pytest.raises(ValueError, match="look_format"):
         ar.run_task(pools["primary"][0], ReadingPolicy(), look_format="fancy")
+
+
+def test_step_cache_leaves_every_fork_unchanged():
+    """The worker env's step cache is exact: the whole protocol (every branch's actions,
+    the paired and decision rows) is the same with a plain env that steps the engine."""
+    from agentstudies.agents import LearnedAlfworldPolicy
+    from agentstudies.envs.alfworld.env import AlfworldEnv
+
+    pools = ar.cohort_pools({"mechanism": 1}, task_types=["pick_and_place_simple", "look_at_obj_in_light"])
+    policy = LearnedAlfworldPolicy.load("RL", greedy=True)
+    kw = dict(seed=0, conditions=ar.CONDITIONS, delays=ar.DELAYS, operations=ar.OPERATIONS, cap_scale=0.5,
+              look_format="arrival", trace=True)
+    cached_env = ar._env(32)
+    assert cached_env.step_cache
+    runs = {}
+    for name in ("cached", "plain"):
+        if name == "plain":
+            cached_env.release_snapshots()
+            ar._WORKER["env"] = AlfworldEnv(budget=32)
+        try:
+            runs[name] = [ar.run_task(g, policy, **kw) for g in pools["mechanism"]]
+        finally:
+            if name == "plain":
+                ar._WORKER["env"].close()
+                ar._WORKER["env"] = cached_env
+    assert any(r["task"]["feasible"] for r in runs["cached"])
+    for a, b in zip(runs["cached"], runs["plain"]):
+        assert pd.Series(a["task"]).equals(pd.Series(b["task"]))
+        assert a["paired"] == b["paired"] and a["decisions"] == b["decisions"] and a["branches"] == b["branches"]

@@ -197,11 +197,17 @@ _WORKER: dict[str, Any] = {}
 
 
 def _env(budget: int):
+    """The worker's env (one per process). Its step cache is on: the forks of a task
+    restore snapshots and re-walk the same action paths (no-recovery branches of
+    conditions the agent treats alike, refresh and ablated arms that act alike), and a
+    path stepped before in the episode is restored instead of re-run
+    -- the same observations and outcomes as stepping the engine (see
+    :class:`agentstudies.envs.alfworld.env.AlfworldEnv`, ``step_cache``)."""
     from agentstudies.envs.alfworld.env import AlfworldEnv
 
     env = _WORKER.get("env")
     if env is None:
-        env = _WORKER["env"] = AlfworldEnv(budget=budget)
+        env = _WORKER["env"] = AlfworldEnv(budget=budget, step_cache=True)
     env.budget = budget
     return env
 

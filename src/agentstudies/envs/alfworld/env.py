@@ -308,6 +308,18 @@ class AlfworldEnv:
         (a ``ValueError``) before the engine sees the command, and no budget is spent.
         Default ``False``: the command goes to the engine, which answers "Nothing
         happens." and charges one action, as ALFWorld does.
+    step_cache:
+        Memoise the engine state after every step of the current episode, keyed by the
+        episode's action path (the actions since :meth:`reset`, the new one last): a
+        step along a path already taken in this episode restores the stored engine
+        state (as :meth:`restore` does) instead of running the engine. The engine is
+        deterministic given its state and the command (it reads no global random
+        state), so observations, admissible lists, ``won`` and later steps are the
+        same as without the cache (tested); the budget, :attr:`records` and
+        :attr:`valid` are computed as usual. Meant for forking protocols that restore
+        snapshots and replay the same continuations many times (the recovery study);
+        it uses the snapshot guard like :meth:`snapshot`. Cleared by
+        ``reset``/``load_game``/:meth:`release_snapshots`.
 
     Attributes (after :meth:`reset`): :attr:`observation`, :attr:`admissible`,
     :attr:`won`, :attr:`done`, :attr:`remaining_budget`, :attr:`actions`,
@@ -323,6 +335,7 @@ class AlfworldEnv:
         command_cache: bool = True,
         validate: bool = True,
         strict: bool = False,
+        step_cache: bool = False,
     ):
         if budget < 0:
             raise ValueError(f"budget={budget}: expected a non-negative integer")
@@ -332,6 +345,9 @@ class AlfworldEnv:
         self._episode_budget = int(budget)
         self.validate = validate
         self.strict = bool(strict)
+        self.step_cache = bool(step_cache)
+        self._step_memo: dict[tuple, tuple] = {}
+        self._step_memo_generation = -1
         self._valid: list[bool] = []
         infos = EnvInfos(won=True, admissible_commands=True, extras=["gamefile"])
         with preserve_argv():
@@ -426,7 +442,10 @@ class AlfworldEnv:
                 f"task {self.task_id}, step {len(self._actions) + 1}: {action!r} is not admissible "
                 f"(strict mode; {len(self._state['admissible_commands'])} admissible commands)"
             )
-        self._state, _, _ = self._tw.step(str(action))
+        if self.step_cache:
+            self._cached_step(str(action))
+        else:
+            self._state, _, _ = self._tw.step(str(action))
         self._actions.append(str(action))
         self._valid.append(valid)
         self._records.append(record_of(self._state, self.remaining_budget))
@@ -582,6 +601,63 @@ class AlfworldEnv:
         self._need_episode()
         return applicable_operators(self._lib)
 
+    # ------------------------------------------------------------ step cache
+    def _engine_state(self) -> tuple:
+        """The engine part of a snapshot: C-side state id, Python-side facts and
+        operators (copied), TextWorld's game states, move counter, the wrapper's state."""
+        ps = self._pddl._pddl_state
+        pe = self._pddl
+        return (
+            int(self._lib.get_state_id()),
+            {k: set(v) for k, v in ps._facts.items()},
+            dict(ps._vars_by_name),
+            {k: set(v) for k, v in ps._vars_by_type.items()},
+            ps._var_counts.copy(),
+            dict(getattr(ps, "_operators", {})),
+            pe.state,
+            pe.prev_state,
+            pe._last_action,
+            pe._moves,
+            self._state,
+        )
+
+    def _set_engine_state(self, eng: tuple) -> None:
+        """Put the engine back into ``eng`` (from :meth:`_engine_state`), as :meth:`restore`."""
+        from collections import Counter, defaultdict
+
+        (sid, facts, vbn, vbt, vc, ops, st, prev, last, moves, state) = eng
+        ps = self._pddl._pddl_state
+        self._lib.set_state_id(int(sid))
+        ps._facts = defaultdict(set, {k: set(v) for k, v in facts.items()})
+        ps._vars_by_name = dict(vbn)
+        ps._vars_by_type = defaultdict(set, {k: set(v) for k, v in vbt.items()})
+        ps._var_counts = Counter(vc)
+        ps._operators = dict(ops)
+        pe = self._pddl
+        pe.state, pe.prev_state, pe._last_action, pe._moves = st, prev, last, moves
+        self._state = state
+
+    def _step_key(self, action: str) -> tuple:
+        """Step-cache key: the episode's action path with ``action`` last (the engine state
+        it leads to is a function of the path, within one episode)."""
+        return (*self._actions, action)
+
+    def _cached_step(self, action: str) -> None:
+        """Engine step through the episode's step cache (see ``step_cache``): restore the
+        stored state after ``actions + [action]`` if this path was stepped before in this
+        episode, else step the engine and store the state it reached."""
+        if self._step_memo_generation != self._generation:
+            self._step_memo = {}
+            self._step_memo_generation = self._generation
+        self._claim_guard()
+        key = self._step_key(action)
+        hit = self._step_memo.get(key)
+        if hit is not None:
+            self._set_engine_state(hit)
+            return
+        self._state, _, _ = self._tw.step(action)
+        self._step_memo[key] = self._engine_state()
+
     # ------------------------------------------------------------ snapshots
     def _claim_guard(self) -> None:
         global _SNAPSHOT_OWNER
@@ -603,6 +679,7 @@ class AlfworldEnv:
             if owner is self:
                 _SNAPSHOT_OWNER = None
         self._generation += 1
+        self._step_memo = {}  # the step cache belongs to the episode, like the snapshots
 
     def close(self) -> None:
         """Release the snapshot guard and the engine."""
