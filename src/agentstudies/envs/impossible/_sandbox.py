@@ -14,7 +14,8 @@ Each submission runs in its own process (``python -S -s -B``) with:
   root-owned ``0444`` in a root-owned directory unless the workflow grants write access;
 * **limits** (``resource.setrlimit``, set by the harness before any submitted code runs):
   address space (``RLIMIT_AS``), CPU seconds, processes (``RLIMIT_NPROC``), file size,
-  open files, no core dumps; plus a wall-clock limit enforced by the runner;
+  open files, no core dumps; plus a wall-clock limit enforced by the runner (a timer
+  that kills the run's process group);
 * **writes only inside the fresh temporary directory** (DAC as the unprivileged user, and
   an audit hook refusing any write-mode ``open``/rename/remove/mkdir outside it, which
   also covers world-writable places such as ``/tmp``); process spawning, ``ctypes`` and
@@ -22,7 +23,9 @@ Each submission runs in its own process (``python -S -s -B``) with:
 * **a private view of the file system** where mount namespaces work: the checkout, the
   virtual environment (which holds the reference solutions), home directories are covered
   by empty tmpfs mounts (:data:`HIDE_DIRS`), so a submission cannot read the answers, and
-  ``/proc`` is remounted so that a run sees only its own processes;
+  ``/proc`` is remounted so that a run sees only its own processes (the covers are listed
+  in a per-run fstab in the runner's private folder and mounted by one
+  ``mount --all --fstab`` before the harness starts; any failed mount stops the run);
 * **a scrubbed environment** (``PATH``, ``LANG``, ``HOME`` = the task directory,
   ``PYTHONHASHSEED=0``; nothing inherited).
 
@@ -37,6 +40,18 @@ plain "exit status 0" criterion noted in the LiveCodeBench reanalysis).
 Limits of this design (stated, not hidden): submitted code shares the interpreter with
 the test, so it can change how the test's comparisons behave -- that is exactly the
 shortcuts (B, C) the study measures, and they are classified from the artefacts.
+
+Reusing verdicts (:class:`VerdictCache`, :func:`run_cached`): a run is a deterministic
+function of the submission, the limits, the isolation in force and the harness (the
+environment is fixed, ``PYTHONHASHSEED=0``), so the verdict of a byte-identical
+submission is reused instead of running it again -- within a process, and across the
+processes of one book build through a folder under ``$AGENTSTUDIES_SCRATCH`` when the
+runner sets it. Only load-independent outcomes are reused: never a ``timeout``, never a
+run that used more than half the wall limit, never an early exit by a signal (see
+:func:`reusable`). The folder and its files are the runner's (mode ``0700`` / ``0600``,
+written atomically); a submission, running as the unprivileged user with writes refused
+outside its task folder, can neither read nor plant a verdict. Every run that does
+execute is isolated exactly as above.
 """
 
 from __future__ import annotations
@@ -51,15 +66,16 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Sequence
 
 __all__ = [
     "OUTCOMES", "TEST_ACCESS", "Submission", "RunOutcome", "SandboxConfig", "isolation",
-    "run_submission", "run_many",
+    "run_submission", "run_many", "VerdictCache", "run_cached", "reusable", "shared_verdict_cache",
 ]
 
 #: Outcome of one run, in report order.
@@ -68,6 +84,7 @@ OUTCOMES: tuple[str, ...] = ("passed", "failed", "error", "timeout", "memory", "
 TEST_ACCESS: tuple[str, ...] = ("writable", "read_only", "hidden")
 
 _HARNESS = (Path(__file__).with_name("_harness_main.py")).read_text()
+_HARNESS_SHA = hashlib.sha256(_HARNESS.encode()).hexdigest()
 _NOBODY = 65534
 #: Status tokens of the harness's verdict line.
 _VERDICTS = ("passed", "failed", "memory", "error-edit", "error-import", "error-tests", "error-check")
@@ -193,8 +210,10 @@ def isolation() -> dict[str, Any]:
     """Probe once which OS isolation works here.
 
     Returns ``{"netns": bool, "pidns": bool, "mountns": bool, "drop_user": bool,
-    "python": path, "reason": str}``. Namespaces need root (or CAP_SYS_ADMIN) and util-linux ``unshare``;
-    dropping to uid 65534 needs root and ``setpriv``.
+    "python": path, "reason": str}``, plus ``"mount_fstab": bool`` where mount namespaces
+    work (``mount -a -T <file>`` covers every hidden folder in one process). Namespaces
+    need root (or CAP_SYS_ADMIN) and util-linux ``unshare``; dropping to uid 65534 needs
+    root and ``setpriv``.
     """
     py = _interpreter()
     info: dict[str, Any] = {"netns": False, "pidns": False, "mountns": False, "drop_user": False, "python": py,
@@ -222,6 +241,8 @@ def isolation() -> dict[str, Any]:
             info["mountns"] = r.returncode == 0 and "mounted" in r.stdout
         except (OSError, subprocess.SubprocessError):
             info["mountns"] = False
+    if info["mountns"]:
+        info["mount_fstab"] = _probe_fstab_mount(unshare)
     if os.geteuid() == 0 and setpriv is not None:
         cmd = [setpriv, f"--reuid={_NOBODY}", f"--regid={_NOBODY}", "--clear-groups",
                "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", py, "-S", "-c", "import os;print(os.getuid())"]
@@ -358,18 +379,67 @@ def _write_task_files(root: Path, sub: Submission, drop: bool
     return work, tests_path, edit_path, writable
 
 
-def _sandbox_command(root: Path, iso: dict, drop: bool) -> tuple[list[str], list[str]]:
+def _probe_fstab_mount(unshare: str) -> bool:
+    """Does ``mount --all --fstab <file>`` work here (util-linux ``mount``), mounting a
+    tmpfs *and* binding ``/dev/null`` over a file, both seen afterwards?"""
+    with tempfile.TemporaryDirectory(prefix="impossible-probe-") as d:
+        target, file_ = os.path.join(d, "dir"), os.path.join(d, "file")
+        os.mkdir(target)
+        Path(target, "x").write_text("x")
+        Path(file_).write_text("secret")
+        fstab = os.path.join(d, "fstab")
+        Path(fstab).write_text(_fstab_text([target, file_], "impossible-probe"))
+        check = f"test ! -e {shlex.quote(target)}/x && test ! -s {shlex.quote(file_)} && echo mounted"
+        try:
+            r = subprocess.run([unshare, "--net", "--pid", "--fork", "--kill-child", "--mount", "--propagation",
+                                "private", "--mount-proc", "/bin/sh", "-c",
+                                f"mount -a -T {shlex.quote(fstab)} && {check}"],
+                               capture_output=True, text=True, timeout=20, env={"PATH": "/usr/bin:/bin"})
+        except (OSError, subprocess.SubprocessError):
+            return False
+        return r.returncode == 0 and "mounted" in r.stdout
+
+
+def _fstab_field(path: str) -> str:
+    """``path`` as an fstab field (space, tab, newline and backslash as octal escapes)."""
+    return "".join(f"\\{ord(c):03o}" if c in " \t\n\\" else c for c in path)
+
+
+def _fstab_text(hidden: Sequence[str], source: str) -> str:
+    """An fstab covering each of ``hidden`` in order: an empty 64 KiB tmpfs over a folder,
+    ``/dev/null`` bound over a file. ``source`` names the tmpfs mounts; a fresh random one
+    per run means ``mount -a`` can never take a cover for "already mounted" and skip it."""
+    lines = []
+    for d in hidden:
+        if os.path.isdir(d):
+            lines.append(f"{source} {_fstab_field(d)} tmpfs size=64k,mode=755 0 0")
+        else:
+            lines.append(f"/dev/null {_fstab_field(d)} none bind 0 0")
+    return "\n".join(lines) + "\n"
+
+
+def _sandbox_command(root: Path, iso: dict, drop: bool, private: Path | None = None) -> tuple[list[str], list[str]]:
     """The harness command line: namespaces (network, PID, mount with tmpfs over the
     hidden folders) when available, the unprivileged user when dropping, then the
-    interpreter running the harness source. Returns it and the hidden folders."""
+    interpreter running the harness source. Returns it and the hidden folders.
+
+    The covers are mounted by one ``mount --all --fstab <private>/fstab`` (written here;
+    ``private`` is the runner's ``0700`` folder, which the sandbox user cannot read) where
+    :func:`isolation` found that to work, else by one ``mount`` per folder; either way a
+    failing mount stops the chain before the harness starts (no verdict: ``exited_early``)."""
     cmd: list[str] = []
     hidden = _hidden_dirs(root, iso["python"]) if (iso.get("mountns") and drop) else []
     if iso["netns"]:
         cmd += [shutil.which("unshare") or "unshare", "--net", "--pid", "--fork", "--kill-child"]
         if hidden:
-            mounts = " && ".join(
-                f"mount -t tmpfs -o size=64k,mode=755 none {shlex.quote(d)}" if os.path.isdir(d)
-                else f"mount --bind /dev/null {shlex.quote(d)}" for d in hidden)
+            if iso.get("mount_fstab") and private is not None:
+                fstab = private / "fstab"
+                fstab.write_text(_fstab_text(hidden, f"impossible-hide-{secrets.token_hex(6)}"))
+                mounts = f"mount -a -T {shlex.quote(str(fstab))}"
+            else:
+                mounts = " && ".join(
+                    f"mount -t tmpfs -o size=64k,mode=755 none {shlex.quote(d)}" if os.path.isdir(d)
+                    else f"mount --bind /dev/null {shlex.quote(d)}" for d in hidden)
             # a fresh /proc too: the run sees only its own processes
             cmd += ["--mount", "--propagation", "private", "--mount-proc", "/bin/sh", "-c",
                     mounts + ' && exec "$@"', "sh"]
@@ -441,6 +511,36 @@ def _classify(config: SandboxConfig, timed_out: bool, rc: int | None, verdict: d
                       edit_error=edit_error, **common)
 
 
+def _communicate_within(proc: subprocess.Popen, data: bytes, wall_s: float) -> bool:
+    """Send ``data`` to ``proc``'s stdin, close it and wait for the exit, killing the
+    process group (the PID namespace's init, hence every process of the run) with
+    ``SIGKILL`` once ``wall_s`` seconds have passed. Returns whether the limit struck.
+
+    A timer thread does the kill, so the wait is one blocking ``waitpid`` that returns the
+    moment the run ends (``Popen.communicate(timeout=...)`` polls with sleeps of up to
+    50 ms, which made a run take up to that much longer than it ran)."""
+    struck = threading.Event()
+
+    def kill() -> None:
+        struck.set()
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    timer = threading.Timer(wall_s, kill)
+    timer.daemon = True
+    timer.start()
+    try:
+        proc.communicate(data)
+    finally:
+        timer.cancel()
+        if proc.returncode is None:        # interrupted (KeyboardInterrupt): leave nothing behind
+            kill()
+            proc.wait()
+    return struck.is_set()
+
+
 def run_submission(sub: Submission, config: SandboxConfig = SandboxConfig(), *,
                    base_dir: str | None = None) -> RunOutcome:
     """Run ``sub`` once in a fresh sandbox and classify the outcome.
@@ -478,20 +578,11 @@ def run_submission(sub: Submission, config: SandboxConfig = SandboxConfig(), *,
             "fsize": config.fsize_kb << 10, "nproc": config.nproc if drop else None,
             "block_network": not iso["netns"],
         }
-        cmd, hidden = _sandbox_command(root, iso, drop)
+        cmd, hidden = _sandbox_command(root, iso, drop, private)
         env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": str(work), "PYTHONHASHSEED": "0"}
         proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=out_fd, stderr=err_fd,
                                 pass_fds=(res_fd,), cwd=str(work), env=env, start_new_session=True)
-        timed_out = False
-        try:
-            proc.communicate(json.dumps(payload).encode(), timeout=config.wall_s)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            proc.wait()
+        timed_out = _communicate_within(proc, json.dumps(payload).encode(), config.wall_s)
         for fd in (out_fd, err_fd):
             os.close(fd)
         raw = _read_result(res_fd)
@@ -509,6 +600,137 @@ def run_submission(sub: Submission, config: SandboxConfig = SandboxConfig(), *,
         return _classify(config, timed_out, rc, verdict, stderr_tail, details, edit_errors, common)
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+# ------------------------------------------------------------------ reusing verdicts
+#: Bump when the stored form of a verdict or what determines a run changes.
+_CACHE_FORMAT = 1
+#: Environment variable naming the build's scratch folder (set by the runner,
+#: :data:`agentstudies.runner.SCRATCH_ENV`); verdicts go to ``<folder>/impossible-verdicts``.
+SCRATCH_ENV = "AGENTSTUDIES_SCRATCH"
+#: Outcomes that depend only on what determines the run (not on the machine's load).
+_REUSABLE_OUTCOMES = frozenset({"passed", "failed", "error", "memory", "exited_early"})
+
+
+def reusable(outcome: RunOutcome, config: SandboxConfig) -> bool:
+    """May the verdict of this run stand for every byte-identical run under ``config``?
+
+    No for anything the machine's load could change: a ``timeout`` (wall or CPU limit), a
+    run that took more than half the wall limit (a rerun under load might time out), an
+    early exit by a signal or with no exit status (rc < 0 or >= 128: the kernel or the
+    namespace init killed it), and ``aborted`` (nothing ran). Yes otherwise.
+    """
+    if outcome.outcome not in _REUSABLE_OUTCOMES or outcome.wall_s > config.wall_s / 2:
+        return False
+    if outcome.outcome == "exited_early":
+        return outcome.returncode is not None and 0 <= outcome.returncode < 128
+    return True
+
+
+def _run_identity(config: SandboxConfig) -> dict[str, Any]:
+    """Everything besides the submission that determines a run: the limits, the isolation
+    actually in force (namespaces, user, interpreter), the harness source and the format."""
+    iso = isolation() if config.isolate else {"isolation": "off", "python": _interpreter()}
+    return {"format": _CACHE_FORMAT, "config": asdict(config), "isolation": dict(iso), "harness": _HARNESS_SHA}
+
+
+class VerdictCache:
+    """Verdicts of sandboxed runs, keyed by everything that determines a run.
+
+    ``folder``: where verdicts are also stored as ``<key>.json`` (shared by every process
+    of a build; ``None``: this process only). ``max_entries`` bounds the in-memory table
+    (oldest dropped first). Counters: ``hits`` (reused), ``runs`` (executed here).
+    """
+
+    def __init__(self, folder: str | os.PathLike | None = None, max_entries: int = 50_000):
+        self.folder = Path(folder) if folder is not None else None
+        self.max_entries = int(max_entries)
+        self._memory: dict[str, RunOutcome] = {}
+        self.hits = self.runs = 0
+        if self.folder is not None:
+            self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+
+    @staticmethod
+    def key(sub: Submission, config: SandboxConfig) -> str:
+        """SHA-256 of the submission (:meth:`Submission.key`) and :func:`_run_identity`."""
+        blob = json.dumps([sub.key(), _run_identity(config)], sort_keys=True)
+        return hashlib.sha256(blob.encode()).hexdigest()
+
+    def get(self, key: str) -> RunOutcome | None:
+        """The stored verdict of ``key`` (memory, then the folder), or ``None``. A stored
+        file that is unreadable, malformed or made for another key counts as absent."""
+        out = self._memory.get(key)
+        if out is not None or self.folder is None:
+            return out
+        try:
+            rec = json.loads((self.folder / f"{key}.json").read_text())
+            if rec.get("key") != key or rec.get("format") != _CACHE_FORMAT:
+                return None
+            out = RunOutcome(**rec["outcome"])
+        except (OSError, ValueError, TypeError, KeyError):
+            return None
+        self._remember(key, out)
+        return out
+
+    def put(self, key: str, outcome: RunOutcome) -> None:
+        """Store ``outcome`` under ``key`` (in memory; in the folder atomically, mode 0600)."""
+        self._remember(key, outcome)
+        if self.folder is None:
+            return
+        rec = {"format": _CACHE_FORMAT, "key": key, "outcome": asdict(outcome)}
+        tmp = None
+        try:
+            fd, tmp = tempfile.mkstemp(dir=self.folder, prefix=".tmp-", suffix=".json")  # mode 0600
+            with os.fdopen(fd, "w") as fh:
+                json.dump(rec, fh)
+            os.replace(tmp, self.folder / f"{key}.json")
+        except OSError:       # a full or vanished scratch folder only costs a rerun later
+            if tmp is not None:
+                try:
+                    os.unlink(tmp)
+                except OSError:
+                    pass
+
+    def _remember(self, key: str, outcome: RunOutcome) -> None:
+        self._memory[key] = outcome
+        while len(self._memory) > self.max_entries:
+            self._memory.pop(next(iter(self._memory)))
+
+    def run(self, sub: Submission, config: SandboxConfig = SandboxConfig()) -> RunOutcome:
+        """:func:`run_submission`, or the stored verdict of a byte-identical run under the
+        same identity. A reused outcome is the stored one (its ``wall_s`` is the original
+        run's) with ``extra["reused"] = True``; a fresh one is stored when :func:`reusable`."""
+        if sub.aborted:
+            return run_submission(sub, config)
+        key = self.key(sub, config)
+        out = self.get(key)
+        if out is not None:
+            self.hits += 1
+            return replace(out, extra={**out.extra, "reused": True})
+        out = run_submission(sub, config)
+        self.runs += 1
+        if reusable(out, config):
+            self.put(key, out)
+        return out
+
+
+_SHARED: dict[str, VerdictCache] = {}
+
+
+def shared_verdict_cache() -> VerdictCache:
+    """This process's :class:`VerdictCache`, stored under ``$AGENTSTUDIES_SCRATCH/
+    impossible-verdicts`` when that variable names a folder (one cache per folder)."""
+    scratch = os.environ.get(SCRATCH_ENV, "")
+    folder = os.path.join(scratch, "impossible-verdicts") if scratch and os.path.isdir(scratch) else ""
+    if folder not in _SHARED:
+        _SHARED[folder] = VerdictCache(folder or None)
+    return _SHARED[folder]
+
+
+def run_cached(sub: Submission, config: SandboxConfig = SandboxConfig()) -> RunOutcome:
+    """:meth:`VerdictCache.run` on :func:`shared_verdict_cache` (same signature as
+    :func:`run_submission`, so it can be a :class:`~agentstudies.agents.MemoRunner`'s ``run``)."""
+    return shared_verdict_cache().run(sub, config)
 
 
 def _run_item(item, rng, config):  # seeded_map worker (rng unused: runs are deterministic)
