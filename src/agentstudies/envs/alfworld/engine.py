@@ -12,7 +12,8 @@
   problem it has already translated (the translation is the bulk of a reset); within
   one ``agentstudies run`` / ``book`` the translations are shared by every process
   through the run's scratch folder (:data:`SCRATCH_ENV`).
-* :func:`atoms`, :func:`applicable_operators` -- direct reads of the fast-downward state.
+* :func:`atoms`, :func:`applicable_operators`, :func:`applicable_operator_ids` -- direct
+  reads of the fast-downward state.
 """
 
 from __future__ import annotations
@@ -20,12 +21,14 @@ from __future__ import annotations
 import contextlib
 import copy
 import hashlib
+import itertools
 import os
 import pickle
 import sys
 import tempfile
 import zlib
 from collections import OrderedDict
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
@@ -43,6 +46,7 @@ __all__ = [
     "CachedPddlState",
     "atoms",
     "applicable_operators",
+    "applicable_operator_ids",
 ]
 
 
@@ -74,7 +78,7 @@ def _cached_parse_and_convert(text, rule_name=None, **kwargs):
         hit = _ORIG_PARSE(text, rule_name=rule_name)
         _SYMBOLS[key] = hit
     # symbols are mutated (their ``context``) by the caller: hand out a private copy
-    return copy.deepcopy(hit)
+    return copy_symbols(hit)
 
 
 def _cached_query(cls, expr):
@@ -101,17 +105,79 @@ def _shallow_copy_context(context):
     }
 
 
+#: The grammar's symbol classes, whose instances :func:`copy_symbols` copies itself
+#: (plain ``__dict__`` objects: no ``__slots__``, ``__deepcopy__`` or ``__reduce__`` of
+#: their own).
+_SYMBOL_CLASSES = frozenset({
+    _textgen.Symbol, _textgen.TerminalSymbol, _textgen.NonterminalSymbol, _textgen.EvalSymbol,
+    _textgen.ListSymbol, _textgen.ConditionalSymbol,
+})
+
+
+def copy_symbols(obj, memo: dict | None = None):
+    """``copy.deepcopy(obj)`` for the grammar's symbol trees, without ``deepcopy``'s
+    generic dispatch (``__reduce_ex__``, ``_reconstruct``), a sizeable part of the cost
+    of deriving a text.
+
+    Handles what the trees are made of exactly as ``deepcopy`` does -- strings and
+    ``None`` are shared; lists, empty dicts (a parsed symbol's context) and instances of
+    the grammar's symbol classes (:data:`_SYMBOL_CLASSES`: new instance, ``__dict__``
+    copied) are copied once per object, with the same memo, so shared sub-objects stay
+    shared -- and hands anything else (a non-empty context, an unknown type) to
+    ``copy.deepcopy`` with that memo. Same copies as ``deepcopy`` (tested)."""
+    if memo is None:
+        memo = {}
+    t = type(obj)
+    if t is str or obj is None:
+        return obj
+    hit = memo.get(id(obj))
+    if hit is not None:
+        return hit
+    if t is list:
+        new = memo[id(obj)] = []
+        new.extend([copy_symbols(x, memo) for x in obj])
+        _keep_alive(obj, memo)
+        return new
+    if t is dict and not obj:
+        new = memo[id(obj)] = {}
+        _keep_alive(obj, memo)
+        return new
+    if t in _SYMBOL_CLASSES:
+        new = memo[id(obj)] = t.__new__(t)
+        state = obj.__dict__
+        if state:
+            new_state = memo[id(state)] = {}
+            for k, v in state.items():
+                new_state[k] = copy_symbols(v, memo)
+            _keep_alive(state, memo)
+            new.__dict__.update(new_state)
+        _keep_alive(obj, memo)
+        return new
+    return copy.deepcopy(obj, memo)
+
+
+def _keep_alive(obj, memo: dict) -> None:
+    """As ``copy._keep_alive``: the originals live as long as the memo (their ids key it)."""
+    try:
+        memo[id(memo)].append(obj)
+    except KeyError:
+        memo[id(memo)] = [obj]
+
+
 def enable_parse_cache() -> None:
     """Memoise TextWorld's grammar/query parsing for the whole process (idempotent).
 
-    Patches ``textworld.envs.pddl.textgen._parse_and_convert`` (returns a deep copy of the
+    Patches ``textworld.envs.pddl.textgen._parse_and_convert`` (returns a copy of the
     cached symbol list, because derivation mutates symbols) and
-    ``textworld.logic.Rule.parse_conjunctive_query`` (rules are not mutated). Undo with
-    :func:`disable_parse_cache`.
+    ``textworld.logic.Rule.parse_conjunctive_query`` (rules are not mutated); the
+    derivation contexts are copied as dicts (:func:`_shallow_copy_context`) and the
+    module's ``deepcopy`` of symbols (production right-hand sides, conditional
+    expressions) is :func:`copy_symbols`. Undo with :func:`disable_parse_cache`.
     """
     _textgen._parse_and_convert = _cached_parse_and_convert
     _twlogic.Rule.parse_conjunctive_query = classmethod(_cached_query)
     _textgen.copy_context = _shallow_copy_context
+    _textgen.deepcopy = copy_symbols
 
 
 def disable_parse_cache() -> None:
@@ -119,6 +185,7 @@ def disable_parse_cache() -> None:
     _textgen._parse_and_convert = _ORIG_PARSE
     _twlogic.Rule.parse_conjunctive_query = _ORIG_QUERY
     _textgen.copy_context = _ORIG_COPY_CONTEXT
+    _textgen.deepcopy = copy.deepcopy
 
 
 def parse_cache_enabled() -> bool:
@@ -222,8 +289,6 @@ class CachedPddlState(PddlState):
         from collections import Counter, defaultdict
 
         import textworld
-        from textworld.envs.pddl.logic import Atom
-        from textworld.logic import Proposition, Variable
 
         self._facts = defaultdict(set)
         self._vars_by_name = {}
@@ -242,6 +307,30 @@ class CachedPddlState(PddlState):
                 pass
         self.downward_lib.load_sas(self.sas.encode("utf-8"))
         self.name2type = {o.name: o.type_name for o in self.task.objects}
+        key = (logic.domain, pddl_problem)
+        memo = _INITIAL.get(key)
+        if memo is None:
+            self.add_facts(self._initial_facts())
+            self.add_facts(self._initial_facts_of_library())
+            memo = _INITIAL[key] = _Initial(_copy_tables(self), operators={})
+            if len(_INITIAL) > _SAS_MAX:
+                _INITIAL.popitem(last=False)
+        else:
+            _INITIAL.move_to_end(key)
+            # the tables a fresh state builds, copied as snapshots are (same contents; tested)
+            self._facts, self._vars_by_name, self._vars_by_type, self._var_counts = _copy_tables(memo.tables)
+        self._op_memo = memo.operators
+
+    @property
+    def facts(self):
+        """All the facts of the state, as TextWorld's ``State.facts`` (each signature's
+        set in turn, lazily), iterated at C speed."""
+        return itertools.chain.from_iterable(self._facts.values())
+
+    def _initial_facts(self) -> list:
+        """The first facts TextWorld's ``PddlState`` adds at construction: the problem's
+        init atoms (less equalities, total-cost and distance relations)."""
+        from textworld.logic import Proposition, Variable
 
         def _atom2proposition(atom):
             if isinstance(atom, fast_downward.translate.pddl.conditions.Atom):
@@ -257,12 +346,92 @@ class CachedPddlState(PddlState):
                 return Proposition(name, [Variable(arg, self.name2type[arg]) for arg in atom.fluent.args])
             return None
 
-        self.add_facts(list(filter(None, (_atom2proposition(a) for a in self.task.init))))
+        return list(filter(None, (_atom2proposition(a) for a in self.task.init)))
+
+    def _initial_facts_of_library(self) -> list:
+        """The facts it adds next: the positive atoms of the library's freshly loaded
+        state (``get_state``, quadratic in the state size)."""
+        from textworld.envs.pddl.logic import Atom
+
         size = self.downward_lib.get_state_size()
         buf = (Atom * size)()
         self.downward_lib.get_state(buf)
         facts = [a.get_fact(self.name2type) for a in buf]
-        self.add_facts([f for f in facts if not f.is_negation])
+        return [f for f in facts if not f.is_negation]
+
+    def all_applicable_actions(self):
+        """``PddlState.all_applicable_actions`` with the per-operator work memoised.
+
+        Same actions in the same order (one per distinct operator name, first
+        occurrence kept; fresh ``Action`` objects, since callers set attributes on
+        them), and the same ``_operators`` map. What depends on the operator name only
+        -- its decoded text, the action name and the placeholder -> variable mapping --
+        is computed once per name and problem (:data:`_INITIAL`) instead of once per
+        call; the mapping dict is copied for every action.
+        """
+        from textworld.logic import Action, Placeholder, Variable
+
+        lib = self.downward_lib
+        count = lib.get_applicable_operators_count()
+        operators = (fast_downward.Operator * count)()
+        lib.get_applicable_operators(operators)
+        self._operators = {op.id: op for op in operators}
+        arr = np.frombuffer(operators, dtype=_OP_DTYPE) if count else None
+        ids = arr["id"].tolist() if count else []
+        raw = arr["name"].tolist() if count else []
+        memo = self._op_memo
+        actions = []
+        seen = set()
+        for op_id, name_bytes in zip(ids, raw):
+            if name_bytes in seen:
+                continue
+            seen.add(name_bytes)
+            hit = memo.get(name_bytes)
+            if hit is None:
+                splits = name_bytes.decode("cp1252").split()
+                name, arguments = splits[0], splits[1:]
+                mapping = {Placeholder(p.name.strip("?"), p.type_name): Variable(arg, p.type_name)
+                           for p, arg in zip(self._actions[name].parameters, arguments)}
+                hit = memo[name_bytes] = (name, mapping)
+            name, mapping = hit
+            action = Action(name=name, preconditions=[], postconditions=[])
+            action.id = op_id
+            action.mapping = dict(mapping)
+            action.command_template = self._logic.actions[name].template
+            action.feedback_rule = self._logic.actions[name].feedback_rule
+            actions.append(action)
+        return actions
+
+
+def _copy_tables(ps) -> tuple:
+    """Copies of a state's fact and variable tables (``_facts``, ``_vars_by_name``,
+    ``_vars_by_type``, ``_var_counts``), as :meth:`env.AlfworldEnv.snapshot` and
+    ``restore`` copy them: the same keys in the same order and equal sets (a set's
+    iteration order is not part of the state: it already varies between processes,
+    since the facts hash by their strings)."""
+    from collections import Counter, defaultdict
+
+    if isinstance(ps, tuple):
+        facts, vbn, vbt, vc = ps
+    else:
+        facts, vbn, vbt, vc = ps._facts, ps._vars_by_name, ps._vars_by_type, ps._var_counts
+    return (defaultdict(set, {k: set(v) for k, v in facts.items()}), dict(vbn),
+            defaultdict(set, {k: set(v) for k, v in vbt.items()}), Counter(vc))
+
+
+@dataclass
+class _Initial:
+    """Memo entry of one (domain, problem): the tables of a freshly constructed state
+    (:func:`_copy_tables`), and ``operator name (bytes) -> (action name, mapping)`` for
+    ``all_applicable_actions``."""
+
+    tables: tuple
+    operators: dict
+
+
+#: Per (domain, problem), the initial facts and operator memo of :class:`CachedPddlState`
+#: (least recently used dropped beyond :data:`_SAS_MAX`).
+_INITIAL: "OrderedDict[tuple, _Initial]" = OrderedDict()
 
 
 # ----------------------------------------------------------------- direct reads
@@ -295,3 +464,19 @@ def applicable_operators(lib) -> list:
         seen.add(name)
         out.append((op_id, name.decode("cp1252"), nb))
     return out
+
+
+def applicable_operator_ids(lib) -> list[int]:
+    """Ids of :func:`applicable_operators` (same operators, same order: one per distinct
+    name, the first listed), without decoding the names -- for searches that only apply
+    operators (:func:`frontier.frontier_check` below the first level)."""
+    n = lib.get_applicable_operators_count()
+    if n == 0:
+        return []
+    ops = (fast_downward.Operator * n)()
+    lib.get_applicable_operators(ops)
+    arr = np.frombuffer(ops, dtype=_OP_DTYPE)
+    first: dict[bytes, int] = {}
+    for op_id, name in zip(arr["id"].tolist(), arr["name"].tolist()):
+        first.setdefault(name, op_id)
+    return list(first.values())

@@ -86,6 +86,23 @@ FLUENT_PREDICATES = frozenset(
 )
 
 
+#: ``str`` of the facts :meth:`AlfworldEnv.fluent_facts` has met, keyed by the fact (a
+#: proposition's text is a function of its name and arguments, which its equality and
+#: hash compare); cleared beyond :data:`_FACT_TEXT_MAX` entries.
+_FACT_TEXT: dict = {}
+_FACT_TEXT_MAX = 200_000
+
+
+def _fact_text(prop) -> str:
+    """``str(prop)``, memoised in :data:`_FACT_TEXT`."""
+    text = _FACT_TEXT.get(prop)
+    if text is None:
+        if len(_FACT_TEXT) >= _FACT_TEXT_MAX:
+            _FACT_TEXT.clear()
+        text = _FACT_TEXT[prop] = str(prop)
+    return text
+
+
 class ReplayMismatch(RuntimeError):
     """A replayed step differs from its recorded counterpart (``step`` is the index)."""
 
@@ -129,10 +146,16 @@ class _PddlEnv(PddlEnv):
     command template depends only on the action's arguments and static facts
     (``receptacleAtLocation``), so the text is identical to the engine's (tested against
     ``command_cache=False``). Everything else (feedback, ``won``, facts, order of the
-    admissible list) is computed exactly as in ``PddlEnv._gather_infos``.
+    admissible list) is computed exactly as in ``PddlEnv._gather_infos``. With
+    ``intro_cache=True`` (class attribute) the intro text is derived once per load.
     """
 
     command_cache: bool = True
+    #: Derive the intro text (``#intro#``: the room and the task) once per loaded game and
+    #: hand the same text to every reset: it is a pure function of the initial state, the
+    #: entity names and the grammar, all fixed between loads (the grammar's derivation
+    #: takes the first applicable production and reads no random state).
+    intro_cache: bool = True
 
     def _gather_infos(self):  # noqa: D102
         if not self.command_cache:
@@ -199,6 +222,7 @@ class _PddlEnv(PddlEnv):
         self._entity_infos = self._get_entity_infos()
         self._command_cache = {}
         self._template_refs = {}
+        self._intro = None
 
     def reset(self):  # noqa: D102
         self._pddl_state = CachedPddlState(self.downward_lib, self._game_data["pddl_problem"], self._logic)
@@ -206,14 +230,17 @@ class _PddlEnv(PddlEnv):
         self.state = GameState()
         self._last_action = None
         self._moves = 0
-        context = {
-            "state": self._pddl_state,
-            "facts": list(self._pddl_state.facts),
-            "variables": {},
-            "mapping": {},
-            "entity_infos": self._entity_infos,
-        }
-        self.state.feedback = self._logic.grammar.derive("#intro#", context)
+        intro = self.__dict__.get("_intro") if self.intro_cache else None
+        if intro is None:
+            context = {
+                "state": self._pddl_state,
+                "facts": list(self._pddl_state.facts),
+                "variables": {},
+                "mapping": {},
+                "entity_infos": self._entity_infos,
+            }
+            intro = self._intro = self._logic.grammar.derive("#intro#", context)
+        self.state.feedback = intro
         self.state.raw = self.state.feedback
         self._gather_infos()
         return self.state
@@ -582,7 +609,7 @@ class AlfworldEnv:
         out = []
         for sig, props in ps._facts.items():
             if sig.name in FLUENT_PREDICATES:
-                out.extend(str(p) for p in props)
+                out.extend(map(_fact_text, props))
         return sorted(out)
 
     def state_key(self) -> str:

@@ -12,7 +12,9 @@ Two implementations give the same answer (tested on reached states of every task
 * :func:`frontier_check` -- the FAST path. It works on the fast-downward library directly:
   the applicable operators of a state (one per grounded action, i.e. per admissible
   command), ``apply_operator`` and ``check_goal`` (the same C-side goal test that sets
-  ``won``), with ``get_state_id``/``set_state_id`` to come back. No text is rendered.
+  ``won``), with ``get_state_id``/``set_state_id`` to come back. No text is rendered;
+  operator names are decoded at the root only (below it the search needs ids), and the
+  ids of the states reached at the last depth are not read (they are not expanded).
   ~1-10 ms per distance-two check in ALFWorld-size rooms.
 * :func:`frontier_check_reference` -- by clones and ``env.step`` on the rendered command
   text: ``method="snapshot"`` restores an in-process snapshot before each branch,
@@ -26,7 +28,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
-from agentstudies.envs.alfworld.engine import applicable_operators
+from agentstudies.envs.alfworld.engine import applicable_operator_ids, applicable_operators
 
 if TYPE_CHECKING:  # pragma: no cover
     from agentstudies.envs.alfworld.env import AlfworldEnv
@@ -128,21 +130,27 @@ def frontier_check(env: "AlfworldEnv", D: int = 2) -> FrontierCheck:
             nxt: list[tuple[int, int]] = []
             n_tested = 0
             any_win = False
+            last = depth == D  # the states reached at the last depth are not expanded
             for first, sid in level:
                 lib.set_state_id(sid)
-                ops = applicable_operators(lib)
-                n_tested += len(ops)
-                for op_id, _name, _ in ops:
+                if depth == 1:  # the root: names are needed for the winning actions
+                    ops = applicable_operators(lib)
+                    op_ids = [op[0] for op in ops]
+                    op_names = {op[0]: op[1] for op in ops}
+                else:  # below the root only ids are used (same operators, same order)
+                    op_ids = applicable_operator_ids(lib)
+                n_tested += len(op_ids)
+                for op_id in op_ids:
                     lib.set_state_id(sid)
                     lib.apply_operator(op_id, None)
                     f = op_id if depth == 1 else first
                     if lib.check_goal():
                         any_win = True
                         if depth == 1:
-                            winning.append(names.get(op_id, _name))
+                            winning.append(names.get(op_id, op_names[op_id]))
                         elif depth == 2:
                             bridges.add(names.get(f, str(f)))
-                    else:
+                    elif not last:
                         nxt.append((f, lib.get_state_id()))
             tested.append(n_tested)
             if any_win:
