@@ -446,16 +446,22 @@ def atoms(lib) -> list[str]:
 _OP_DTYPE = np.dtype([("id", "<i4"), ("name", "S1024"), ("nb", "<i4")])
 
 
+def _operator_array(lib) -> np.ndarray:
+    """The library's applicable operators of its current state as a structured array
+    (``id``, ``name`` bytes, ``nb``), in the library's order; empty if there are none."""
+    n = lib.get_applicable_operators_count()
+    if n == 0:
+        return np.zeros(0, dtype=_OP_DTYPE)
+    ops = (fast_downward.Operator * n)()
+    lib.get_applicable_operators(ops)
+    return np.frombuffer(ops, dtype=_OP_DTYPE)
+
+
 def applicable_operators(lib) -> list:
     """Applicable operators ``(id, name, n_effects)`` of the library's current state, one
     per distinct name, in the order the library lists them (the order
     ``PddlState.all_applicable_actions`` keeps). Names are decoded from cp1252."""
-    n = lib.get_applicable_operators_count()
-    if n == 0:
-        return []
-    ops = (fast_downward.Operator * n)()
-    lib.get_applicable_operators(ops)
-    arr = np.frombuffer(ops, dtype=_OP_DTYPE)
+    arr = _operator_array(lib)
     seen = set()
     out = []
     for op_id, name, nb in zip(arr["id"].tolist(), arr["name"].tolist(), arr["nb"].tolist()):
@@ -470,12 +476,7 @@ def applicable_operator_ids(lib) -> list[int]:
     """Ids of :func:`applicable_operators` (same operators, same order: one per distinct
     name, the first listed), without decoding the names -- for searches that only apply
     operators (:func:`frontier.frontier_check` below the first level)."""
-    n = lib.get_applicable_operators_count()
-    if n == 0:
-        return []
-    ops = (fast_downward.Operator * n)()
-    lib.get_applicable_operators(ops)
-    arr = np.frombuffer(ops, dtype=_OP_DTYPE)
+    arr = _operator_array(lib)
     first: dict[bytes, int] = {}
     for op_id, name in zip(arr["id"].tolist(), arr["name"].tolist()):
         first.setdefault(name, op_id)

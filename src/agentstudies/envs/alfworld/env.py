@@ -630,8 +630,9 @@ class AlfworldEnv:
 
     # ------------------------------------------------------------ step cache
     def _engine_state(self) -> tuple:
-        """The engine part of a snapshot: C-side state id, Python-side facts and
-        operators (copied), TextWorld's game states, move counter, the wrapper's state."""
+        """The engine part of a snapshot, copied: C-side state id, then Python-side facts
+        and operators, TextWorld's game states, move counter, the wrapper's state (the
+        layout :meth:`snapshot` stores after its state id)."""
         ps = self._pddl._pddl_state
         pe = self._pddl
         return (
@@ -648,8 +649,9 @@ class AlfworldEnv:
             self._state,
         )
 
-    def _set_engine_state(self, eng: tuple) -> None:
-        """Put the engine back into ``eng`` (from :meth:`_engine_state`), as :meth:`restore`."""
+    def _set_engine_state(self, eng: Sequence) -> None:
+        """Put the engine back into ``eng`` (from :meth:`_engine_state`; copies again, so
+        ``eng`` can be put back any number of times), as :meth:`restore` does."""
         from collections import Counter, defaultdict
 
         (sid, facts, vbn, vbt, vc, ops, st, prev, last, moves, state) = eng
@@ -723,26 +725,10 @@ class AlfworldEnv:
         """In-process clone of the current evaluation state (engine, history, budget)."""
         self._need_episode()
         self._claim_guard()
-        ps = self._pddl._pddl_state
-        pe = self._pddl
-        payload = (
-            {k: set(v) for k, v in ps._facts.items()},
-            dict(ps._vars_by_name),
-            {k: set(v) for k, v in ps._vars_by_type.items()},
-            ps._var_counts.copy(),
-            dict(getattr(ps, "_operators", {})),
-            pe.state,
-            pe.prev_state,
-            pe._last_action,
-            pe._moves,
-            self._state,
-            tuple(self._actions),
-            tuple(self._records),
-            ps,
-            self._episode_budget,
-            tuple(self._valid),
-        )
-        return Snapshot(self._token, self._generation, self.task_id, int(self._lib.get_state_id()), payload)
+        sid, *engine = self._engine_state()
+        payload = (*engine, tuple(self._actions), tuple(self._records), self._pddl._pddl_state,
+                   self._episode_budget, tuple(self._valid))
+        return Snapshot(self._token, self._generation, self.task_id, sid, payload)
 
     def restore(self, snap: Snapshot) -> dict[str, Any]:
         """Put the env back in the state of ``snap``. Returns :meth:`observe`.
@@ -750,8 +736,6 @@ class AlfworldEnv:
         Raises :class:`SnapshotError` if ``snap`` comes from another env, another task, or
         an earlier episode (taken before the latest ``reset``/``load_game``).
         """
-        from collections import Counter, defaultdict
-
         self._need_episode()
         self._claim_guard()
         if snap.env_token != self._token:
@@ -761,18 +745,10 @@ class AlfworldEnv:
                 f"stale snapshot: taken in episode generation {snap.generation} of {snap.task_id!r}, "
                 f"env is at generation {self._generation} of {self.task_id!r} (reset/load since)"
             )
-        (facts, vbn, vbt, vc, ops, st, prev, last, moves, state, actions, records, ps, budget, valid) = snap.payload
+        *engine, actions, records, ps, budget, valid = snap.payload
         if ps is not self._pddl._pddl_state:  # pragma: no cover - guarded by generation
             raise SnapshotError("snapshot belongs to a different engine state object")
-        self._lib.set_state_id(int(snap.state_id))
-        ps._facts = defaultdict(set, {k: set(v) for k, v in facts.items()})
-        ps._vars_by_name = dict(vbn)
-        ps._vars_by_type = defaultdict(set, {k: set(v) for k, v in vbt.items()})
-        ps._var_counts = Counter(vc)
-        ps._operators = dict(ops)
-        pe = self._pddl
-        pe.state, pe.prev_state, pe._last_action, pe._moves = st, prev, last, moves
-        self._state = state
+        self._set_engine_state((snap.state_id, *engine))
         self._actions = list(actions)
         self._records = list(records)
         self._valid = list(valid)
