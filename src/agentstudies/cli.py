@@ -340,6 +340,8 @@ def main(argv: Sequence[str] | None = None) -> int:
               "executed copy and artifacts are unchanged", file=sys.stderr, flush=True)
         if argv is None:  # the real command: nothing more (no asyncio tracebacks at exit)
             _silence_stderr()
+        else:  # called in process: leave logging as it was
+            logging.disable(logging.NOTSET)
         return 130
     finally:
         for sig, handler in saved.items():
@@ -347,8 +349,15 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _first_interrupt(signum: int, frame: Any) -> None:
+    """First Ctrl-C / SIGTERM: ignore further ones, silence logging, unwind.
+
+    The kernel gets the same Ctrl-C (one process group) and may die first; nbclient then
+    logs "Kernel died while waiting for execute reply." while the run unwinds, before the
+    command's one-line message. Logging is disabled here, at the signal, so that line is
+    the only output (``main`` re-enables it for in-process callers)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    logging.disable(logging.CRITICAL)
     raise KeyboardInterrupt
 
 
