@@ -371,14 +371,9 @@ class CachedPddlState(PddlState):
         """
         from textworld.logic import Action, Placeholder, Variable
 
-        lib = self.downward_lib
-        count = lib.get_applicable_operators_count()
-        operators = (fast_downward.Operator * count)()
-        lib.get_applicable_operators(operators)
+        operators, arr = _operator_array(self.downward_lib)
         self._operators = {op.id: op for op in operators}
-        arr = np.frombuffer(operators, dtype=_OP_DTYPE) if count else None
-        ids = arr["id"].tolist() if count else []
-        raw = arr["name"].tolist() if count else []
+        ids, raw = arr["id"].tolist(), arr["name"].tolist()
         memo = self._op_memo
         actions = []
         seen = set()
@@ -405,8 +400,8 @@ class CachedPddlState(PddlState):
 
 def _copy_tables(ps) -> tuple:
     """Copies of a state's fact and variable tables (``_facts``, ``_vars_by_name``,
-    ``_vars_by_type``, ``_var_counts``), as :meth:`env.AlfworldEnv.snapshot` and
-    ``restore`` copy them: the same keys in the same order and equal sets (a set's
+    ``_vars_by_type``, ``_var_counts``; from the state or from such a tuple), the one copy
+    that resets, :meth:`env.AlfworldEnv.snapshot`, ``restore`` and the step cache use: the same keys in the same order and equal sets (a set's
     iteration order is not part of the state: it already varies between processes,
     since the facts hash by their strings)."""
     from collections import Counter, defaultdict
@@ -446,22 +441,23 @@ def atoms(lib) -> list[str]:
 _OP_DTYPE = np.dtype([("id", "<i4"), ("name", "S1024"), ("nb", "<i4")])
 
 
-def _operator_array(lib) -> np.ndarray:
-    """The library's applicable operators of its current state as a structured array
-    (``id``, ``name`` bytes, ``nb``), in the library's order; empty if there are none."""
+def _operator_array(lib) -> tuple:
+    """The library's applicable operators of its current state, in the library's order:
+    the ctypes ``Operator`` array and a structured view of it (``id``, ``name`` bytes,
+    ``nb``); both empty if there are none."""
     n = lib.get_applicable_operators_count()
-    if n == 0:
-        return np.zeros(0, dtype=_OP_DTYPE)
     ops = (fast_downward.Operator * n)()
+    if n == 0:
+        return ops, np.zeros(0, dtype=_OP_DTYPE)
     lib.get_applicable_operators(ops)
-    return np.frombuffer(ops, dtype=_OP_DTYPE)
+    return ops, np.frombuffer(ops, dtype=_OP_DTYPE)
 
 
 def applicable_operators(lib) -> list:
     """Applicable operators ``(id, name, n_effects)`` of the library's current state, one
     per distinct name, in the order the library lists them (the order
     ``PddlState.all_applicable_actions`` keeps). Names are decoded from cp1252."""
-    arr = _operator_array(lib)
+    _, arr = _operator_array(lib)
     seen = set()
     out = []
     for op_id, name, nb in zip(arr["id"].tolist(), arr["name"].tolist(), arr["nb"].tolist()):
@@ -476,7 +472,7 @@ def applicable_operator_ids(lib) -> list[int]:
     """Ids of :func:`applicable_operators` (same operators, same order: one per distinct
     name, the first listed), without decoding the names -- for searches that only apply
     operators (:func:`frontier.frontier_check` below the first level)."""
-    arr = _operator_array(lib)
+    _, arr = _operator_array(lib)
     first: dict[bytes, int] = {}
     for op_id, name in zip(arr["id"].tolist(), arr["name"].tolist()):
         first.setdefault(name, op_id)

@@ -53,6 +53,7 @@ from alfworld.agents.environment.alfred_tw_env import AlfredDemangler, AlfredInf
 
 from agentstudies.envs.alfworld.engine import (
     CachedPddlState,
+    _copy_tables,
     applicable_operators,
     atoms,
     enable_parse_cache,
@@ -637,10 +638,7 @@ class AlfworldEnv:
         pe = self._pddl
         return (
             int(self._lib.get_state_id()),
-            {k: set(v) for k, v in ps._facts.items()},
-            dict(ps._vars_by_name),
-            {k: set(v) for k, v in ps._vars_by_type.items()},
-            ps._var_counts.copy(),
+            *_copy_tables(ps),
             dict(getattr(ps, "_operators", {})),
             pe.state,
             pe.prev_state,
@@ -652,15 +650,10 @@ class AlfworldEnv:
     def _set_engine_state(self, eng: Sequence) -> None:
         """Put the engine back into ``eng`` (from :meth:`_engine_state`; copies again, so
         ``eng`` can be put back any number of times), as :meth:`restore` does."""
-        from collections import Counter, defaultdict
-
         (sid, facts, vbn, vbt, vc, ops, st, prev, last, moves, state) = eng
         ps = self._pddl._pddl_state
         self._lib.set_state_id(int(sid))
-        ps._facts = defaultdict(set, {k: set(v) for k, v in facts.items()})
-        ps._vars_by_name = dict(vbn)
-        ps._vars_by_type = defaultdict(set, {k: set(v) for k, v in vbt.items()})
-        ps._var_counts = Counter(vc)
+        ps._facts, ps._vars_by_name, ps._vars_by_type, ps._var_counts = _copy_tables((facts, vbn, vbt, vc))
         ps._operators = dict(ops)
         pe = self._pddl
         pe.state, pe.prev_state, pe._last_action, pe._moves = st, prev, last, moves
