@@ -55,3 +55,31 @@ def test_workers_run_items_in_chunks_with_one_blas_thread():
     pids = [p for p, _ in out]
     # contiguous chunks: the worker changes far fewer times than item by item
     assert sum(a != b for a, b in zip(pids, pids[1:])) < 20
+
+
+def _gc_threshold(item, rng):
+    import gc
+
+    return gc.get_threshold()
+
+
+def test_collector_threshold_raised_in_workers_never_lowered_and_off_left_off():
+    import gc
+
+    from agentstudies.parallel import GC_THRESHOLD0, tune_collector
+
+    out = seeded_map(_gc_threshold, 4, seed=0, n_jobs=2, backend="loky")
+    assert all(t[0] == GC_THRESHOLD0 for t in out)  # a fresh worker starts at CPython's 700
+    saved = gc.get_threshold()
+    try:
+        gc.set_threshold(700, 7, 9)
+        tune_collector()
+        assert gc.get_threshold() == (GC_THRESHOLD0, 7, 9)  # only the first threshold moves
+        gc.set_threshold(5 * GC_THRESHOLD0, 10, 10)
+        tune_collector()
+        assert gc.get_threshold()[0] == 5 * GC_THRESHOLD0  # a user's larger value is kept
+        gc.set_threshold(0, 10, 10)
+        tune_collector()
+        assert gc.get_threshold()[0] == 0  # threshold 0 (collection off) stays off
+    finally:
+        gc.set_threshold(*saved)

@@ -130,6 +130,10 @@ class Chapter:
         if not self.name or "/" in self.name:
             raise ValueError(f"chapter name must be a plain folder name, got {self.name!r}")
         self.params = dict(self.params)
+        # the chapter's kernel collects cycles in larger batches (speed only; see there)
+        from agentstudies.parallel import tune_collector
+
+        tune_collector()
         # Start from an empty folder so a run never leaves tables of two runs side by side;
         # the marker stays until finish() and flags a run that stopped part-way.
         folder = self.artifacts

@@ -210,8 +210,17 @@ def mock_tau2_evals(workflows: Sequence[str], log_dir: str, *, n_jobs: int = 1, 
     from joblib import Parallel, delayed
 
     paths = Parallel(n_jobs=min(int(n_jobs), len(workflows)), backend="loky")(
-        delayed(mock_tau2_eval)(w, log_dir, **kwargs) for w in workflows)
+        delayed(_mock_tau2_eval_worker)(w, log_dir, **kwargs) for w in workflows)
     return dict(zip(workflows, paths))
+
+
+def _mock_tau2_eval_worker(workflow: str, log_dir: str, **kwargs: Any) -> str:
+    # a worker process of ours: collect cycles in larger batches, as seeded_map's workers
+    # (Inspect's pydantic events; about a third less CPU per sample, the same log)
+    from agentstudies.parallel import tune_collector
+
+    tune_collector()
+    return mock_tau2_eval(workflow, log_dir, **kwargs)
 
 
 def _stable_name(location: str, name: str) -> str:
