@@ -166,3 +166,38 @@ def test_feature_memo_equals_fresh_hashing():
     for b, c, f16, f12 in seen:
         assert np.array_equal(f16, L.candidate_features(b, c)) and np.array_equal(f12, L.candidate_features(b, c, 12))
     assert not seen[0][2].flags.writeable
+
+
+def test_reads_memo_key_determines_the_atoms_on_real_episodes():
+    """The memo keyed by what the atoms read (context + the candidate's own reads) never
+    maps two different atom lists to one key: across sampled episodes of every task type
+    each key meets exactly one atom string, and every memoised array equals the one built
+    afresh from the atom strings with both memos empty."""
+    from agentstudies.agents import _alfworld_learned as L
+    from agentstudies.envs.alfworld.generate import TASK_TYPES
+
+    env = AlfworldEnv(budget=30)
+    pol = LearnedAlfworldPolicy.load("RL", temperature=1.0)
+    seen, atoms_of_key = [], {}
+    for k, task_type in enumerate(TASK_TYPES):
+        env.load_game(small_game(task_type))
+        for ep in range(2):
+            pol.reset(task_type, ep, role="eval")
+            env.reset(ep)
+            while not env.done:
+                env.step(pol.act({"goal": env.goal, "observation": env.observation}))
+                b = copy.deepcopy(pol.belief)
+                for c in L.candidate_commands(b) + ["examine " + (b.holding or "x 1"), "inventory"]:
+                    key = (L._context(b, (1 << 16) - 1), L._reads(b, c))
+                    atoms = repr(L._atoms(b, c)) + repr(b.goal_tokens)
+                    assert atoms_of_key.setdefault(key, atoms) == atoms, (key, atoms, atoms_of_key[key])
+                    seen.append((b, c, L.candidate_features(b, c)))
+    env.close()
+    verbs = {c.split(" ")[0] for _, c, _ in seen}
+    assert {"go", "take", "move", "open", "examine", "look"} <= verbs, verbs
+    assert any(b.holding is not None and b.treated.get(b.holding) for b, _, _ in seen)  # treatments were read
+    assert len(atoms_of_key) < len(seen)  # the memo is hit
+    L._READS_CACHE.clear()
+    L._FEATURE_CACHE.clear()
+    for b, c, f in seen[::7]:
+        assert np.array_equal(f, L._hashed_features(b, c, (1 << 16) - 1))

@@ -408,18 +408,8 @@ _FEATURE_CACHE: dict[str, np.ndarray] = {}
 _FEATURE_CACHE_MAX = 50_000
 
 
-def candidate_features(b: Belief, c: str, dim_log2: int = DIM_LOG2) -> np.ndarray:
-    """Hashed feature indices ``phi(goal, belief, c)`` (int64; may repeat; read-only).
-
-    The keys are the plain atoms, the conjoinable atoms, then every conjoinable atom
-    ``|g=`` every goal token, then the goal-only atoms (e.g. the class of a receptacle to
-    go to while holding a goal object, which only means something given the goal)
-    ``|g=`` every goal token, each hashed by CRC-32 into ``2**dim_log2`` slots (hashes are
-    memoised; the order of the keys is fixed, so scores are summed in a fixed order).
-    The resulting array is memoised per (atoms, goal tokens, ``dim_log2``): beliefs
-    that differ only in what this candidate's atoms do not read share one array.
-    """
-    mask = (1 << dim_log2) - 1
+def _hashed_features(b: Belief, c: str, mask: int) -> np.ndarray:
+    """The feature array of ``c`` built from its atom strings (memoised per atoms)."""
     plain, conj, goal_only = _atoms(b, c)
     g = b.goal_tokens
     key = "\x1f".join(("\x1e".join(plain), "\x1e".join(conj), "\x1e".join(goal_only), "\x1e".join(g), str(mask)))
@@ -439,9 +429,88 @@ def candidate_features(b: Belief, c: str, dim_log2: int = DIM_LOG2) -> np.ndarra
     return hit
 
 
+#: Memo of :func:`candidate_features` keyed by what the atoms *read* instead of the atom
+#: strings themselves: per belief context (:func:`_context`), a dict from the
+#: candidate's own reads (:func:`_reads`) to its feature array. Building the atom strings
+#: was most of a decision's cost; equal reads give equal atoms, so the arrays are those
+#: of :func:`_hashed_features` (tested on every decision of real episodes). Cleared when
+#: it holds :data:`_READS_CACHE_MAX` contexts.
+_READS_CACHE: dict[tuple, dict[tuple, np.ndarray]] = {}
+_READS_CACHE_MAX = 20_000
+
+
+def _context(b: Belief, mask: int) -> tuple:
+    """What :func:`_atoms` reads from the belief for every candidate alike: the held
+    object's relation to the goal and its treatments, the last failure, the placed
+    bucket, the lamp, the goal tokens (and the hash width)."""
+    if b.holding is None:
+        hold, treat = "none", ()
+    else:
+        hold = "goal" if _cls(b.holding) in b.goal_tokens else "other"
+        treat = tuple(sorted(b.treated.get(b.holding, ())))
+    return hold, treat, b.last_failed, _bucket(len(b.placed)), b.lamp_on, b.goal_tokens, mask
+
+
+def _reads(b: Belief, c: str) -> tuple:
+    """What :func:`_atoms` reads for candidate ``c`` beyond :func:`_context` (mirrors its
+    dispatch on the verb: go / open-close-examine a receptacle / take / the rest)."""
+    words = c.split(" ")
+    verb = words[0]
+    own = (c, _bucket(b.tried.get(c, 0)), c == b.last_command, c in b.failed)
+    if verb == "go":
+        r = c[6:]
+        seen = b.contents.get(r)
+        g = b.goal_tokens
+        goal_obj = sum(1 for o in (seen or []) if _cls(o) in g and o not in b.placed)
+        return own + (_bucket(b.visits.get(r, 0)), seen is not None, r in b.closed, _bucket(goal_obj),
+                      r == b.prev_at)
+    if verb in ("open", "close", "examine") and len(words) == 3:
+        r = c.split(" ", 1)[1]
+        return own + (r in b.receptacles, _bucket(b.visits.get(r, 0)))
+    if verb == "take":
+        return own + (c[5:].split(" from ")[0] == b.last_moved,)
+    return own
+
+
+def _features_in(b: Belief, c: str, memo: dict, mask: int) -> np.ndarray:
+    key = _reads(b, c)
+    hit = memo.get(key)
+    if hit is None:
+        hit = memo[key] = _hashed_features(b, c, mask)
+    return hit
+
+
+def _context_memo(b: Belief, mask: int) -> dict:
+    ctx = _context(b, mask)
+    memo = _READS_CACHE.get(ctx)
+    if memo is None:
+        if len(_READS_CACHE) >= _READS_CACHE_MAX:
+            _READS_CACHE.clear()
+        memo = _READS_CACHE[ctx] = {}
+    return memo
+
+
+def candidate_features(b: Belief, c: str, dim_log2: int = DIM_LOG2) -> np.ndarray:
+    """Hashed feature indices ``phi(goal, belief, c)`` (int64; may repeat; read-only).
+
+    The keys are the plain atoms, the conjoinable atoms, then every conjoinable atom
+    ``|g=`` every goal token, then the goal-only atoms (e.g. the class of a receptacle to
+    go to while holding a goal object, which only means something given the goal)
+    ``|g=`` every goal token, each hashed by CRC-32 into ``2**dim_log2`` slots (hashes are
+    memoised; the order of the keys is fixed, so scores are summed in a fixed order).
+    The resulting array is memoised per (atoms, goal tokens, ``dim_log2``) and per what
+    the atoms read from the belief: beliefs that differ only in what this candidate's
+    atoms do not read share one array.
+    """
+    mask = (1 << dim_log2) - 1
+    return _features_in(b, c, _context_memo(b, mask), mask)
+
+
 def featurize(b: Belief, cands: Sequence[str], dim_log2: int = DIM_LOG2) -> tuple[np.ndarray, np.ndarray]:
     """Features of all candidates: ``(idx, owner)`` -- feature index and candidate number."""
-    parts = [candidate_features(b, c, dim_log2) for c in cands]
+    mask = (1 << dim_log2) - 1
+    memo = _context_memo(b, mask)
+    parts = [_features_in(b, c, memo, mask) for c in cands]
     owner = np.repeat(np.arange(len(parts)), [len(p) for p in parts])
     idx = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
     return idx, owner
