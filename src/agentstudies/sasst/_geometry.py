@@ -114,9 +114,12 @@ def _w1_sorted(order: np.ndarray, gaps: np.ndarray, u: np.ndarray, w: np.ndarray
     L, n = order.shape
     G = d.shape[1]
     out = np.empty((G, L))
+    flat = order.ravel()
     step = max(1, max_block // max(1, L * n))
     for a in range(0, G, step):
-        D = d[:, a:a + step][order]  # (L, n, g)
+        # the same gather as d[:, a:a + step][order], by flat row index (``take``): several
+        # times faster for the few rows a radius screen asks for, the same values
+        D = (d if step >= G else d[:, a:a + step]).take(flat, axis=0).reshape(L, n, -1)  # (L, n, g)
         np.cumsum(D, axis=1, out=D)
         np.abs(D, out=D)
         out[a:a + step] = np.matmul(gaps[:, None, :], D[:, :-1])[:, 0, :].T
