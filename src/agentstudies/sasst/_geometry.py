@@ -101,6 +101,21 @@ def sorted_support(proj: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return order, gaps
 
 
+def _cumsum_axis1(D: np.ndarray) -> np.ndarray:
+    """``np.cumsum(D, axis=1, out=D)`` for a C-contiguous (L, n, g) array, bit for bit.
+
+    NumPy accumulates along a middle axis element by element with a stride of ``g``; for
+    ``g >= 4`` and long rows, adding each (L, g) slab to the next is the same sequence of
+    additions (so the same values) and about three times faster.
+    """
+    n, g = D.shape[1], D.shape[2]
+    if g < 4 or n * g < 1600:
+        return np.cumsum(D, axis=1, out=D)
+    for i in range(1, n):
+        np.add(D[:, i], D[:, i - 1], out=D[:, i])
+    return D
+
+
 def _w1_sorted(order: np.ndarray, gaps: np.ndarray, u: np.ndarray, w: np.ndarray,
                max_block: int = 1 << 22) -> np.ndarray:
     """:func:`weighted_w1_same_support` from :func:`sorted_support`'s ``(order, gaps)``: (G, L).
@@ -120,7 +135,7 @@ def _w1_sorted(order: np.ndarray, gaps: np.ndarray, u: np.ndarray, w: np.ndarray
         # the same gather as d[:, a:a + step][order], by flat row index (``take``): several
         # times faster for the few rows a radius screen asks for, the same values
         D = (d if step >= G else d[:, a:a + step]).take(flat, axis=0).reshape(L, n, -1)  # (L, n, g)
-        np.cumsum(D, axis=1, out=D)
+        _cumsum_axis1(D)
         np.abs(D, out=D)
         out[a:a + step] = np.matmul(gaps[:, None, :], D[:, :-1])[:, 0, :].T
     return out
