@@ -104,12 +104,14 @@ def sorted_support(proj: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def _cumsum_axis1(D: np.ndarray) -> np.ndarray:
     """``np.cumsum(D, axis=1, out=D)`` for a C-contiguous (L, n, g) array, bit for bit.
 
-    NumPy accumulates along a middle axis element by element with a stride of ``g``; for
-    ``g >= 4`` and long rows, adding each (L, g) slab to the next is the same sequence of
-    additions (so the same values) and about three times faster.
+    NumPy accumulates along a middle axis element by element with a stride of ``g``;
+    adding each (L, g) slab to the next is the same sequence of additions (so the same
+    values), and faster once a slab holds ``L * g >= 2048`` values (measured: 1.2x at
+    (64, 500, 32), 2.2x at (64, 1000, 64); slower below, where the per-slab call costs
+    more than it saves, e.g. a radius screen's few rows).
     """
-    n, g = D.shape[1], D.shape[2]
-    if g < 4 or n * g < 1600:
+    L, n, g = D.shape
+    if L * g < 2048 or n < 100:
         return np.cumsum(D, axis=1, out=D)
     for i in range(1, n):
         np.add(D[:, i], D[:, i - 1], out=D[:, i])
