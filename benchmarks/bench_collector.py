@@ -8,7 +8,7 @@ by side in one run:
               engine loads (PDDL->SAS translation), steps, the trained policy
   training    SFT + 2 REINFORCE iterations of the linear ALFWorld policy, 3 problems/type
   inspect     one Inspect eval of the mock tau2 agent, 4 retail samples
-  study_a     SASST Study A (Table 4, M = 1000, R = 5), 30 trials, one process
+  study_a     SASST Study A (Table 4, M = 1000, R = 5), 100 trials, one process
 
 For each: CPU seconds at threshold 700 and at GC_THRESHOLD0, their ratio, and whether
 the result's digest is the same (it must be: the setting is speed only).
@@ -22,6 +22,7 @@ import argparse
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 WORKLOAD = r'''
 import gc, hashlib, json, os, sys, tempfile, time
@@ -52,7 +53,7 @@ else:
     from agentstudies.studies import sasst_calibration as cal
     design = cal.StudyADesign()
     def run():
-        return cal.run_table4(design=design, M_values=[1000], R_values=[5], n_trials=30, n_draws=2000, seed=1,
+        return cal.run_table4(design=design, M_values=[1000], R_values=[5], n_trials=100, n_draws=2000, seed=1,
                               n_jobs=1, truth_points=65536).to_csv()
 gc.set_threshold(threshold, *gc.get_threshold()[1:])
 t0 = time.process_time()
@@ -74,7 +75,7 @@ def main(argv: list[str] | None = None) -> dict:
         for threshold in (700, GC_THRESHOLD0):
             out = subprocess.run([sys.executable, "-c", WORKLOAD, name, str(threshold)], capture_output=True,
                                  text=True, check=True)
-            got[threshold] = json.loads(out.stdout.strip().splitlines()[-1])
+            got[threshold] = json.loads(out.stdout.strip().splitlines()[-1])  # the workload's last line
         a, b = got[700], got[GC_THRESHOLD0]
         res[name] = {"cpu_s_default": a["cpu_s"], "cpu_s_tuned": b["cpu_s"], "ratio": b["cpu_s"] / a["cpu_s"],
                      "same_result": a["digest"] == b["digest"]}
@@ -82,8 +83,7 @@ def main(argv: list[str] | None = None) -> dict:
         print(f"{name:10s} {r['cpu_s_default']:12.2f} {r['cpu_s_tuned']:9.2f} {r['ratio']:6.2f}  {r['same_result']}",
               flush=True)
     if args.json:
-        with open(args.json, "w") as fh:
-            json.dump(res, fh, indent=1)
+        Path(args.json).write_text(json.dumps(res, indent=1) + "\n")
     return res
 
 
