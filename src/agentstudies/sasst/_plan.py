@@ -207,7 +207,8 @@ class ComparisonPlan:
         np.multiply(Z, s[:, None], out=H[:, :J])
         H[:, J] = s
         # per split r: [cand * w_S, w_S, cand * w_E, w_E] with w_S = s 1{k in S_r}, w_E = s 1{k in E_r};
-        # written in place through a view of H (no (N, 2R, C) temporaries: H is the only large array)
+        # written in place through a view of H (no (N, 2R, C) temporaries: besides H only the
+        # (N, R, 2) split weights are allocated)
         blocks = H[:, J + 1:].reshape(n, R, 2, C + 1)
         member = masks.T
         # the split weights once in a small contiguous (N, R, 2) array, then one product per
