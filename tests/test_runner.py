@@ -614,6 +614,30 @@ def test_side_by_side_order_prefers_the_same_profiles_last_run(tmp_path):
     assert _last_seconds(tmp_path, "a", "paper") == 5.0
 
 
+def test_a_fresh_clone_orders_its_first_run_by_the_shipped_durations(tmp_path):
+    from agentstudies.runner import REFERENCE_DURATIONS_FILE, _last_seconds, _record_seconds, toc_chapters
+
+    (tmp_path / "notebooks").mkdir()
+    (tmp_path / REFERENCE_DURATIONS_FILE).write_text(json.dumps({"paper": {"a": 200.0, "b": 30.0}}))
+    executed = tmp_path / "book" / "chapters"
+    executed.mkdir(parents=True)
+    (executed / "a.ipynb").write_text(json.dumps({"metadata": {"papermill": {"duration": 4.0}}}))
+    # no record of this checkout's own: the shipped time at the profile beats a quick-run copy
+    assert _last_seconds(tmp_path, "a", "paper") == 200.0 and _last_seconds(tmp_path, "b", "paper") == 30.0
+    assert _last_seconds(tmp_path, "a", "quick") == 4.0  # not shipped for quick: the executed copy
+    assert _last_seconds(tmp_path, "c", "paper") == float("inf")
+    _record_seconds(tmp_path, "paper", "b", 500.0)  # this checkout's own run wins
+    assert _last_seconds(tmp_path, "b", "paper") == 500.0
+    (tmp_path / REFERENCE_DURATIONS_FILE).write_text('{"paper": [1, 2]}')  # malformed: ignored
+    assert _last_seconds(tmp_path, "a", "paper") == 4.0
+
+    # the shipped file names real chapters, each with a positive time
+    shipped = json.loads((Path(__file__).resolve().parents[1] / REFERENCE_DURATIONS_FILE).read_text())
+    toc = set(toc_chapters(Path(__file__).resolve().parents[1]))
+    assert set(shipped) == {"paper"} and set(shipped["paper"]) == toc
+    assert all(v > 0 for v in shipped["paper"].values())
+
+
 def test_confidence_levels_are_checked_up_front(tmp_path):
     nb = make_notebook(tmp_path / "lv.ipynb", "level = 0.95\nalpha = 0.05\nci_level = 0.9\n", [])
     for name, bad in (("level", 1.5), ("level", 0), ("alpha", 1), ("ci_level", -0.1)):

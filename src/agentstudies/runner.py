@@ -1028,9 +1028,9 @@ def _run_side_by_side(chapters: Sequence[str], profile: str, jobs: int | None, r
 DURATIONS_FILE = Path("book") / "chapters" / ".durations.json"
 
 
-def _durations(root: Path) -> dict[str, dict[str, float]]:
+def _durations(root: Path, name: Path = DURATIONS_FILE) -> dict[str, dict[str, float]]:
     try:
-        data = json.loads((root / DURATIONS_FILE).read_text())
+        data = json.loads((root / name).read_text())
         return data if isinstance(data, dict) else {}
     except (OSError, ValueError):
         return {}
@@ -1050,12 +1050,22 @@ def _record_seconds(root: Path, profile: str, chapter: str, seconds: float) -> N
         pass
 
 
+#: Shipped wall times (``{profile: {chapter: s}}``, one ``make paper`` on 2 cores): they
+#: order a fresh clone's first ``book --at-once`` run, which has no :data:`DURATIONS_FILE`
+#: (without them it ran the chapters in TOC order and ended on the longest ones).
+REFERENCE_DURATIONS_FILE = Path("notebooks") / "durations.json"
+
+
 def _last_seconds(root: Path, chapter: str, profile: str | None = None) -> float:
-    """Wall time of the chapter's last run at ``profile`` (:data:`DURATIONS_FILE`), else of
-    its last executed copy (papermill's ``duration``, any profile), else +inf."""
-    known = _durations(root).get(str(profile), {}).get(chapter)
-    if isinstance(known, (int, float)):
-        return float(known)
+    """Wall time of the chapter's last run at ``profile`` (:data:`DURATIONS_FILE`), else the
+    shipped time at ``profile`` (:data:`REFERENCE_DURATIONS_FILE`), else that of its last
+    executed copy (papermill's ``duration``, any profile), else +inf. Only the order of a
+    side-by-side run depends on it, never a table."""
+    for table in (_durations(root), _durations(root, REFERENCE_DURATIONS_FILE)):
+        known = table.get(str(profile), {})
+        known = known.get(chapter) if isinstance(known, dict) else None
+        if isinstance(known, (int, float)):
+            return float(known)
     try:
         meta = json.loads((root / "book" / "chapters" / f"{chapter}.ipynb").read_text())["metadata"]
         return float(meta["papermill"]["duration"])
