@@ -981,8 +981,9 @@ def _run_side_by_side(chapters: Sequence[str], profile: str, jobs: int | None, r
     :class:`RunResult` (or its error) as JSON. Ctrl-C / SIGTERM here sends SIGTERM to the
     running children, waits for them (each keeps its last good chapter) and re-raises."""
 
-    # longest first (by the last run at this profile, else the last executed copy; never-run
-    # chapters first), so the run does not end with one long chapter on one core
+    # longest first (by the last run at this profile, else the shipped time, else the last
+    # executed copy; chapters with none first), so the run does not end with one long
+    # chapter on one core
     todo = sorted(enumerate(chapters, 1), key=lambda ic: -_last_seconds(root, ic[1], profile))
     running: dict[str, tuple[subprocess.Popen, Path]] = {}
     done: dict[str, RunResult] = {}
@@ -1052,7 +1053,8 @@ def _record_seconds(root: Path, profile: str, chapter: str, seconds: float) -> N
 
 #: Shipped wall times (``{profile: {chapter: s}}``, one ``make paper`` on 2 cores): they
 #: order a fresh clone's first ``book --at-once`` run, which has no :data:`DURATIONS_FILE`
-#: (without them it ran the chapters in TOC order and ended on the longest ones).
+#: (without them it ran the chapters in TOC order, which put the two impossible-task chapters
+#: side by side at the end and cost the second its reuse of the first's sandbox verdicts).
 REFERENCE_DURATIONS_FILE = Path("notebooks") / "durations.json"
 
 
