@@ -173,3 +173,70 @@ def test_summaries_give_the_rows_of_the_full_samples(tau2_logs, error_log):
         full = sorted(str(_sample_row(s, scorer, value_to_float())) for s in read_eval_log_samples(path))
         assert fast == full and len(full) == (4 * 2 if path != error_log else 6 * 2)
         assert ("'flagged': True" in "".join(full)) == (path == error_log)
+
+
+def _trials_table(outcomes, workflow="w"):
+    return pd.DataFrame([{"task_id": t, "seed": s, "workflow": workflow, "score": float(o)}
+                         for t, trials in enumerate(outcomes) for s, o in enumerate(trials)])
+
+
+def test_pass_hat_k_by_groups_matches_brute_force_per_group():
+    rng = np.random.default_rng(7)
+    a = [list(rng.random(4) < p) for p in (0.3, 0.6, 0.8)]
+    b = [list(rng.random(4) < p) for p in (0.1, 0.9, 0.5, 0.95)]
+    df = pd.concat([_trials_table(a, "A"), _trials_table(b, "B")], ignore_index=True)
+    for k in (1, 2, 4):
+        got = pass_hat_k(df, k).set_index("workflow")
+        assert math.isclose(got.loc["A", "pass_hat_k"], _brute_pass_hat_k(a, k), rel_tol=1e-12)
+        assert math.isclose(got.loc["B", "pass_hat_k"], _brute_pass_hat_k(b, k), rel_tol=1e-12)
+        assert got["n_tasks"].tolist() == [3, 4] and got["trials_per_task"].tolist() == [4, 4]
+    # no grouping: all tasks of both workflows pooled (task ids overlap: 0..2 in both, so group by nothing
+    # needs distinct ids)
+    pooled = pd.concat([_trials_table(a).assign(task_id=lambda d: "a" + d["task_id"].astype(str)),
+                        _trials_table(b).assign(task_id=lambda d: "b" + d["task_id"].astype(str))])
+    assert math.isclose(pass_hat_k(pooled, 2, by=()).loc[0, "pass_hat_k"], _brute_pass_hat_k(a + b, 2), rel_tol=1e-12)
+
+
+def test_pass_hat_k_ids_compare_as_text_and_bools_count_as_0_1():
+    outcomes = [[True, True, False], [True, True, True]]
+    df = _trials_table(outcomes)
+    # task 0 written as int in some rows and as "0" text in others is still one task of 3 trials
+    mixed = df.astype({"task_id": object})
+    mixed.loc[mixed.index[1], "task_id"] = "0"
+    mixed.loc[mixed.index[2], "task_id"] = 0.0
+    got = pass_hat_k(mixed, 3)
+    assert got["n_tasks"].item() == 2 and math.isclose(got["pass_hat_k"].item(), _brute_pass_hat_k(outcomes, 3))
+    as_bool = df.assign(score=df["score"].astype(bool))
+    assert math.isclose(pass_hat_k(as_bool, 2)["pass_hat_k"].item(), _brute_pass_hat_k(outcomes, 2))
+
+
+@pytest.mark.parametrize("change, match", [
+    (lambda d: pd.concat([d.astype({"task_id": object}), d.iloc[[0]].assign(task_id="0")]), "repeat a .*w/0/0"),
+    (lambda d: pd.concat([d, d.iloc[[3]]]), r"repeat a \(workflow, task_id, seed\)"),
+    (lambda d: d.assign(score=[np.inf] + [1.0] * (len(d) - 1)), "infinite score in column 'score'"),
+    (lambda d: d.assign(score=[-np.inf] + [1.0] * (len(d) - 1)), "infinite score in column 'score'"),
+    (lambda d: d.assign(score=[np.nan] + [1.0] * (len(d) - 1)), "NaN score in column 'score'"),
+    (lambda d: d.assign(score=["C"] * len(d)), "column 'score' holds text, e.g. 'C'"),
+    (lambda d: d.assign(score=["1"] + [1.0] * (len(d) - 1)), "column 'score' holds text"),
+    (lambda d: d.assign(seed=[None] + list(d["seed"])[1:]), "column 'seed' is missing"),
+    (lambda d: d.drop(columns="seed"), "needs column"),
+    (lambda d: d.iloc[:0], "empty"),
+])
+def test_pass_hat_k_refuses_bad_tables(change, match):
+    df = _trials_table([[True, False, True], [True, True, True]])
+    with pytest.raises((ValueError, KeyError), match=match):
+        pass_hat_k(change(df), 1)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"k": True}, "k must be a positive integer"), ({"k": 0}, "k must be a positive integer"),
+    ({"k": 2.0}, "k must be a positive integer"), ({"k": "2"}, "k must be a positive integer"),
+    ({"k": 1, "success": float("nan")}, "success must be a finite number"),
+    ({"k": 1, "success": float("inf")}, "success must be a finite number"),
+    ({"k": 1, "success": True}, "success must be a finite number"),
+])
+def test_pass_hat_k_refuses_bad_parameters(kwargs, match):
+    df = _trials_table([[True, False, True], [True, True, True]])
+    with pytest.raises(ValueError, match=match):
+        pass_hat_k(df, **kwargs)
+    assert pass_hat_k(df, np.int64(1))["pass_hat_k"].item() == pytest.approx(_brute_pass_hat_k([[1, 0, 1], [1, 1, 1]], 1))

@@ -275,6 +275,39 @@ def _apply_on_error(df: pd.DataFrame, on_error: str) -> pd.DataFrame:
     return df
 
 
+def _id_text(value: Any) -> str:
+    """One text form per id: ``5``, ``5.0``, ``np.int64(5)`` and ``"5"`` are all ``"5"``."""
+    if isinstance(value, (bool, np.bool_)):
+        return str(value)
+    if isinstance(value, (int, np.integer)):
+        return str(int(value))
+    if isinstance(value, (float, np.floating)) and float(value).is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def _trial_scores(col: pd.Series, keys: pd.Series) -> np.ndarray:
+    """The ``score`` column as floats: booleans 0/1; text, NaN and +/-inf refused with rows."""
+    if pd.api.types.is_bool_dtype(col):
+        return col.to_numpy(dtype=float)
+    if not pd.api.types.is_numeric_dtype(col):
+        text = np.array([isinstance(v, (str, bytes)) for v in col])
+        if text.any():
+            raise ValueError(
+                f"pass_hat_k: column 'score' holds text, e.g. {col[text].iloc[0]!r} for {keys[text].iloc[0]}; "
+                "map it to numbers first (from_inspect_log maps Inspect's C/I/P/N to 1/0/0.5/0)")
+        try:
+            col = col.map(lambda v: float(v) if isinstance(v, (bool, np.bool_)) else v).astype(float)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"pass_hat_k: column 'score' holds values that are not numbers ({exc})") from None
+    values = col.to_numpy(dtype=float)
+    for name, bad in (("NaN", np.isnan(values)), ("infinite", np.isinf(values))):
+        if bad.any():
+            raise ValueError(f"pass_hat_k: {name} score in column 'score' for {int(bad.sum())} trial(s) "
+                             f"(task/seed) {keys[bad].head(5).tolist()}; decide how errored samples count first")
+    return values
+
+
 def pass_hat_k(episodes: pd.DataFrame, k: int, *, by: Sequence[str] = ("workflow",),
                success: float = 1.0) -> pd.DataFrame:
     """τ-bench's pass^k: the chance that all of k i.i.d. trials of a task succeed.
@@ -285,10 +318,18 @@ def pass_hat_k(episodes: pd.DataFrame, k: int, *, by: Sequence[str] = ("workflow
     published convention, the plug-in ``(c / n) ** k``, is biased upward for k > 1 and
     is not used.) A trial succeeds when ``score >= success``.
 
+    Input is checked at the edge: task ids are compared as text (``5``, ``5.0`` and
+    ``"5"`` are one task), a repeated (``by``, task, seed) row is an error rather than a
+    further trial, booleans in ``score`` read as 0/1, and text, NaN or infinite scores
+    are refused.
+
     Parameters
     ----------
     episodes : rows task_id, seed, score (+ the ``by`` columns); one row per trial.
-    k : trials that must all succeed (1 <= k <= trials of every task).
+    k : trials that must all succeed (a positive ``int``, not a bool; at most the
+        trials of every task).
+    by : columns whose groups each get their own pass^k (default: the workflow).
+    success : finite threshold; a trial with ``score >= success`` succeeds.
 
     Returns
     -------
@@ -298,25 +339,51 @@ def pass_hat_k(episodes: pd.DataFrame, k: int, *, by: Sequence[str] = ("workflow
     Raises
     ------
     ValueError
-        If k < 1, a task has fewer than k trials, or a score is NaN.
+        k not a positive int (or a bool), ``success`` not a finite number, an empty
+        table, a missing task / seed / ``by`` value, a duplicate (``by``, task, seed)
+        row, a text, NaN or infinite score, or a task with fewer than k trials.
     KeyError
         If a column is missing.
     """
-    need = ["task_id", "score", *by]
+    if not isinstance(episodes, pd.DataFrame):
+        raise TypeError(f"pass_hat_k: episodes must be a pandas DataFrame, got {type(episodes).__name__}")
+    by = [by] if isinstance(by, str) else list(by)
+    need = ["task_id", "seed", "score", *by]
     missing = [c for c in need if c not in episodes.columns]
     if missing:
-        raise KeyError(f"pass_hat_k needs column(s) {missing}")
-    if not isinstance(k, (int, np.integer)) or k < 1:
-        raise ValueError(f"k must be a positive integer, got {k!r}")
-    if episodes["score"].isna().any():
-        bad = episodes.loc[episodes["score"].isna(), "task_id"].astype(str).unique()[:5].tolist()
-        raise ValueError(f"pass_hat_k: NaN score for task(s) {bad}; decide how errored samples count first")
-    g = episodes.assign(ok=episodes["score"] >= success).groupby([*by, "task_id"])["ok"].agg(["sum", "size"])
+        raise KeyError(f"pass_hat_k needs column(s) {missing}; the table has {list(episodes.columns)}")
+    if isinstance(k, (bool, np.bool_)) or not isinstance(k, (int, np.integer)) or k < 1:
+        raise ValueError(f"pass_hat_k: k must be a positive integer (not a bool), got {k!r}")
+    k = int(k)
+    if isinstance(success, (bool, np.bool_)) or not isinstance(success, (int, float, np.number)) \
+            or not math.isfinite(float(success)):
+        raise ValueError(f"pass_hat_k: success must be a finite number (the score threshold), got {success!r}")
+    if len(episodes) == 0:
+        raise ValueError("pass_hat_k: the episode table is empty")
+    for col in ["task_id", "seed", *by]:
+        na = episodes[col].isna()
+        if na.any():
+            raise ValueError(f"pass_hat_k: column {col!r} is missing (NaN/None) in {int(na.sum())} row(s): "
+                             f"rows {episodes.index[na][:5].tolist()}")
+    ep = pd.DataFrame({"task_id": episodes["task_id"].map(_id_text), "seed": episodes["seed"].map(_id_text),
+                       **{c: episodes[c] for c in by}})
+    keys = ep["task_id"] + "/" + ep["seed"]
+    scores = _trial_scores(episodes["score"].reset_index(drop=True), keys.reset_index(drop=True))
+    ep = ep.reset_index(drop=True).assign(ok=scores >= float(success))
+    dup = ep.duplicated([*by, "task_id", "seed"], keep=False)
+    if dup.any():
+        rows = ep.loc[dup, [*by, "task_id", "seed"]].astype(str).agg("/".join, axis=1).unique()[:5].tolist()
+        raise ValueError(f"pass_hat_k: {int(dup.sum())} rows repeat a ({', '.join([*by, 'task_id', 'seed'])}), "
+                         f"e.g. {rows}; each trial must appear once (task ids are compared as text)")
+    g = ep.groupby([*by, "task_id"])["ok"].agg(["sum", "size"])
     short = g[g["size"] < k]
     if len(short):
         raise ValueError(f"pass_hat_k: {len(short)} task(s) have fewer than k={k} trials, e.g. "
                          f"{short.index[:3].tolist()}")
     g["p"] = [math.comb(int(c), k) / math.comb(int(n), k) for c, n in zip(g["sum"], g["size"])]
-    out = g.groupby(list(by)).agg(pass_hat_k=("p", "mean"), n_tasks=("p", "size"), trials_per_task=("size", "min"))
+    if not by:
+        return pd.DataFrame({"k": [k], "pass_hat_k": [g["p"].mean()], "n_tasks": [len(g)],
+                             "trials_per_task": [int(g["size"].min())]})
+    out = g.groupby(by).agg(pass_hat_k=("p", "mean"), n_tasks=("p", "size"), trials_per_task=("size", "min"))
     out.insert(0, "k", k)
     return out.reset_index()
