@@ -140,6 +140,15 @@ def _router_evaluation():
     return evaluate_policies(fit.routers, OutcomeVault(test, ["x1", "x2"]), n_draws=100, seed=2, sign_flip_draws=1000)
 
 
+def _findings():
+    from agentstudies.findings import Findings, exact_finding, interval_finding, untestable_finding
+
+    return Findings.build([interval_finding("gain", "+5 pp", 0.05, 0.01, 0.09, 40, paper_side="above"),
+                           exact_finding("no clean trigger", "0", 0, 40, holds=True, rule="0 clean triggers"),
+                           untestable_finding("ablation", "drop", why="changed 0% of actions", measured=0.0)],
+                          seed=3, level=0.95)
+
+
 #: ``module.QualName`` -> builder of one instance from small real inputs.
 BUILDERS: dict[str, Callable[[], Result]] = {
     "agentstudies.sasst._engine.SASSTReport": _sasst_report,
@@ -152,6 +161,7 @@ BUILDERS: dict[str, Callable[[], Result]] = {
     "agentstudies.recovery._paired.RecoveryResult": _recovery_result,
     "agentstudies.recovery._signflip.SignFlipResult": _sign_flip,
     "agentstudies.recovery._router.RouterEvaluation": _router_evaluation,
+    "agentstudies.findings.Findings": _findings,
 }
 
 CLASSES = _all_result_classes()
