@@ -44,6 +44,7 @@ LAYER_OF = {
     "cli": "top",
     "booksite": "top",
     "paper_runs": "top",
+    "paper_map": "top",
     "episodes": "top",
     "_pytest_offline": "top",
     "_book_child": "top",

@@ -37,6 +37,7 @@ examples:
   agentstudies run alfworld_handoff -p seed 3 -o /tmp/out.ipynb
   agentstudies build                                 rebuild the HTML only (executes nothing)
   agentstudies list                                  chapters, parameters and profiles
+  agentstudies where "handoff Table 2"               chapter, builder and files of a paper item
 """
 
 LOG_HELP = "stream the notebooks' cell outputs to the terminal while they run"
@@ -184,7 +185,39 @@ value in every profile ('-' = the notebook's default). Exits 1 if a profile name
 parameter that the notebook does not declare.""",
     )
     _add_import_log(sub)
+    _add_where(sub)
     return parser
+
+
+def _add_where(sub: Any) -> None:
+    where = sub.add_parser(
+        "where", help="where a paper table or figure is regenerated (chapter, builder, files)",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="""\
+Look a paper item up in the paper-quantity map (agentstudies.paper_map): the chapter and
+its anchor, the function that builds it, the artifact files and the CSV of the paper's
+values. The query is free text: "handoff Table 2", "SASST table 6", "eq 9", "cir delta";
+a query that names several items lists them all. Exits 1 if nothing matches.""",
+    )
+    where.add_argument("query", nargs="+", help="paper and item, e.g. handoff Table 2")
+
+
+def _cmd_where(args: argparse.Namespace) -> int:
+    from agentstudies import paper_map
+
+    query = " ".join(args.query)
+    try:
+        found = paper_map.find(query)
+    except ValueError as exc:
+        raise runner.BookError(str(exc)) from None
+    if not found:
+        known = ", ".join(it.label for it in paper_map.ITEMS)
+        raise runner.BookError(f"no paper item matches {query!r}; known items: {known}")
+    root = os.environ.get("AGENTSTUDIES_ARTIFACTS") or "artifacts"
+    if len(found) > 1:
+        print(f"{len(found)} items match {query!r}:\n")
+    print("\n\n".join(paper_map.describe(it, root) for it in found))
+    return 0
 
 
 def _add_import_log(sub: Any) -> None:
@@ -329,7 +362,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # (a background job); a second Ctrl-C while the run cleans up is ignored.
     signal.signal(signal.SIGINT, _first_interrupt)
     commands = {"book": _cmd_book, "run": _cmd_run, "list": _cmd_list, "build": _cmd_build,
-                "import-log": _cmd_import_log}
+                "import-log": _cmd_import_log, "where": _cmd_where}
     try:
         return commands[args.command](args)
     except (runner.BookError, FileNotFoundError) as exc:
