@@ -15,6 +15,7 @@ import pytest
 
 from agentstudies.sasst import (
     KMS,
+    RULE_KINDS,
     SASST,
     AxisTiltFamily,
     ComparisonPlan,
@@ -145,3 +146,157 @@ def test_preregistration_confirms_in_a_fresh_process_like_the_in_memory_run(tmp_
     pre = Preregistration.load(path)
     with pytest.raises(ValueError, match="reuses discovery cluster"):
         pre.confirm(ep1, f1)
+
+
+# ----------------------------------------------------------------------------- issue 30, item 1
+# A pre-registration that binds: each change below must be refused with the field named.
+from agentstudies.sasst import SHIFT_TOLERANCE, PreregistrationError  # noqa: E402
+
+
+def _shaped(f):
+    """Features with three different distributions (so a swap of two is visible):
+    x0 ~ N(0, 1), x1 ~ 5 + 3 N(0, 1), x2 ~ integer counts 0..6."""
+    f = f.copy()
+    f["x1"] = 5.0 + 3.0 * f["x1"]
+    f["x2"] = np.round(np.clip(3.0 + 2.0 * f["x2"], 0, 6))
+    return f
+
+
+@pytest.fixture(scope="module")
+def frozen(tmp_path_factory):
+    ep1, f1 = _episodes(60, 1, "a")
+    ep2, f2 = _episodes(60, 2, "b")
+    f1, f2 = _shaped(f1), _shaped(f2)
+    eng = _engine()
+    d1 = cluster_data(ep1, f1, SYSTEMS)
+    disc = eng.discover(d1)
+    path = Preregistration.from_discovery(eng, disc, d1, f1).save(tmp_path_factory.mktemp("pre") / "p.json")
+    return dict(eng=eng, disc=disc, d1=d1, f1=f1, ep2=ep2, f2=f2, path=path)
+
+
+def _edited(path, tmp_path, edit):
+    obj = json.loads(path.read_text())
+    edit(obj)
+    out = tmp_path / "edited.json"
+    out.write_text(json.dumps(obj))
+    return out
+
+
+@pytest.mark.parametrize("where, edit", [
+    ("engine.slots[1].stability_threshold", lambda o: o["engine"]["slots"][1].update(stability_threshold=0.0)),
+    ("engine.slots[2].density_cap", lambda o: o["engine"]["slots"][2].update(density_cap=50.0)),
+    ("engine.slots[1].min_ess", lambda o: o["engine"]["slots"][1].update(min_ess=1)),
+    ("discovery.rules.stress thr.rule", lambda o: o["discovery"]["rules"]["stress thr"]["rule"].update(threshold=-2.0)),
+    ("engine.level", lambda o: o["engine"].update(level=0.8)),
+    ("schema.features[0].sd", lambda o: o["schema"]["features"][0].update(sd=100.0)),
+])
+def test_an_edited_file_is_refused_naming_the_field(frozen, tmp_path, where, edit):
+    Preregistration.load(frozen["path"])  # the untouched file loads
+    with pytest.raises(PreregistrationError, match="edited after the discovery was frozen") as exc:
+        Preregistration.load(_edited(frozen["path"], tmp_path, edit))
+    assert exc.value.field == where
+
+
+def test_a_file_without_integrity_or_of_format_1_is_refused(frozen, tmp_path):
+    with pytest.raises(PreregistrationError) as exc:
+        Preregistration.load(_edited(frozen["path"], tmp_path, lambda o: o.pop("integrity")))
+    assert exc.value.field == "integrity"
+    with pytest.raises(ValueError, match="preregistration/1"):
+        Preregistration.load(_edited(frozen["path"], tmp_path, lambda o: o.update(format="agentstudies.sasst.preregistration/1")))
+
+
+def test_a_different_registry_or_engine_is_refused(frozen):
+    pre = Preregistration.load(frozen["path"])
+    other = _engine()
+    other.families["thr"] = ThresholdFamily(quantiles=(0.1, 0.9))  # another candidate registry
+    with pytest.raises(PreregistrationError) as exc:
+        pre.confirm(frozen["ep2"], frozen["f2"], engine=other)
+    assert exc.value.field == "engine.families"
+    loose = _engine()
+    loose.slots[1] = dataclasses.replace(loose.slots[1], stability_threshold=0.0)
+    with pytest.raises(PreregistrationError) as exc:
+        pre.confirm(frozen["ep2"], frozen["f2"], engine=loose)
+    assert exc.value.field == "engine.slots"
+    pre.confirm(frozen["ep2"], frozen["f2"], engine=_engine())  # the same engine rebuilt from code passes
+    # the engine itself refuses a discovery stamped by another registry
+    d2 = cluster_data(frozen["ep2"], frozen["f2"], SYSTEMS)
+    with pytest.raises(ValueError, match="not the one that ran the discovery: its families"):
+        other.confirm(frozen["disc"], d2)
+    # a rule kind registered in this process by another class than the frozen one
+    saved = dict(RULE_KINDS)
+    try:
+        RULE_KINDS["test_square"] = type("OtherSquare", (SquareRule,), {})
+        with pytest.raises(PreregistrationError) as exc:
+            Preregistration.load(frozen["path"])
+        assert exc.value.field == "registry.rule_kinds.test_square"
+        del RULE_KINDS["test_square"]
+        with pytest.raises(PreregistrationError, match="not registered"):
+            Preregistration.load(frozen["path"])
+    finally:
+        RULE_KINDS.clear()
+        RULE_KINDS.update(saved)
+
+
+def _swap(f):
+    return f.rename(columns={"x0": "x1", "x1": "x0"})[["x0", "x1", "x2"]]
+
+
+@pytest.mark.parametrize("name, change, field, words", [
+    ("rescaled x100", lambda f: f.assign(x1=100 * f["x1"]), "features.x1", "scale changed"),
+    ("swapped", _swap, "features.x0", "mean moved"),
+    ("retyped to bool", lambda f: f.assign(x0=f["x0"] > 0), "features.x0", "dtype bool"),
+    ("retyped to integer", lambda f: f.assign(x1=np.round(f["x1"])), "features.x1", "values are integer"),
+    ("counts became continuous", lambda f: f.assign(x2=f["x2"] + 0.5), "features.x2", "values are continuous"),
+])
+def test_a_swapped_rescaled_or_retyped_feature_is_refused(frozen, name, change, field, words):
+    pre = Preregistration.load(frozen["path"])
+    pre.confirm(frozen["ep2"], frozen["f2"])  # the unchanged new version confirms
+    with pytest.raises(PreregistrationError, match=words) as exc:
+        pre.confirm(frozen["ep2"], change(frozen["f2"]))
+    assert exc.value.field == field
+
+
+def test_a_missing_feature_is_refused_by_name(frozen):
+    pre = Preregistration.load(frozen["path"])
+    with pytest.raises(KeyError, match="x2"):
+        pre.confirm(frozen["ep2"], frozen["f2"].drop(columns="x2"))
+
+
+def test_shift_tolerance_is_the_stated_one_and_an_override_is_recorded(frozen):
+    pre = Preregistration.load(frozen["path"])
+    rec = pre.schema[0]
+    f2 = frozen["f2"]
+    # the stated location allowance at n_D = n_I = 60: mean_sd + 3 sqrt(1/60 + 1/60)
+    allow = SHIFT_TOLERANCE["mean_sd"] + 3 * np.sqrt(2 / 60)
+    base = (f2["x0"].mean() - rec["mean"]) / rec["sd"]
+    # shift so that the standardized mean difference lands just inside / just outside
+    inside = f2.assign(x0=f2["x0"] + (allow - 0.05 - base) * rec["sd"])
+    outside = f2.assign(x0=f2["x0"] + (allow + 0.05 - base) * rec["sd"])
+    d_in = cluster_data(frozen["ep2"], inside, SYSTEMS)
+    assert not any("mean moved" in p for p in pre.check_features(inside, d_in))
+    with pytest.raises(PreregistrationError, match=f"mean moved {allow + 0.05:.2f}") as exc:
+        pre.confirm(frozen["ep2"], outside)
+    assert exc.value.field == "features.x0"
+    rep = pre.confirm(frozen["ep2"], outside, override={"x0": "benchmark v2 re-based x0"})
+    assert any("override for feature 'x0' (benchmark v2 re-based x0)" in n for n in rep.notes)
+    plain = pre.confirm(frozen["ep2"], frozen["f2"])
+    assert rep.provenance.inputs["overrides"] != plain.provenance.inputs["overrides"]
+    with pytest.raises(KeyError, match="nope"):
+        pre.confirm(frozen["ep2"], outside, override={"nope": "x"})
+
+
+def test_data_hash_is_checked_against_the_discovery_data(frozen):
+    pre = Preregistration.load(frozen["path"])
+    pre.verify_data(frozen["d1"])
+    d1 = frozen["d1"]
+    Z = d1.Z.copy()
+    Z[0, 0] = 1 - Z[0, 0]  # one score of one cluster flipped
+    with pytest.raises(PreregistrationError) as exc:
+        pre.verify_data(dataclasses.replace(d1, Z=Z))
+    assert exc.value.field == "discovery.data_hash"
+    # from_discovery refuses an engine other than the one that discovered
+    other = _engine()
+    other.n_stability = 3
+    with pytest.raises(PreregistrationError) as exc:
+        Preregistration.from_discovery(other, frozen["disc"], d1)
+    assert exc.value.field == "engine.n_stability"

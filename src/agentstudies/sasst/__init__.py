@@ -34,7 +34,15 @@ from agentstudies.sasst._geometry import (
 )
 from agentstudies.sasst._plan import SELECTED, ComparisonPlan
 from agentstudies.sasst._planning import CoverageCheck, coverage_check, family_ess, required_ess, stressed_power
-from agentstudies.sasst._prereg import Preregistration, geometry_from_state, geometry_state, preregister
+from agentstudies.sasst._prereg import (
+    SHIFT_TOLERANCE,
+    Preregistration,
+    PreregistrationError,
+    feature_schema,
+    geometry_from_state,
+    geometry_state,
+    preregister,
+)
 from agentstudies.sasst._radius import calibrate_radii, candidate_distances
 from agentstudies.sasst._rules import (
     AxisTiltFamily,
@@ -85,7 +93,8 @@ __all__ = [
     # planning a user's own design
     "family_ess", "stressed_power", "required_ess", "coverage_check", "CoverageCheck",
     # pre-registration
-    "Preregistration", "preregister", "geometry_state", "geometry_from_state",
+    "Preregistration", "PreregistrationError", "preregister", "feature_schema", "SHIFT_TOLERANCE",
+    "geometry_state", "geometry_from_state",
     # rules and families
     "Rule", "RuleFamily", "UniformRule", "ThresholdRule", "ProjectionTiltRule", "BumpRule",
     "rule_from_dict", "register_rule", "RULE_KINDS", "AxisTiltFamily", "ThresholdFamily", "DirectionTiltFamily", "BumpFamily",

@@ -21,6 +21,9 @@ Testing for Interactive Agents*:
 from __future__ import annotations
 
 import copy
+import dataclasses
+import hashlib
+import json
 import time
 from dataclasses import dataclass, field, replace
 from typing import Any, Mapping, Sequence
@@ -340,6 +343,36 @@ class Discovery:
     cluster_ids: tuple[str, ...] = field(repr=False, default=())
     geometries: dict[str, Geometry] = field(repr=False, default_factory=dict)
     soft_selection: dict[str, float] = field(default_factory=dict)
+    engine_fingerprint: dict[str, str] = field(repr=False, default_factory=dict)
+
+
+#: Engine settings a discovery is bound to (:meth:`SASST.fingerprint`): the plan, the
+#: slots (with every threshold and cap), the candidate-family registry, the radius
+#: geometries and the stability settings. The confirmation-only inference settings
+#: (``level``, ``inference``, ``n_draws``, ``exact_multiplier``) are not among them.
+FINGERPRINT_FIELDS = ("plan", "slots", "families", "geometries", "n_stability", "stability_metric",
+                      "stability_mode", "top_fraction", "seed")
+
+
+def _spec_json(v: Any) -> Any:
+    """JSON-safe text of an engine setting (a Geometry object by class and fields)."""
+    if isinstance(v, Geometry) and dataclasses.is_dataclass(v):
+        return {"geometry": type(v).__name__, **{f.name: _spec_json(getattr(v, f.name))
+                                                 for f in dataclasses.fields(v) if f.name != "_cache"}}
+    if isinstance(v, np.ndarray):
+        return v.tolist()
+    if isinstance(v, np.generic):
+        return v.item()
+    if isinstance(v, dict):
+        return {str(k): _spec_json(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_spec_json(x) for x in v]
+    return v
+
+
+def fingerprint_diff(recorded: Mapping[str, str], current: Mapping[str, str]) -> list[str]:
+    """Names of the :data:`FINGERPRINT_FIELDS` whose digests differ (or are missing)."""
+    return [k for k in dict.fromkeys([*recorded, *current]) if recorded.get(k) != current.get(k)]
 
 
 #: Column order of :meth:`SASSTReport.report_table` (every field of SASST Appendix C.5).
@@ -650,6 +683,19 @@ class SASST:
             "seed": self.seed,
         }
 
+    def fingerprint(self) -> dict[str, str]:
+        """SHA-256 of each discovery-binding setting (:data:`FINGERPRINT_FIELDS`).
+
+        :meth:`discover` stamps it on the :class:`Discovery`; :meth:`confirm` refuses a
+        discovery stamped by an engine whose slots, registry (families), geometries,
+        plan or stability settings differ, naming the fields (SASST Algorithm 1: the
+        rule, its family and every threshold are frozen before confirmation).
+        """
+        p = self.params()
+        p["geometries"] = self.geometries
+        return {k: hashlib.sha256(json.dumps(_spec_json(p[k]), default=str).encode()).hexdigest()
+                for k in FINGERPRINT_FIELDS}
+
     # ------------------------------------------------------------------ run
     def run(
         self,
@@ -745,7 +791,7 @@ class SASST:
                                                   candidate_table=candidate_tables)
             rules[slot.name] = by_key[key]
         return Discovery(rules, theta_d, selected, n, tuple(data.ids), geometries=dict(cache.geometries),
-                         soft_selection=soft)
+                         soft_selection=soft, engine_fingerprint=self.fingerprint())
 
     def _candidates(self, slot: Slot, data: ClusterData, cache: _DiscoveryCache) -> tuple[list[Rule], np.ndarray]:
         """The slot family's candidate rules fitted on ``D`` and their score matrix (G, n)."""
@@ -882,6 +928,12 @@ class SASST:
         overlap = set(discovery.cluster_ids) & set(data.ids)
         if overlap:
             raise ValueError(f"confirmation reuses discovery cluster(s): {sorted(overlap)[:5]}")
+        if discovery.engine_fingerprint:  # a hand-built Discovery carries none
+            changed = fingerprint_diff(discovery.engine_fingerprint, self.fingerprint())
+            if changed:
+                raise ValueError(f"this engine is not the one that ran the discovery: its {', '.join(changed)} "
+                                 "differ from the discovery's (a frozen rule is confirmed only by the engine, "
+                                 "registry and thresholds it was frozen with)")
         masks = self.plan.split_masks(data.ids)
         theta0 = self.plan.values(self.plan.tensor(data.Z, np.ones(n), masks).mean(axis=0))
         rows, phis, geoms = [], {}, dict(discovery.geometries)
