@@ -19,7 +19,7 @@ def test_run_starts_from_an_empty_folder_and_marks_until_finished(artifacts):
     stale = artifacts / "demo"
     stale.mkdir()
     (stale / "old_table.csv").write_text("x\n1\n")
-    ch = Chapter("demo", params={"seed": 3, "n": 2}, simulated="everything")
+    ch = Chapter("demo", params={"seed": 3, "n": 2}, simulated="everything", stage=False)
     assert sorted(p.name for p in stale.iterdir()) == [INCOMPLETE]  # old table gone
     ch.hash_input("tasks", pd.DataFrame({"a": [1, 2]}))
     ch.save_table(pd.DataFrame({"v": [0.1 + 0.2]}), "t")
@@ -79,7 +79,7 @@ def test_figure_is_saved_glued_and_closed(tmp_path, monkeypatch):
     fig, ax = plt.subplots()
     ax.plot([0, 1], [0, 1])
     assert ch.figure("fig_demo", fig, "demo") is None
-    assert (tmp_path / "demo_fig" / "demo.png").stat().st_size > 0
+    assert (ch.artifacts / "demo.png").stat().st_size > 0
     assert not plt.fignum_exists(fig.number)  # closed: the inline backend will not show it twice
     assert ch.glue("x", np.float64(0.5)) == 0.5
 
@@ -95,3 +95,40 @@ def test_compact_lets_headers_wrap_without_touching_values():
     multi = df.reset_index().assign(s=["this run"]).set_index(["key_col", "s"])
     assert list(compact(multi).index) == [("a b", "this run")]
     assert compact("x_y") == "x_y"
+
+
+def test_outside_the_runner_a_chapter_stages_and_swaps_in_at_finish(artifacts, monkeypatch):
+    """Plain papermill / Jupyter (no AGENTSTUDIES_RUN): the last good folder stays
+    byte-identical until finish(); a run that never finishes leaves it untouched."""
+    monkeypatch.delenv("AGENTSTUDIES_RUN", raising=False)
+    book = artifacts / "demo"
+    book.mkdir()
+    (book / "old_table.csv").write_text("x\n1\n")
+    before = {p.name: p.read_bytes() for p in book.iterdir()}
+    failed = Chapter("demo", params={"seed": 1})
+    failed.save_table(pd.DataFrame({"v": [1]}), "t")
+    assert failed.artifacts != book and failed.artifacts.parent.name.startswith(".kernel-staging-demo-")
+    assert {p.name: p.read_bytes() for p in book.iterdir()} == before  # untouched while running
+    ch = Chapter("demo", params={"seed": 2})
+    ch.save_table(pd.DataFrame({"v": [2]}), "t")
+    assert {p.name: p.read_bytes() for p in book.iterdir()} == before
+    prov = ch.finish()
+    assert sorted(p.name for p in book.iterdir()) == ["provenance.json", "t.csv"]
+    assert (book / "t.csv").read_text() == "v\n2\n" and prov.path == book / "provenance.json"
+    assert not ch.artifacts.parent.name.startswith(".kernel-staging")
+    # the unfinished run's staging folder is the only one left (removed at process exit)
+    left = [p.name for p in artifacts.iterdir() if p.name.startswith(".kernel-staging")]
+    assert left == [failed.artifacts.parent.name]
+
+
+def test_stale_staging_of_a_dead_process_is_removed(artifacts, monkeypatch):
+    import subprocess
+    import sys
+
+    monkeypatch.delenv("AGENTSTUDIES_RUN", raising=False)
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    dead = artifacts / f".kernel-staging-demo-{proc.pid}-abcdef12"
+    (dead / "demo").mkdir(parents=True)
+    Chapter("demo", params={})
+    assert not dead.exists()

@@ -455,10 +455,11 @@ def test_failed_run_keeps_notebook_and_artifacts_byte_identical(tree):
     assert "artifacts/good/seen.json" in before
     bad = tree / "notebooks" / "good.ipynb"
     nb = nbf.read(bad, as_version=4)
-    nb.cells.append(nbf.v4.new_code_cell("if n_tasks == 0:\n    raise ValueError('n_tasks must be positive')"))
+    # an in-range value the notebook itself rejects (n_tasks = 0 is refused before the run)
+    nb.cells.append(nbf.v4.new_code_cell("if n_tasks == 7:\n    raise ValueError('n_tasks must not be 7')"))
     nbf.write(nb, bad)
-    with pytest.raises(runner.NotebookExecutionError, match="n_tasks must be positive"):
-        runner.run_notebook("good", {"n_tasks": 0}, root=tree)
+    with pytest.raises(runner.NotebookExecutionError, match="n_tasks must not be 7"):
+        runner.run_notebook("good", {"n_tasks": 7}, root=tree)
     assert _snapshot(tree) == before
     assert (tree / "book" / "chapters" / "good.failed.ipynb").is_file()
     assert not [p for p in (tree / "artifacts").iterdir() if p.name.startswith(".")]  # no staging left

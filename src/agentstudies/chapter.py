@@ -16,10 +16,22 @@ input-data hashes, wall time) and writes the tables it produces as CSV under
 The artifacts root is ``$AGENTSTUDIES_ARTIFACTS`` if set, otherwise ``artifacts/`` at the
 repository root (the first parent directory holding ``pyproject.toml``), otherwise
 ``./artifacts``.
+
+A run never damages earlier artifacts. Under ``agentstudies run``/``book`` the runner hands
+the kernel a staging folder and swaps it in on success. Run any other way (plain papermill,
+Jupyter, a script) the chapter stages itself: it writes into a hidden
+``<root>/.kernel-staging-<chapter>-<pid>-<hex>/`` and :meth:`Chapter.finish` swaps that folder
+in for ``<root>/<chapter>/`` in one atomic rename; a run that stops before ``finish()``
+leaves ``<root>/<chapter>/`` byte-identical (its staging folder is removed when the kernel
+exits, or by the next run). Injected parameters are checked in the kernel too: a name the
+``parameters`` cell does not declare (``-p n_task 5``) or a value the CLI would refuse
+(``-p seed -1``, ``-p min_ess inf``) raises :class:`agentstudies.runner.ParameterError`
+before anything is written.
 """
 
 from __future__ import annotations
 
+import ast
 import html
 import json
 import os
@@ -42,6 +54,9 @@ SIMULATED = "simulated"
 
 #: Marker file present in ``artifacts/<chapter>/`` while a run has not finished.
 INCOMPLETE = "INCOMPLETE"
+
+#: Prefix of the folder a chapter run outside the runner stages its artifacts in.
+KERNEL_STAGING_PREFIX = ".kernel-staging-"
 
 
 def artifacts_root() -> Path:
@@ -116,6 +131,11 @@ class Chapter:
         papermill injection). Must include ``seed`` if the chapter is random.
     simulated:
         Free text saying what in this chapter is simulated (shown in the provenance).
+    stage:
+        Write into a hidden staging folder and swap it in for ``artifacts/<name>/`` at
+        :meth:`finish` (the earlier artifacts stay byte-identical until then). ``None``
+        (default): stage unless the ``agentstudies`` runner started the kernel (it stages
+        itself and hands the kernel its staging folder).
     """
 
     name: str
@@ -123,8 +143,10 @@ class Chapter:
     simulated: str = ""
     inputs: dict[str, str] = field(default_factory=dict)
     outputs: list[str] = field(default_factory=list)
+    stage: bool | None = None
     _t0: float = field(default_factory=time.perf_counter, repr=False)
     _started: str = field(default_factory=lambda: time.strftime("%Y-%m-%dT%H:%M:%S%z"))
+    _staging: Path | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         if not self.name or "/" in self.name:
@@ -134,6 +156,12 @@ class Chapter:
         from agentstudies.parallel import tune_collector
 
         tune_collector()
+        # Outside the runner (plain papermill, Jupyter) stage the whole folder and swap it in
+        # at finish(): a failing run must not touch the last good artifacts.
+        if self.stage is None:
+            self.stage = not os.environ.get("AGENTSTUDIES_RUN")
+        if self.stage:
+            self._staging = _new_staging(artifacts_root(), self.name)
         # Start from an empty folder so a run never leaves tables of two runs side by side;
         # the marker stays until finish() and flags a run that stopped part-way.
         folder = self.artifacts
@@ -163,6 +191,9 @@ class Chapter:
             If the notebook cannot be found.
         KeyError
             If a declared parameter is not defined in ``namespace``.
+        agentstudies.runner.ParameterError
+            If papermill injected a name the ``parameters`` cell does not declare, or a value
+            the ``agentstudies`` CLI would refuse (see :func:`check_injected`).
         """
         from agentstudies.runner import declared_parameters, find_root
 
@@ -181,19 +212,26 @@ class Chapter:
                     f"cannot find the notebook of chapter {name!r} to read its parameters cell; "
                     f"looked at {[str(c) for c in candidates]}; pass notebook=PATH"
                 )
-        names = list(declared_parameters(path))
+        declared = declared_parameters(path)
+        names = list(declared)
         missing = [n for n in names if n not in namespace]
         if missing:
             raise KeyError(f"chapter {name!r}: declared parameter(s) {missing} are not defined")
+        check_injected(name, declared, namespace)
         return cls(name, params={n: namespace[n] for n in names}, simulated=simulated)
 
     # ------------------------------------------------------------------ artifacts
     @property
     def artifacts(self) -> Path:
         """``artifacts/<chapter>/`` (created on first use)."""
-        path = artifacts_root() / self.name
+        path = self._staging if self._staging is not None else artifacts_root() / self.name
         path.mkdir(parents=True, exist_ok=True)
         return path
+
+    @property
+    def destination(self) -> Path:
+        """``artifacts/<chapter>/``: where the tables are once :meth:`finish` has run."""
+        return artifacts_root() / self.name
 
     def hash_input(self, label: str, obj: Any) -> str:
         """Record the SHA-256 of an input (file, table, array...) under ``label``."""
@@ -302,6 +340,13 @@ class Chapter:
         path = self.artifacts / "provenance.json"
         path.write_text(json.dumps(prov, indent=2, sort_keys=True))
         (self.artifacts / INCOMPLETE).unlink(missing_ok=True)
+        if self._staging is not None:  # the run succeeded: swap the staged folder in
+            from agentstudies.runner import _swap_in
+
+            staged, self._staging = self._staging, None
+            _swap_in(staged, self.destination)
+            _remove_staging(staged.parent)
+            path = self.destination / "provenance.json"
         rows = []
         for key, value in prov.items():
             if isinstance(value, dict):
@@ -409,6 +454,95 @@ def stack_paper(
     out["_side"] = (out[source] == "paper").astype(int)
     out = out.sort_values(["_rank", "_side"], kind="stable").drop(columns=["_rank", "_side"])
     return out.set_index(keys + [source])
+
+
+def injected_names(namespace: Mapping[str, Any]) -> list[str] | None:
+    """Names assigned by papermill's injected cell(s), read from the kernel's input history.
+
+    Papermill injects a cell whose source starts with ``# Parameters`` (its translator's
+    comment); IPython keeps every executed cell's source in ``In``. ``None`` when the
+    namespace has no history (not an IPython kernel); ``[]`` when nothing was injected.
+    """
+    history = namespace.get("In")
+    if not isinstance(history, (list, tuple)):
+        return None
+    found: list[str] = []
+    for source in history:
+        if not isinstance(source, str) or not source.lstrip().startswith("# Parameters"):
+            continue
+        try:
+            tree = ast.parse(source)
+        except SyntaxError:
+            continue
+        for node in tree.body:
+            targets = node.targets if isinstance(node, ast.Assign) else (
+                [node.target] if isinstance(node, ast.AnnAssign) else [])
+            for target in targets:
+                elts = target.elts if isinstance(target, (ast.Tuple, ast.List)) else [target]
+                found += [e.id for e in elts if isinstance(e, ast.Name) and e.id not in found]
+    return found
+
+
+def check_injected(chapter: str, declared: Mapping[str, Any], namespace: Mapping[str, Any]) -> list[str]:
+    """Check the parameters papermill injected into this kernel, as the CLI checks ``-p``.
+
+    Every injected name must be declared by the ``parameters`` cell (``declared``: name ->
+    :class:`agentstudies.runner.Parameter`) and its value must pass
+    :func:`agentstudies.runner.check_parameter` (type like the default, seeds >= 0, counts,
+    levels, finite numbers, sample sizes and draws >= 1). Returns the injected names.
+
+    Raises
+    ------
+    agentstudies.runner.ParameterError
+        For an unknown name (listing the declared ones; plain papermill only warns and runs at
+        the defaults) or a refused value, naming the parameter.
+    """
+    from agentstudies.runner import ParameterError, check_parameter
+
+    names = injected_names(namespace) or []
+    unknown = [n for n in names if n not in declared]
+    if unknown:
+        raise ParameterError(
+            f"unknown parameter(s) {unknown} injected into chapter {chapter!r} (papermill -p); "
+            f"its parameters cell declares: {', '.join(declared) or '(none)'}. Nothing was run or written"
+        )
+    for n in names:
+        check_parameter(chapter, declared[n], namespace[n], "papermill's injected parameters")
+    return names
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError):
+        return True
+    return True
+
+
+def _remove_staging(folder: Path) -> None:
+    import shutil
+
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def _new_staging(root: Path, name: str) -> Path:
+    """A fresh ``<root>/.kernel-staging-<name>-<pid>-<hex>/<name>/`` (removed when the process
+    exits unless :meth:`Chapter.finish` swapped it in); staging folders of processes that
+    no longer run are removed first (a kernel killed before its exit handler ran)."""
+    import atexit
+    import uuid
+
+    root.mkdir(parents=True, exist_ok=True)
+    for old in root.glob(f"{KERNEL_STAGING_PREFIX}*"):
+        parts = old.name[len(KERNEL_STAGING_PREFIX):].rsplit("-", 2)
+        if len(parts) == 3 and parts[1].isdigit() and not _pid_alive(int(parts[1])):
+            _remove_staging(old)
+    outer = root / f"{KERNEL_STAGING_PREFIX}{name}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    outer.mkdir()
+    atexit.register(_remove_staging, outer)
+    return outer / name
 
 
 def _jsonable(value: Any) -> Any:

@@ -30,6 +30,7 @@ from __future__ import annotations
 import ast
 import io
 import json
+import math
 import os
 import re
 import signal
@@ -51,7 +52,7 @@ __all__ = [
     "NotebookExecutionError", "BookBuildError", "Parameter", "RunResult", "find_root",
     "toc_chapters", "load_profiles", "declared_parameters", "resolve_parameters",
     "run_notebook", "run_book", "check_root_page", "build_book",
-    "QUIET_PROGRESS_ENV", "strip_widgets",
+    "QUIET_PROGRESS_ENV", "strip_widgets", "check_parameter",
 ]
 
 #: Profile names allowed in ``notebooks/profiles.yaml``.
@@ -332,8 +333,9 @@ def _check_type(notebook: str, param: Parameter, value: Any, source: str) -> Non
     value against it, recursively (``-p sim_seeds [a,b]`` is an error naming the element).
     Ranges: ``seed``, ``*_seed`` and the elements of ``*_seeds`` are integers >= 0 (numpy
     refuses negative seeds); a count ``n_*`` is >= 0 (``n_jobs``: non-zero); a confidence
-    ``level``, ``*_level`` or ``alpha`` lies strictly between 0 and 1. A default that is not
-    a literal accepts anything.
+    ``level``, ``*_level`` or ``alpha`` lies strictly between 0 and 1. Usability
+    (:func:`_usable_problem`): numbers finite, sample sizes and draw counts >= 1. A default
+    that is not a literal accepts anything.
     """
     try:
         default = ast.literal_eval(param.default)
@@ -342,6 +344,8 @@ def _check_type(notebook: str, param: Parameter, value: Any, source: str) -> Non
     problem = _type_problem(default, value, "")
     if problem is None:
         problem = _range_problem(param.name, value)
+    if problem is None:
+        problem = _usable_problem(param.name, value)
     if problem is not None:
         raise ParameterError(
             f"parameter {param.name!r} of notebook {notebook} {problem} (from {source}); "
@@ -406,6 +410,53 @@ def _range_problem(name: str, value: Any) -> str | None:
         if isinstance(value, (int, float)) and not isinstance(value, bool) and not 0 < value < 1:
             return f"is a probability and must lie strictly between 0 and 1; got {value}"
     return None
+
+
+#: Counts that set a chapter's sample (tasks, trials, clusters, seeds): a value below 1 passes
+#: the type and ``n_* >= 0`` checks but leaves the chapter nothing to estimate from (``-p n_tasks
+#: 0`` failed inside the notebook with "zero-size array").
+SAMPLE_SIZE_PARAMETERS = frozenset({
+    "n_tasks", "n_tasks_b", "n_tasks_per_type", "n_ext_per_type", "tasks_per_type", "train_tasks_per_type",
+    "sft_tasks_per_type", "eval_tasks_per_type", "n_trials", "n_trials_b", "n_trials_control", "n_audit_trials",
+    "n_clusters", "n_seeds", "n_validation_tasks", "n_recovery_tasks", "epochs", "k", "n_kernel_seeds",
+})
+#: Resample counts behind the intervals and bands a chapter shows: 0 draws gives NaN intervals
+#: (``method_recovery -p n_boot 0`` "succeeded" with NaN intervals before this check).
+DRAW_PARAMETERS = frozenset({"n_boot", "n_draws", "n_multiplier"})
+
+
+def _usable_problem(name: str, value: Any) -> str | None:
+    """Why an in-type, in-range value still cannot work (``None``: it can), issue 24.
+
+    Checked before a run (``agentstudies run``/``book``) and inside the kernel by
+    :meth:`agentstudies.chapter.Chapter.from_parameters` (plain papermill): NaN or +/-inf for
+    any number (``-p min_ess inf`` failed with ``KeyError: None``), a sample-size count of
+    :data:`SAMPLE_SIZE_PARAMETERS` below 1, a draw count of :data:`DRAW_PARAMETERS` below 1.
+    Counts that may be 0 (``n_stability = 0`` skips the stability check) are not listed.
+    """
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return None
+    if isinstance(value, float) and not math.isfinite(value):
+        return (f"must be a finite number; got {value} (a non-finite threshold or setting selects nothing "
+                "and fails inside the notebook)")
+    if name in SAMPLE_SIZE_PARAMETERS and value < 1:
+        return f"sets the chapter's sample and must be >= 1; got {value} (no tasks, trials or seeds to estimate from)"
+    if name in DRAW_PARAMETERS and value < 1:
+        return (f"is the number of resamples behind the intervals this chapter shows and must be >= 1; "
+                f"got {value} (0 draws gives NaN intervals)")
+    return None
+
+
+def check_parameter(notebook: str, param: Parameter, value: Any, source: str) -> None:
+    """Check one parameter value as :func:`resolve_parameters` does: type like the default,
+    range (seeds, counts, levels) and usability (finite numbers, sample sizes and draws >= 1).
+
+    Raises
+    ------
+    ParameterError
+        Naming the parameter, the notebook, the problem, ``source`` and the default.
+    """
+    _check_type(notebook, param, value, source)
 
 
 # ------------------------------------------------------------------------ execution
