@@ -240,3 +240,42 @@ def test_cate_router_hash_is_deterministic(fitted):
     b, _ = rc.fit_cate_router(synth(40, 0), FEATS, seed=3, base=fitted.routers["cir"])
     assert a.sha256 == b.sha256
     a.verify()
+
+
+# ---------------------------------------------------------------- blanket baselines (issue 25 item 4)
+def test_blanket_baselines_against_hand_computation():
+    test = synth(24, 5, prefix="e")
+    test["active"] = True
+    blank = rc.blanket_routers(FEATS, rate=0.5, seed=1)
+    assert set(blank) == {"always-d1", "always-d2", "always-d4", "random-50%"}
+    ev = rc.evaluate_policies(blank, rc.OutcomeVault(test, FEATS), n_draws=50, seed=0, sign_flip_draws=200)
+    t = ev.table.set_index(["policy", "condition"])
+    for d in (1, 2, 4):
+        traj = test[test["delay"] == d]
+        want = 100 * (traj["y_with"] - traj["y_without"]).mean()
+        assert np.isclose(t.loc[(f"always-d{d}", "all"), "delta"], want)
+        assert t.loc[(f"always-d{d}", "all"), "intervention_rate"] == 100.0
+    # random: about half the trajectories, each at one delay; rate 0 / 1 are never / always-somewhere
+    r = t.loc[("random-50%", "all"), "intervention_rate"]
+    assert 25 < r < 75
+    for rate, want in ((0.0, 0.0), (1.0, 100.0)):
+        b = rc.blanket_routers(FEATS, rate=rate, seed=1)
+        e = rc.evaluate_policies({k: v for k, v in b.items() if k.startswith("random")}, rc.OutcomeVault(test, FEATS),
+                                 n_draws=20, seed=0, sign_flip_draws=100)
+        assert e.table.set_index("condition").loc["all", "intervention_rate"] == want
+    with pytest.raises(ValueError, match="rate"):
+        rc.blanket_routers(FEATS, rate=1.5)
+
+
+def test_rescue_sets_detect_an_identical_blanket_rule():
+    test = synth(20, 6, prefix="e")
+    blank = rc.blanket_routers(FEATS, rate=0.3, seed=2)
+    routers = {"cir": blank["always-d2"], **blank}
+    ev = rc.evaluate_policies(routers, rc.OutcomeVault(test, FEATS), n_draws=20, seed=0, sign_flip_draws=100)
+    rs = rc.rescue_sets(ev, "cir").set_index("policy")
+    assert rs.loc["always-d2", "same_rescued_set"] and rs.loc["always-d2", "same_harmed_set"]
+    traj = test[test["delay"] == 2]
+    assert rs.loc["cir", "rescued"] == int(((traj["y_without"] == 0) & (traj["y_with"] == 1)).sum())
+    assert not rs.loc["always-d1", "same_rescued_set"] or rs.loc["always-d1", "rescued"] == rs.loc["cir", "rescued"]
+    with pytest.raises(KeyError):
+        rc.rescue_sets(ev, "nope")

@@ -47,21 +47,27 @@ from agentstudies.recovery._paired import (
 )
 from agentstudies.recovery._features import FEATURE_NAMES, NOOP_TEXT, decision_features
 from agentstudies.recovery._router import (
+    BLANKET_KINDS,
     CANDIDATE_DELAYS,
     FrozenRouter,
     OutcomesSealedError,
     OutcomeVault,
     RouterEvaluation,
     RouterFit,
+    blanket_routers,
     evaluate_policies,
     fit_cate_router,
     fit_router,
+    rescue_sets,
     validate_decisions,
 )
 from agentstudies.recovery._signflip import SignFlipResult, sign_flip_test
 from agentstudies.recovery._validate import KEY_COLUMNS, PAIRED_COLUMNS, validate_paired
 
 __all__ = [
+    "BLANKET_KINDS",
+    "blanket_routers",
+    "rescue_sets",
     "CANDIDATE_DELAYS",
     "FEATURE_NAMES",
     "FrozenRouter",

@@ -55,6 +55,9 @@ __all__ = [
     "fit_router",
     "validate_decisions",
     "fit_cate_router",
+    "BLANKET_KINDS",
+    "blanket_routers",
+    "rescue_sets",
 ]
 
 CANDIDATE_DELAYS: tuple[int, ...] = (1, 2, 4)
@@ -265,6 +268,83 @@ def _select_anomaly(tr: _Traj, perr: np.ndarray, eps: float, target_rate: float 
     return dict(alpha=float(A[k])), dict(gain=float(gain[k]), clean_harm=float(harm[k]), rate=float(rate[k]))
 
 
+#: Kinds of the degeneracy-revealing baselines (issue 25 item 4): ``always`` refreshes every
+#: trajectory at one delay; ``random`` refreshes a keyed random share of trajectories at a
+#: keyed random candidate delay.
+BLANKET_KINDS: tuple[str, ...] = ("always", "random")
+
+
+def _blanket_trigger(router: "FrozenRouter", table: pd.DataFrame) -> np.ndarray:
+    """Rows where a blanket baseline refreshes: ``always`` at ``delay == thresholds["delay"]``;
+    ``random``: trajectory (task, condition) refreshed when its keyed uniform is below
+    ``thresholds["rate"]``, at the candidate delay its keyed draw picks."""
+    from agentstudies.parallel import keyed_seed
+
+    delay = table["delay"].to_numpy(dtype=int)
+    if router.kind == "always":
+        return delay == int(router.thresholds["delay"])
+    rate, seed = float(router.thresholds["rate"]), int(router.thresholds["seed"])
+    ok = np.zeros(len(table), dtype=bool)
+    pick: dict[tuple[str, str], int | None] = {}
+    for i, (t, c) in enumerate(zip(table["task_id"].astype(str), table["condition"].astype(str))):
+        if (t, c) not in pick:
+            rng = np.random.default_rng(keyed_seed(seed, "random-refresh", t, c))
+            u, k = rng.random(), int(rng.integers(len(router.candidate_delays)))
+            pick[(t, c)] = router.candidate_delays[k] if u < rate else None
+        ok[i] = pick[(t, c)] == delay[i]
+    return ok
+
+
+def blanket_routers(features: Sequence[str], *, rate: float, seed: int = 0,
+                    candidate_delays: Sequence[int] = CANDIDATE_DELAYS, clean: str = "clean") -> dict[str, "FrozenRouter"]:
+    """Frozen blanket baselines: ``always-d<d>`` for each candidate delay and
+    ``random-<rate>%`` refreshing a keyed random ``rate`` share of trajectories.
+
+    ``rate`` is a fraction in [0, 1]; match it to the router's *evaluation* intervention
+    rate (decisions on the evaluation features need no outcomes, so matching there reads
+    nothing sealed). Source: issue 25 item 4 (degeneracy-revealing baselines).
+
+    Raises ``ValueError`` for a rate outside [0, 1].
+    """
+    rate = float(rate)
+    if not 0.0 <= rate <= 1.0:
+        raise ValueError(f"rate={rate}: expected a fraction in [0, 1]")
+    delays = tuple(int(d) for d in candidate_delays)
+    out = {f"always-d{d}": FrozenRouter.build("always", features, {}, {"delay": float(d)}, 0.0, delays, clean)
+           for d in delays}
+    out[f"random-{100 * rate:.0f}%"] = FrozenRouter.build("random", features, {}, {"rate": rate, "seed": float(seed)},
+                                                        0.0, delays, clean)
+    return out
+
+
+def rescue_sets(evaluation: "RouterEvaluation", reference: str = "cir") -> pd.DataFrame:
+    """Per policy: rescued / harmed trajectories, rescues shared with ``reference``, and
+    whether its rescued set (and its harmed set) equals the reference's exactly.
+
+    Columns: policy, rescued, harmed, shared_rescues, same_rescued_set, same_harmed_set,
+    rescue_tasks (distinct tasks among the rescues). Raises ``KeyError`` if ``reference``
+    was not evaluated.
+    """
+    e = evaluation.episodes
+    if reference not in set(e["policy"]):
+        raise KeyError(f"policy {reference!r} not evaluated; policies: {sorted(set(e['policy']))}")
+
+    def sets(g):
+        key = list(zip(g["task_id"], g["condition"]))
+        res = {k for k, a, b in zip(key, g["y_never"], g["y_policy"]) if a == 0 and b == 1}
+        hrm = {k for k, a, b in zip(key, g["y_never"], g["y_policy"]) if a == 1 and b == 0}
+        return res, hrm
+
+    ref_r, ref_h = sets(e[e["policy"] == reference])
+    rows = []
+    for pol, g in e.groupby("policy", sort=False):
+        r, h = sets(g)
+        rows.append(dict(policy=pol, rescued=len(r), harmed=len(h), shared_rescues=len(r & ref_r),
+                         same_rescued_set=r == ref_r, same_harmed_set=h == ref_h,
+                         rescue_tasks=len({t for t, _ in r})))
+    return pd.DataFrame(rows)
+
+
 # ---------------------------------------------------------------- frozen router
 @dataclass(frozen=True)
 class FrozenRouter:
@@ -318,7 +398,7 @@ class FrozenRouter:
     def scores(self, table: pd.DataFrame) -> pd.DataFrame:
         """Per-row scores (p_err, p0, p1, s_R, s_H, u, fail; ``cate`` for the econml router)."""
         X = table[list(self.features)].to_numpy(dtype=float)
-        if self.kind == "never":
+        if self.kind == "never" or self.kind in BLANKET_KINDS:
             return pd.DataFrame(index=table.index)
         sc = _scores(self.models, X, self.lam)
         if self.kind == "cate":
@@ -330,6 +410,9 @@ class FrozenRouter:
         th = self.thresholds
         if self.kind == "never":
             return np.zeros(len(table), dtype=bool)
+        if self.kind in BLANKET_KINDS:
+            ok = _blanket_trigger(self, table)
+            return ok & table["active"].to_numpy(dtype=bool) if "active" in table else ok
         sc = self.scores(table)
         ok = sc["p_err"].to_numpy() >= th["alpha"]
         if self.kind == "cir":
