@@ -218,6 +218,11 @@ def test_a_different_registry_or_engine_is_refused(frozen):
         pre.confirm(frozen["ep2"], frozen["f2"], engine=loose)
     assert exc.value.field == "engine.slots"
     pre.confirm(frozen["ep2"], frozen["f2"], engine=_engine())  # the same engine rebuilt from code passes
+    narrower = _engine()  # the same tilt family restricted to two columns is another registry
+    narrower.families["tilt"] = AxisTiltFamily(use_columns=("x0", "x1"))
+    with pytest.raises(PreregistrationError) as exc:
+        pre.confirm(frozen["ep2"], frozen["f2"], engine=narrower)
+    assert exc.value.field == "engine.families"
     # the engine itself refuses a discovery stamped by another registry
     d2 = cluster_data(frozen["ep2"], frozen["f2"], SYSTEMS)
     with pytest.raises(ValueError, match="not the one that ran the discovery: its families"):

@@ -5,7 +5,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from agentstudies.sasst import Slot
+from scipy import stats
+
+from agentstudies.sasst import Slot, family_ess, rule_scores, support_constraints
 from agentstudies.studies import sasst_feasibility as fz
 
 
@@ -15,29 +17,86 @@ def _ess_density(n, k, lift):
     return tot**2 / (k * lift**2 + (n - k)), n * lift / tot
 
 
-def test_severe_concentration_fails_both_checks_for_every_plausible_count():
-    # rare flag share 0.04 on 100 discovery tasks: k = 1..15 covers P > 0.999 of k >= 1
+CFG = fz.FeasibilityConfig()
+SLOT = Slot("stress", {"candidate": 1, "baseline": -1}, family="registry", radius=None,
+            density_cap=CFG.density_cap, min_ess=CFG.min_ess, min_split_share=CFG.min_split_share)
+
+
+def _with_flags(column, k, n=100, seed=0):
+    X = fz.feasibility_features(n, np.random.default_rng(seed))
+    X[column] = (np.arange(n) < k).astype(float)
+    return X
+
+
+def _row(table, needle):
+    hits = table[table["rule"].str.contains(needle, regex=False)]
+    assert len(hits) == 1, (needle, list(table["rule"]))
+    return hits.iloc[0]
+
+
+def test_severe_concentration_registry_fails_both_checks_for_every_plausible_count():
+    # the setting's own registry scored by the engine's rule code on 100 discovery tasks
+    # with k of them flagged; rare flag share 0.04: k = 1..15 covers P > 0.999 of k >= 1
     for k in range(1, 16):
+        tab = family_ess(fz.setting_registry("severe_concentration"), _with_flags("rare_a", k))
+        r = _row(tab, "rare_a")
         ess, dens = _ess_density(100, k, 60.0)
-        assert ess < 20 and dens > 5, k
+        assert r["ess"] == pytest.approx(ess, rel=1e-12) and r["max_density"] == pytest.approx(dens, rel=1e-12)
+        held = support_constraints(SLOT, r["ess"], r["max_density"])
+        assert not held["ess"] and not held["max_density"], k
 
 
-def test_density_only_fails_density_while_ess_passes():
+def test_density_only_registry_fails_density_while_ess_passes():
     for k in range(1, 11):  # minor flag share 0.03: k <= 10 has probability > 0.999
+        r = _row(family_ess(fz.setting_registry("density_only"), _with_flags("minor_a", k)), "minor_a")
         ess, dens = _ess_density(100, k, 10.0)
-        assert dens > 5 and ess >= 20, k
+        assert r["ess"] == pytest.approx(ess, rel=1e-12) and r["max_density"] == pytest.approx(dens, rel=1e-12)
+        held = support_constraints(SLOT, r["ess"], r["max_density"])
+        assert not held["max_density"] and held["ess"], k
 
 
-def test_split_support_rule_share_and_global_checks():
-    # lift 8 on the half outside S_1: S_1 carries 50 / (50 + 8 * 50) = 1/9 of the mass
-    ess, dens = _ess_density(100, 50, 8.0)
-    assert 1 / 9 < 0.2 and ess >= 20 and dens <= 5
+def test_split_support_registry_fails_only_the_split_share():
+    # batch = S_1 of the plan's first split; the rule lifting batch = 0 by 8 leaves S_1 with
+    # n1 / (n1 + 8 n0) of the mass (1/9 for balanced halves), below the 0.2 minimum, while
+    # its ESS and density pass
+    plan = fz.setting_plan("split_support_only")
+    n = 100
+    ids = np.array([f"c0000_{i:04d}" for i in range(n)])
+    X = fz.feasibility_features(n, np.random.default_rng(3))
+    X["batch"] = fz.batch_flags(ids, plan)
+    n1 = int(X["batch"].sum())
+    assert 0 < n1 < n
+    rules = fz.setting_registry("split_support_only").fit(X.to_numpy(float), list(X.columns))
+    low = [r for r in rules if not r.above][0]  # lift on batch = 0
+    s = rule_scores(low, X.to_numpy(float), list(X.columns))
+    mu = plan.tensor(np.random.default_rng(4).random((n, 3)), s, plan.split_masks(ids)).mean(axis=0)
+    share = n1 / (n1 + 8.0 * (n - n1))
+    assert plan.min_split_share(mu) == pytest.approx(share, rel=1e-12)
+    ess, dens = _ess_density(n, n - n1, 8.0)
+    held = support_constraints(SLOT, ess, dens, split_share=plan.min_split_share(mu))
+    assert held["ess"] and held["max_density"] and not held["min_split_share"]
 
 
 def test_stable_tilt_registry_stays_below_the_density_cap():
-    # strength 0.75, clip 2: max ratio exp(1.5) / E[exp(0.75 clip(u, -2, 2))], u ~ N(0, 1)
-    u = np.random.default_rng(0).standard_normal(1_000_000)
-    assert np.exp(1.5) / np.mean(np.exp(0.75 * np.clip(u, -2, 2))) < 5
+    # strength lam, clip 2, N(0, 1) features: max ratio -> exp(2 lam) / E[exp(lam clip(u, -2, 2))],
+    # E = exp(lam^2 / 2) (Phi(2 - lam) - Phi(-2 - lam)) + (exp(2 lam) + exp(-2 lam)) Phi(-2)
+    n = 20_000
+    X = fz.feasibility_features(n, np.random.default_rng(0))
+    tab = family_ess(fz.setting_registry("stable_positive_rule"), X)
+    for lam in fz.TILT_STRENGTHS:
+        Phi = stats.norm.cdf
+        E = (np.exp(lam**2 / 2) * (Phi(2 - lam) - Phi(-2 - lam))
+             + (np.exp(2 * lam) + np.exp(-2 * lam)) * Phi(-2))
+        limit = np.exp(2 * lam) / E
+        # Monte-Carlo error of the sample mean in the denominator (relative SE
+        # sd(exp(lam clip u)) / (E sqrt(n)), about 0.5 %): 4 SE, plus 1 % for the feature
+        # standardization estimated on the same sample
+        c = np.clip(X[["x1", "x2", "x3", "x4"]].to_numpy(), -2, 2)
+        rel = np.exp(lam * c).std() / (E * np.sqrt(n))
+        got = tab.loc[tab["rule"].str.startswith(f"tilt exp({lam:g} "), "max_density"].to_numpy()
+        assert len(got) == 8
+        np.testing.assert_allclose(got, limit, rtol=4 * rel + 0.01)
+        assert support_constraints(SLOT, np.full(8, np.inf), got)["max_density"].all()
 
 
 def test_planted_probabilities_and_null_setting():

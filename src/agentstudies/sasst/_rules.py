@@ -391,7 +391,9 @@ class AxisTiltFamily(RuleFamily):
         return rules
 
     def to_dict(self):
-        return {"family": self.name, "strengths": list(self.strengths), "clip": self.clip}
+        # use_columns is part of the registry (a pre-registration's fingerprint reads it)
+        return {"family": self.name, "strengths": list(self.strengths), "clip": self.clip,
+                "use_columns": None if self.use_columns is None else list(self.use_columns)}
 
 
 @dataclass
@@ -419,7 +421,8 @@ class ThresholdFamily(RuleFamily):
         return rules
 
     def to_dict(self):
-        return {"family": self.name, "quantiles": list(self.quantiles), "lifts": list(self.lifts)}
+        return {"family": self.name, "quantiles": list(self.quantiles), "lifts": list(self.lifts),
+                "use_columns": None if self.use_columns is None else list(self.use_columns)}
 
 
 @dataclass

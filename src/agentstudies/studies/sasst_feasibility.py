@@ -74,6 +74,7 @@ __all__ = [
     "setting_plan",
     "setting_registry",
     "recorded_checks",
+    "batch_flags",
     "feasibility_trial",
     "run_feasibility",
     "table11",
@@ -221,6 +222,14 @@ def recorded_checks(row: pd.Series, candidates: pd.DataFrame | None, slot: Slot)
     return "passed", "none"
 
 
+def batch_flags(ids: np.ndarray, plan: ComparisonPlan) -> np.ndarray:
+    """The score-blind ``batch`` feature of the clusters ``ids`` (n,) of one side of the
+    split: 1.0 on the first scoring half ``S_1`` of ``plan``'s repeated split on these
+    ids, 0.0 elsewhere (it depends on the ids and ``plan.split_seed`` only)."""
+    return ComparisonPlan(("s",), candidates=("s",), selection="hard", n_splits=1,
+                          split_seed=plan.split_seed).split_masks(np.asarray(ids))[0].astype(float)
+
+
 def feasibility_trial(item: tuple[str, int], rng: np.random.Generator, *, cfg: FeasibilityConfig) -> dict[str, Any]:
     """One Study C trial of one setting; returns the stress slot's status and checks.
 
@@ -237,9 +246,8 @@ def feasibility_trial(item: tuple[str, int], rng: np.random.Generator, *, cfg: F
     d[rng.permutation(n)[: n // 2]] = True
     Xa = X.to_numpy(dtype=float, copy=True)
     b = FEATURE_COLUMNS.index("batch")
-    for mask in (d, ~d):  # batch = membership of the first scoring half S_1 of each side
-        Xa[mask, b] = ComparisonPlan(("s",), candidates=("s",), selection="hard", n_splits=1,
-                                     split_seed=plan.split_seed).split_masks(ids[mask])[0]
+    for mask in (d, ~d):
+        Xa[mask, b] = batch_flags(ids[mask], plan)
     contrast = _contrast(setting)
     stress = Slot("stress", contrast, sign=-1, family="registry", radius=None, geometry="none",
                   density_cap=cfg.density_cap, min_ess=cfg.min_ess, min_split_share=cfg.min_split_share,
