@@ -9,7 +9,6 @@ share the runs, so each chapter executes once per ``make test``.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -38,19 +37,13 @@ class SmokeRuns:
 
     def get(self, name: str) -> runner.RunResult:
         if name not in self._done:
-            saved = os.environ.get("AGENTSTUDIES_ARTIFACTS")
-            os.environ["AGENTSTUDIES_ARTIFACTS"] = str(self.artifacts)
             try:
                 self._done[name] = runner.run_notebook(
-                    name, {}, self.chapters / f"{name}.ipynb", profile="smoke", jobs=SMOKE_JOBS, root=REPO
+                    name, {}, self.chapters / f"{name}.ipynb", profile="smoke", jobs=SMOKE_JOBS, root=REPO,
+                    artifacts=self.artifacts,
                 )
             except runner.BookError as exc:
                 self._done[name] = exc
-            finally:
-                if saved is None:
-                    os.environ.pop("AGENTSTUDIES_ARTIFACTS", None)
-                else:
-                    os.environ["AGENTSTUDIES_ARTIFACTS"] = saved
         result = self._done[name]
         if isinstance(result, BaseException):
             raise result

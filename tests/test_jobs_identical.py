@@ -43,7 +43,6 @@ def test_some_chapters_are_parallel():
 def test_tables_identical_for_jobs_1_and_2(name, smoke_runs, tmp_path, monkeypatch):
     two = smoke_runs.get(name)
     assert two.parameters.get("n_jobs") == SMOKE_JOBS
-    monkeypatch.setenv("AGENTSTUDIES_ARTIFACTS", str(tmp_path / "artifacts"))
     one = runner.run_notebook(name, {}, tmp_path / f"{name}.ipynb", profile="smoke", jobs=1, root=REPO)
     assert one.parameters.get("n_jobs") == 1
     a, b = _tables(two.artifacts), _tables(one.artifacts)

@@ -212,12 +212,27 @@ def test_figures_reach_the_executed_notebook(tree, monkeypatch):
 
 
 def test_run_notebook_respects_existing_artifacts_env(tree, tmp_path, monkeypatch):
+    """Without -o the environment variable chooses the folder; -o wins over it (issue 24)."""
     monkeypatch.setenv("AGENTSTUDIES_ARTIFACTS", str(tmp_path / "elsewhere"))
-    out = tmp_path / "out" / "nojobs_run.ipynb"
-    runner.run_notebook(tree / "notebooks" / "nojobs.ipynb", {"n": 3}, out, root=tree)
-    assert out.is_file()
+    runner.run_notebook("nojobs", {"n": 3}, root=tree)
     got = json.loads((tmp_path / "elsewhere" / "nojobs" / "seen.json").read_text())
     assert got["params"] == {"seed": 0, "n": 3}
+    out = tmp_path / "out" / "nojobs_run.ipynb"
+    res = runner.run_notebook(tree / "notebooks" / "nojobs.ipynb", {"n": 4}, out, root=tree)
+    assert out.is_file() and res.artifacts == tmp_path / "out" / "nojobs_run.artifacts" / "nojobs"
+    assert json.loads((res.artifacts / "seen.json").read_text())["params"] == {"seed": 0, "n": 4}
+    assert json.loads((tmp_path / "elsewhere" / "nojobs" / "seen.json").read_text()) == got  # untouched
+
+
+def test_two_o_runs_never_share_a_folder_and_a_failed_first_run_leaves_nothing(tree, tmp_path, monkeypatch):
+    monkeypatch.setenv("AGENTSTUDIES_ARTIFACTS", str(tmp_path / "shared"))
+    a = runner.run_notebook("nojobs", {"n": 1}, tmp_path / "a.ipynb", root=tree).artifacts
+    b = runner.run_notebook("nojobs", {"n": 2}, tmp_path / "b.ipynb", root=tree).artifacts
+    assert a.parent == tmp_path / "a.artifacts" and b.parent == tmp_path / "b.artifacts"
+    assert not (tmp_path / "shared").exists()
+    with pytest.raises(runner.NotebookExecutionError):
+        runner.run_notebook("broken", {"seed": 1}, tmp_path / "new" / "c.ipynb", root=tree)
+    assert sorted(p.name for p in (tmp_path / "new").iterdir()) == ["c.failed.ipynb"]  # no empty c.artifacts/
 
 
 def test_failing_cell_names_notebook_and_cell(tree):
@@ -262,7 +277,7 @@ def test_dead_kernel_is_reported_with_its_cell(tree):
 def test_relative_artifacts_env_is_relative_to_the_caller(tree, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("AGENTSTUDIES_ARTIFACTS", "rel_artifacts")
-    runner.run_notebook("nojobs", {}, tmp_path / "o.ipynb", root=tree)
+    runner.run_notebook("nojobs", {}, root=tree)  # no -o: the variable chooses the folder
     assert (tmp_path / "rel_artifacts" / "nojobs" / "seen.json").is_file()
 
 

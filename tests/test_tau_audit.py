@@ -219,9 +219,8 @@ def test_tau_chapter_episode_tables_carry_the_components(name, tmp_path, monkeyp
     from agentstudies import runner
 
     repo = Path(__file__).resolve().parents[1]
-    monkeypatch.setenv("AGENTSTUDIES_ARTIFACTS", str(tmp_path / "artifacts"))
     result = runner.run_notebook(name, {}, tmp_path / f"{name}.ipynb", profile="smoke", root=repo)
-    art = tmp_path / "artifacts" / name
+    art = result.artifacts  # beside the -o notebook (it wins over AGENTSTUDIES_ARTIFACTS)
     table = TAU_CHAPTERS[name]
     episodes = pd.read_parquet(art / table) if table.endswith(".parquet") else pd.read_csv(art / table)
     for col in ("reward_basis", "db_match", "communicate_match", "action_match"):

@@ -165,7 +165,8 @@ on its page and in its provenance.""",
                      "tables in artifacts/<name>/; <stem>.executed.ipynb beside a notebook given "
                      "by path. Otherwise the tables go to OUT's folder as "
                      "<OUT stem>.artifacts/<name>/ and the book's artifacts stay untouched "
-                     "(AGENTSTUDIES_ARTIFACTS overrides both; relative = to the current folder)")
+                     "(-o wins over AGENTSTUDIES_ARTIFACTS, which sets the folder of a run without "
+                     "-o; relative = to the current folder)")
     run.add_argument("--log-output", action="store_true", help=LOG_HELP)
     run.add_argument("--scheduler", metavar="ADDRESS", help=SCHEDULER_HELP)
 

@@ -779,6 +779,7 @@ def run_notebook(
     jobs: int | None = None,
     root: Path | str | None = None,
     log_output: bool = False,
+    artifacts: Path | str | None = None,
 ) -> RunResult:
     """Execute one notebook with papermill and return its :class:`RunResult`.
 
@@ -798,8 +799,12 @@ def run_notebook(
       is then looked up under the chapter the notebook names in its
       ``Chapter.from_parameters("<chapter>", ...)`` call, and refused if it names none.
 
-    ``$AGENTSTUDIES_ARTIFACTS`` overrides the artifacts root (a relative value is relative
-    to the folder the command was given in, see :func:`resolve_artifacts_env`).
+    ``artifacts`` (Python only) names the artifacts root outright and wins over both.
+    ``$AGENTSTUDIES_ARTIFACTS`` sets the artifacts root of a run *without* ``output_path``
+    (a relative value is relative to the folder the command was given in, see
+    :func:`resolve_artifacts_env`); ``output_path`` wins over it (issue 24), so two ``-o``
+    runs never share a folder. A failed run that created the artifacts root removes it
+    again (no empty ``OUT.artifacts/`` is left).
 
     Nothing that exists is touched until the run succeeds: the kernel writes into a
     staging folder beside the artifacts and papermill into ``<OUT stem>.partial.ipynb``;
@@ -833,9 +838,12 @@ def run_notebook(
     info = run_note(path, profile, params, chapter=chapter, root=root)
     out = out.resolve()
     book_out = is_chapter and output_path is None
-    art_root = _artifacts_root(out, root, book_out)
-    art_root = art_root.resolve()
+    if artifacts is not None:
+        art_root = Path(artifacts).expanduser().resolve()
+    else:
+        art_root = _artifacts_root(out, root, book_out, explicit_out=output_path is not None).resolve()
     out.parent.mkdir(parents=True, exist_ok=True)
+    created = _missing_ancestors(art_root)  # removed again if the run commits nothing
     art_root.mkdir(parents=True, exist_ok=True)
     partial = out.with_name(f"{out.stem}.partial.ipynb")
     failed = out.with_name(f"{out.stem}.failed.ipynb")
@@ -876,6 +884,12 @@ def run_notebook(
     finally:
         shutil.rmtree(staging, ignore_errors=True)
         partial.unlink(missing_ok=True)
+        if not committed:  # a failed first run leaves no empty OUT.artifacts/ behind
+            for folder in created:
+                try:
+                    folder.rmdir()
+                except OSError:
+                    break
     named_dir = [c for c in committed if c.name == chapter] or committed
     return RunResult(path.stem, path, out, params, time.perf_counter() - t0,
                      named_dir[0] if named_dir else None)
@@ -908,9 +922,24 @@ def _run_targets(name_or_path: Path | str, output_path: Path | str | None, profi
     return path, is_chapter, out, chapter
 
 
-def _artifacts_root(out: Path, root: Path, book_out: bool) -> Path:
-    """The artifacts root: ``$AGENTSTUDIES_ARTIFACTS``, else ``<root>/artifacts`` for a
-    book chapter written to the book, else ``<OUT stem>.artifacts`` beside ``out``."""
+def _missing_ancestors(folder: Path) -> list[Path]:
+    """``folder`` and those of its parents that do not exist yet, deepest first."""
+    missing = []
+    for f in (folder, *folder.parents):
+        if f.exists():
+            break
+        missing.append(f)
+    return missing
+
+
+def _artifacts_root(out: Path, root: Path, book_out: bool, *, explicit_out: bool = False) -> Path:
+    """The artifacts root. ``-o OUT`` (``explicit_out``) always gives ``<OUT stem>.artifacts``
+    beside ``out``: the option on the command line wins over ``$AGENTSTUDIES_ARTIFACTS``, so
+    two ``-o`` runs never share a folder. Without ``-o``: ``$AGENTSTUDIES_ARTIFACTS`` if set,
+    else ``<root>/artifacts`` for a book chapter written to the book, else ``<OUT
+    stem>.artifacts`` beside the ``<stem>.executed.ipynb`` of a notebook given by path."""
+    if explicit_out:
+        return out.parent / f"{out.stem}.artifacts"
     if os.environ.get("AGENTSTUDIES_ARTIFACTS"):
         return resolve_artifacts_env(os.environ["AGENTSTUDIES_ARTIFACTS"])
     if book_out:
