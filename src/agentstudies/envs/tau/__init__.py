@@ -11,8 +11,8 @@ run workflows on τ-bench tasks of these domains.
 - :func:`replay_gold`: gold actions + required info communicated (reward 1 on every task).
 - :func:`is_write_tool`: the state-changing (declared irreversible) tools.
 - :func:`task_audit`, :func:`action_match`, :func:`reward_components`,
-  :func:`reward_basis`: the evaluator audit (degenerate agents that pass, gold writes that
-  fail in the gold replay, ignored natural-language assertions, the action check).
+  :func:`reward_basis`: the evaluator audit (degenerate agents that pass, gold writes and reads
+  that fail in the gold replay, ignored natural-language assertions, the action check).
 - :func:`task_features`, :func:`encode_texts`: pre-execution task features and text
   embeddings (``text_encoder="tfidf-svd"`` or ``"minilm"``).
 """
@@ -35,8 +35,10 @@ from agentstudies.envs.tau.data import (
 from agentstudies.envs.tau._audit import (
     AUDIT_COLUMNS,
     DEGENERATE_AGENTS,
+    FLAG_REASONS,
     action_match,
     degenerate_task_ids,
+    flagged_task_ids,
     reward_basis,
     reward_components,
     task_audit,
@@ -56,8 +58,10 @@ from agentstudies.envs.tau.env import (
 __all__ = [
     "AUDIT_COLUMNS",
     "DEGENERATE_AGENTS",
+    "FLAG_REASONS",
     "action_match",
     "degenerate_task_ids",
+    "flagged_task_ids",
     "reward_basis",
     "reward_components",
     "task_audit",

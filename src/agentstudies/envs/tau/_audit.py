@@ -16,8 +16,10 @@ and the natural-language assertions never count. This module measures what that 
   ``communicate_match``, ``action_match`` and the reward the package gives.
 - :func:`task_audit` -- one row per task: the reward of degenerate agents (idle; idle but
   sending the required information; gold minus each single action; gold without the
-  transfer to a human), the gold writes that fail during the gold replay itself, and the
-  natural-language assertions the scorer ignores.
+  transfer to a human), the gold writes and gold reads that fail during the gold replay
+  itself, and the natural-language assertions the scorer ignores.
+- :func:`flagged_task_ids` -- the task ids of an audit table grouped by the reason they
+  are flagged (for a chapter's collapsed listing).
 
 Every degenerate agent here is *scripted* (it replays the task's gold actions, or none,
 through the real tools); nothing is simulated about the tools, the databases or the
@@ -30,7 +32,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import pandas as pd
 
-from agentstudies.envs.tau.data import NON_DB_TOOLS, TauTask, get_task, load_tasks
+from agentstudies.envs.tau.data import TauTask, get_task, load_tasks
 from agentstudies.envs.tau.env import TauEnv
 
 __all__ = [
@@ -41,6 +43,8 @@ __all__ = [
     "reward_components",
     "task_audit",
     "degenerate_task_ids",
+    "flagged_task_ids",
+    "FLAG_REASONS",
 ]
 
 #: The degenerate agents of :func:`task_audit` (column ``<agent>_reward``).
@@ -69,6 +73,8 @@ AUDIT_COLUMNS: tuple[str, ...] = (
     "write_drop_passes",
     "failed_gold_writes",
     "n_failed_gold_writes",
+    "failed_gold_reads",
+    "n_failed_gold_reads",
     "gold_db_unchanged",
     "n_nl_assertions",
     "nl_assertions_ignored",
@@ -91,7 +97,7 @@ def _audit_schema() -> object:
             "idle_reward": reward, "idle_info_reward": reward,
             "no_transfer_reward": pa.Column(float, pa.Check.isin([0.0, 1.0]), nullable=True),
             "single_drops": count, "single_drop_passes": count, "write_drop_passes": count,
-            "n_failed_gold_writes": count, "gold_db_unchanged": pa.Column(bool), "n_nl_assertions": count,
+            "n_failed_gold_writes": count, "n_failed_gold_reads": count, "gold_db_unchanged": pa.Column(bool), "n_nl_assertions": count,
             "nl_assertions_ignored": pa.Column(bool), "degenerate_pass": pa.Column(bool),
         },
         strict=False,
@@ -185,18 +191,26 @@ def _episode(task: TauTask, actions: Sequence[int] | None, info: bool) -> TauEnv
     return env
 
 
-def _failed_gold_writes(task: TauTask) -> list[str]:
-    """Gold writes that raise ``ToolError`` in the package's own gold replay (the replay
-    skips them silently, so the gold database never gets their change)."""
+def _failed_gold_calls(task: TauTask) -> tuple[list[str], list[str]]:
+    """Gold writes and gold reads that fail when the gold actions are replayed in order
+    through the real tools, as ``"<index>:<tool>"`` lists ``(writes, reads)``.
+
+    A failing write raises ``ToolError`` in the package's own gold replay, which skips it
+    silently, so the gold database never gets its change. A failing read (for example a
+    product id that is not in the database, as in retail 2-4, tau2-bench issue 89) does not
+    change the gold database, but the gold trajectory it belongs to cannot be followed by
+    an agent. ``transfer_to_human_agents`` cannot fail and is skipped; ``calculate`` counts
+    as a read.
+    """
     env = TauEnv(task.task_id)
-    failed = []
+    writes, reads = [], []
     for i, action in enumerate(task.actions):
-        if action.name in NON_DB_TOOLS:
+        if action.name == "transfer_to_human_agents":
             continue
         result = env.call(action.name, action.args())
-        if action.irreversible and not result.ok:
-            failed.append(f"{i}:{action.name}")
-    return failed
+        if not result.ok:
+            (writes if action.irreversible else reads).append(f"{i}:{action.name}")
+    return writes, reads
 
 
 def _audit_row(task: TauTask) -> dict[str, Any]:
@@ -217,7 +231,7 @@ def _audit_row(task: TauTask) -> dict[str, Any]:
         if r == 1.0:
             passes.append(f"{i}:{task.actions[i].name}")
             write_passes += int(task.actions[i].irreversible)
-    failed = _failed_gold_writes(task)
+    failed, failed_reads = _failed_gold_calls(task)
     nl = len(task.nl_assertions)
     basis = reward_basis(task)
     return {
@@ -242,6 +256,8 @@ def _audit_row(task: TauTask) -> dict[str, Any]:
         "write_drop_passes": write_passes,
         "failed_gold_writes": ";".join(failed),
         "n_failed_gold_writes": len(failed),
+        "failed_gold_reads": ";".join(failed_reads),
+        "n_failed_gold_reads": len(failed_reads),
         "gold_db_unchanged": _db_unchanged(task),
         "n_nl_assertions": nl,
         # the retail/airline scorers evaluate DB + COMMUNICATE only, whatever the basis
@@ -289,6 +305,10 @@ def task_audit(domain: str | None = None, task_ids: Sequence[str] | None = None)
         gold writes that raise ``ToolError`` during the gold replay itself
         (``"<index>:<tool>"``); the package ignores the error, so the expected database
         lacks their change.
+    ``failed_gold_reads`` / ``n_failed_gold_reads``
+        gold reads (non-write tools, ``calculate`` included) that fail during the gold
+        replay (``"<index>:<tool>"``), e.g. ``get_product_details`` of a product that is
+        not in the database (retail 2-4); the gold trajectory cannot be followed there.
     ``gold_db_unchanged``
         the gold replay leaves the initial database unchanged.
     ``n_nl_assertions`` / ``nl_assertions_ignored``
@@ -313,3 +333,40 @@ def degenerate_task_ids(audit: pd.DataFrame) -> list[str]:
     if missing:
         raise KeyError(f"audit table lacks column(s) {sorted(missing)}; pass task_audit(...)'s table")
     return audit.loc[audit["degenerate_pass"].astype(bool), "task_id"].astype(str).tolist()
+
+
+#: Reasons of :func:`flagged_task_ids`: label -> predicate on a :func:`task_audit` row.
+FLAG_REASONS: dict[str, str] = {
+    "idle agent passes": "idle_reward == 1",
+    "idle agent sending the required info passes": "idle_info_reward == 1",
+    "gold without the transfer to a human passes": "no_transfer_reward == 1",
+    "a gold write fails in the gold replay": "n_failed_gold_writes > 0",
+    "a gold read fails in the gold replay": "n_failed_gold_reads > 0",
+}
+
+
+def flagged_task_ids(audit: pd.DataFrame) -> pd.DataFrame:
+    """Task ids of a :func:`task_audit` table grouped by why they are flagged.
+
+    Returns
+    -------
+    DataFrame with columns ``reason`` (the keys of :data:`FLAG_REASONS`, in order, every
+    reason listed even with no task), ``rule`` (its predicate), ``n_tasks`` and
+    ``task_ids`` (``", "``-joined, in the audit's order). A task can appear under several
+    reasons.
+
+    Raises
+    ------
+    KeyError
+        If a column the rules read is missing.
+    """
+    need = {"task_id", "idle_reward", "idle_info_reward", "no_transfer_reward",
+            "n_failed_gold_writes", "n_failed_gold_reads"}
+    missing = need - set(audit.columns)
+    if missing:
+        raise KeyError(f"audit table lacks column(s) {sorted(missing)}; pass task_audit(...)'s table")
+    rows = []
+    for reason, rule in FLAG_REASONS.items():
+        ids = audit.loc[audit.eval(rule).fillna(False).astype(bool), "task_id"].astype(str).tolist()
+        rows.append({"reason": reason, "rule": rule, "n_tasks": len(ids), "task_ids": ", ".join(ids)})
+    return pd.DataFrame(rows)
