@@ -280,3 +280,115 @@ def test_step_cache_leaves_every_fork_unchanged():
     for a, b in zip(runs["cached"], runs["plain"]):
         assert pd.Series(a["task"]).equals(pd.Series(b["task"]))
         assert a["paired"] == b["paired"] and a["decisions"] == b["decisions"] and a["branches"] == b["branches"]
+
+
+# ------------------------------------------------------------------ findings that can fail (issue 25)
+def _synthetic_paired(kind, n=40, seed=0):
+    """Paired table of the factual-success cohort: 'planted' = clean harm + stale rescue at
+    every delay, 'reversed' = clean rescue... (clean fails) + stale harm, 'none' = no change."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for t in range(n):
+        for cond in ("clean", "stale-2"):
+            y0 = 1 if cond == "clean" or kind == "reversed" else int(rng.random() < 0.5)
+            if kind == "reversed" and cond == "clean":
+                y0 = 0
+            for d in ar.DELAYS:
+                u = rng.random()
+                if kind == "none":
+                    y1 = y0
+                elif kind == "planted":
+                    y1 = (0 if u < 0.3 else 1) if cond == "clean" else (1 if y0 == 0 and u < 0.6 else y0)
+                else:  # reversed: refresh rescues clean failures and harms stale successes
+                    y1 = (1 if u < 0.3 else 0) if cond == "clean" else (0 if u < 0.6 else 1)
+                rows.append(dict(cohort="primary-factual-success", task_id=f"t{t:02d}", condition=cond, delay=d,
+                                 operation="refresh", y_without=y0, y_with=y1))
+    return pd.DataFrame(rows)
+
+
+@pytest.mark.parametrize("kind, expected", [("planted", "reappears"), ("none", "inconclusive"),
+                                            ("reversed", "contradicted")])
+def test_recovery_findings_on_known_truths(kind, expected):
+    res = rc.analyze_paired(_synthetic_paired(kind), n_draws=300, seed=1)
+    f = ar.recovery_findings(res, n_draws=300, seed=1)
+    t = f.table().set_index("finding")
+    assert t.loc["Immediate refresh harms clean factual-success trajectories", "verdict"] == expected
+    for d in ar.DELAYS:
+        assert t.loc[f"Stale − clean > 0 at d = {d} (factual-success cohort)", "verdict"] == expected
+    # cells this table lacks are inconclusive with a NaN interval, never a verdict
+    assert t.loc["Full refresh helps under two-step stale at d = 4 (mechanism cohort)", "verdict"] == "inconclusive"
+    rep = t[t["verdict"] == "reappears"].dropna(subset=["ci_low"])
+    assert ((rep["ci_low"] > 0) | (rep["ci_high"] < 0)).all()
+
+
+def test_recovery_findings_inert_arm_is_not_testable():
+    res = rc.analyze_paired(_synthetic_paired("planted"), n_draws=100, seed=1)
+    testab = pd.DataFrame([dict(cohort="primary", operation="refresh", condition=c, delay=d, forks=40, active=40,
+                                action_changed=0.0 if c == "clean" and d == 0 else 0.5, next_action_changed=0.0,
+                                outcome_changed=0.0) for c in ("clean", "stale-2") for d in ar.DELAYS])
+    t = ar.recovery_findings(res, testab=testab, n_draws=100, seed=1).table().set_index("finding")
+    row = t.loc["Immediate refresh harms clean factual-success trajectories"]
+    assert row["verdict"] == "not testable here" and "0 of 40 forks" in row["why"]
+    # a contrast rests on both arms: testable while either changed something
+    assert t.loc["Stale − clean > 0 at d = 0 (factual-success cohort)", "verdict"] == "reappears"
+    testab.loc[testab["delay"] == 1, "action_changed"] = 0.0
+    t = ar.recovery_findings(res, testab=testab, n_draws=100, seed=1).table().set_index("finding")
+    assert t.loc["Stale − clean > 0 at d = 1 (factual-success cohort)", "verdict"] == "not testable here"
+    assert t.loc["Stale − clean > 0 at d = 2 (factual-success cohort)", "verdict"] == "reappears"
+
+
+def test_recovery_findings_honour_level():
+    # a weak planted effect: found at level 0.5, not at 0.999 (intervals from analyze_paired itself)
+    tab = _synthetic_paired("planted", n=12, seed=3)
+    lo = ar.recovery_findings(rc.analyze_paired(tab, level=0.5, n_draws=400, seed=1), n_draws=100, seed=1).table()
+    hi = ar.recovery_findings(rc.analyze_paired(tab, level=0.999, n_draws=400, seed=1), n_draws=100, seed=1).table()
+    assert (lo["rule"].str.startswith("50% CI")).any() and (hi["rule"].str.startswith("99.9% CI")).any()
+    assert (lo["verdict"] == "reappears").sum() > (hi["verdict"] == "reappears").sum()
+
+
+def test_testability_is_the_share_of_changed_forks(study):
+    t = ar.testability(study)
+    assert tuple(t.columns) == ar.TESTABILITY_COLUMNS
+    p = study.paired
+    for r in t.itertuples(index=False):
+        g = p[(p["cohort"] == r.cohort) & (p["operation"] == r.operation) & (p["condition"] == r.condition)
+              & (p["delay"] == r.delay)]
+        assert r.forks == len(g) and r.active == int(g["active"].sum())
+        assert np.isclose(r.action_changed, g["changed"].astype(bool).sum() / len(g))
+        assert np.isclose(r.outcome_changed, (g["y_with"] != g["y_without"]).sum() / len(g))
+        assert r.next_action_changed <= r.action_changed  # a changed next action is a changed action
+    # an ended branch changes nothing
+    assert not p.loc[~p["active"], ["changed", "changed_next"]].any().any()
+
+
+def test_horizon_features_encode_the_factual_length(study):
+    """The leak measured: at every decision point steps_frac = (ceil(0.25 L) + d) / action_cap,
+    a function of the factual run's full length L (post-decision), so it can separate
+    factual success (short runs) from failure (runs to the cap)."""
+    import math
+
+    d = study.decisions.merge(study.tasks[["task_id", "factual_actions"]], on="task_id")
+    cap = max(1, int(round(64 * 0.5)))
+    want = [(math.ceil(0.25 * L) + k) / cap for L, k in zip(d["factual_actions"], d["delay"])]
+    assert np.allclose(d["steps_frac"], want)
+    leak = ar.horizon_leak(study)
+    assert set(ar.HORIZON_FEATURES) <= set(leak["feature"])
+    # the AUC equals a brute-force pairwise count
+    g = study.decisions[(study.decisions["cohort"] == "primary") & (study.decisions["condition"] == "clean")
+                        & (study.decisions["delay"] == 1)]
+    y = g["factual_success"].astype(bool).to_numpy()
+    if y.any() and (~y).any():
+        x = g["steps_frac"].to_numpy()
+        pairs = [(a > b) + 0.5 * (a == b) for a in x[y] for b in x[~y]]
+        got = leak[(leak["feature"] == "steps_frac") & (leak["delay"] == 1)]["auc"].iloc[0]
+        assert np.isclose(got, np.mean(pairs))
+
+
+def test_recovery_controls_power_and_false_positives():
+    c = ar.recovery_controls(replicates=30, n_tasks=60, n_draws=200, seed=0)
+    assert set(c["measures"]) == {"power", "false-positive rate"}
+    assert c["subject"].str.contains("planted|null").all()
+    power = c[c["planted"]]
+    null = c[~c["planted"]]
+    assert (power["rate"] >= 0.8).all() and (null["rate"] <= 0.1).all()
+    assert (power["ci_low"] > 0.5).all()

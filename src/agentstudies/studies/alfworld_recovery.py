@@ -42,7 +42,8 @@ Tables of :class:`RecoveryStudy`:
                infeasible_reason, clean_matches_factual (bool/NA), replay_verified
 ``paired``     cohort, task_id, condition, delay, operation, y_without, y_with, active,
                factual_success, changed (the agent's own actions after the fork differ
-               from the no-recovery branch's; the refresh query itself excluded) -- one
+               from the no-recovery branch's; the refresh query itself excluded),
+               changed_next (its first own action after the operation differs) -- one
                row per fork (the input of :func:`agentstudies.recovery.analyze_paired`)
 ``decisions``  cohort, task_id, condition, delay (1/2/4), y_without, y_with (refresh),
                active, factual_success, feature columns -- the router's decision table
@@ -88,6 +89,13 @@ __all__ = [
     "table_router",
     "reappearance",
     "llm_cost",
+    "CONTROL_SUBJECTS",
+    "HORIZON_FEATURES",
+    "TESTABILITY_COLUMNS",
+    "horizon_leak",
+    "recovery_controls",
+    "recovery_findings",
+    "testability",
 ]
 
 CONDITIONS: tuple[str, ...] = ("clean", "stale-1", "stale-2", "missing")
@@ -426,7 +434,7 @@ def run_task(
                 ops.append("refresh")
             for op in ops:
                 if ended:
-                    y_with[(d, op)] = (y0, False, False, rec0)
+                    y_with[(d, op)] = (y0, False, False, False, rec0)
                     continue
                 env.restore(snap)
                 fork_key = env.state_key() if trace else None
@@ -438,20 +446,22 @@ def run_task(
                 _play(env, b, goal, turn_cap)
                 acts = env.actions
                 agent_acts = acts[:n_before] + acts[n_before + n_query:]
-                y_with[(d, op)] = (bool(env.won), True, agent_acts != base_actions,
+                nxt = agent_acts[n_before:n_before + 1] != base_actions[n_before:n_before + 1]
+                y_with[(d, op)] = (bool(env.won), True, agent_acts != base_actions, nxt,
                                    llm_record(b.policy) if calls_model else {})
                 if trace:
                     out["branches"].append(dict(condition=cond, delay=d, operation=op, actions=env.actions,
                                                 fork_key=fork_key, shown=shown_after))
         for d in delays:
             for op in operations:
-                y1, active, changed, rec1 = y_with[(int(d), op)]
+                y1, active, changed, nxt, rec1 = y_with[(int(d), op)]
                 out["paired"].append(dict(cohort=cohort, task_id=task_id, condition=cond, delay=int(d), operation=op,
                                           y_without=int(y0), y_with=int(y1), active=active,
-                                          factual_success=y_fact, changed=changed, **_fork_record(rec0, rec1)))
+                                          factual_success=y_fact, changed=changed, changed_next=nxt,
+                                          **_fork_record(rec0, rec1)))
         for d in router_delays:
             snap, sb, ended = snaps[int(d)]
-            y1, active, _, _ = y_with[(int(d), "refresh")]
+            y1, active, _, _, _ = y_with[(int(d), "refresh")]
             row = dict(cohort=cohort, task_id=task_id, condition=cond, delay=int(d), y_without=int(y0), y_with=int(y1),
                        active=active, factual_success=y_fact)
             row.update(_features(sb, goal, intro, turn_cap, action_cap))
@@ -605,7 +615,7 @@ def run_recovery_study(
     tasks = pd.DataFrame([r["task"] for r in res])
     paired = pd.DataFrame([x for r in res for x in r["paired"]],
                           columns=["cohort", "task_id", "condition", "delay", "operation", "y_without", "y_with",
-                                   "active", "factual_success", "changed"]
+                                   "active", "factual_success", "changed", "changed_next"]
                           + (list(LLM_RECORD_COLUMNS) + ["llm_errors_without", "llm_limit_without"]
                              if calls_model else []))
     dec = pd.DataFrame([x for r in res for x in r["decisions"]])
@@ -648,6 +658,7 @@ def router_pipeline(
     cate_learner: str = "dr",
     freeze_path: str | None = None,
     min_train_tasks: int = 4,
+    horizon_features: str = "drop",
 ) -> dict[str, Any]:
     """Fit CIR and its baselines on the primary cohort, freeze, then evaluate.
 
@@ -664,15 +675,25 @@ def router_pipeline(
     ``train_used`` says so (shown in the chapter) -- never silently.
 
     Returns ``{"fit", "cate", "cate_selection", "evaluation", "vault", "train_tasks",
-    "eval_tasks", "train_used"}``. Raises ``ValueError`` with fewer than two training
-    tasks or an empty evaluation cohort.
+    "eval_tasks", "train_used", "features", "dropped_features", "cir_eval_rate",
+    "rescue_sets", "leak"}``: the evaluation also holds the blanket baselines
+    ``always-d<d>`` and ``random-<rate>%`` (CIR's evaluation intervention rate;
+    :func:`agentstudies.recovery.blanket_routers`), ``rescue_sets`` says which policy's
+    rescued set equals CIR's, ``leak`` is :func:`horizon_leak` of the primary cohort.
+    ``horizon_features="drop"`` (default) removes :data:`HORIZON_FEATURES` (they encode the
+    factual run's length, i.e. the post-decision horizon); ``"keep"`` keeps them (the
+    earlier behaviour). Raises ``ValueError`` with fewer than two training tasks, an
+    empty evaluation cohort or an unknown ``horizon_features``.
     """
     import json
     from pathlib import Path
 
-    from agentstudies.recovery import OutcomeVault, evaluate_policies, fit_cate_router, fit_router
+    from agentstudies.recovery import (OutcomeVault, blanket_routers, evaluate_policies, fit_cate_router, fit_router,
+                                       rescue_sets)
 
-    feats = study.feature_names
+    if horizon_features not in ("drop", "keep"):
+        raise ValueError(f"horizon_features={horizon_features!r}: expected 'drop' or 'keep'")
+    feats = [f for f in study.feature_names if horizon_features == "keep" or f not in HORIZON_FEATURES]
     dec = study.decisions
     if dec.empty or "cohort" not in dec:
         raise ValueError("the study has no router decision rows")
@@ -705,9 +726,17 @@ def router_pipeline(
         finite = lambda th: {k: (v if np.isfinite(v) else str(v)) for k, v in th.items()}  # noqa: E731 - strict JSON
         p.write_text(json.dumps({k: dict(kind=r.kind, sha256=r.sha256, thresholds=finite(r.thresholds))
                                  for k, r in routers.items()}, indent=1, sort_keys=True) + "\n")
-    evaluation = evaluate_policies(routers, vault, level=level, n_draws=n_draws, seed=seed)
+    # degeneracy-revealing baselines (issue 25 item 4): blanket "always at d" rules and a random
+    # refresh matched to CIR's rate on the *evaluation* pool (decisions need no outcomes)
+    eval_rate = float(routers["cir"].decide(vault.features)["intervene"].mean())
+    blankets = blanket_routers(feats, rate=eval_rate, seed=seed, candidate_delays=routers["cir"].candidate_delays,
+                               clean=routers["cir"].clean)
+    evaluation = evaluate_policies({**routers, **blankets}, vault, level=level, n_draws=n_draws, seed=seed)
     return dict(fit=fit, cate=cate, cate_selection=cate_sel, evaluation=evaluation, vault=vault,
-                train_tasks=n_train, eval_tasks=int(ev["task_id"].nunique()), train_used=train_used)
+                train_tasks=n_train, eval_tasks=int(ev["task_id"].nunique()), train_used=train_used,
+                features=feats, dropped_features=[f for f in study.feature_names if f not in feats],
+                cir_eval_rate=eval_rate, rescue_sets=rescue_sets(evaluation, "cir"),
+                leak=horizon_leak(study, cohort="primary"))
 
 
 # ------------------------------------------------------------------ paper values
@@ -853,7 +882,8 @@ def table_router(evaluation) -> pd.DataFrame:
     this run then paper (CIR paper, "Test: 70.33% -> 73.33%")."""
     t = evaluation.table
     rows = []
-    order = ["never", "cir", "anomaly", "rate-matched", "cate"]
+    order = ["never", "cir", "anomaly", "rate-matched", "cate"] + [p for p in dict.fromkeys(t["policy"])
+                                                                   if p.startswith(("always-", "random-"))]
     for pol in [p for p in order if p in set(t["policy"])]:
         conds = ["all"] + ([c for c in ("clean", "stale-1", "stale-2", "missing") if c in set(t["condition"])]
                            if pol == "cir" else [])
@@ -950,3 +980,411 @@ def reappearance(result, evaluation=None) -> pd.DataFrame:
         p = ev("cir", "all", "sign_flip_p")
         rows.append(("CIR's gain is significant (sign-flip p < 0.05)", "p = 0.034", f"p = {p:.3f}", bool(p < 0.05)))
     return pd.DataFrame(rows, columns=["finding", "paper", "this_run", "reappears"])
+
+
+# ------------------------------------------------------------------ findings that can fail (issue 25)
+#: Router features computed from the decision point's step count: the intervention point is
+#: ``t0 = ceil(0.25 L)`` with ``L`` the *factual* run's length, so at a decision point they
+#: encode the post-decision horizon (how long the factual run went on, i.e. mostly whether
+#: it failed at the cap). :func:`router_pipeline` drops them unless told to keep them;
+#: :func:`horizon_leak` measures how well they separate factual success from failure.
+HORIZON_FEATURES: tuple[str, ...] = ("steps_frac", "turns_left_frac")
+
+#: Columns of :func:`testability` (``testability.csv``).
+TESTABILITY_COLUMNS: tuple[str, ...] = ("cohort", "operation", "condition", "delay", "forks", "active",
+                                        "action_changed", "next_action_changed", "outcome_changed")
+
+
+def testability(study: RecoveryStudy) -> pd.DataFrame:
+    """Did each intervention change anything? (issue 25 item 2).
+
+    One row per cohort x operation x condition x delay of ``study.paired``: forks, active
+    forks (branch still running at the delay), and the share of *all* forks (an ended
+    branch changes nothing) in which the operation changed the agent's own later actions
+    (``action_changed``), its next action (``next_action_changed``) and the outcome
+    (``outcome_changed``, ``y_with != y_without``) -- fractions in [0, 1].
+
+    Raises ``KeyError`` if the paired table lacks ``changed`` / ``changed_next``.
+    """
+    p = study.paired
+    for col in ("changed", "changed_next"):
+        if col not in p:
+            raise KeyError(f"paired table lacks {col!r}: rerun the study with this version")
+    p = p.assign(outcome=(p["y_with"] != p["y_without"]).astype(float), changed=p["changed"].astype(float),
+                 changed_next=p["changed_next"].astype(float), active=p["active"].astype(int))
+    g = p.groupby(["cohort", "operation", "condition", "delay"], sort=False)
+    out = g.agg(forks=("task_id", "size"), active=("active", "sum"), action_changed=("changed", "mean"),
+                next_action_changed=("changed_next", "mean"), outcome_changed=("outcome", "mean")).reset_index()
+    return out[list(TESTABILITY_COLUMNS)]
+
+
+def horizon_leak(study: RecoveryStudy, features: Sequence[str] | None = None, *, cohort: str = "primary",
+                 condition: str = "clean") -> pd.DataFrame:
+    """How well each router feature separates factual success from failure (a leak of
+    the post-decision horizon when it is near perfect).
+
+    Per router delay and feature, on ``cohort``'s ``condition`` decision rows (one per
+    task): ``auc`` = P(feature of a factual success > that of a failure) + 0.5 P(tie)
+    (the Mann-Whitney statistic / n1 n0), ``separation = max(auc, 1 - auc)`` (1 = a
+    threshold splits successes from failures perfectly), n_success, n_failure. ``auc`` is
+    NaN when either group is empty (e.g. factual-success training rows).
+    """
+    from scipy.stats import mannwhitneyu
+
+    feats = list(features if features is not None else study.feature_names)
+    d = study.decisions
+    d = d[(d["cohort"] == cohort) & (d["condition"] == condition)]
+    rows = []
+    for delay, g in d.groupby("delay"):
+        y = g["factual_success"].astype(bool).to_numpy()
+        for f in feats:
+            x = g[f].to_numpy(float)
+            n1, n0 = int(y.sum()), int((~y).sum())
+            auc = float(mannwhitneyu(x[y], x[~y]).statistic / (n1 * n0)) if n1 and n0 else np.nan
+            rows.append(dict(feature=f, delay=int(delay), auc=auc, separation=max(auc, 1 - auc) if n1 and n0 else np.nan,
+                             n_success=n1, n_failure=n0, horizon_feature=f in HORIZON_FEATURES))
+    return pd.DataFrame(rows, columns=["feature", "delay", "auc", "separation", "n_success", "n_failure",
+                                       "horizon_feature"])
+
+
+def _paper_text(table: str, unit: str = " pp", **keys) -> str:
+    """The paper's value (and interval when given) from ``data/paper`` as text."""
+    p = paper_table(table)
+    r = _paper_lookup(p, **keys)
+    if r is None:
+        return "n/a"
+    val = r["value"] if "value" in r else r["delta"]
+    s = f"{val:+.2f}{unit}"
+    if np.isfinite(r.get("ci_low", np.nan)) and np.isfinite(r.get("ci_high", np.nan)):
+        s += f" [{r['ci_low']:+.2f}, {r['ci_high']:+.2f}]"
+    return s
+
+
+def _bootstrap_diff(diff: pd.Series, *, level: float, n_draws: int, seed: int, key: str) -> tuple[float, float, float, int]:
+    """Mean of a per-task difference (points) with its task-level percentile bootstrap
+    interval: ``(estimate, ci_low, ci_high, n_tasks)`` (NaNs when empty)."""
+    from agentstudies.stats import paired_cluster_bootstrap, percentile_interval
+
+    v = diff.to_numpy(float)
+    if v.size == 0:
+        return np.nan, np.nan, np.nan, 0
+    sums = np.column_stack([v, np.ones_like(v)])
+    rng = np.random.default_rng(keyed_seed(seed, "findings", key))
+    reps = paired_cluster_bootstrap(sums, lambda t: t[:, 0].sum() / t[:, 1].sum(), n_draws=n_draws, rng=rng)
+    lo, hi = percentile_interval(reps, level)
+    return float(v.mean()), float(lo), float(hi), int(v.size)
+
+
+def _arm_share(testab: pd.DataFrame | None, cohort: str, cells: Sequence[tuple[str, str, int]],
+               col: str = "action_changed") -> tuple[float, int]:
+    """Largest share ``col`` over the arm cells (operation, condition, delay) of a run
+    cohort, and their forks; (NaN, 0) without a testability table or cells."""
+    if testab is None:
+        return np.nan, 0
+    t = testab[testab["cohort"] == cohort]
+    sel = pd.concat([t[(t["operation"] == op) & (t["condition"] == c) & (t["delay"] == d)] for op, c, d in cells])
+    if sel.empty:
+        return np.nan, 0
+    return float(sel[col].max()), int(sel["forks"].sum())
+
+
+def _interval_or_untestable(name, paper, est, lo, hi, n, *, side, level, quantity, testab, run_cohort, cells,
+                            col="action_changed", what="changed the agent's actions"):
+    """An interval finding, unless the arms it rests on changed nothing (measured)."""
+    from agentstudies.findings import interval_finding, untestable_finding
+
+    share, forks = _arm_share(testab, run_cohort, cells, col)
+    if np.isfinite(share) and share == 0.0 and forks > 0:
+        arms = ", ".join(f"{op} ({c}, d = {d})" for op, c, d in cells)
+        return untestable_finding(name, paper, measured=share,
+                                  why=f"{arms} {what} in 0 of {forks} forks of the {run_cohort} cohort")
+    return interval_finding(name, paper, est, lo, hi, n, paper_side=side, level=level, quantity=quantity, fmt="+.1f")
+
+
+def recovery_findings(result, evaluation=None, testab: pd.DataFrame | None = None, *, n_draws: int = 2000,
+                      seed: int = 0):
+    """The CIR paper's findings judged on this run (issue 25): a :class:`agentstudies.findings.Findings`.
+
+    Parameters
+    ----------
+    result : :class:`agentstudies.recovery.RecoveryResult` of ``study.analysis_table()``;
+        its ``level`` is the level of every interval here.
+    evaluation : :class:`agentstudies.recovery.RouterEvaluation` (router findings; omitted if None).
+    testab : :func:`testability` of the study; an arm that changed the agent's actions in
+        0 forks makes the findings resting on it ``not testable here`` (the CIR
+        "harms no clean trajectory" finding: an arm that changed no clean *outcome*).
+    n_draws, seed : task-level bootstrap of the contrasts computed here (full - replan;
+        CIR vs baselines; CIR's stale-2 gain vs the other conditions).
+
+    Each row's rule names its interval (Delta and contrasts in points, CIR paper tables;
+    thresholds 0, the paper's sign-flip criterion p < 0.05). Never a point-estimate sign.
+
+    Length: one block per paper finding (twelve to sixteen), in the paper's order.
+    """
+    from agentstudies.findings import Findings, exact_finding, untestable_finding
+
+    level = float(result.params.get("level", 0.95))
+    c = result.cells.set_index(["cohort", "condition", "delay", "operation"])
+    k = result.contrasts.set_index(["cohort", "condition", "delay", "operation"])
+    nan4 = (np.nan, np.nan, np.nan, 0)
+
+    def cell(coh, cond, d, op="refresh"):
+        try:
+            r = c.loc[(coh, cond, d, op)]
+            return float(r["delta"]), float(r["delta_ci_low"]), float(r["delta_ci_high"]), int(r["n"])
+        except KeyError:
+            return nan4
+
+    def con(coh, d, cond="stale-2", op="refresh"):
+        try:
+            r = k.loc[(coh, cond, d, op)]
+            return float(r["estimate"]), float(r["ci_low"]), float(r["ci_high"]), int(r["n"])
+        except KeyError:
+            return nan4
+
+    kw = dict(level=level, testab=testab)
+    fs, rows = "primary-factual-success", []
+    rows.append(_interval_or_untestable(
+        "Immediate refresh harms clean factual-success trajectories", _paper_text("delta", cohort=fs, condition="clean",
+                                                                                   delay=0, estimand="delta"),
+        *cell(fs, "clean", 0), side="below", quantity="Δ (clean, d = 0, pp)", run_cohort="primary",
+        cells=[("refresh", "clean", 0)], **kw))
+    for d in DELAYS:
+        rows.append(_interval_or_untestable(
+            f"Stale − clean > 0 at d = {d} (factual-success cohort)",
+            _paper_text("delta", cohort=fs, condition="stale-2", delay=d, estimand="delta_minus_clean"),
+            *con(fs, d), side="above", quantity=f"Δ(stale-2) − Δ(clean) at d = {d} (pp)", run_cohort="primary",
+            cells=[("refresh", "clean", d), ("refresh", "stale-2", d)], **kw))
+    ind = "independent-factual-success"
+    rows.append(_interval_or_untestable(
+        "Independent cohort keeps stale > clean (d = 2)",
+        f"stale {_paper_text('delta', cohort=ind, condition='stale-2', delay=2, estimand='delta')} vs clean "
+        f"{_paper_text('delta', cohort=ind, condition='clean', delay=2, estimand='delta')}",
+        *con(ind, 2), side="above", quantity="Δ(stale-2) − Δ(clean) at d = 2, independent (pp)",
+        run_cohort="independent", cells=[("refresh", "clean", 2), ("refresh", "stale-2", 2)], **kw))
+    pc = "primary-complete"
+    rows.append(_interval_or_untestable(
+        "Complete primary cohort: stale Δ > clean Δ at d = 0",
+        _paper_text("complete", cohort=pc, condition="stale-2", delay=0, estimand="delta_minus_clean"),
+        *con(pc, 0), side="above", quantity="Δ(stale-2) − Δ(clean) at d = 0, complete (pp)", run_cohort="primary",
+        cells=[("refresh", "clean", 0), ("refresh", "stale-2", 0)], **kw))
+    rows.append(_two_way(result, testab))
+    rows += _mechanism_findings(result, cell, testab, level=level, n_draws=n_draws, seed=seed)
+    if evaluation is not None:
+        rows += _router_findings(evaluation, testab, level=level, n_draws=n_draws, seed=seed)
+    return Findings.build(rows, seed=seed, title="CIR paper findings on this run (simulated agent unless an LLM)",
+                          level=level, n_draws=n_draws)
+
+
+def _two_way(result, testab):
+    """'Refresh both rescues and harms under stale' (complete primary, d = 0): the
+    paper's exact criterion rescue > 0 and harm > 0."""
+    from agentstudies.findings import exact_finding, untestable_finding
+
+    paper = (f"{_paper_text('complete', '', cohort='primary-complete', condition='stale-2', delay=0, estimand='rescue')}"
+             f" rescues / {_paper_text('complete', '', cohort='primary-complete', condition='stale-2', delay=0, estimand='harm')}"
+             " harms")
+    name = "Refresh both rescues and harms under two-step stale (complete, d = 0)"
+    share, forks = _arm_share(testab, "primary", [("refresh", "stale-2", 0)])
+    if np.isfinite(share) and share == 0.0 and forks > 0:
+        return untestable_finding(name, paper, measured=share,
+                                  why=f"refresh (stale-2, d = 0) changed the agent's actions in 0 of {forks} forks")
+    r = result.cells[(result.cells["cohort"] == "primary-complete") & (result.cells["condition"] == "stale-2")
+                     & (result.cells["delay"] == 0) & (result.cells["operation"] == "refresh")]
+    if r.empty:
+        return untestable_finding(name, paper, measured=0.0, why="this run has no complete primary stale-2 cell")
+    r = r.iloc[0]
+    return exact_finding(name, paper, float(r["rescue"] + r["harm"]), int(r["n"]),
+                         holds=bool(r["rescue"] > 0 and r["harm"] > 0),
+                         rule=f"rescue > 0 and harm > 0 (this run: {int(r['rescue'])} rescues, {int(r['harm'])} harms)",
+                         fmt=".0f")
+
+
+def _mechanism_findings(result, cell, testab, *, level, n_draws, seed):
+    """Mechanism controls (stale-2, d = 4, mechanism cohort): full refresh helps; the
+    content-ablated refresh keeps a positive effect; full refresh beats replan-only."""
+    mc = "mechanism-complete"
+    paper = lambda op: _paper_text("mechanism", cohort=mc, condition="stale-2", delay=4, operation=op,  # noqa: E731
+                                   estimand="delta")
+    rows = [
+        _interval_or_untestable("Full refresh helps under two-step stale at d = 4 (mechanism cohort)", paper("refresh"),
+                                *cell(mc, "stale-2", 4, "refresh"), side="above", level=level, testab=testab,
+                                quantity="Δ full refresh (stale-2, d = 4, pp)", run_cohort="mechanism",
+                                cells=[("refresh", "stale-2", 4)]),
+        _interval_or_untestable("Content-ablated refresh keeps a positive effect (stale-2, d = 4)", paper("ablated"),
+                                *cell(mc, "stale-2", 4, "ablated"), side="above", level=level, testab=testab,
+                                quantity="Δ content-ablated (stale-2, d = 4, pp)", run_cohort="mechanism",
+                                cells=[("ablated", "stale-2", 4)]),
+    ]
+    t = result.table
+    t = t[(t["cohort"] == mc) & (t["condition"] == "stale-2") & (t["delay"] == 4)]
+    w = t.pivot_table(index="task_id", columns="operation", values="y_with", aggfunc="first")
+    diff = (100 * (w["refresh"] - w["replan"])) if {"refresh", "replan"} <= set(w.columns) else pd.Series(dtype=float)
+    est = _bootstrap_diff(diff, level=level, n_draws=n_draws, seed=seed, key="full-minus-replan")
+    rows.append(_interval_or_untestable(
+        "Full refresh beats replan-only (stale-2, d = 4)", f"{paper('refresh')} vs {paper('replan')}", *est,
+        side="above", level=level, testab=testab, quantity="Δ full − Δ replan-only (stale-2, d = 4, pp)",
+        run_cohort="mechanism", cells=[("replan", "stale-2", 4)]))
+    return rows
+
+
+def _policy_diff(ep: pd.DataFrame, a: str, b: str | None = None, cond_a: str | None = None,
+                 cond_b: str | None = None) -> pd.Series:
+    """Per-task difference (points per trajectory) between two policies' outcomes, or
+    (``b`` None) between policy ``a``'s gains Delta = Y^pi - Y^never on two conditions."""
+    e = ep.assign(gain=100.0 * (ep["y_policy"] - ep["y_never"]), y=100.0 * ep["y_policy"])
+    if b is not None:
+        w = e.pivot_table(index=["task_id", "condition"], columns="policy", values="y", aggfunc="first")
+        if a not in w or b not in w:
+            return pd.Series(dtype=float)
+        return (w[a] - w[b]).groupby(level="task_id").mean()
+    g = e[e["policy"] == a].pivot_table(index="task_id", columns="condition", values="gain", aggfunc="first")
+    if cond_a not in g or cond_b not in g:
+        return pd.Series(dtype=float)
+    return g[cond_a] - g[cond_b]
+
+
+def _router_findings(evaluation, testab, *, level, n_draws, seed):
+    """CIR findings on the evaluation pool: gain over never-refresh, no clean harm,
+    largest gain on two-step stale, CIR > both anomaly baselines, sign-flip p < 0.05.
+
+    Length: five findings, each with its paper value, interval and testability check.
+    """
+    from agentstudies.findings import exact_finding, interval_finding, untestable_finding
+
+    t = evaluation.table.set_index(["policy", "condition"])
+    ep = evaluation.episodes
+    pe = paper_table("evaluation").set_index(["policy", "condition"])
+    pv = lambda pol, cond, col="delta": float(pe.loc[(pol, cond), col]) if (pol, cond) in pe.index else np.nan  # noqa: E731
+    rows = []
+    share, forks = _arm_share(testab, "evaluation", [("refresh", c, d) for c in CONDITIONS for d in ROUTER_DELAYS])
+    inert = np.isfinite(share) and share == 0.0 and forks > 0
+    name = "CIR raises success over never-refresh"
+    paper = f"{pv('cir', 'all'):+.2f} pp [{pv('cir', 'all', 'ci_low'):+.2f}, {pv('cir', 'all', 'ci_high'):+.2f}]"
+    if inert:
+        why = f"refresh changed the agent's actions in 0 of {forks} evaluation forks"
+        rows.append(untestable_finding(name, paper, why=why, measured=share))
+    else:
+        r = t.loc[("cir", "all")]
+        rows.append(interval_finding(name, paper, r["delta"], r["ci_low"], r["ci_high"], r["n"], paper_side="above",
+                                     level=level, quantity="CIR Δ vs never (pp, evaluation pool)", fmt="+.1f"))
+    # no clean harm: testable only if refresh can change a clean outcome at some router delay
+    name = "CIR harms no clean trajectory"
+    paper = f"{pv('cir', 'clean', 'harm'):.0f} clean harms"
+    oshare, oforks = _arm_share(testab, "evaluation", [("refresh", "clean", d) for d in ROUTER_DELAYS],
+                                col="outcome_changed")
+    if np.isfinite(oshare) and oshare == 0.0 and oforks > 0:
+        rows.append(untestable_finding(name, paper, measured=oshare,
+                                       why=f"refresh on clean observations changed no outcome in {oforks} evaluation "
+                                           "forks at any delay, so no router can harm a clean trajectory here"))
+    else:
+        h = evaluation.clean_harm.set_index("policy").loc["cir"]
+        rows.append(exact_finding(name, paper, h["harms"], h["n"], holds=bool(h["harms"] == 0),
+                                  rule="0 clean harms (the paper reports 0)", fmt=".0f"))
+    # largest gain on two-step stale: stale-2's gain exceeds each other condition's
+    others = [x for x in ("clean", "stale-1", "missing") if (("cir", x) in t.index)]
+    ests = [_bootstrap_diff(_policy_diff(ep, "cir", None, "stale-2", o), level=level, n_draws=n_draws, seed=seed,
+                            key=f"cir-stale2-vs-{o}") for o in others]
+    name = "CIR's largest gain is on two-step stale"
+    paper = f"{pv('cir', 'stale-2'):+.2f} pp on stale-2"
+    if inert:
+        rows.append(untestable_finding(name, paper, why=f"refresh changed the agent's actions in 0 of {forks} "
+                                                        "evaluation forks", measured=share))
+    elif ests:
+        lo, hi = min(e[1] for e in ests), min(e[2] for e in ests)
+        est = min(e[0] for e in ests)
+        rows.append(interval_finding(name, paper, est, lo, hi, ests[0][3], paper_side="above",
+                                     level=level, fmt="+.1f",
+                                     quantity="every Δ(stale-2) − Δ(other condition) of CIR (pp; the bounds are "
+                                              "the smallest lower and smallest upper bound of the three intervals)"))
+    for base in ("anomaly", "rate-matched"):
+        name = f"CIR beats the {base} baseline"
+        paper = f"{pv('cir', 'all'):+.2f} vs {pv(base, 'all'):+.2f} pp"
+        if inert:
+            rows.append(untestable_finding(name, paper, why=f"refresh changed the agent's actions in 0 of {forks} "
+                                                            "evaluation forks", measured=share))
+            continue
+        e = _bootstrap_diff(_policy_diff(ep, "cir", base), level=level, n_draws=n_draws, seed=seed, key=f"cir-{base}")
+        rows.append(interval_finding(name, paper, *e, paper_side="above", level=level, fmt="+.1f",
+                                     quantity=f"success(CIR) − success({base}) per trajectory (pp)"))
+    p, alpha = float(t.loc[("cir", "all"), "sign_flip_p"]), 1 - level
+    rows.append(exact_finding("CIR's gain is significant (sign-flip test)", f"p = {pv('cir', 'all', 'sign_flip_p'):.3f}",
+                              p, t.loc[("cir", "all"), "n"], holds=bool(p < alpha),
+                              rule=f"task-level sign-flip p < {alpha:g} = 1 − level (this run: p = {p:.3f})", fmt=".3f"))
+    return rows
+
+
+#: The planted and null subjects of :func:`recovery_controls` (labels appear on every row).
+CONTROL_SUBJECTS = {
+    "planted": "planted (synthetic paired table): refresh rescues 40% of failing stale-2 and harms 15% of "
+               "succeeding clean trajectories",
+    "null": "null (synthetic paired table): refresh flips 10% of outcomes either way in both conditions; "
+            "success 50%, so no effect",
+}
+
+
+def _control_table(kind: str, n_tasks: int, rng: np.random.Generator) -> pd.DataFrame:
+    """One synthetic paired table (conditions clean / stale-2, delay 0, refresh) of a
+    :data:`CONTROL_SUBJECTS` subject; ``cohort = "primary-complete"``."""
+    rows = []
+    for t in range(n_tasks):
+        for cond in ("clean", "stale-2"):
+            if kind == "planted":
+                y0 = int(rng.random() < (0.8 if cond == "clean" else 0.5))
+                u = rng.random()
+                y1 = (1 if (y0 == 0 and u < 0.4) else y0) if cond == "stale-2" else (0 if (y0 == 1 and u < 0.15) else y0)
+            else:
+                y0 = int(rng.random() < 0.5)
+                y1 = 1 - y0 if rng.random() < 0.1 else y0
+            rows.append(dict(cohort="primary-complete", task_id=f"s{t:03d}", condition=cond, delay=0,
+                             operation="refresh", y_without=y0, y_with=int(y1)))
+    return pd.DataFrame(rows)
+
+
+def _control_replicate(item, rng, **kw):  # seeded_map signature
+    from agentstudies.findings import judge
+    from agentstudies.recovery import analyze_paired
+
+    kind, r = item
+    tab = _control_table(kind, kw["n_tasks"], np.random.default_rng(keyed_seed(kw["root"], "control", kind, r)))
+    res = analyze_paired(tab, level=kw["level"], n_draws=kw["n_draws"], seed=int(keyed_seed(kw["root"], "boot", kind, r)
+                                                                                  .generate_state(1)[0]))
+    c = res.cells.set_index(["condition"]).loc["clean"]
+    k = res.contrasts.iloc[0]
+    return (judge(c["delta_ci_low"], c["delta_ci_high"], paper_side="below"),
+            judge(k["ci_low"], k["ci_high"], paper_side="above"))
+
+
+def recovery_controls(*, replicates: int = 40, n_tasks: int = 60, level: float = 0.95, n_draws: int = 400,
+                      seed: int = 0, n_jobs: int = 1) -> pd.DataFrame:
+    """Planted controls of the recovery verdict rules (issue 25 item 3): ``controls.csv``.
+
+    Runs the chapter's own rules -- :func:`agentstudies.recovery.analyze_paired` task-level
+    bootstrap intervals judged by :func:`agentstudies.findings.judge` -- on ``replicates``
+    synthetic paired tables of ``n_tasks`` tasks from a *planted* subject (the paper's
+    clean harm and stale rescue exist by construction) and a *null* subject (no effect;
+    :data:`CONTROL_SUBJECTS`). Families: "immediate refresh harms clean trajectories"
+    (Delta_clean CI below 0) and "stale − clean > 0" (contrast CI above 0). Returns
+    :data:`agentstudies.findings.CONTROL_COLUMNS` rows: power (planted) and
+    false-positive rate (null) with exact Clopper-Pearson ``level`` intervals.
+
+    A synthetic paired table, not the ALFWorld engine: this checks the *method*, whose
+    inputs are paired tables of any harness. Raises ``ValueError`` for fewer than 2
+    replicates or tasks.
+    """
+    from agentstudies.findings import control_row
+
+    if replicates < 2 or n_tasks < 2:
+        raise ValueError(f"replicates={replicates}, n_tasks={n_tasks}: need at least 2 of each")
+    items = [(kind, r) for kind in ("planted", "null") for r in range(replicates)]
+    out = seeded_map(_control_replicate, items, seed=seed, n_jobs=n_jobs, n_tasks=n_tasks, level=level, root=seed,
+                     n_draws=n_draws)
+    fams = [("Immediate refresh harms clean trajectories", f"{100 * level:g}% CI of Δ(clean) below 0"),
+            ("Stale − clean > 0", f"{100 * level:g}% CI of Δ(stale-2) − Δ(clean) above 0")]
+    rows = []
+    for j, (fam, rule) in enumerate(fams):
+        for kind in ("planted", "null"):
+            v = [o[j] for (kd, _), o in zip(items, out) if kd == kind]
+            rows.append(control_row(fam, CONTROL_SUBJECTS[kind], v, planted=kind == "planted",
+                                    rule=f"{rule}; {n_tasks} tasks per replicate", level=level))
+    return pd.DataFrame(rows)
