@@ -107,9 +107,12 @@ def test_episodes_through_a_local_openai_compatible_server():
                           agent="llm:openai-api/local/scripted",
                           llm_settings={"base_url": server.base_url, "max_connections": 2})
         requests = list(server.requests)
-    # 4 episodes x 3 model calls (tool call, question, closing message)
-    assert len(df) == 4 and len(requests) == 12
-    assert (df["llm_calls"] == 3).all() and (df["termination"] == "user_stop").all()
+    # the script: a tool call (calculate, no write), a consent question ("Shall I go ahead"), then
+    # closing messages; the user consented, so it waits wait_turns = 2 closings for the write
+    # and ends at the third: 2 + 3 = 5 calls per episode, and the consented write never ran
+    assert len(df) == 4 and len(requests) == 4 * 5
+    assert (df["llm_calls"] == 5).all() and (df["termination"] == "user_stop").all()
+    assert (df["user_end_reason"] == "write_never_ran").all() and (df["consented_writes_unrun"] == 1).all()
     assert not df["simulated"].any() and set(df["agent"]) == {"llm:openai-api/local/scripted"}
     # the server computed usage as len(json(messages)) // 4 for each request; the sum per
     # episode must be what the episode table records
@@ -151,3 +154,103 @@ def test_the_suite_cannot_reach_the_outside_network():
     with ScriptedChatServer() as server:  # loopback stays allowed
         host, port = server.base_url.split("//")[1].split("/")[0].split(":")
         socket.create_connection((host, int(port)), timeout=5).close()
+
+
+def _acknowledging_agent(act_after: int, served: str = "served-checkpoint-7b"):
+    """A scripted model on retail/5: asks consent, says "Thank you for confirming,
+    processing it now" (no tool call, no question), then after ``act_after`` such
+    acknowledgements calls the task's gold write (read here, by the test, never by the
+    agent) and closes. ``act_after=None``: it never calls the tool."""
+    from agentstudies.envs.tau.data import get_task
+
+    gold = get_task("retail/5").write_actions[0]
+
+    def reply(request):
+        k = sum(1 for m in request["messages"] if m["role"] == "assistant")
+        if k == 0:
+            out = {"content": "I found the order. Shall I return the item to your PayPal account?"}
+        elif act_after is None or k <= act_after:
+            out = {"content": "Thank you for confirming, processing it now."}
+        elif k == act_after + 1:
+            out = {"content": "", "tool_calls": [(gold.name, gold.args())]}
+        else:
+            out = {"content": "Your return has been processed."}
+        return {**out, "model": served}
+
+    return reply
+
+
+def test_acknowledging_agent_scores_1_where_the_write_ran():
+    """tau2-bench issue 182 / PR 297: the user must not end the conversation between its
+    consent and the agent's write."""
+    agent = "llm:openai-api/local/scripted"
+    with ScriptedChatServer(_acknowledging_agent(act_after=1)) as server:
+        df = run_episodes(["retail/5"], workflows=["ReAct"], seeds=[0], agent=agent,
+                          llm_settings={"base_url": server.base_url})
+        requests = list(server.requests)
+    row = df.iloc[0]
+    # consent question, one acknowledgement, the write, the closing message: 4 calls
+    assert row["llm_calls"] == 4 and len(requests) == 4
+    assert row["reward"] == 1.0 and row["db_match"] and row["irreversible_calls"] == 1
+    assert row["termination"] == "user_stop" and row["user_end_reason"] == "agent_asked_nothing"
+    assert row["consented_writes_unrun"] == 0
+    # the row says which model answered, which system prompt and which server
+    assert row["model"] == "openai-api/local/scripted" and row["served_model"] == "served-checkpoint-7b"
+    system = requests[0]["messages"][0]
+    assert system["role"] == "system"
+    assert row["system_prompt_sha256"] == hashlib.sha256(system["content"].encode()).hexdigest()
+    assert row["base_url"] == server.base_url
+
+
+def test_agent_that_only_acknowledges_is_waited_for_then_recorded():
+    with ScriptedChatServer(_acknowledging_agent(act_after=None)) as server:
+        df = run_episodes(["retail/5"], workflows=["ReAct"], seeds=[0], agent="llm:openai-api/local/scripted",
+                          llm_settings={"base_url": server.base_url})
+    row = df.iloc[0]
+    # consent question, then acknowledgements: the user waits wait_turns = 2 of them and ends at the 3rd
+    assert row["llm_calls"] == 1 + 2 + 1 and row["reward"] == 0.0 and row["irreversible_calls"] == 0
+    assert row["user_end_reason"] == "write_never_ran" and row["consented_writes_unrun"] == 1
+
+
+def test_scripted_chat_user_rules():
+    from agentstudies.agents.tau.simulated import ScriptedChatUser
+    from agentstudies.envs.tau.data import get_task
+
+    task = get_task("retail/5")
+    # a question that asks no consent is answered, and a later statement ends the chat
+    u = ScriptedChatUser(task)
+    assert u.reply("What is your zip code?").startswith("Yes")
+    assert not u.pending and u.reply("Your order is on its way.") is None
+    assert u.end_reason == "agent_asked_nothing" and u.unrun_consents == 0
+    # consent, then a write: settled, the next statement ends the chat
+    u = ScriptedChatUser(task)
+    u.reply("Do you confirm the return?")
+    assert u.pending and u.reply("Processing.") is not None
+    u.write_ran()
+    assert u.reply("Done.") is None and u.unrun_consents == 0 and u.consents == 1
+    # wait_turns = 0 is the old behaviour (tau2-bench issue 182): ends right after consenting
+    u = ScriptedChatUser(task, wait_turns=0)
+    u.reply("Shall I proceed?")
+    assert u.reply("Thank you for confirming, processing it now.") is None
+    assert u.end_reason == "write_never_ran" and u.unrun_consents == 1
+    # max_turns counts every reply
+    u = ScriptedChatUser(task, max_turns=1)
+    assert u.reply("Anything else?") is not None and u.reply("Anything else?") is None
+    assert u.end_reason == "max_turns"
+    for bad in (-1, True, 1.5):
+        with pytest.raises(ValueError, match="wait_turns"):
+            ScriptedChatUser(task, wait_turns=bad)
+
+
+def test_mock_rows_carry_served_model_and_system_prompt_hash():
+    script = [("text", "ok?", 1, 1)]
+    spec = LLMSpec("mockllm/model", model_args={"custom_outputs": _mock_outputs(script)})
+    p = LLMTauPolicy(spec)
+    p.reset("retail/5", seed=0)
+    p.act({"user_message": "hi"})
+    rec = p.episode_record()
+    assert rec["served_model"] == "mockllm/model" and rec["base_url"] == ""
+    assert rec["system_prompt_sha256"] == hashlib.sha256(p.messages[0].text.encode()).hexdigest()
+    # before any call: nothing served, no prompt
+    p.reset("retail/5", seed=0)
+    assert p.episode_record()["served_model"] == "" and p.episode_record()["system_prompt_sha256"] == ""

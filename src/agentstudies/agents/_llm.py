@@ -79,7 +79,7 @@ def is_llm_agent(agent: str) -> bool:
 #: plus ``agent``); :func:`llm_record` gives them for any policy.
 LLM_RECORD_COLUMNS: tuple[str, ...] = (
     "agent", "model", "generate_config", "llm_seed", "prompt_sha256", "llm_calls", "input_tokens",
-    "output_tokens", "llm_errors", "llm_limit",
+    "output_tokens", "llm_errors", "llm_limit", "served_model", "system_prompt_sha256", "base_url",
 )
 
 
@@ -95,7 +95,8 @@ def llm_record(policy: Any) -> dict[str, Any]:
         return {"agent": f"{AGENT_PREFIX}{rec['model']}", **{k: rec[k] for k in LLM_RECORD_COLUMNS[1:]}}
     nan = float("nan")
     return {"agent": "simulated", "model": "", "generate_config": "", "llm_seed": nan, "prompt_sha256": "",
-            "llm_calls": 0, "input_tokens": nan, "output_tokens": nan, "llm_errors": "", "llm_limit": ""}
+            "llm_calls": 0, "input_tokens": nan, "output_tokens": nan, "llm_errors": "", "llm_limit": "",
+            "served_model": "", "system_prompt_sha256": "", "base_url": ""}
 
 
 def make_llm_policy(agent: str, llm_settings: Mapping[str, Any] | None = None, *,
@@ -248,6 +249,12 @@ def _prompt_hash(messages: Sequence[Any]) -> str:
     return hashlib.sha256(json.dumps(canon, sort_keys=True, default=str).encode()).hexdigest()
 
 
+def _system_prompt_hash(messages: Sequence[Any]) -> str:
+    """SHA-256 of the system messages' text (joined by newlines; of ``""`` when none)."""
+    text = "\n".join(m.text for m in messages if m.role == "system")
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
 class LLMPolicyBase:
     """Common bookkeeping of LLM policies: client, usage, prompt hashes, errors.
 
@@ -298,13 +305,21 @@ class LLMPolicyBase:
         self._prompt_hasher = hashlib.sha256()
         self.errors: list[str] = []
         self.limit: str = ""
+        self._served: list[str] = []  # the responses' model names, first seen first
+        self._system_hashes: list[str] = []  # SHA-256 of each distinct system prompt sent
 
     def _generate(self, messages: Sequence[Any], tools: Sequence[Any] = ()) -> Any:
         # the per-call seed is derived from the episode seed and the call index
         call_seed = None if self.seed is None else (int(self.seed) + self._calls) % (2**31 - 1)
         self._prompt_hasher.update(_prompt_hash(messages).encode())
+        system = _system_prompt_hash(messages)
+        if system not in self._system_hashes:
+            self._system_hashes.append(system)
         self._calls += 1
         out = self.client.generate(messages, tools, seed=call_seed)
+        served = str(getattr(out, "model", "") or "")
+        if served and served not in self._served:
+            self._served.append(served)
         usage = getattr(out, "usage", None)
         if usage is not None:
             self._tokens_in += int(usage.input_tokens or 0)
@@ -320,7 +335,12 @@ class LLMPolicyBase:
 
         Keys: ``model``, ``generate_config`` (JSON string), ``llm_seed``,
         ``prompt_sha256``, ``llm_calls``, ``input_tokens``, ``output_tokens``,
-        ``llm_errors`` (``"; "``-joined), ``llm_limit``.
+        ``llm_errors`` (``"; "``-joined), ``llm_limit``, ``served_model`` (the model
+        name each response reported, e.g. the checkpoint a local server actually loaded;
+        several are ``"; "``-joined in order of first appearance; ``""`` before any
+        call), ``system_prompt_sha256`` (SHA-256 of the system prompt's text alone, so two
+        prompt templates of one model can be told apart; ``"; "``-joined if it changed
+        within the episode), ``base_url`` (``""`` for the provider's default).
         """
         return {
             "model": self.spec.model,
@@ -332,6 +352,9 @@ class LLMPolicyBase:
             "output_tokens": self._tokens_out,
             "llm_errors": "; ".join(self.errors),
             "llm_limit": self.limit,
+            "served_model": "; ".join(self._served),
+            "system_prompt_sha256": "; ".join(self._system_hashes),
+            "base_url": self.spec.base_url or "",
         }
 
 

@@ -12,8 +12,9 @@ The default script (:func:`tool_then_ask_then_close`) answers a conversation tha
 offers tools with one ``calculate`` tool call, then a question to the user, then a
 closing message; a conversation without tools gets ``Action: look``. Pass
 ``reply=callable(request: dict) -> dict`` (keys ``content`` and optionally
-``tool_calls``: a list of ``(name, arguments)``; or ``status``: an HTTP error code
-answered with ``content`` as the error message) for another script. Every response
+``tool_calls``: a list of ``(name, arguments)``; ``model``: the model name the response
+reports, default the requested one; or ``status``: an HTTP error code answered with
+``content`` as the error message) for another script. Every response
 carries token usage (prompt tokens = number of characters of the request's messages // 4,
 completion tokens = characters of the reply // 4), so nothing ever needs a tokenizer.
 :attr:`ScriptedChatServer.requests` keeps every request body received.
@@ -114,7 +115,7 @@ def _completion(request: dict[str, Any], reply: dict[str, Any], n: int) -> dict[
     usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
     return {
         "id": f"chatcmpl-{n}", "object": "chat.completion", "created": 0,
-        "model": request.get("model", "scripted"),
+        "model": reply.get("model", request.get("model", "scripted")),
         "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if calls else "stop"}],
         "usage": usage,
     }

@@ -63,9 +63,14 @@ EPISODE_COLUMNS: tuple[str, ...] = (
 
 #: Columns added for every episode: who acted, and what a model cost (NaN / "" for
 #: simulated agents, which call no model). See :meth:`LLMPolicyBase.episode_record`.
+#: ``user_end_reason`` / ``consented_writes_unrun``: why the
+#: :class:`~agentstudies.agents.tau.simulated.ScriptedChatUser` of an LLM agent ended the
+#: conversation ("" if it did not) and whether a write it consented to never ran (0/1;
+#: always 0 for the scripted policy, whose consents are the controller's and execute at once).
 AGENT_COLUMNS: tuple[str, ...] = (
     "agent", "simulated", "model", "generate_config", "llm_seed", "prompt_sha256", "llm_calls",
-    "input_tokens", "output_tokens", "llm_errors", "llm_limit",
+    "input_tokens", "output_tokens", "llm_errors", "llm_limit", "served_model", "system_prompt_sha256", "base_url",
+    "user_end_reason", "consented_writes_unrun",
 )
 
 #: Termination reasons (``agent_error``: the model call failed; ``user_stop``: the
@@ -192,12 +197,16 @@ def run_episode(
             continue
         result = env.call(call.name, call.arguments)
         last = {"status": "ok" if result.ok else "error", "kind": "tool_call", "name": call.name, "output": result.output, "error": result.error}
+        if chat is not None and result.ok and call.irreversible:
+            chat.write_ran()
         if result.ok and call.name == "transfer_to_human_agents":
             termination = "transfer_to_human"
             break
 
     counts = {"blocked_calls": blocked, "declined_calls": declined, "termination": termination, "steps": steps}
-    return _episode_row(env, prof.name, task, int(seed), workflow, counts) | _agent_fields(policy)
+    chat_fields = {"user_end_reason": chat.end_reason if chat is not None else "",
+                   "consented_writes_unrun": chat.unrun_consents if chat is not None else 0}
+    return _episode_row(env, prof.name, task, int(seed), workflow, counts) | _agent_fields(policy) | chat_fields
 
 
 def _episode_actors(task: Any, prof: TauProfile, seed: int, workflow: str,
@@ -256,7 +265,7 @@ def _agent_fields(policy: Any) -> dict[str, Any]:
     if getattr(policy, "simulated", True):
         return {"agent": "simulated", "simulated": True, "model": "", "generate_config": "", "llm_seed": np.nan,
                 "prompt_sha256": "", "llm_calls": 0, "input_tokens": np.nan, "output_tokens": np.nan,
-                "llm_errors": "", "llm_limit": ""}
+                "llm_errors": "", "llm_limit": "", "served_model": "", "system_prompt_sha256": "", "base_url": ""}
     rec = policy.episode_record()
     return {"agent": f"llm:{rec['model']}", "simulated": False, **rec}
 

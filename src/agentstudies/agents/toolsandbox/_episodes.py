@@ -42,7 +42,7 @@ EPISODE_COLUMNS: tuple[str, ...] = (
 #: ``llm_errors`` non-empty flags an errored episode, kept in the table).
 AGENT_COLUMNS: tuple[str, ...] = (
     "agent", "simulated", "model", "generate_config", "llm_seed", "prompt_sha256", "llm_calls",
-    "input_tokens", "output_tokens", "llm_errors", "llm_limit",
+    "input_tokens", "output_tokens", "llm_errors", "llm_limit", "served_model", "system_prompt_sha256", "base_url",
 )
 
 
