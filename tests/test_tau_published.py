@@ -44,3 +44,116 @@ def test_flagged_task_ids_by_hand():
                    "a gold write fails in the gold replay": "b", "a gold read fails in the gold replay": "c"}
     with pytest.raises(KeyError, match="n_failed_gold_reads"):
         flagged_task_ids(audit.drop(columns="n_failed_gold_reads"))
+
+
+# ----------------------------------------------------------------------------- published runs
+from agentstudies.studies import tau_published as tp  # noqa: E402
+
+
+def _brute_pass_k(rewards_by_task: dict, k: int) -> float:
+    """pass^k by enumeration: for each task, the share of k-subsets of its trials that all
+    succeed; the mean over tasks (τ-bench Eq. 1 read as 'all k i.i.d. trials succeed')."""
+    per = []
+    for rewards in rewards_by_task.values():
+        subsets = list(itertools.combinations(range(len(rewards)), k))
+        per.append(sum(all(rewards[i] == 1 for i in s) for s in subsets) / len(subsets))
+    return float(np.mean(per))
+
+
+def test_pass_hat_k_against_brute_force_on_random_and_real_runs():
+    rng = np.random.default_rng(3)
+    rows = [{"task_id": t, "trial": j, "reward": float(rng.random() < p)}
+            for t, p in enumerate(rng.random(17)) for j in range(5)]
+    runs = pd.DataFrame(rows)
+    table = tp.passk_table(runs, ks=(1, 2, 3, 4, 5), n_draws=200, seed=1).set_index("k")
+    by_task = runs.groupby("task_id")["reward"].apply(list).to_dict()
+    for k in range(1, 6):
+        assert table.loc[k, "estimate"] == pytest.approx(_brute_pass_k(by_task, k), abs=1e-12)
+        assert table.loc[k, "ci_low"] <= table.loc[k, "estimate"] <= table.loc[k, "ci_high"]
+    real = tp.runs_table(tp.load_runs())
+    real_table = tp.passk_table(real, n_draws=200).set_index("k")
+    real_by_task = real.groupby("task_id")["reward"].apply(list).to_dict()
+    assert len(real_by_task) == 50 and all(len(v) == 4 for v in real_by_task.values())
+    for k in (1, 2, 3, 4):
+        assert real_table.loc[k, "estimate"] == pytest.approx(_brute_pass_k(real_by_task, k), abs=1e-12)
+    # same seed, same interval; pass^k cannot increase in k
+    again = tp.passk_table(real, n_draws=200).set_index("k")
+    pd.testing.assert_frame_equal(real_table, again)
+    assert np.all(np.diff(real_table["estimate"].to_numpy()) <= 0)
+
+
+def test_pass_hat_k_refuses_bad_input():
+    with pytest.raises(ValueError, match="k must lie"):
+        tp.pass_hat_k(np.array([1, 2]), 4, 5)
+    with pytest.raises(ValueError, match="success counts"):
+        tp.pass_hat_k(np.array([5]), 4, 2)
+    uneven = pd.DataFrame({"task_id": [0, 0, 1], "trial": [0, 1, 0], "reward": [1.0, 0.0, 1.0]})
+    with pytest.raises(ValueError, match="same number of trials"):
+        tp.passk_table(uneven)
+    with pytest.raises(KeyError, match="reward"):
+        tp.passk_table(uneven.drop(columns="reward"))
+
+
+def test_flip_table_by_hand():
+    runs = pd.DataFrame({"task_id": [7] * 4 + [8] * 4 + [9] * 4, "trial": [0, 1, 2, 3] * 3,
+                         "reward": [1, 0, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1]}).astype({"reward": float})
+    ft = tp.flip_table(runs).set_index("task_id")
+    assert ft["successes"].tolist() == [3, 0, 4]
+    assert ft["flips"].tolist() == [True, False, False]
+    assert ft["changes"].tolist() == [2, 0, 0]
+    est, lo, hi = tp.share_interval(ft["flips"].to_numpy(), n_draws=300)
+    assert est == pytest.approx(1 / 3) and 0.0 <= lo <= est <= hi <= 1.0
+
+
+def test_replay_of_a_hand_checked_run():
+    """v1 airline task 0, trial 0 (Mia Li books JFK -> SEA): eight calls, one ``think``
+    (skipped), the first booking refused ('payment amount does not add up'), the second
+    booked with a payment split that differs from the gold one -> the DB check fails,
+    as τ-bench recorded (r_actions 0)."""
+    recs = tp.load_runs()
+    run = next(r for r in recs if r["task_id"] == 0 and r["trial"] == 0)
+    calls = tp.tool_calls(run)
+    assert [c["name"] for c in calls].count("think") == 1 and len(calls) == 8
+    books = [c for c in calls if c["name"] == "book_reservation"]
+    assert books[0]["recorded"].startswith("Error: payment amount does not add up")
+    gold = run["info"]["task"]["actions"][0]["kwargs"]
+    assert books[1]["arguments"]["payment_methods"] != gold["payment_methods"]
+    match = tp.match_tau2(recs).set_index("task_id")
+    assert match.loc[0, "tau2_task"] == "airline/20" and "user id is mia_li_3668" in get_task("airline/20").scenario
+    got = tp.replay_run(run, "airline/20")
+    assert got == {"db_match": False, "n_replayed": 7, "n_skipped": 1, "n_failed": 1, "n_failed_recorded": 1,
+                   "n_status_differs": 0, "writes_ran": 1}
+    assert run["info"]["reward_info"]["info"]["r_actions"] == 0.0
+
+
+def test_replay_of_the_gold_calls_passes_and_of_no_call_fails():
+    """A record whose only call is the gold cancellation of v1 task 1 (τ² airline/19) must
+    pass the DB check; the same record without the call must fail it."""
+    recs = tp.load_runs()
+    base = next(r for r in recs if r["task_id"] == 1)
+    gold = base["info"]["task"]["actions"]
+    assert [a["name"] for a in gold] == ["cancel_reservation"]
+    msg = {"role": "assistant", "content": None,
+           "tool_calls": [{"id": "x", "function": {"name": "cancel_reservation", "arguments": json.dumps(gold[0]["kwargs"])}}]}
+    rec = {**base, "traj": [{"role": "user", "content": "hi"}, msg, {"role": "tool", "content": "{}"}]}
+    assert tp.replay_run(rec, "airline/19")["db_match"] is True
+    idle = {**base, "traj": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "ok"}]}
+    assert tp.replay_run(idle, "airline/19")["db_match"] is False
+    bad = {**base, "traj": [{"role": "assistant", "content": None, "tool_calls": [
+        {"id": "y", "function": {"name": "cancel_reservation", "arguments": "{not json"}}]}]}
+    with pytest.raises(ValueError, match="task 1 trial .* not JSON"):
+        tp.tool_calls(bad)
+
+
+def test_confirmed_unrun_write_rule_by_hand():
+    base = {"task_id": 3, "trial": 0, "reward": 0.0,
+            "info": {"task": {"actions": [{"name": "send_certificate", "kwargs": {}}]}}}
+    ask = {"role": "assistant", "content": "I can issue a $50 certificate. Shall I proceed?"}
+    yes = {"role": "user", "content": "Yes, please go ahead. ###STOP###"}
+    hit = tp.confirmed_unrun_writes([{**base, "traj": [ask, yes]}])
+    assert hit[["task_id", "trial"]].values.tolist() == [[3, 0]]
+    transfer = {"role": "assistant", "content": "Shall I transfer you to a human agent to cancel it?"}
+    no_stop = {"role": "user", "content": "Yes, please go ahead."}
+    told = {"role": "assistant", "content": "Your booking is done. Anything else?"}
+    for traj in ([transfer, yes], [ask, no_stop], [told, {"role": "user", "content": "No, thanks ###STOP###"}]):
+        assert tp.confirmed_unrun_writes([{**base, "traj": traj}]).empty
