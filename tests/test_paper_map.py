@@ -200,3 +200,30 @@ def test_smoke_run_writes_mapped_artifacts_and_nothing_unmapped(chapter, smoke_r
         problems.append(f"CSVs neither mapped nor marked internal (add them to paper_map.ITEMS or INTERNAL): "
                         f"{unmapped}")
     assert not problems, f"{chapter}:\n" + "\n".join(problems)
+
+
+# ------------------------------------------------------------------ the results index
+def test_results_index_rows_come_from_the_map(tmp_path):
+    import pandas as pd
+
+    from agentstudies import booksite
+    from agentstudies.paper_map import PaperItem
+
+    (tmp_path / "data" / "paper").mkdir(parents=True)
+    pd.DataFrame({"k": ["a", "b"], "v": [0.5, 0.5]}).to_csv(tmp_path / "data/paper/ch_table1.csv", index=False)
+    art = tmp_path / "art"
+    (art / "ch").mkdir(parents=True)
+    pd.DataFrame({"k": ["a", "b"], "v": [0.5, 0.2]}).to_csv(art / "ch" / "table1.csv", index=False)
+    items = (PaperItem("SASST", "Table 1", "ch", "table-1", "x.y", ("table1.csv", "table1.png"),
+                       "data/paper/ch_table1.csv", "first"),
+             PaperItem("Handoff", "Figure 2", "ch", "fig-two", "x.z", ("figure2.png",), None, "second"))
+    one, two = booksite.paper_items_index(tmp_path, art, items)
+    assert (one.paper, one.item, one.chapter, one.anchor) == ("SASST", "Table 1", "ch", "table-1")
+    assert one.written == [art / "ch" / "table1.csv"] and one.missing == ["table1.png"]
+    # |0.2 - 0.5| = 0.3 is the largest difference, rows matched on k
+    assert one.comparison == "2 row(s) matched on k; v: max |this run − paper| = 0.3"
+    assert two.written == [] and two.missing == ["figure2.png"] and two.paper_csv is None
+    assert two.comparison == ""
+    # the default is the whole map, one row per entry, in its order
+    rows = booksite.paper_items_index(tmp_path, art)
+    assert [(r.paper, r.item) for r in rows] == [(it.paper, it.item) for it in ITEMS]

@@ -2,19 +2,23 @@
 
 A Sphinx extension (listed in ``book/_config.yml`` as ``agentstudies.booksite``) that
 
-* adds the directive ``{results-index}``: every regenerated table (CSV under
-  ``artifacts/<chapter>/``) and figure (``{glue:figure}`` of the executed chapter, PNG
-  artifacts) of every chapter in ``book/_toc.yml``, each with its paper counterpart
-  (``data/paper/<chapter>_<table>.csv`` or ``artifacts/<chapter>/<table>_paper.csv``) and
-  a computed comparison where the two tables share key and value columns;
+* adds the directive ``{results-index}``: first one row per paper table or figure of the
+  paper-quantity map (``agentstudies.paper_map``: paper, item, a link to the chapter's
+  section or figure, what this build regenerated and the paper CSV, with a computed
+  comparison), then every regenerated table (CSV under ``artifacts/<chapter>/``) and
+  figure (``{glue:figure}`` of the executed chapter, PNG artifacts) of every chapter in
+  ``book/_toc.yml``, each with its paper counterpart (``data/paper/<chapter>_<table>.csv``
+  or ``artifacts/<chapter>/<table>_paper.csv``) and a computed comparison where the two
+  tables share key and value columns;
 * adds the directive ``{exercise-index}``: the exercises of every chapter, linked;
 * switches off ``sphinx_thebe`` (Jupyter Book loads it unconditionally; its inline
   ``const THEBE_JS_URL`` script and a CDN URL are added to every page, twice on some
   builds, which throws "Identifier 'THEBE_JS_URL' has already been declared").
 
 Both directives are generic over the table of contents: a new chapter appears in both
-indexes without any edit here. The pure functions :func:`results_index` and
-:func:`exercise_index` return plain data and are tested without Sphinx.
+indexes without any edit here. The pure functions :func:`results_index`,
+:func:`paper_items_index` and :func:`exercise_index` return plain data and are tested
+without Sphinx.
 
 The artifacts root is ``$AGENTSTUDIES_ARTIFACTS`` if set, else ``<root>/artifacts``;
 ``<root>`` is the folder above ``book/``.
@@ -32,8 +36,8 @@ import nbformat
 import pandas as pd
 
 __all__ = [
-    "TableEntry", "FigureEntry", "ChapterResults", "Exercise",
-    "results_index", "exercise_index", "compare_tables", "paper_counterparts", "setup",
+    "TableEntry", "FigureEntry", "ChapterResults", "Exercise", "PaperItemRow",
+    "results_index", "paper_items_index", "exercise_index", "compare_tables", "paper_counterparts", "setup",
 ]
 
 TABLE_SUFFIXES = (".csv",)
@@ -293,6 +297,60 @@ def results_index(root: Path | str, artifacts: Path | str | None = None,
     return out
 
 
+@dataclass
+class PaperItemRow:
+    """One row of the results index: a paper item of ``agentstudies.paper_map`` in this build.
+
+    ``written`` lists the entry's artifact files present under ``artifacts/<chapter>/``
+    and ``missing`` those absent; ``comparison`` is :func:`compare_tables` of the first
+    written CSV with the paper CSV ("" when either is absent).
+    """
+
+    paper: str
+    item: str
+    chapter: str
+    anchor: str
+    what: str
+    builder: str
+    written: list[Path] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+    paper_csv: Path | None = None
+    comparison: str = ""
+
+
+def paper_items_index(root: Path | str, artifacts: Path | str | None = None,
+                      items: Any = None) -> list[PaperItemRow]:
+    """The rows of the results index, one per entry of the paper-quantity map, in its order.
+
+    ``root`` holds ``data/paper/``; ``artifacts`` defaults to ``$AGENTSTUDIES_ARTIFACTS``
+    or ``<root>/artifacts``; ``items`` defaults to ``agentstudies.paper_map.ITEMS``. A
+    chapter not executed yet gives rows whose artifacts are all ``missing`` (not an
+    error); an unreadable CSV gives a comparison "not comparable (<error type>)".
+    """
+    from agentstudies import paper_map
+
+    root = Path(root)
+    art = Path(artifacts or os.environ.get("AGENTSTUDIES_ARTIFACTS") or root / "artifacts")
+    rows = []
+    for it in paper_map.ITEMS if items is None else items:
+        row = PaperItemRow(it.paper, it.item, it.chapter, it.anchor, it.what, it.builder,
+                           paper_csv=root / it.paper_csv if it.paper_csv else None)
+        for name in it.artifacts:
+            path = art / it.chapter / name
+            if path.is_file():
+                row.written.append(path)
+            else:
+                row.missing.append(name)
+        table = next((p for p in row.written if p.suffix in TABLE_SUFFIXES), None)
+        if table is not None and row.paper_csv is not None and row.paper_csv.is_file():
+            try:
+                row.comparison = compare_tables(pd.read_csv(table), pd.read_csv(row.paper_csv))
+            except Exception as exc:  # noqa: BLE001 - reported, never hidden
+                row.comparison = f"not comparable ({type(exc).__name__})"
+        rows.append(row)
+    return rows
+
+
 _HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 _ITEM = re.compile(r"^\s{0,3}(?:\d+[.)]|[-*+])\s+(.*)$")
 _FENCE = re.compile(r"^\s*(`{3,}|:{3,}|~{3,})\s*(\{[^}]*\})?\s*(.*)$")
@@ -401,6 +459,54 @@ def _rel(path: Path, root: Path) -> str:
     return path.name
 
 
+def _anchor_link(env: Any, chapter: str, anchor: str, text: str):
+    """A link to ``chapters/<chapter>`` at ``#anchor`` (a section id or a figure name)."""
+    from docutils import nodes
+
+    uri = env.app.builder.get_relative_uri(env.docname, f"chapters/{chapter}") + f"#{anchor}"
+    return nodes.reference("", "", nodes.inline("", text), internal=True, refuri=uri)
+
+
+def _paper_items_nodes(env: Any) -> list[Any]:
+    """The paper-item rows, grouped by paper: one list item per table or figure."""
+    from docutils import nodes
+
+    from agentstudies.paper_map import PAPERS
+
+    root = _root_of(env)
+    top = nodes.bullet_list()
+    rows = paper_items_index(root)
+    for paper in dict.fromkeys(r.paper for r in rows):
+        item = nodes.list_item()
+        item += nodes.paragraph("", "", nodes.strong("", paper), nodes.Text(f" — {PAPERS[paper][0]}"))
+        sub = nodes.bullet_list()
+        for r in (r for r in rows if r.paper == paper):
+            p = nodes.paragraph()
+            p += nodes.strong("", r.item)
+            p += nodes.Text(": ")
+            p += _anchor_link(env, r.chapter, r.anchor, r.chapter)
+            p += nodes.Text(f" — {r.what}; ")
+            if r.written:
+                p += nodes.Text("regenerated: ")
+                for i, path in enumerate(r.written):
+                    p += nodes.Text(", " if i else "")
+                    p += nodes.literal("", path.name)
+            if r.missing:
+                p += nodes.Text(("; " if r.written else "") + f"not in this build: {', '.join(r.missing)}")
+            p += nodes.Text("; paper: ")
+            if r.paper_csv is not None:
+                p += nodes.literal("", _rel(r.paper_csv, root))
+                p += nodes.Text(f" — {r.comparison}" if r.comparison else "")
+            else:
+                p += nodes.Text("a figure only")
+            li = nodes.list_item()
+            li += p
+            sub += li
+        item += sub
+        top += item
+    return [top]
+
+
 def _results_nodes(env: Any) -> list[Any]:
     from docutils import nodes
 
@@ -446,7 +552,7 @@ def _results_nodes(env: Any) -> list[Any]:
         if len(sub):
             item += sub
         top += item
-    return [top]
+    return [*_paper_items_nodes(env), nodes.rubric("", "Every table and figure, by chapter"), top]
 
 
 def _text_with_math(text: str):
