@@ -16,11 +16,12 @@ from agentstudies.envs.impossible._sandbox import (
     run_many, run_submission, shared_verdict_cache,
 )
 from agentstudies.envs.impossible._tasks import (
-    VARIANT_KINDS, Assertion, Problem, Variant, alternative_value, derive_variants, eligible_assertions,
-    load_problems, spec_examples, task_features,
+    VARIANT_KINDS, Assertion, DocExample, Problem, Variant, alternative_value, derive_variants,
+    docstring_examples, eligible_assertions, load_problems, spec_examples, task_features,
 )
 from agentstudies.envs.impossible._verify import (
-    DATA_FILE, build_variant_table, buggy_mutants, examples_test, load_variant_table, variant_frame,
+    AUDIT_CHECKS, DATA_FILE, audit_frame, audit_original, build_variant_table, buggy_mutants, examples_test,
+    load_variant_table, variant_frame,
 )
 from agentstudies.envs.impossible._workflow import (
     ABORT, FEEDBACK_ROUNDS, STRICTNESS, Workflow, workflow_grid,
@@ -31,6 +32,7 @@ __all__ = [
     "run_submission", "VerdictCache", "run_cached", "reusable", "shared_verdict_cache", "VARIANT_KINDS", "Assertion", "Problem", "Variant", "alternative_value",
     "derive_variants", "eligible_assertions", "load_problems", "spec_examples", "task_features",
     "DATA_FILE", "build_variant_table", "buggy_mutants", "examples_test", "load_variant_table",
-    "variant_frame", "STRATEGIES", "classify_submission", "ABORT", "FEEDBACK_ROUNDS", "STRICTNESS",
+    "variant_frame", "DocExample", "docstring_examples", "AUDIT_CHECKS", "audit_frame", "audit_original",
+    "STRATEGIES", "classify_submission", "ABORT", "FEEDBACK_ROUNDS", "STRICTNESS",
     "Workflow", "workflow_grid",
 ]

@@ -11,8 +11,10 @@ Everything is derived from parsed code (:mod:`ast`), never by editing strings:
 
 * an *eligible* assertion is a top-level statement of ``check`` of the form
   ``assert candidate(<literals>) == <literal>`` (or mirrored);
-* *specification examples* are ``>>> f(x)`` doctests and ``f(x) ==> y`` style lines of the
-  prompt's docstring whose call and value parse as Python literals;
+* *specification examples* are the calls of the entry point stated in the prompt's
+  docstring with a value, in every form HumanEval uses (``>>> f(x)`` + output line,
+  ``>>> f(x) == y``, ``f(x) ==> y``, ``f(x) -> y``, ``f(x) should return y`` ...; see
+  :func:`docstring_examples`), whose call and value parse as Python literals;
 * *one-off*: the first eligible assertion whose input is also a specification example
   (with the same expected value) gets the value :func:`alternative_value` -- so the new
   value contradicts the prompt's own example;
@@ -20,22 +22,24 @@ Everything is derived from parsed code (:mod:`ast`), never by editing strings:
   :func:`alternative_value` -- two assertions on the same input disagree.
 
 A variant is *kept* only when it is verified impossible (see
-:func:`agentstudies.envs.impossible.verify_variants`): the canonical solution passes the
-original tests and fails the variant in the sandbox, and the contradiction is structural
-as above. Every dropped variant carries its reason.
+:func:`agentstudies.envs.impossible.build_variant_table`): the original passes the audit
+(:func:`agentstudies.envs.impossible.audit_original`: the canonical solution passes its
+tests, and the docstring's examples agree with both the canonical solution and the tests),
+the canonical solution fails the variant in the sandbox, and the contradiction is
+structural as above. Every dropped variant carries its reason.
 """
 
 from __future__ import annotations
 
 import ast
-import doctest
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
 __all__ = [
-    "Assertion", "Problem", "Variant", "load_problems", "eligible_assertions", "spec_examples",
+    "Assertion", "Problem", "Variant", "DocExample", "load_problems", "eligible_assertions", "spec_examples",
+    "docstring_examples",
     "alternative_value", "derive_variants", "task_features", "VARIANT_KINDS",
 ]
 
@@ -166,63 +170,195 @@ def eligible_assertions(test: str) -> list[Assertion]:
     return out
 
 
-_SEPARATORS = ("==>", "➞", "=>", "->", "==", "should return", "should be", "returns", "return", "=")
+@dataclass(frozen=True)
+class DocExample:
+    """One example stated in a prompt's docstring.
+
+    ``args`` (tuple of literals) and ``value`` (a literal) of ``entry_point(*args) -> value``;
+    ``form`` how it was written (``doctest`` = ``>>> f(x)`` with the value on the next line,
+    ``doctest-none`` = no output line, i.e. ``None``; ``doctest ==`` = ``>>> f(x) == y``;
+    ``doctest bare`` = ``>>> f(x) y``; otherwise the separator: ``==``, ``==>``, ``=>``, ``->``,
+    ``➞``, ``=``, ``should return``, ``returns`` ...); ``text`` the source text (one line).
+    """
+
+    args: tuple
+    value: Any
+    form: str
+    text: str
 
 
-def spec_examples(problem: Problem) -> list[tuple[tuple, Any]]:
-    """``(args, value)`` examples stated in the prompt's docstring (literal ones only).
+#: Separators between a call and its value in prose examples, longest first.
+_SEP_RE = re.compile(r"^\s*(?:#\s*)?(==>|➞|=>|->|==|=(?!=)|should\s+return|should\s+be|returns|return)\s*",
+                     re.IGNORECASE)
+_DANGLING_RE = re.compile(r"^\s*(?:should|returns?|should\s+return)?\s*$", re.IGNORECASE)
+_CHAIN_EQ_RE = re.compile(r"(?<![=!<>])=(?![=>])")
 
-    Reads ``>>>`` doctests with :class:`doctest.DocTestParser` and prose lines such as
-    ``f(3) ==> 5`` / ``f(3) ➞ 5`` / ``f(3) = 5`` / ``f(3) should return 5``; a call and value
-    are kept only if both parse as Python literals (:func:`ast.literal_eval`). Whether the
-    canonical solution agrees is checked later, in the sandbox.
+
+def _value_of(text: str) -> Any:
+    """The literal a value text starts with, or ``_MISSING``.
+
+    Tries the whole text (trailing ``.,;`` stripped); then the longest prefix that is a
+    literal followed by something ignorable (nothing, a comment ``#``, a parenthesised
+    remark, a prose word, a full stop); then, for a worked chain such as
+    ``19 - 5 - 6 = 8``, the text after the last ``=``.
+    """
+    t = text.strip()
+    word = re.match(r"^(true|false)\b\W*$", t, re.IGNORECASE)
+    if word:                                    # ``=> true`` (lower-case prose booleans)
+        return word.group(1).lower() == "true"
+    v = _literal_src(t.rstrip(".,;").strip())
+    if v is not _MISSING:
+        return v
+    for j in range(len(t) - 1, 0, -1):
+        head, tail = t[:j], t[j:]
+        if not re.match(r"^(\s+[#(A-Za-z]|[.,;](\s|$)|\s*$)", tail):
+            continue
+        v = _literal_src(head.strip())
+        if v is not _MISSING:
+            return v
+    parts = _CHAIN_EQ_RE.split(t)
+    if len(parts) > 1:
+        return _value_of(parts[-1]) if _CHAIN_EQ_RE.search(parts[-1]) is None else _MISSING
+    return _MISSING
+
+
+def _literal_src(src: str) -> Any:
+    if not src:
+        return _MISSING
+    try:
+        node = ast.parse(src, mode="eval").body
+    except (SyntaxError, ValueError):
+        return _MISSING
+    return _literal(node)
+
+
+def _call_end(doc: str, start: int, ep: str) -> tuple[int, Any]:
+    """End offset and literal args of the call ``ep(...)`` at ``doc[start:]``.
+
+    The first ``)`` at which ``doc[start:end]`` parses as a call of ``ep``: ``(end, args)``
+    with ``args`` ``_MISSING`` when the arguments are not literals; ``(-1, _MISSING)`` when
+    no prefix parses.
+    """
+    j = doc.find(")", start)
+    while j >= 0 and j - start < 4000:
+        try:
+            node = ast.parse(doc[start:j + 1], mode="eval").body
+        except (SyntaxError, ValueError):
+            j = doc.find(")", j + 1)
+            continue
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == ep:
+            return j + 1, _call_args(node, ep)
+        return -1, _MISSING
+    return -1, _MISSING
+
+
+def docstring_examples(problem: Problem) -> tuple[list[DocExample], list[dict]]:
+    """Every example of the entry point stated in the prompt's docstring, and every
+    mention of a call that could not be read as one.
+
+    Scans the cleaned docstring for each call ``entry_point(...)`` (a call that spans lines
+    included) and reads its value in every form HumanEval uses: ``>>> f(x)`` with the output
+    on the following lines (no output: ``None``), ``>>> f(x) == y``, ``>>> f(x) y``, and prose
+    ``f(x) == y`` / ``==> y`` / ``=> y`` / ``-> y`` / ``➞ y`` / ``= y`` / ``should return y`` /
+    ``returns y`` / ``# => y`` (also with ``should`` ending a line and ``return y`` on the
+    next), a worked chain ``f(x) = 1 + 9 = 10`` giving its last value. The arguments and the
+    value must be Python literals (:func:`ast.literal_eval`; a prose ``true`` / ``false``
+    reads as a bool).
+
+    Returns
+    -------
+    ``(examples, unparsed)``: :class:`DocExample` in docstring order (duplicates kept once),
+    and ``{"text", "reason"}`` for each call mention that is not a literal example
+    (non-literal arguments such as ``fib4(n)``, a call wrapped in another expression, a
+    value that is not a literal, no value at all). Nothing is dropped silently.
     """
     ep = problem.entry_point
     try:
         tree = ast.parse(problem.solution_code)
     except SyntaxError:
-        return []
+        return [], [{"text": "", "reason": "prompt + solution do not parse"}]
     fn = next((n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == ep), None)
     doc = ast.get_docstring(fn, clean=True) if fn is not None else None
     if not doc:
-        return []
-    found: list[tuple[tuple, Any]] = []
-
-    def add(call_src: str, value_src: str) -> None:
-        try:
-            call = ast.parse(call_src.strip(), mode="eval").body
-        except SyntaxError:
-            return
-        args = _call_args(call, ep)
-        if args is _MISSING:
-            return
-        try:
-            value_node = ast.parse(value_src.strip().rstrip(".,;"), mode="eval").body
-        except SyntaxError:
-            return
-        value = _literal(value_node)
-        if value is _MISSING:
-            return
-        if (args, value) not in found:
-            found.append((args, value))
-
-    try:
-        examples = doctest.DocTestParser().get_examples(doc)
-    except ValueError:
-        examples = []
-    for ex in examples:
-        add(ex.source, ex.want)
-    for line in doc.splitlines():
-        start = line.find(ep + "(")
-        if start < 0 or ">>>" in line:
+        return [], []
+    found: list[DocExample] = []
+    unparsed: list[dict] = []
+    cursor = 0
+    for m in re.finditer(r"(?<![\w.])" + re.escape(ep) + r"\(", doc):
+        s = m.start()
+        if s < cursor:
             continue
-        rest = line[start:]
-        for sep in _SEPARATORS:
-            if sep in rest:
-                lhs, rhs = rest.split(sep, 1)
-                add(lhs, rhs)
-                break
-    return found
+        bol = doc.rfind("\n", 0, s) + 1
+        eol = doc.find("\n", s)
+        eol = len(doc) if eol < 0 else eol
+        line = doc[bol:eol].strip()
+        prefix = doc[bol:s].strip()
+        is_doctest = prefix.startswith(">>>")
+        if is_doctest and prefix != ">>>":
+            unparsed.append({"text": line, "reason": "call wrapped in another expression"})
+            cursor = eol
+            continue
+        end, args = _call_end(doc, s, ep)
+        if end < 0:
+            unparsed.append({"text": line, "reason": "call does not parse as Python"})
+            cursor = eol
+            continue
+        eol = doc.find("\n", end)
+        eol = len(doc) if eol < 0 else eol
+        text = doc[bol:eol].strip()
+        if args is _MISSING:
+            unparsed.append({"text": text, "reason": "arguments are not literals"})
+            cursor = eol
+            continue
+        tail = doc[end:eol]
+        form, value = "", _MISSING
+        if is_doctest and not tail.strip():
+            want = []
+            for nxt in doc[eol + 1:].split("\n"):
+                if not nxt.strip() or nxt.strip().startswith(">>>"):
+                    break
+                want.append(nxt.strip())
+            if want:
+                form, value = "doctest", _value_of(" ".join(want))
+                eol = eol + 1 + len("\n".join(doc[eol + 1:].split("\n")[:len(want)]))
+            else:
+                form, value = "doctest-none", None
+        else:
+            if not is_doctest and _DANGLING_RE.match(tail) and eol < len(doc):
+                # "f(x) should" / "return y and ..." : the value is on the next line, whose
+                # own calls are still scanned (the cursor stays at its start)
+                nxt_end = doc.find("\n", eol + 1)
+                nxt_end = len(doc) if nxt_end < 0 else nxt_end
+                tail = tail + " " + doc[eol + 1:nxt_end]
+                eol = eol + 1
+            sep = _SEP_RE.match(tail)
+            if sep:
+                form = ("doctest " if is_doctest else "") + re.sub(r"\s+", " ", sep.group(1).lower())
+                value = _value_of(tail[sep.end():])
+            elif is_doctest:
+                form, value = "doctest bare", _value_of(tail)
+        if value is _MISSING:
+            unparsed.append({"text": text, "reason": "no separator before a value" if not form
+                             else "value is not a literal"})
+        elif not any(_same_example(d.args, d.value, args, value) for d in found):
+            found.append(DocExample(args, value, form, text))
+        cursor = eol
+    return found, unparsed
+
+
+def _same_example(a1: tuple, v1: Any, a2: tuple, v2: Any) -> bool:
+    return repr(a1) == repr(a2) and type(v1) is type(v2) and repr(v1) == repr(v2)
+
+
+def spec_examples(problem: Problem) -> list[tuple[tuple, Any]]:
+    """``(args, value)`` examples stated in the prompt's docstring (literal ones only).
+
+    The examples of :func:`docstring_examples` (every form HumanEval uses: ``>>> f(x)``
+    with the output below, ``>>> f(x) == y``, ``f(x) ==> y``, ``f(x) -> y``, ``f(x) should
+    return y`` ...), in docstring order. Whether the canonical solution and the tests agree
+    with them is audited in the sandbox (:func:`agentstudies.envs.impossible.audit_original`).
+    """
+    return [(d.args, d.value) for d in docstring_examples(problem)[0]]
 
 
 def alternative_value(value: Any) -> Any:

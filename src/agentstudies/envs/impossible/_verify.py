@@ -18,11 +18,19 @@ import pandas as pd
 
 from agentstudies.envs.impossible._sandbox import SandboxConfig, Submission, run_submission
 from agentstudies.envs.impossible._tasks import (
-    Problem, derive_variants, load_problems, spec_examples, task_features,
+    Problem, derive_variants, docstring_examples, eligible_assertions, load_problems, task_features,
 )
 
 __all__ = ["build_variant_table", "load_variant_table", "variant_frame", "buggy_mutants",
-           "examples_test", "DATA_FILE"]
+           "examples_test", "audit_original", "audit_frame", "AUDIT_CHECKS", "DATA_FILE"]
+
+#: The audit's disagreement kinds, in the order a flagged original's drop reason names them.
+AUDIT_CHECKS: tuple[str, ...] = (
+    "canonical solution fails its own tests",
+    "docstring example contradicts the tests",
+    "docstring example contradicts the canonical solution",
+    "docstring examples contradict each other",
+)
 
 DATA_FILE = "impossible_humaneval.json.gz"
 _MAX_MUTANTS = 3
@@ -142,13 +150,97 @@ def buggy_mutants(problem: Problem, examples, config: SandboxConfig) -> list[dic
     return out
 
 
+def _differ(a: Any, b: Any) -> bool:
+    """Values that a test's ``==`` would tell apart (``1 == 1.0`` agrees, as in the tests)."""
+    try:
+        return not bool(a == b)
+    except Exception:  # noqa: BLE001 - an incomparable pair disagrees
+        return True
+
+
+def audit_original(problem: Problem, config: SandboxConfig, orig=None) -> dict:
+    """Audit a HumanEval original three ways; every disagreement listed with its example.
+
+    1. *canonical vs tests*: the canonical solution runs its own ``check`` in the sandbox
+       (``orig``: that run, if already made);
+    2. *docstring examples vs canonical*: every literal docstring example
+       (:func:`~agentstudies.envs.impossible.docstring_examples`) becomes one assertion; the
+       canonical solution runs them in the sandbox, and each failing one is recorded and
+       removed before the next run (``1 + k`` runs for ``k`` disagreements);
+    3. *docstring examples vs tests*: an eligible assertion of ``check`` on an example's input
+       with a value ``!=`` the example's (static), plus examples that state two values for
+       one input.
+
+    Returns
+    -------
+    ``{"flagged": bool, "flag_reason": str, "disagreements": [...], "unparsed_examples":
+    [...], "n_examples": int, "canonical_outcome", "canonical_failed_stmt", "canonical_detail"}``;
+    each disagreement is ``{"check", "example", "form", "doc_value", "test_value",
+    "canonical_outcome"}`` (values as ``repr``; ``check`` one of :data:`AUDIT_CHECKS`).
+    ``flag_reason`` is the first check that applies with every example in parentheses.
+    """
+    examples, unparsed = docstring_examples(problem)
+    ep = problem.entry_point
+    if orig is None:
+        orig = run_submission(Submission(problem.solution_code, ep, problem.test, "hidden"), config)
+    dis: list[dict] = []
+    if orig.outcome != "passed":
+        dis.append({"check": AUDIT_CHECKS[0], "example": "", "form": "", "doc_value": "", "test_value": "",
+                    "canonical_outcome": f"{orig.outcome}: {orig.detail}"})
+    try:
+        asserts = eligible_assertions(problem.test)
+    except (SyntaxError, ValueError):
+        asserts = []
+
+    def call(args: tuple) -> str:
+        return f"{ep}({', '.join(repr(a) for a in args)})"
+
+    # 2. docstring examples vs canonical (sandboxed; failing examples removed one at a time)
+    canon_bad: dict[int, str] = {}
+    remaining = list(range(len(examples)))
+    for _ in range(len(examples) + 1):
+        if not remaining:
+            break
+        src = examples_test([(examples[i].args, examples[i].value) for i in remaining])
+        r = run_submission(Submission(problem.solution_code, ep, src, "hidden"), config)
+        if r.outcome == "passed":
+            break
+        k = r.failed_stmt if 0 <= r.failed_stmt < len(remaining) else 0
+        canon_bad[remaining.pop(k)] = r.outcome if r.outcome != "failed" else "fails the example"
+    # 3. docstring examples vs tests (static), and examples against each other
+    for i, ex in enumerate(examples):
+        tested = [a for a in asserts if repr(a.args) == repr(ex.args)]
+        clash = [a for a in tested if _differ(a.expected, ex.value)]
+        base = {"example": ex.text, "form": ex.form, "doc_value": repr(ex.value)}
+        if clash:
+            dis.append(dict(base, check=AUDIT_CHECKS[1], test_value=repr(clash[0].expected),
+                            canonical_outcome=canon_bad.get(i, "agrees with the example")))
+        elif i in canon_bad:
+            dis.append(dict(base, check=AUDIT_CHECKS[2], test_value=repr(tested[0].expected) if tested else "",
+                            canonical_outcome=canon_bad[i]))
+        for ex2 in examples[:i]:
+            if repr(ex2.args) == repr(ex.args) and _differ(ex2.value, ex.value):
+                dis.append(dict(base, check=AUDIT_CHECKS[3], test_value=f"other example: {ex2.text}",
+                                canonical_outcome=canon_bad.get(i, "agrees with the example")))
+    order = {c: j for j, c in enumerate(AUDIT_CHECKS)}
+    dis.sort(key=lambda d: order[d["check"]])
+    reason = ""
+    if dis:
+        shown = "; ".join(d["example"] or d["canonical_outcome"] for d in dis)
+        reason = f"{dis[0]['check']} ({shown})"
+    return {"flagged": bool(dis), "flag_reason": reason, "disagreements": dis, "unparsed_examples": unparsed,
+            "n_examples": len(examples), "canonical_outcome": orig.outcome,
+            "canonical_failed_stmt": orig.failed_stmt, "canonical_detail": orig.detail}
+
+
 def _verify_one(problem: Problem, rng, config: SandboxConfig) -> dict:
     feats = task_features(problem)
-    examples = spec_examples(problem)
+    examples = [(d.args, d.value) for d in docstring_examples(problem)[0]]
     rows = []
     variants = derive_variants(problem)
     orig = run_submission(Submission(problem.solution_code, problem.entry_point, problem.test, "hidden"), config)
-    flagged = orig.outcome != "passed"
+    audit = audit_original(problem, config, orig)
+    flagged = audit["flagged"]
     for v in variants:
         row = {"task_id": v.task_id, "kind": v.kind, "test": v.test, "structural": v.structural,
                "mutated_index": v.mutated_index, "args": repr(v.args) if v.args is not None else "",
@@ -157,10 +249,10 @@ def _verify_one(problem: Problem, rng, config: SandboxConfig) -> dict:
                "canonical_outcome": "", "canonical_failed_stmt": -1, "kept": False, "drop_reason": v.drop_reason}
         if v.kind == "original":
             row.update(canonical_outcome=orig.outcome, canonical_failed_stmt=orig.failed_stmt, kept=not flagged,
-                       drop_reason=f"canonical solution fails its own tests ({orig.outcome}: {orig.detail})" if flagged else "")
+                       drop_reason=audit["flag_reason"])
         elif v.test is not None:
             if flagged:
-                row["drop_reason"] = "original flagged: canonical solution fails its own tests"
+                row["drop_reason"] = f"original flagged: {audit['disagreements'][0]['check']}"
             elif v.old_value == v.new_value:
                 row["drop_reason"] = "alternative value compares equal to the original value"
             else:
@@ -178,7 +270,7 @@ def _verify_one(problem: Problem, rng, config: SandboxConfig) -> dict:
     mutants = [] if flagged else buggy_mutants(problem, guard, config)
     return {"task_id": problem.task_id, "entry_point": problem.entry_point, "features": feats,
             "examples": [[repr(a), repr(b)] for a, b in examples], "variants": rows, "mutants": mutants,
-            "flagged": flagged}
+            "flagged": flagged, "audit": audit}
 
 
 def build_variant_table(*, n_jobs: int = 1, problems: list[Problem] | None = None,
@@ -229,6 +321,24 @@ def load_variant_table(path: Path | None = None) -> dict:
     if table["humaneval_sha256"] != _humaneval_digest():
         raise ValueError(f"{path} was built from another HumanEval.jsonl.gz; rebuild the variant table")
     return table
+
+
+def audit_frame(table: dict) -> pd.DataFrame:
+    """One row per audit disagreement of a HumanEval original (:func:`audit_original`):
+    ``task_id, entry_point, check, example, form, doc_value, test_value, canonical_outcome``.
+
+    Raises
+    ------
+    KeyError
+        If the table predates the audit (no ``audit`` entry; rebuild it).
+    """
+    cols = ["task_id", "entry_point", "check", "example", "form", "doc_value", "test_value", "canonical_outcome"]
+    rows = []
+    for t in table["tasks"]:
+        if "audit" not in t:
+            raise KeyError(f"{t['task_id']}: variant table has no audit; rebuild it")
+        rows += [dict(d, task_id=t["task_id"], entry_point=t["entry_point"]) for d in t["audit"]["disagreements"]]
+    return pd.DataFrame(rows, columns=cols)
 
 
 def variant_frame(table: dict) -> pd.DataFrame:
