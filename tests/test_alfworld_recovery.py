@@ -193,13 +193,12 @@ def test_plots_label_and_shape():
         plots.plot_delta_by_delay(res, "nope")
 
 
-def test_artifacts_rescue_minus_harm_identity():
-    from agentstudies.chapter import artifacts_root
-
-    path = artifacts_root() / "alfworld_recovery" / "paired_cells.csv"
-    if not path.is_file():
-        pytest.skip("chapter alfworld_recovery has not been run here (no artifacts)")
-    cells = pd.read_csv(path)
+@pytest.mark.notebook
+@pytest.mark.slow
+def test_artifacts_rescue_minus_harm_identity(smoke_runs):
+    # the chapter's smoke run of this session (tests/conftest.py), never files of an earlier run
+    smoke_runs.get("alfworld_recovery")
+    cells = pd.read_csv(smoke_runs.artifacts / "alfworld_recovery" / "paired_cells.csv")
     assert len(cells) > 0
     assert ((cells["rescue"] - cells["harm"]) == cells["net"]).all()
     assert np.allclose(cells["rescue"] - cells["harm"], cells["delta"] * cells["n"] / 100, atol=1e-9, rtol=0)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
+from agentstudies import handoff as ho
 from agentstudies.agents.alfworld_policy import make_checkpoints
 from agentstudies.envs.alfworld._testing import small_game
 from agentstudies.envs.alfworld.env import AlfworldEnv
@@ -40,7 +41,6 @@ def test_schemas_are_exact(study):
 
 
 def test_tables_pass_the_handoff_validators(study):
-    ho = pytest.importorskip("agentstudies.handoff")
     ho.validate_episodes(study.episodes)
     ho.validate_trajectories(study.trajectories)
     ho.validate_steps(study.steps)
