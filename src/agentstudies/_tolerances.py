@@ -24,5 +24,10 @@ IDENTITY_TOL = 1e-9
 #: assignment's rows; bridge rate x finishing rate = conversion).
 EXACT_TOL = 1e-12
 
+#: Relative slack when a resampled statistic is compared with the observed one in a
+#: permutation / sign-flip tail (a flip that reproduces the observed value up to rounding
+#: counts as at least as extreme): ``|s*| >= |s_obs| - TIE_TOL * max(1, |s_obs|)``.
+TIE_TOL = 1e-9
+
 #: Floor of a denominator that must stay positive (avoids 0/0 in vectorized ratios).
 TINY = 1e-300

@@ -26,13 +26,13 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
+from agentstudies._tolerances import TIE_TOL
 from agentstudies.parallel import keyed_seed
 from agentstudies.results import Result, ResultProvenance, make_provenance, tidy_rows
 
 __all__ = ["SignFlipResult", "sign_flip_test", "ALTERNATIVES"]
 
 ALTERNATIVES = ("two-sided", "greater", "less")
-_TOL = 1e-9
 
 
 @dataclass(frozen=True)
@@ -62,7 +62,7 @@ class SignFlipResult(Result):
 
 
 def _tail(null_s: np.ndarray, weights: np.ndarray | None, s_obs: float, alternative: str) -> float:
-    tol = _TOL * max(1.0, abs(s_obs))
+    tol = TIE_TOL * max(1.0, abs(s_obs))
     if alternative == "two-sided":
         hit = np.abs(null_s) >= abs(s_obs) - tol
     elif alternative == "greater":
