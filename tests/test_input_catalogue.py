@@ -4,8 +4,10 @@ Each case feeds one malformed input to SASST, the checkpoint-handoff API, the τ
 and audit import, or the ``agentstudies`` CLI, and asserts an error -- or, where the
 input is usable but unusual, a note/warning -- that names the problem (column, task,
 parameter). Nothing may be silently dropped: the "note" cases check that the result
-says what happened. The recovery API (issue 11, branch ``recovery``) had not landed on
-this branch when the catalogue was written, so it has no cases here.
+says what happened. Issue 24 added the recovery API (one-task cohorts, text outcomes,
+oversized ``n_draws``), the environments' constructors, in-range CLI values that cannot work,
+a corrupt notebook and ``-o`` against ``AGENTSTUDIES_ARTIFACTS``; the data checksums are in
+``tests/test_data_checksums.py`` and plain papermill in ``tests/test_plain_papermill.py``.
 """
 
 from __future__ import annotations
@@ -290,7 +292,70 @@ def _tau_cases() -> list[Case]:
     ]
 
 
-CASES = _sasst_cases() + _handoff_cases() + _tau_cases()
+def recovery_table(n_tasks: int = 3, cohorts: tuple[str, ...] = ("all",)) -> pd.DataFrame:
+    """A balanced paired table: per cohort ``n_tasks`` tasks x (clean, stale-2); stale-2
+    rescues every task, clean changes nothing (Delta(stale-2) - Delta(clean) = 100 points)."""
+    rows = [dict(cohort=c, task_id=f"{c}-t{i}", condition=cond, delay=0, operation="refresh",
+                 y_without=0 if cond == "stale-2" else i % 2, y_with=1 if cond == "stale-2" else i % 2)
+            for c in cohorts for i in range(n_tasks) for cond in ("clean", "stale-2")]
+    return pd.DataFrame(rows)
+
+
+def _warned(fn):
+    def run():
+        with warnings.catch_warnings(record=True) as got:
+            warnings.simplefilter("always")
+            res = fn()
+        return res, "\n".join(str(w.message) for w in got)
+    return run
+
+
+def _recovery_cases() -> list[Case]:
+    from agentstudies.recovery import analyze_paired, validate_paired
+
+    one = recovery_table(n_tasks=1, cohorts=("A", "B"))
+    tab = recovery_table()
+    text = tab.assign(y_with=tab["y_with"].astype(str))
+    return [
+        Case("recovery one task per cohort", lambda: analyze_paired(one, n_draws=50), ValueError,
+             r"2 of 2 cohort\(s\) have fewer than two tasks: 'A': 1 task, 'B': 1 task.*allow_singleton_strata=True"),
+        Case("recovery one-task cohorts allowed, noted",
+             _warned(lambda: analyze_paired(one, n_draws=50, allow_singleton_strata=True)), None,
+             r"(?s)fewer than two tasks.*allowed by allow_singleton_strata=True.*note: paired table: .*fewer than two tasks",
+             note=lambda r: r[1] + "\n" + r[0].summary()),
+        Case("recovery text outcomes '0'/'1' warned", _warned(lambda: validate_paired(text)), None,
+             r"column 'y_with' holds text values \['0', '1'\]", note=lambda r: r[1]),
+        Case("recovery n_draws=True", lambda: analyze_paired(tab, n_draws=True), ValueError,
+             "n_draws=True: expected a positive integer"),
+        Case("recovery n_draws=10**11 refused up front", lambda: analyze_paired(tab, n_draws=10**11), ValueError,
+             r"n_draws=100,000,000,000 is too large.*GiB of replicates.*about [\d,.]+ h"),
+        Case("handoff n_draws=10**12 refused up front", lambda: ho.analyze_handoff(handoff_ep(), n_draws=10**12),
+             ValueError, r"n_draws=1,000,000,000,000 is too large.*GiB.*bound"),
+        Case("bootstrap n_draws=True", lambda: __import__("agentstudies.stats", fromlist=["x"]).paired_cluster_bootstrap(
+            np.ones((3, 1)), lambda t: t, n_draws=True), ValueError, "n_draws must be a positive integer; got True"),
+    ]
+
+
+def _env_cases() -> list[Case]:
+    from agentstudies.envs.alfworld import AlfworldEnv
+    from agentstudies.envs.alfworld._testing import small_game
+    from agentstudies.envs.toolsandbox import ToolSandboxEnv
+
+    return [
+        Case("alfworld budget '20'", lambda: AlfworldEnv(budget="20"), TypeError,
+             "budget='20': expected a non-negative integer number of actions, got str"),
+        Case("alfworld budget 2.5", lambda: AlfworldEnv(budget=2.5), TypeError, "budget=2.5: expected a non-negative integer"),
+        Case("alfworld budget nan", lambda: AlfworldEnv(budget=float("nan")), TypeError, "budget=nan: expected"),
+        Case("alfworld budget True", lambda: AlfworldEnv(budget=True), TypeError, "budget=True: expected"),
+        Case("alfworld budget -1", lambda: AlfworldEnv(budget=-1), ValueError, "budget=-1: expected a non-negative"),
+        Case("alfworld small_game('nope')", lambda: small_game("nope"), KeyError,
+             "task_type='nope': no small game of that type; known task types: pick_and_place_simple"),
+        Case("toolsandbox env of None", lambda: ToolSandboxEnv(None), TypeError,
+             "case must be a Case or a Scenario .*got NoneType None"),
+    ]
+
+
+CASES = _sasst_cases() + _handoff_cases() + _tau_cases() + _recovery_cases() + _env_cases()
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
@@ -318,7 +383,8 @@ def tiny_root(tmp_path: Path, monkeypatch) -> Path:
     for name in ("alpha", "beta"):
         nb = nbf.v4.new_notebook()
         nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-        cell = nbf.v4.new_code_cell("seed = 0\nn_tasks = 10\nsim_seeds = [0, 1]\nlabels = ['a']\nn_jobs = 1\n")
+        cell = nbf.v4.new_code_cell("seed = 0\nn_tasks = 10\nsim_seeds = [0, 1]\nlabels = ['a']\nn_jobs = 1\n"
+                                    "min_ess = 10.0\nn_boot = 200\nn_draws = 200\n")
         cell.metadata["tags"] = ["parameters"]
         nb.cells = [nbf.v4.new_markdown_cell(f"# {name}"), cell, nbf.v4.new_code_cell("x = 1")]
         (root / "notebooks").mkdir(exist_ok=True)
@@ -338,6 +404,11 @@ CLI_CASES = [
     (["run", "alpha", "-p", "labels", "[x, 3]"], "parameter 'labels' of notebook alpha expects str like its default element [1]"),
     (["run", "alpha", "-p", "labels", "[x"], "parameter 'labels': cannot parse '[x' as a YAML list/mapping"),
     (["run", "alpha", "-p", "n_task", "1"], "unknown parameter 'n_task' for notebook alpha"),
+    (["run", "alpha", "-p", "n_tasks", "0"], "parameter 'n_tasks' of notebook alpha sets the chapter's sample and must be >= 1"),
+    (["run", "alpha", "-p", "min_ess", "inf"], "parameter 'min_ess' of notebook alpha must be a finite number; got inf"),
+    (["run", "alpha", "-p", "min_ess", "nan"], "parameter 'min_ess' of notebook alpha must be a finite number; got nan"),
+    (["run", "alpha", "-p", "n_boot", "0"], "parameter 'n_boot' of notebook alpha is the number of resamples behind the intervals"),
+    (["run", "alpha", "-p", "n_draws", "0"], "parameter 'n_draws' of notebook alpha is the number of resamples"),
     (["run", "alpha", "-p", "seed", "1", "-p", "seed", "2"], "parameter 'seed' is given twice"),
     (["run", "no_such_chapter"], "no chapter named 'no_such_chapter'"),
     (["book", "--only", "gamma"], "unknown chapter(s) gamma; chapters in book/_toc.yml: alpha, beta"),
@@ -373,9 +444,40 @@ def test_cli_profile_with_a_plain_notebook_path_is_refused(tiny_root, tmp_path, 
     assert not plain.with_name("variant.executed.ipynb").exists()
 
 
+def test_cli_corrupt_notebook_is_one_line(tiny_root, capsys):
+    """A truncated notebook: one line naming the file and how to restore it, no nbformat traceback."""
+    path = tiny_root / "notebooks" / "alpha.ipynb"
+    path.write_bytes(path.read_bytes()[:200])
+    assert cli.main(["run", "alpha", "--root", str(tiny_root)]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "Traceback" not in err
+    assert f"notebook {path} is not a readable Jupyter notebook (NotJSONError" in err and "git checkout --" in err
+
+
+def test_cli_o_wins_over_the_environment_and_a_failed_first_run_leaves_nothing(tiny_root, tmp_path, monkeypatch, capsys):
+    """Two -o runs with AGENTSTUDIES_ARTIFACTS set never share a folder; a first -o run that
+    fails leaves no empty OUT.artifacts/ (issue 24, item 5)."""
+    nb = tiny_root / "notebooks" / "alpha.ipynb"
+    book = nbf.read(nb, as_version=4)
+    book.cells.append(nbf.v4.new_code_cell(
+        "import os, pathlib\nd = pathlib.Path(os.environ['AGENTSTUDIES_ARTIFACTS']) / 'alpha'\nd.mkdir(parents=True)\n"
+        "(d / 't.csv').write_text(str(seed))\nif seed == 9:\n    raise ValueError('seed 9 fails')"))
+    nbf.write(book, nb)
+    monkeypatch.setenv("AGENTSTUDIES_ARTIFACTS", str(tmp_path / "env_folder"))
+    for seed in ("1", "2"):
+        assert cli.main(["run", "alpha", "-p", "seed", seed, "-o", str(tmp_path / f"o{seed}.ipynb"),
+                         "--root", str(tiny_root)]) == 0
+    assert (tmp_path / "o1.artifacts" / "alpha" / "t.csv").read_text() == "1"
+    assert (tmp_path / "o2.artifacts" / "alpha" / "t.csv").read_text() == "2"
+    assert not (tmp_path / "env_folder").exists()
+    assert cli.main(["run", "alpha", "-p", "seed", "9", "-o", str(tmp_path / "o9.ipynb"), "--root", str(tiny_root)]) == 1
+    assert "seed 9 fails" in capsys.readouterr().err
+    assert not (tmp_path / "o9.artifacts").exists() and (tmp_path / "o9.failed.ipynb").is_file()
+
+
 def test_catalogue_size():
-    n = len(CASES) + len(CLI_CASES) + 3
-    assert n >= 40, n
+    n = len(CASES) + len(CLI_CASES) + 5
+    assert n >= 80, n
 
 
 def test_selection_skips_candidates_whose_value_is_undefined():

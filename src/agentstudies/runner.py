@@ -52,7 +52,7 @@ __all__ = [
     "NotebookExecutionError", "BookBuildError", "Parameter", "RunResult", "find_root",
     "toc_chapters", "load_profiles", "declared_parameters", "resolve_parameters",
     "run_notebook", "run_book", "check_root_page", "build_book",
-    "QUIET_PROGRESS_ENV", "strip_widgets", "check_parameter",
+    "QUIET_PROGRESS_ENV", "strip_widgets", "check_parameter", "NotebookReadError", "read_notebook",
 ]
 
 #: Profile names allowed in ``notebooks/profiles.yaml``.
@@ -224,6 +224,30 @@ def load_profiles(root: Path | str | None = None) -> dict[str, dict[str, dict[st
     return out
 
 
+class NotebookReadError(BookError, ValueError):
+    """A file that is not a readable Jupyter notebook (truncated, not JSON, bad schema)."""
+
+
+def read_notebook(path: Path | str) -> Any:
+    """``nbformat.read(path, as_version=4)``, with one clear line instead of nbformat's
+    traceback when the file is not a notebook.
+
+    Raises
+    ------
+    NotebookReadError
+        Naming the file, the reason (first line of nbformat's message) and how to restore it.
+    """
+    path = Path(path)
+    try:
+        return nbformat.read(path, as_version=4)
+    except Exception as exc:  # noqa: BLE001 - NotJSONError, ValidationError, UnicodeDecodeError ...
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:160]
+        raise NotebookReadError(
+            f"notebook {path} is not a readable Jupyter notebook ({type(exc).__name__}: {first}); "
+            f"it may be truncated or hand-edited: restore it from the repository (git checkout -- {path})"
+        ) from None
+
+
 # ----------------------------------------------------------------------- parameters
 def declared_parameters(notebook: Path | str) -> dict[str, Parameter]:
     """Parameters declared by the notebook's cell tagged ``parameters``, in order.
@@ -235,13 +259,15 @@ def declared_parameters(notebook: Path | str) -> dict[str, Parameter]:
     ------
     ParameterError
         If the notebook has no cell tagged ``parameters`` or that cell is not valid Python.
+    NotebookReadError
+        If the file is not a readable notebook (see :func:`read_notebook`).
     FileNotFoundError
         If the notebook does not exist.
     """
     path = Path(notebook)
     if not path.is_file():
         raise FileNotFoundError(f"notebook {path} does not exist")
-    nb = nbformat.read(path, as_version=4)
+    nb = read_notebook(path)
     cells = [c for c in nb.cells if "parameters" in c.get("metadata", {}).get("tags", [])]
     if not cells or cells[0].cell_type != "code":
         raise ParameterError(

@@ -70,6 +70,9 @@ class RecoveryResult(Result):
         Delta(reference)), se, ci_low, ci_high.
     table : the validated paired table (for task-level follow-ups such as
         :meth:`shared_rescues`).
+    notes : tuple of str
+        What was allowed but limits the intervals (a cohort with one task, see
+        ``allow_singleton_strata`` of :func:`analyze_paired`).
     """
 
     cells: pd.DataFrame
@@ -78,6 +81,11 @@ class RecoveryResult(Result):
     params: Mapping[str, Any] = field(default_factory=dict)
     provenance: ResultProvenance = field(default_factory=ResultProvenance)
     title: str = "paired recovery effects (CIR protocol)"
+    notes: tuple[str, ...] = ()
+
+    def summary(self) -> str:
+        """The tidy summary, then one ``note:`` line per note (e.g. allowed one-task cohorts)."""
+        return "\n".join([super().summary(), *(f"note: {n}" for n in self.notes)])
 
     def _tidy(self) -> pd.DataFrame:
         level = self.params.get("level", np.nan)
@@ -172,6 +180,7 @@ def analyze_paired(
     seed: int = 0,
     reference: str = "clean",
     shared_without: bool = False,
+    allow_singleton_strata: bool = False,
 ) -> RecoveryResult:
     """Paired success differences, rescue / harm counts and stale - clean contrasts.
 
@@ -190,6 +199,12 @@ def analyze_paired(
         Condition the contrasts subtract (paper: clean); no contrasts if absent.
     shared_without : bool
         Passed to :func:`validate_paired`.
+    allow_singleton_strata : bool
+        Each cohort is resampled on its own (the cohort is the bootstrap stratum). A cohort
+        with a single task is resampled as that task every time: its intervals have zero
+        width and ``se`` 0 (stale - clean = 200 points with interval [200, 200]). Such a
+        cohort is an error unless this is True; then it is warned and noted in ``notes``
+        (the same rule and name as :func:`agentstudies.handoff.analyze_handoff`).
 
     Returns
     -------
@@ -199,16 +214,20 @@ def analyze_paired(
     Raises
     ------
     TypeError, KeyError, ValueError
-        Bad input (see :func:`validate_paired`), ``level`` outside (0, 1), ``n_draws < 1``.
+        Bad input (see :func:`validate_paired`), ``level`` outside (0, 1), ``n_draws`` not a
+        positive integer (``True`` is refused) or too large for the stated memory / time
+        bound (:func:`agentstudies.stats.check_resample_budget`, estimate in the message),
+        a cohort with fewer than two tasks (see ``allow_singleton_strata``).
 
     Source: CIR paper (arXiv:2610.00372), Sections "Paired counterfactuals" and
     "Recovery value depends on state and timing".
     """
     if not 0 < level < 1:
         raise ValueError(f"level={level}: expected a confidence level in (0, 1)")
-    if int(n_draws) != n_draws or n_draws < 1:
-        raise ValueError(f"n_draws={n_draws}: expected a positive integer")
+    if isinstance(n_draws, bool) or not isinstance(n_draws, (int, np.integer)) or n_draws < 1:
+        raise ValueError(f"n_draws={n_draws!r}: expected a positive integer")
     df = validate_paired(table, shared_without=shared_without)
+    notes = _check_cohort_sizes(df, allow_singleton_strata)
     cell_rows, contrast_rows = [], []
     for cohort in sorted(df["cohort"].unique()):
         g = df[df["cohort"] == cohort]
@@ -256,6 +275,27 @@ def analyze_paired(
                                                         "estimate", "se", "ci_low", "ci_high"])
     return RecoveryResult(
         cells=cells_df, contrasts=contrasts_df, table=df,
-        params=dict(level=level, n_draws=int(n_draws), seed=seed, reference=reference, shared_without=shared_without),
-        provenance=make_provenance(seed=seed, paired=df),
+        params=dict(level=level, n_draws=int(n_draws), seed=seed, reference=reference, shared_without=shared_without,
+                    allow_singleton_strata=allow_singleton_strata),
+        provenance=make_provenance(seed=seed, paired=df), notes=tuple(notes),
     )
+
+
+def _check_cohort_sizes(df: pd.DataFrame, allow: bool) -> list[str]:
+    """Cohorts with fewer than two tasks: ``ValueError`` unless ``allow``; then warned and
+    returned as notes (see ``allow_singleton_strata`` of :func:`analyze_paired`)."""
+    n = df.groupby("cohort", sort=True)["task_id"].nunique()
+    small = n[n < 2]
+    if small.empty:
+        return []
+    listed = ", ".join(f"{c!r}: {k} task" for c, k in small.items())
+    what = (f"paired table: each cohort is resampled on its own (tasks are drawn with replacement within "
+            f"their cohort); {len(small)} of {len(n)} cohort(s) have fewer than two tasks: {listed}. A one-task "
+            "cohort is resampled as that task every time, so its intervals have zero width and se 0")
+    if not allow:
+        raise ValueError(what + ". Analyse more tasks per cohort, merge cohorts, or pass "
+                         "allow_singleton_strata=True to analyze_paired to accept it.")
+    import warnings
+
+    warnings.warn(what + " (allowed by allow_singleton_strata=True)", UserWarning, stacklevel=3)
+    return [what + " (allowed by allow_singleton_strata=True)"]

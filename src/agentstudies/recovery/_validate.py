@@ -23,9 +23,14 @@ Errors (nothing is dropped silently; each names the row index and its key)
   ``shared_without=True``, a no-recovery outcome that differs across the delays and
   operations of one (task, condition) -- under deterministic replay ``Y_i^0(e)`` does
   not depend on ``d`` or ``m`` (paper, same section).
+
+Text outcomes (``"0"``/``"1"``) are read as numbers with a ``UserWarning`` naming the
+column, as the handoff and SASST validators do.
 """
 
 from __future__ import annotations
+
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -62,6 +67,13 @@ def _outcome(df: pd.DataFrame, col: str) -> np.ndarray:
             raise ValueError(
                 f"paired table: {_row_name(df, idx)}: {col}={_py(s.loc[idx])!r} is not a number; "
                 f"outcomes must be 0/1 (or True/False)"
+            )
+        texts = sorted({v for v in s.to_numpy() if isinstance(v, str)})
+        if texts:  # as the handoff and SASST validators say it
+            warnings.warn(
+                f"paired table: column {col!r} holds text values {texts[:10]}; read '1' as 1 and '0' as 0. "
+                "Store numbers (or booleans) to silence this note.",
+                UserWarning, stacklevel=5,
             )
     arr = vals.to_numpy()
     finite = np.isfinite(arr) | np.isnan(arr)

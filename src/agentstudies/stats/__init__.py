@@ -6,7 +6,11 @@ vectorized paired cluster bootstrap (:mod:`._bootstrap`).
 """
 
 from agentstudies.stats._bootstrap import (
+    CLUSTER_DRAWS_PER_SECOND,
+    MAX_CLUSTER_DRAWS,
+    MAX_REPLICATE_BYTES,
     bootstrap_counts,
+    check_resample_budget,
     paired_cluster_bootstrap,
     percentile_interval,
 )
@@ -32,6 +36,10 @@ from agentstudies.stats._weighting import (
 )
 
 __all__ = [
+    "CLUSTER_DRAWS_PER_SECOND",
+    "MAX_CLUSTER_DRAWS",
+    "MAX_REPLICATE_BYTES",
+    "check_resample_budget",
     "INFERENCE_METHODS",
     "JointBounds",
     "bonferroni_t_critical",

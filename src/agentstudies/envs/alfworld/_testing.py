@@ -20,6 +20,15 @@ SMALL_LAYOUTS: dict[str, tuple[str, int]] = {
 
 
 def small_game(task_type: str, index: int = 0, seed: int = 11) -> dict[str, Any]:
-    """A validated game of ``task_type`` in a small room (first attempt, no engine check)."""
+    """A validated game of ``task_type`` in a small room (first attempt, no engine check).
+
+    Raises
+    ------
+    KeyError
+        ``task_type`` is not one of :data:`SMALL_LAYOUTS` (the message lists them).
+    """
+    if task_type not in SMALL_LAYOUTS:
+        raise KeyError(f"task_type={task_type!r}: no small game of that type; known task types: "
+                       f"{', '.join(SMALL_LAYOUTS)}")
     split, layout = SMALL_LAYOUTS[task_type]
     return generate_game(split, task_type, index, seed, check=False, layouts=[layout])

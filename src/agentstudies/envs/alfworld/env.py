@@ -290,6 +290,27 @@ def official_game_files(split: str, root: str | os.PathLike | None = None) -> li
     return sorted(p for p in base.glob("*/*/game.tw-pddl") if "movable" not in str(p) and "Sliced" not in str(p))
 
 
+def check_budget(budget: Any) -> int:
+    """An action budget as an ``int``: a non-negative integer (``numpy`` integers too).
+
+    Raises
+    ------
+    TypeError
+        ``budget`` is not an integer: text (``'20'``), a float (``2.5`` used to be cut to 2,
+        ``20.0`` too), NaN, or a boolean.
+    ValueError
+        ``budget`` is negative.
+    """
+    import numbers
+
+    if isinstance(budget, bool) or not isinstance(budget, numbers.Integral):
+        raise TypeError(f"budget={budget!r}: expected a non-negative integer number of actions, got "
+                        f"{type(budget).__name__}")
+    if budget < 0:
+        raise ValueError(f"budget={budget!r}: expected a non-negative integer number of actions")
+    return int(budget)
+
+
 def record_of(state: Mapping[str, Any], remaining_budget: int) -> dict[str, Any]:
     """JSON-safe record of one step: observation, ordered admissible list, score, terminal, won."""
     won = bool(state.get("won", False))
@@ -365,8 +386,7 @@ class AlfworldEnv:
         strict: bool = False,
         step_cache: bool = False,
     ):
-        if budget < 0:
-            raise ValueError(f"budget={budget}: expected a non-negative integer")
+        budget = check_budget(budget)
         if cache_templates:
             enable_parse_cache()
         self.budget = int(budget)
@@ -436,9 +456,7 @@ class AlfworldEnv:
         TextWorld templates and hand-coded expert read) and action budget ``budget``
         (default :attr:`budget`). Returns :meth:`observe`."""
         self._need_game()
-        if budget is not None and (int(budget) != budget or budget < 0):
-            raise ValueError(f"budget={budget!r}: expected a non-negative integer")
-        self._episode_budget = int(self.budget if budget is None else budget)
+        self._episode_budget = self.budget if budget is None else check_budget(budget)
         self.seed = int(seed)
         random.seed(self.seed)
         with preserve_argv():

@@ -55,9 +55,17 @@ class ToolSandboxEnv:
     case : :class:`Case` (or a :class:`Scenario`, shown with its allow-list only)
     seed : int or SeedSequence of the scripted user
     max_messages : message cap (ToolSandbox: 30)
+
+    Raises
+    ------
+    TypeError
+        ``case`` is neither a :class:`Case` nor a :class:`Scenario` (e.g. ``None``).
     """
 
     def __init__(self, case: Case | Scenario, seed: Any = 0, *, max_messages: int = 30):
+        if not isinstance(case, (Case, Scenario)):
+            raise TypeError(f"case must be a Case or a Scenario (from agentstudies.envs.toolsandbox.make_cases() / "
+                            f"generate_scenarios()); got {type(case).__name__} {case!r:.60}")
         if isinstance(case, Scenario):
             case = Case(case.scenario_id + "/base", case, "base", ToolView(case.allow_list))
         self.case = case
