@@ -193,18 +193,6 @@ def test_plots_label_and_shape():
         plots.plot_delta_by_delay(res, "nope")
 
 
-@pytest.mark.notebook
-@pytest.mark.slow
-def test_artifacts_rescue_minus_harm_identity(smoke_runs):
-    # the chapter's smoke run of this session (tests/conftest.py), never files of an earlier run
-    smoke_runs.get("alfworld_recovery")
-    cells = pd.read_csv(smoke_runs.artifacts / "alfworld_recovery" / "paired_cells.csv")
-    assert len(cells) > 0
-    assert ((cells["rescue"] - cells["harm"]) == cells["net"]).all()
-    assert np.allclose(cells["rescue"] - cells["harm"], cells["delta"] * cells["n"] / 100, atol=1e-9, rtol=0)
-    assert ((cells["rescue"] + cells["harm"] + cells["both_succeed"] + cells["both_fail"]) == cells["n"]).all()
-
-
 def test_branches_share_prefix_and_apply_the_operation():
     pools = ar.cohort_pools({"mechanism": 1}, task_types=["pick_and_place_simple", "look_at_obj_in_light"])
     for game in pools["mechanism"]:
