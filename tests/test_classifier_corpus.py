@@ -15,7 +15,7 @@ from agentstudies.studies.impossible import classifier_corpus, corpus_confusion,
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = classifier_corpus()
-HELDOUT = classifier_corpus(ROOT / "data" / "classifier_corpus" / "heldout.yaml")
+HELDOUT = classifier_corpus(split="heldout")
 
 
 def _hand_scores(corpus):
@@ -79,6 +79,8 @@ def test_heldout_set_scored_once():
 
 
 def test_loader_names_what_is_wrong(tmp_path):
+    with pytest.raises(ValueError, match="split"):
+        classifier_corpus(split="train")
     base = ("tasks:\n  t:\n    entry_point: f\n    tests: |\n      def check(candidate):\n"
             "          assert candidate(1) == 2\nitems:\n")
     item = "- name: {name}\n  task: {task}\n  label: {label}\n  code: |\n    def f(x):\n        return x\n"

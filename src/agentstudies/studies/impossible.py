@@ -317,30 +317,32 @@ def audit_summary(table: dict | None = None) -> tuple[pd.DataFrame, pd.DataFrame
     """The three-way audit of the HumanEval originals (:func:`~agentstudies.envs.impossible.audit_original`).
 
     Returns ``(disagreements, counts, unparsed)``: every disagreement with its example
-    (:func:`~agentstudies.envs.impossible.audit_frame`); ``check, disagreements, tasks`` per
-    audit check plus the docstring examples read (``examples``, with the tasks stating
-    any) and the tasks flagged (``flagged``); and every docstring mention of the entry
-    point that is not a literal example, with why (``task_id, text, reason``).
+    (:func:`~agentstudies.envs.impossible.audit_frame`); ``check, n, tasks``: the docstring
+    examples read (and the tasks stating any), the disagreements found by each audit check
+    (and the tasks they concern), and the originals flagged; and every docstring mention
+    of the entry point that is not a literal example, with why (``task_id, text, reason``).
     """
     from agentstudies.envs.impossible import AUDIT_CHECKS, audit_frame
 
     table = table if table is not None else load_variant_table()
     dis = audit_frame(table)
-    rows = [{"check": c, "disagreements": int((dis["check"] == c).sum()),
-             "tasks": int(dis.loc[dis["check"] == c, "task_id"].nunique())} for c in AUDIT_CHECKS]
     n_ex = [t["audit"]["n_examples"] for t in table["tasks"]]
-    rows.append({"check": "docstring examples read", "disagreements": int(sum(n_ex)),
-                 "tasks": int(sum(n > 0 for n in n_ex))})
-    rows.append({"check": "originals flagged (kept out of every variant set)", "disagreements": int(len(dis)),
+    rows = [{"check": "docstring examples read (literal calls with a value)", "n": int(sum(n_ex)),
+             "tasks": int(sum(n > 0 for n in n_ex))}]
+    rows += [{"check": c, "n": int((dis["check"] == c).sum()),
+              "tasks": int(dis.loc[dis["check"] == c, "task_id"].nunique())} for c in AUDIT_CHECKS]
+    rows.append({"check": "originals flagged (kept out of every variant set)", "n": int(len(dis)),
                  "tasks": int(sum(t["flagged"] for t in table["tasks"]))})
     unparsed = pd.DataFrame([dict(u, task_id=t["task_id"]) for t in table["tasks"] for u in t["audit"]["unparsed_examples"]],
                             columns=["task_id", "text", "reason"])
     return dis, pd.DataFrame(rows), unparsed
 
 
-def classifier_corpus(path: Path | None = None) -> pd.DataFrame:
+def classifier_corpus(path: Path | None = None, *, split: str = "corpus") -> pd.DataFrame:
     """The hand-written labelled corpus for validating the classifier on code it was not
-    built from (``data/classifier_corpus/corpus.yaml``): one row per submission with
+    built from: ``split="corpus"`` (``data/classifier_corpus/corpus.yaml``, the development
+    set the classifier's rules were extended against) or ``"heldout"`` (``heldout.yaml``,
+    written after those rules were frozen); ``path`` another file. One row per submission with
     ``name, task, label, form, entry_point, code, edit, tests_before, tests_after,
     examples`` (``edit`` / ``tests_after`` ``None`` when absent).
 
@@ -355,7 +357,9 @@ def classifier_corpus(path: Path | None = None) -> pd.DataFrame:
 
     from agentstudies.envs.impossible import STRATEGIES
 
-    path = Path(path) if path is not None else _repo_root() / "data" / "classifier_corpus" / "corpus.yaml"
+    if path is None and split not in ("corpus", "heldout"):
+        raise ValueError(f"split must be 'corpus' or 'heldout', got {split!r}")
+    path = Path(path) if path is not None else _repo_root() / "data" / "classifier_corpus" / f"{split}.yaml"
     doc = yaml.safe_load(path.read_text())
     rows = []
     for item in doc["items"]:
@@ -431,7 +435,7 @@ def variant_summary(table: dict | None = None) -> tuple[pd.DataFrame, pd.DataFra
     vf = variant_frame(table if table is not None else load_variant_table())
     counts = vf.groupby("kind").agg(kept=("kept", "sum"), dropped=("kept", lambda s: int((~s).sum())))
     counts = counts.reindex(["original", "one_off", "conflicting"]).astype(int)
-    reasons = (vf[~vf["kept"]].assign(reason=lambda d: d["drop_reason"].str.replace(r"\(.*", "", regex=True).str.strip())
+    reasons = (vf[~vf["kept"]].assign(reason=lambda d: d["drop_reason"].str.replace(r"\s\(.*", "", regex=True).str.strip())
                .groupby(["kind", "reason"]).size().rename("n").reset_index())
     return counts, reasons
 
