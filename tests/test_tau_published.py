@@ -157,3 +157,27 @@ def test_confirmed_unrun_write_rule_by_hand():
     told = {"role": "assistant", "content": "Your booking is done. Anything else?"}
     for traj in ([transfer, yes], [ask, no_stop], [told, {"role": "user", "content": "No, thanks ###STOP###"}]):
         assert tp.confirmed_unrun_writes([{**base, "traj": traj}]).empty
+
+
+def test_seed_flip_rates_by_hand():
+    from agentstudies.studies.tau_workflow import seed_flip_rates
+
+    # profile p: tasks a, b, c; workflow X flips on a and c, workflow Y on none
+    rows = []
+    rewards = {("X", "a"): (1, 0), ("X", "b"): (1, 1), ("X", "c"): (0, 1),
+               ("Y", "a"): (0, 0), ("Y", "b"): (1, 1), ("Y", "c"): (0, 0)}
+    for (w, t), rs in rewards.items():
+        for s, r in zip((0, 1), rs):
+            rows.append({"profile": "p", "workflow": w, "task_id": t, "seed": s, "reward": float(r)})
+    ep = pd.DataFrame(rows)
+    got = seed_flip_rates(ep, n_draws=300, seed=4).set_index("workflow")
+    assert got.loc["X", "flips"] == 2 and got.loc["Y", "flips"] == 0 and (got["tasks"] == 3).all()
+    assert got.loc["X", "share"] == pytest.approx(2 / 3) and got.loc["Y", "share"] == 0.0
+    assert got.loc["Y", "ci_low"] == 0.0 and got.loc["Y", "ci_high"] == 0.0
+    assert 0.0 <= got.loc["X", "ci_low"] <= 2 / 3 <= got.loc["X", "ci_high"] <= 1.0
+    with pytest.raises(ValueError, match="at least two simulator seeds"):
+        seed_flip_rates(ep[ep["seed"] == 0])
+    with pytest.raises(ValueError, match="lack a"):
+        seed_flip_rates(ep.iloc[1:])
+    with pytest.raises(ValueError, match="duplicate"):
+        seed_flip_rates(pd.concat([ep, ep.iloc[:1]]))

@@ -20,7 +20,9 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from agentstudies.parallel import keyed_seed
 from agentstudies.results import renamed_keyword
+from agentstudies.stats import paired_cluster_bootstrap, percentile_interval
 from agentstudies.sasst import (
     SASST,
     SELECTED,
@@ -50,6 +52,7 @@ __all__ = [
     "summary_table",
     "execution_counts",
     "decomposition",
+    "seed_flip_rates",
 ]
 
 BASELINE = "ReAct"
@@ -280,3 +283,56 @@ def decomposition(episodes: pd.DataFrame) -> pd.DataFrame:
     term = [c for c in out.columns if c.startswith("termination: ")]
     out[term] = out[term].fillna(0).astype(int)
     return out
+
+
+def seed_flip_rates(episodes: pd.DataFrame, *, n_draws: int = 2000, level: float = 0.95, seed: int = 0) -> pd.DataFrame:
+    """Seed-to-seed verdict flips per profile and workflow, with task-cluster intervals.
+
+    A (task, workflow) pair *flips* when its reward differs between the simulator seeds of
+    that task (same task, same workflow, same agent profile; only the seed changes). The
+    share of flipping tasks is a mean over tasks; its interval is the percentile interval
+    of a task bootstrap (all workflows of a task resampled together, per profile).
+
+    Parameters
+    ----------
+    episodes : DataFrame with columns ``profile, workflow, task_id, seed, reward``; every
+        (profile, workflow, task) needs the same set of at least two seeds.
+
+    Returns
+    -------
+    DataFrame with ``profile, workflow, tasks, flips, share, ci_low, ci_high, level, seeds``.
+
+    Raises
+    ------
+    KeyError
+        A missing column. ValueError: fewer than two seeds, a duplicated episode, or a
+        (profile, workflow, task) whose seeds differ from the others' (named).
+    """
+    need = {"profile", "workflow", "task_id", "seed", "reward"}
+    missing = need - set(episodes.columns)
+    if missing:
+        raise KeyError(f"episode table lacks column(s) {sorted(missing)}")
+    keys = ["profile", "workflow", "task_id", "seed"]
+    dup = episodes.duplicated(keys)
+    if dup.any():
+        raise ValueError(f"duplicate episode(s) {episodes.loc[dup, keys].head(3).to_dict('records')}")
+    seeds = sorted(episodes["seed"].unique())
+    if len(seeds) < 2:
+        raise ValueError(f"seed-to-seed flips need at least two simulator seeds; the episodes have {seeds}")
+    rows = []
+    for profile, ep in episodes.groupby("profile", sort=False):
+        wide = ep.pivot_table(index="task_id", columns=["workflow", "seed"], values="reward", aggfunc="first")
+        if wide.isna().any().any():
+            bad = wide.index[wide.isna().any(axis=1)].tolist()[:5]
+            raise ValueError(f"profile {profile!r}: task(s) {bad} lack a (workflow, seed) episode")
+        wfs = list(dict.fromkeys(ep["workflow"]))
+        flags = np.column_stack([wide[w].nunique(axis=1).to_numpy() > 1 for w in wfs]).astype(float)
+        T = flags.shape[0]
+        reps = paired_cluster_bootstrap(flags, lambda tot: tot / T, n_draws=n_draws,
+                                        rng=np.random.default_rng(keyed_seed(seed, "seed_flips", str(profile))))
+        lo, hi = percentile_interval(reps, level)
+        for j, w in enumerate(wfs):
+            rows.append({"profile": profile, "workflow": w, "tasks": T, "flips": int(flags[:, j].sum()),
+                         "share": float(flags[:, j].mean()), "ci_low": float(lo[j]), "ci_high": float(hi[j]),
+                         "level": level, "seeds": len(seeds)})
+    return pd.DataFrame(rows)
