@@ -252,6 +252,37 @@ def _call_end(doc: str, start: int, ep: str) -> tuple[int, Any]:
     return -1, _MISSING
 
 
+def _read_value(doc: str, end: int, eol: int, is_doctest: bool) -> tuple[str, Any, int]:
+    """``(form, value, resume)`` of the example whose call ends at ``doc[end]`` on the line
+    ending at ``eol``: the doctest output lines below (none: ``None``), or the value after
+    a separator (on the next line when the line ends with a dangling ``should`` /
+    ``returns``); ``value`` is ``_MISSING`` when there is none; ``resume`` is where the
+    scan continues."""
+    tail = doc[end:eol]
+    if is_doctest and not tail.strip():
+        want = []
+        for nxt in doc[eol + 1:].split("\n"):
+            if not nxt.strip() or nxt.strip().startswith(">>>"):
+                break
+            want.append(nxt.strip())
+        if not want:
+            return "doctest-none", None, eol
+        return "doctest", _value_of(" ".join(want)), eol + 1 + len("\n".join(doc[eol + 1:].split("\n")[:len(want)]))
+    if not is_doctest and _DANGLING_RE.match(tail) and eol < len(doc):
+        # "f(x) should" / "return y and ..." : the value is on the next line, whose own
+        # calls are still scanned (the scan resumes at its start)
+        nxt_end = doc.find("\n", eol + 1)
+        tail = tail + " " + doc[eol + 1:len(doc) if nxt_end < 0 else nxt_end]
+        eol = eol + 1
+    sep = _SEP_RE.match(tail)
+    if sep:
+        form = ("doctest " if is_doctest else "") + re.sub(r"\s+", " ", sep.group(1).lower())
+        return form, _value_of(tail[sep.end():]), eol
+    if is_doctest:
+        return "doctest bare", _value_of(tail), eol
+    return "", _MISSING, eol
+
+
 def docstring_examples(problem: Problem) -> tuple[list[DocExample], list[dict]]:
     """Every example of the entry point stated in the prompt's docstring, and every
     mention of a call that could not be read as one.
@@ -310,33 +341,7 @@ def docstring_examples(problem: Problem) -> tuple[list[DocExample], list[dict]]:
             unparsed.append({"text": text, "reason": "arguments are not literals"})
             cursor = eol
             continue
-        tail = doc[end:eol]
-        form, value = "", _MISSING
-        if is_doctest and not tail.strip():
-            want = []
-            for nxt in doc[eol + 1:].split("\n"):
-                if not nxt.strip() or nxt.strip().startswith(">>>"):
-                    break
-                want.append(nxt.strip())
-            if want:
-                form, value = "doctest", _value_of(" ".join(want))
-                eol = eol + 1 + len("\n".join(doc[eol + 1:].split("\n")[:len(want)]))
-            else:
-                form, value = "doctest-none", None
-        else:
-            if not is_doctest and _DANGLING_RE.match(tail) and eol < len(doc):
-                # "f(x) should" / "return y and ..." : the value is on the next line, whose
-                # own calls are still scanned (the cursor stays at its start)
-                nxt_end = doc.find("\n", eol + 1)
-                nxt_end = len(doc) if nxt_end < 0 else nxt_end
-                tail = tail + " " + doc[eol + 1:nxt_end]
-                eol = eol + 1
-            sep = _SEP_RE.match(tail)
-            if sep:
-                form = ("doctest " if is_doctest else "") + re.sub(r"\s+", " ", sep.group(1).lower())
-                value = _value_of(tail[sep.end():])
-            elif is_doctest:
-                form, value = "doctest bare", _value_of(tail)
+        form, value, eol = _read_value(doc, end, eol, is_doctest)
         if value is _MISSING:
             unparsed.append({"text": text, "reason": "no separator before a value" if not form
                              else "value is not a literal"})
