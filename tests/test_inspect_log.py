@@ -153,7 +153,7 @@ def test_import_log_command(error_log, tmp_path, capsys):
     out = tmp_path / "ep.csv"
     assert main(["import-log", error_log, "-o", str(out), "--on-error", "zero"]) == 0
     printed = capsys.readouterr().out
-    assert "flagged (error or limit):" in printed and out.is_file()
+    assert "flagged (error, limit or retry):" in printed and out.is_file()
     assert len(pd.read_csv(out)) == len(_samples(error_log))
     assert main(["import-log", error_log, "-o", str(tmp_path / "x.txt")]) == 1
     assert "must end in .csv or .parquet" in capsys.readouterr().err
@@ -162,15 +162,15 @@ def test_import_log_command(error_log, tmp_path, capsys):
 def test_summaries_give_the_rows_of_the_full_samples(tau2_logs, error_log):
     # the converter reads Inspect's sample summaries; the full samples give the same rows
     from inspect_ai.log import read_eval_log_samples
-    from inspect_ai.scorer import value_to_float
-
-    from agentstudies.episodes import _log_samples, _sample_row
+    from agentstudies.episodes import SCORE_RULE, _log_samples, _sample_row
 
     for path, scorer in ((tau2_logs[1], "retail_scorer"), (error_log, "match")):
         summaries = _log_samples(Path(path))
-        assert {type(s).__name__ for s in summaries} == {"EvalSampleSummary"}
-        fast = sorted(str(_sample_row(s, scorer, value_to_float())) for s in summaries)
-        full = sorted(str(_sample_row(s, scorer, value_to_float())) for s in read_eval_log_samples(path))
+        # a summary without usage (an errored sample's) is replaced by its full sample
+        kinds = {type(s).__name__ for s in summaries}
+        assert kinds == ({"EvalSampleSummary"} if path != error_log else {"EvalSampleSummary", "EvalSample"})
+        fast = sorted(str(_sample_row(s, scorer, SCORE_RULE)) for s in summaries)
+        full = sorted(str(_sample_row(s, scorer, SCORE_RULE)) for s in read_eval_log_samples(path))
         assert fast == full and len(full) == (4 * 2 if path != error_log else 6 * 2)
         assert ("'flagged': True" in "".join(full)) == (path == error_log)
 
@@ -240,3 +240,190 @@ def test_pass_hat_k_refuses_bad_parameters(kwargs, match):
     with pytest.raises(ValueError, match=match):
         pass_hat_k(df, **kwargs)
     assert pass_hat_k(df, np.int64(1))["pass_hat_k"].item() == pytest.approx(_brute_pass_hat_k([[1, 0, 1], [1, 1, 1]], 1))
+
+
+# ------------------------------------------------------------------ the fixture corpus
+# Small logs written by tests/data/inspect_logs/make_fixtures.py with the installed
+# inspect_ai and its mock model; each expected table below is written from that script
+# (what the mock model answered and the usage it reported), not from our output.
+CORPUS = Path(__file__).resolve().parent / "data" / "inspect_logs"
+
+
+def _header_json(path: Path) -> dict:
+    """The log's header read with zipfile/json, not with Inspect's reader."""
+    if path.suffix == ".eval":
+        with zipfile.ZipFile(path) as z:
+            return json.loads(z.read("header.json"))
+    return json.loads(path.read_text())
+
+
+def _expected_scored_epochs():
+    """scored_epochs: 3 samples x 2 epochs; wrong only on sample 2, epoch 2; per call input
+    10 + id, output 2, cache read 4, cache write 1, reasoning 3, total input + 7."""
+    return pd.DataFrame([
+        {"task_id": str(i), "seed": e, "score": 0.0 if (i, e) == (2, 2) else 1.0, "input_tokens": 10 + i,
+         "output_tokens": 2, "total_tokens": 17 + i, "cache_read_tokens": 4, "cache_write_tokens": 1,
+         "reasoning_tokens": 3, "error": "", "limit": "", "retries": 0, "flagged": False}
+        for i in range(3) for e in (1, 2)])
+
+
+def _compare(df, expected):
+    got = df[list(expected.columns)].reset_index(drop=True)
+    pd.testing.assert_frame_equal(got, expected, check_dtype=False)
+
+
+@pytest.mark.parametrize("name", ["scored_epochs.eval", "scored_epochs.json", "old_no_sample_ids.json",
+                                  "no_summary_usage.eval"])
+def test_corpus_scored_logs_import_with_tokens_ids_and_config(name):
+    path = CORPUS / name
+    df = from_inspect_log(path)
+    assert list(df.columns) == list(INSPECT_COLUMNS)
+    _compare(df, _expected_scored_epochs())
+    header = _header_json(path)
+    assert set(df["run_id"]) == {header["eval"]["run_id"]} and set(df["eval_id"]) == {header["eval"]["eval_id"]}
+    assert df["task_args"].nunique() == 1 and json.loads(df["task_args"].iloc[0]) == {"variant": "a", "n": 3}
+    assert json.loads(df["model_generate_config"].iloc[0]) == {"seed": 7, "temperature": 0.5}
+    assert (df["log"] == name).all() and (df["model"] == "mockllm/model").all()
+
+
+def test_corpus_fixtures_are_what_they_stand_for():
+    # the edited copies really lack what they claim to lack
+    assert "sample_ids" not in _header_json(CORPUS / "old_no_sample_ids.json")["eval"]["dataset"]
+    with zipfile.ZipFile(CORPUS / "no_summary_usage.eval") as z:
+        summaries = json.loads(z.read("summaries.json"))
+        assert summaries and not any("model_usage" in s for s in summaries)
+        assert all(json.loads(z.read(n)).get("model_usage") for n in z.namelist() if n.startswith("samples/"))
+    assert _header_json(CORPUS / "cancelled.eval")["status"] == "cancelled"
+    assert _header_json(CORPUS / "status_error.eval")["status"] == "error"
+    assert (CORPUS / "empty.eval").stat().st_size == 0
+    assert {p.name for p in (CORPUS / "eval_set").iterdir()} >= {"eval-set.json", "logs.json"}
+    # small files: the whole corpus stays well under a megabyte
+    assert sum(p.stat().st_size for p in CORPUS.rglob("*") if p.is_file()) < 400_000
+
+
+def test_corpus_status_error_refused_or_imported_flagged():
+    path = CORPUS / "status_error.eval"
+    with pytest.raises(LogImportError, match=r"status_error\.eval: the eval's status is 'error'.*allow_incomplete"):
+        from_inspect_log(path)
+    with pytest.warns(UserWarning, match="status_error.eval: status error"):
+        df = from_inspect_log(path, allow_incomplete=True)
+    # sample 0 answered right; the model raised on sample 1; Inspect then cancelled sample 2
+    assert df["task_id"].tolist() == ["0", "1", "2"] and df["flagged"].tolist() == [False, True, True]
+    assert df.loc[0, "score"] == 1.0 and df.loc[1:, "score"].isna().all()
+    assert "simulated provider failure on sample 1" in df.loc[1, "error"] and "Cancel" in df.loc[2, "error"]
+    assert df.attrs["incomplete"] == [{"log": "status_error.eval", "status": "error", "missing_samples": 0}]
+    with pytest.warns(UserWarning):
+        zero = from_inspect_log(path, allow_incomplete=True, on_error="zero")
+    assert zero["score"].tolist() == [1.0, 0.0, 0.0]
+
+
+def test_corpus_cancelled_refused_or_imported_with_the_missing_sample_counted():
+    path = CORPUS / "cancelled.eval"
+    with pytest.raises(LogImportError, match=r"cancelled\.eval: the eval's status is 'cancelled'"):
+        from_inspect_log(path)
+    with pytest.warns(UserWarning, match="1 dataset sample"):
+        df = from_inspect_log(path, allow_incomplete=True)
+    _compare(df, _expected_scored_epochs().iloc[:4])  # sample 2 was never written
+    assert df.attrs["incomplete"][0]["missing_samples"] == 1
+
+
+def test_corpus_unscored_log_is_refused():
+    with pytest.raises(LogImportError, match=r"unscored\.eval: no sample has a score.*inspect score"):
+        from_inspect_log(CORPUS / "unscored.eval")
+
+
+def test_corpus_dict_scores_are_selected_by_key():
+    path = CORPUS / "dict_scores.eval"
+    with pytest.raises(LogImportError, match=r"\['dict_scorer.exact', 'dict_scorer.partial'\]; name one"):
+        from_inspect_log(path)
+    assert from_inspect_log(path, scorer="dict_scorer.exact")["score"].tolist() == [1.0, 0.0]
+    assert from_inspect_log(path, scorer="dict_scorer.partial")["score"].tolist() == [1.0, 0.5]
+    with pytest.raises(LogImportError, match="gives a dict of scores.*dict_scorer.KEY"):
+        from_inspect_log(path, scorer="dict_scorer")
+    with pytest.raises(LogImportError, match="no scorer 'dict_scorer.f1'"):
+        from_inspect_log(path, scorer="dict_scorer.f1")
+
+
+def test_corpus_text_scores_mapped_by_the_rule_or_refused():
+    # Inspect's CORRECT / INCORRECT / PARTIAL / NOANSWER on samples 0..3
+    assert from_inspect_log(CORPUS / "cipn_scores.eval")["score"].tolist() == [1.0, 0.0, 0.5, 0.0]
+    path = CORPUS / "text_scores.eval"
+    with pytest.raises(LogImportError, match=r"text_scores\.eval: sample 0 epoch 1.*text score 'good' has no mapping"):
+        from_inspect_log(path)
+    assert from_inspect_log(path, text_scores={"good": 1, "bad": 0})["score"].tolist() == [1.0, 0.0]
+    with pytest.raises(ValueError, match=r"text_scores\['good'\] must be a finite number"):
+        from_inspect_log(path, text_scores={"good": float("nan")})
+
+
+def test_corpus_retried_sample_is_counted_and_flagged_but_keeps_its_score():
+    df = from_inspect_log(CORPUS / "retries.eval")
+    # the model raised on its first call for sample 1 only; the retry answered right
+    assert df["retries"].tolist() == [0, 1, 0] and df["flagged"].tolist() == [False, True, False]
+    assert df["score"].tolist() == [1.0, 1.0, 1.0] and (df["error"] == "").all()
+    assert from_inspect_log(CORPUS / "retries.eval", on_error="zero")["score"].tolist() == [1.0, 1.0, 1.0]
+
+
+def test_corpus_eval_set_folder_reads_as_its_logs():
+    folder = CORPUS / "eval_set"
+    with pytest.raises(LogImportError, match="repeat a"):
+        from_inspect_log(folder)  # both variants have the same solver and model
+    df = from_inspect_log(folder, workflow="task_arg:variant")
+    assert sorted(df["workflow"]) == ["a", "a", "b", "b"] and (df["score"] == 1.0).all()
+    assert df.groupby("workflow")["task_id"].apply(sorted).tolist() == [["0", "1"], ["0", "1"]]
+    assert df["log"].nunique() == 2 and not df["log"].isin(["eval-set.json", "logs.json"]).any()
+    assert {json.loads(t)["variant"] for t in df["task_args"]} == {"a", "b"}
+    with pytest.raises(LogImportError, match="eval-set manifest"):
+        from_inspect_log(folder / "logs.json")
+
+
+@pytest.mark.parametrize("name, match", [("truncated.eval", r"truncated\.eval: cannot be read as an Inspect log"),
+                                         ("empty.eval", r"empty\.eval: the file is empty")])
+def test_corpus_damaged_files_are_refused_by_name(name, match):
+    with pytest.raises(LogImportError, match=match):
+        from_inspect_log(CORPUS / name)
+
+
+def _cli(args, capsys):
+    from agentstudies.cli import main
+
+    status = main(["import-log", *map(str, args)])
+    out = capsys.readouterr()
+    return status, out.out, out.err
+
+
+def test_import_log_never_prints_a_traceback_on_malformed_input(tmp_path, capsys):
+    (tmp_path / "notalog.json").write_text('{"hello": 1}')
+    (tmp_path / "text.eval").write_text("not a zip")
+    (tmp_path / "nologs").mkdir()
+    out = tmp_path / "t.csv"
+    cases = [
+        ([CORPUS / "truncated.eval"], "truncated.eval"),
+        ([CORPUS / "empty.eval"], "empty.eval"),
+        ([CORPUS / "status_error.eval"], "status is 'error'"),
+        ([CORPUS / "cancelled.eval"], "status is 'cancelled'"),
+        ([CORPUS / "unscored.eval"], "no sample has a score"),
+        ([CORPUS / "text_scores.eval"], "text score 'good'"),
+        ([CORPUS / "dict_scores.eval"], "name one with scorer="),
+        ([CORPUS / "dict_scores.eval", "--scorer", "dict_scorer"], "dict_scorer.KEY"),
+        ([tmp_path / "notalog.json"], "notalog.json: cannot be read"),
+        ([tmp_path / "text.eval"], "text.eval: cannot be read"),
+        ([tmp_path / "nologs"], "holds no .eval or .json"),
+        ([tmp_path / "missing.eval"], "does not exist"),
+        ([CORPUS / "scored_epochs.eval", "--task-id", "{nope}"], "KeyError"),
+        ([CORPUS / "scored_epochs.eval", "--workflow", "metadata:arm"], "no metadata 'arm'"),
+    ]
+    for args, expected in cases:
+        status, printed, err = _cli([*args, "-o", out], capsys)
+        assert status == 1, (args, printed, err)
+        assert "Traceback" not in err + printed and expected in err, (args, err)
+        assert err.startswith("agentstudies import-log: error:") and err.count("\n") == 1, err
+    assert not out.exists()
+
+
+def test_import_log_reads_an_eval_set_folder_and_incomplete_logs_on_request(tmp_path, capsys):
+    out = tmp_path / "set.csv"
+    status, printed, err = _cli([CORPUS / "eval_set", "--workflow", "task_arg:variant", "-o", out], capsys)
+    assert status == 0 and "4 episodes (2 tasks, workflows ['a', 'b'])" in printed
+    assert sorted(pd.read_csv(out)["workflow"]) == ["a", "a", "b", "b"]
+    status, printed, err = _cli([CORPUS / "status_error.eval", "--allow-incomplete", "-o", out], capsys)
+    assert status == 0 and "note: imported incomplete log(s)" in printed and "flagged (error, limit or retry): 2" in printed

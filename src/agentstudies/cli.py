@@ -11,6 +11,7 @@ import logging
 import os
 import signal
 import sys
+import warnings
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -226,19 +227,25 @@ def _add_import_log(sub: Any) -> None:
         "import-log", help="convert Inspect eval logs to an episode table (CSV or Parquet)",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description="""Convert Inspect .eval/.json logs to the episode table the methods take (one row per sample
-x epoch: task_id, seed, workflow, score, tokens, error, limit, flagged). Samples with an
-error or a limit are kept and flagged unless --on-error says otherwise; the command prints
-how many there are. See agentstudies.episodes.from_inspect_log.""",
+x epoch: task_id, seed, workflow, score, tokens, error, limit, retries, flagged, run_id,
+task_args, model_generate_config). Samples with an error or a limit are kept and flagged
+unless --on-error says otherwise; the command prints how many there are. A folder written
+by `inspect eval-set` is read as its logs. A log that is not readable, not scored, or did
+not finish (status error / cancelled: see --allow-incomplete) is refused with the file
+named. See agentstudies.episodes.from_inspect_log.""",
     )
     imp.add_argument("logs", nargs="+", type=Path, help="log files or folders of logs")
     imp.add_argument("-o", "--output", type=Path, required=True, help="OUT.csv or OUT.parquet")
-    imp.add_argument("--scorer", help="scorer whose value is the score (required if a log has several)")
+    imp.add_argument("--scorer", help="scorer whose value is the score (required if a log has several); "
+                                      "SCORER.KEY for a scorer whose value is a dict")
     imp.add_argument("--workflow", help="a constant, task_arg:NAME, metadata:NAME, solver or model "
                                         "(default: the solver, else the model)")
     imp.add_argument("--task-id", help="format of task ids from sample ids, e.g. 'retail/{id}'")
     imp.add_argument("--task", help="keep only logs of this Inspect task")
     imp.add_argument("--on-error", choices=("keep", "zero", "exclude"), default="keep",
                      help="samples with an error or limit: keep flagged (default), score 0, or exclude (counted)")
+    imp.add_argument("--allow-incomplete", action="store_true",
+                     help="import the samples of logs whose status is error / cancelled (default: refuse them)")
 
 
 def _cmd_import_log(args: argparse.Namespace) -> int:
@@ -250,15 +257,20 @@ def _cmd_import_log(args: argparse.Namespace) -> int:
     if args.output.is_dir():
         raise runner.BookError(f"-o {args.output} is a directory; name a .csv or .parquet file")
     try:
-        df = from_inspect_log(args.logs, scorer=args.scorer, workflow=args.workflow, task_id=args.task_id,
-                              task=args.task, on_error=args.on_error)
-    except LogImportError as exc:
-        raise runner.BookError(str(exc)) from None
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            df = from_inspect_log(args.logs, scorer=args.scorer, workflow=args.workflow, task_id=args.task_id,
+                                  task=args.task, on_error=args.on_error, allow_incomplete=args.allow_incomplete)
+    except (LogImportError, ValueError, KeyError, TypeError, OSError) as exc:
+        # malformed input of any kind: one line naming it, never a traceback
+        raise runner.BookError(str(exc) if isinstance(exc, LogImportError) else f"{type(exc).__name__}: {exc}") from None
+    for w in caught:
+        print(f"note: {w.message}")
     args.output.parent.mkdir(parents=True, exist_ok=True)
     df.to_csv(args.output, index=False) if suffix == ".csv" else df.to_parquet(args.output, index=False)
     excluded = len(df.attrs.get("excluded", []))
     print(f"{len(df)} episodes ({df['task_id'].nunique()} tasks, workflows {sorted(df['workflow'].unique())}) "
-          f"-> {args.output}; flagged (error or limit): {int(df['flagged'].sum())}; excluded: {excluded}")
+          f"-> {args.output}; flagged (error, limit or retry): {int(df['flagged'].sum())}; excluded: {excluded}")
     return 0
 SCHEDULER_HELP = ("address of an existing dask.distributed scheduler (e.g. tcp://scheduler-host:8786): every "
                   "simulation's trials run there through one client per notebook; tables are identical to a "

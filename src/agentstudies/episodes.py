@@ -5,56 +5,100 @@ them into the plain episode table the methods take (:mod:`agentstudies.sasst`, a
 the right columns :mod:`agentstudies.handoff` / :mod:`agentstudies.recovery`): one row
 per sample x epoch.
 
-======================  ============================================================
-column                  from the log
-======================  ============================================================
-``task_id``             the sample id (``task_id=`` maps it, e.g. ``"retail/{id}"``)
-``seed``                the epoch (1, 2, ...): the replicate of the task
-``workflow``            ``workflow=``: a constant, ``"task_arg:NAME"``,
-                        ``"metadata:NAME"`` (the eval's metadata), ``"solver"`` or
-                        ``"model"`` (default: the solver, else the model)
-``score``               the named scorer's value as a float (Inspect's
-                        ``value_to_float``: ``C`` = 1, ``I`` = 0, ``P`` = 0.5, numbers
-                        and booleans as they are); NaN when the sample has no score
+=========================  =========================================================
+column                     from the log
+=========================  =========================================================
+``task_id``                the sample id (``task_id=`` maps it, e.g. ``"retail/{id}"``)
+``seed``                   the epoch (1, 2, ...): the replicate of the task
+``workflow``               ``workflow=``: a constant, ``"task_arg:NAME"``,
+                           ``"metadata:NAME"`` (the eval's metadata), ``"solver"`` or
+                           ``"model"`` (default: the solver, else the model)
+``score``                  the selected score as a float by :data:`SCORE_RULE`; NaN
+                           when the sample has no score
 ``model``, ``eval_task``, ``log``   which model, which task, which file
-``input_tokens``, ``output_tokens``, ``total_tokens``   summed over the sample's models
-``error``, ``limit``    the sample's error message / the limit it hit ("" if none)
-``flagged``             True if ``error`` or ``limit`` is set
-======================  ============================================================
+``input_tokens``           summed over the sample's models, as Inspect counts them:
+                           tokens at the full input rate, **without** cache reads and
+                           writes (the whole prompt is ``input_tokens +
+                           cache_read_tokens + cache_write_tokens``)
+``output_tokens``,         summed over the sample's models; ``total_tokens`` is the
+``total_tokens``           provider's total
+``cache_read_tokens``,     Inspect's ``input_tokens_cache_read`` / ``_cache_write``
+``cache_write_tokens``     (0 when the provider reports none)
+``reasoning_tokens``       Inspect's ``reasoning_tokens`` (0 when none reported)
+``error``, ``limit``       the sample's error message / the limit it hit ("" if none)
+``retries``                how many times the sample errored and was retried
+                           (``retry_on_error``) before the attempt that is recorded
+``flagged``                True if ``error`` or ``limit`` is set or ``retries > 0``
+``run_id``, ``eval_id``    Inspect's ids of the run and of the eval (one log)
+``task_args``,             the eval's task arguments and the model's generation config
+``model_generate_config``  (JSON text, unset fields left out): two prompt variants or
+                           decoding settings of one model stay apart
+=========================  =========================================================
 
 Samples with an error or a limit are **kept and flagged**, never dropped silently:
 ``on_error="keep"`` (default) leaves their score as the log has it (NaN when unscored,
 which the methods then refuse, naming the task), ``"zero"`` scores them 0 (a failure
 counts as a failure), ``"exclude"`` removes them and *says so* (a warning with the count;
 ``df.attrs["excluded"]`` lists them) — excluding errored samples can inflate a pass rate
-to 100 %.
+to 100 %. A sample that errored and then passed on retry keeps its final score and is
+flagged (``retries``); ``on_error`` does not touch it.
+
+What is refused, with a :class:`LogImportError` naming the file and the reason: a file
+that is not a readable log (empty, truncated, not an Inspect log); a log whose status is
+not ``success`` (``error``: the eval stopped on a sample error, Inspect's default
+``fail_on_error``; ``cancelled``; ``started``) unless ``allow_incomplete=True``, which
+imports the samples present, warns, and lists the log in ``attrs["incomplete"]``; a
+log that was run without scoring; a scorer that is not named when there are several, or
+a scorer with dict values named without its key (select ``"scorer.key"``); a text score
+outside :data:`SCORE_RULE`; a missing epoch or sample. An eval-set folder (written by
+``inspect eval-set``) reads as a folder of logs: its ``eval-set.json`` and ``logs.json``
+are manifests, not logs. Old ``.json`` logs without ``sample_ids`` are read whole. Where
+a ``.eval`` log's sample summaries lack the model usage (Inspect 0.3.42–0.3.58 wrote
+none) the full samples are read, so tokens are never a silent 0.
 
 Big logs are streamed one sample at a time (``read_eval_log_samples``).
 """
 
 from __future__ import annotations
 
+import json
 import math
 import warnings
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
-__all__ = ["INSPECT_COLUMNS", "from_inspect_log", "pass_hat_k", "LogImportError"]
+__all__ = ["INSPECT_COLUMNS", "SCORE_RULE", "from_inspect_log", "pass_hat_k", "LogImportError"]
 
 #: Columns of the table returned by :func:`from_inspect_log`, in order.
 INSPECT_COLUMNS: tuple[str, ...] = (
     "task_id", "seed", "workflow", "score", "model", "eval_task", "log",
-    "input_tokens", "output_tokens", "total_tokens", "error", "limit", "flagged",
+    "input_tokens", "output_tokens", "total_tokens", "cache_read_tokens", "cache_write_tokens",
+    "reasoning_tokens", "error", "limit", "retries", "flagged", "run_id", "eval_id", "task_args",
+    "model_generate_config",
 )
+
+#: How a score value becomes ``score``: Inspect's CORRECT / INCORRECT / PARTIAL /
+#: NOANSWER constants (``inspect_ai.scorer``) map to 1 / 0 / 0.5 / 0 (as Inspect's own
+#: ``value_to_float`` does); booleans are 1 / 0; finite numbers are kept. Any other
+#: text, a list, or an infinite number is refused (``text_scores=`` adds mappings), and
+#: ``None`` is a missing score (NaN). A dict value is a set of scores: select one key.
+SCORE_RULE: Mapping[str, float] = {"C": 1.0, "I": 0.0, "P": 0.5, "N": 0.0}
 
 ON_ERROR = ("keep", "zero", "exclude")
 
+#: Files of an eval-set folder that are manifests, not logs.
+EVAL_SET_MANIFESTS = ("eval-set.json", "logs.json")
+
+_TOKENS = {"input_tokens": "input_tokens", "output_tokens": "output_tokens", "total_tokens": "total_tokens",
+           "cache_read_tokens": "input_tokens_cache_read", "cache_write_tokens": "input_tokens_cache_write",
+           "reasoning_tokens": "reasoning_tokens"}
+
 
 class LogImportError(ValueError):
-    """An Inspect log cannot become an episode table (the message says why)."""
+    """An Inspect log cannot become an episode table (the message names the file and says why)."""
 
 
 def _paths(paths: str | Path | Iterable[str | Path]) -> list[Path]:
@@ -63,17 +107,32 @@ def _paths(paths: str | Path | Iterable[str | Path]) -> list[Path]:
     for item in items:
         p = Path(item)
         if p.is_dir():
-            found = sorted([*p.glob("*.eval"), *p.glob("*.json")])
+            found = sorted(f for f in [*p.glob("*.eval"), *p.glob("*.json")] if f.name not in EVAL_SET_MANIFESTS)
             if not found:
                 raise LogImportError(f"folder {p} holds no .eval or .json Inspect log")
             out.extend(found)
         elif p.is_file():
+            if p.name in EVAL_SET_MANIFESTS:
+                raise LogImportError(f"{p} is an eval-set manifest, not a log; give its folder ({p.parent})")
             out.append(p)
         else:
             raise FileNotFoundError(f"Inspect log {p} does not exist")
     if not out:
         raise LogImportError("no Inspect log given")
     return out
+
+
+def _read_header(path: Path) -> Any:
+    """The log's header; any reader failure becomes a :class:`LogImportError` naming the file."""
+    from inspect_ai.log import read_eval_log
+
+    if path.stat().st_size == 0:
+        raise LogImportError(f"{path}: the file is empty; it is not an Inspect log")
+    try:
+        return read_eval_log(str(path), header_only=True)
+    except Exception as exc:  # noqa: BLE001 - zip, JSON and schema errors all mean "not a readable log"
+        raise LogImportError(f"{path}: cannot be read as an Inspect log (truncated or not a log?): "
+                             f"{type(exc).__name__}: {exc}") from None
 
 
 def _workflow_of(spec: Any, header: Any, path: Path) -> str:
@@ -101,16 +160,32 @@ def _workflow_of(spec: Any, header: Any, path: Path) -> str:
     return spec
 
 
+def _score_names(header: Any) -> list[str]:
+    """Selectable score names: each scorer, and ``scorer.key`` for a scorer whose
+    results are per key (dict-valued scores)."""
+    names: list[str] = []
+    for s in (header.results.scores if header.results else []):
+        scorer = getattr(s, "scorer", None) or s.name
+        name = s.name if s.name == scorer else f"{scorer}.{s.name}"
+        if name not in names:
+            names.append(name)
+    for s in header.eval.scorers or []:
+        if s.name not in names and not any(n.startswith(s.name + ".") for n in names):
+            names.append(s.name)
+    return names
+
+
 def _scorer_of(scorer: str | None, header: Any, path: Path) -> str:
-    names = [s.name for s in (header.results.scores if header.results else [])]
+    names = _score_names(header)
     if not names:
-        names = sorted({s.scorer for s in (header.eval.scorers or [])} | {s.name for s in (header.eval.scorers or [])})
+        raise LogImportError(f"{path.name}: the log records no scorer (run without scoring); "
+                             f"score it first with `inspect score {path.name}`")
     if scorer is None:
         if len(names) != 1:
-            raise LogImportError(f"{path.name} has scorers {names}; name one with scorer=")
+            raise LogImportError(f"{path.name} has scores {names}; name one with scorer=")
         return names[0]
-    if scorer not in names:
-        raise LogImportError(f"{path.name} has no scorer {scorer!r}; its scorers are {names}")
+    if scorer not in names and not any(n.startswith(scorer + ".") for n in names):
+        raise LogImportError(f"{path.name} has no scorer {scorer!r}; its scores are {names}")
     return scorer
 
 
@@ -122,36 +197,85 @@ def _task_id_of(task_id: str | Callable[[Any], str] | None, sample_id: Any) -> s
     return task_id.format(id=sample_id)
 
 
-def _sample_row(sample: Any, scorer: str, to_float: Callable[[Any], float]) -> dict[str, Any]:
-    score = sample.scores.get(scorer) if sample.scores else None
-    value = float("nan")
-    if score is not None and score.value is not None:
-        value = float(to_float(score.value))
+def _score_float(value: Any, rule: Mapping[str, float], where: str) -> float:
+    """One score value as a float by :data:`SCORE_RULE` (``rule``); refusals name ``where``."""
+    if value is None:
+        return float("nan")
+    if isinstance(value, (bool, np.bool_)):
+        return float(value)
+    if isinstance(value, (int, float, np.integer, np.floating)):
+        if math.isinf(float(value)):
+            raise LogImportError(f"{where}: infinite score {value!r}")
+        return float(value)
+    if isinstance(value, str):
+        if value in rule:
+            return float(rule[value])
+        raise LogImportError(f"{where}: text score {value!r} has no mapping; mapped are {dict(rule)} "
+                             "(Inspect's CORRECT/INCORRECT/PARTIAL/NOANSWER); pass text_scores={...} to map others")
+    raise LogImportError(f"{where}: score of type {type(value).__name__} ({str(value)[:60]}) is not a number")
+
+
+def _pick_score(scores: Mapping[str, Any] | None, name: str, rule: Mapping[str, float], where: str) -> float:
+    """The value of score ``name`` (``scorer`` or ``scorer.key``) in a sample's scores."""
+    scores = scores or {}
+    key = None
+    score = scores.get(name)
+    if score is None and "." in name:
+        head, key = name.split(".", 1)
+        score = scores.get(head)
+    if score is None:
+        return float("nan")
+    value = score.value
+    if isinstance(value, Mapping):
+        if key is None:
+            raise LogImportError(f"{where}: scorer {name!r} gives a dict of scores {sorted(value)}; "
+                                 f"select one as scorer='{name}.KEY'")
+        if key not in value:
+            raise LogImportError(f"{where}: scorer {name.split('.', 1)[0]!r} has no key {key!r}; "
+                                 f"its keys are {sorted(value)}")
+        value = value[key]
+    elif key is not None:
+        raise LogImportError(f"{where}: scorer {name.split('.', 1)[0]!r} gives a single value, not a dict; "
+                             f"select it as scorer='{name.split('.', 1)[0]}'")
+    return _score_float(value, rule, f"{where}, scorer {name!r}")
+
+
+def _sample_row(sample: Any, scorer: str, rule: Mapping[str, float], where: str = "") -> dict[str, Any]:
+    """One row (before the log's columns) from a full sample or a sample summary."""
+    here = f"{where}sample {sample.id!r} epoch {sample.epoch}"
+    value = _pick_score(sample.scores, scorer, rule, here)
     usage = sample.model_usage or {}
-    tokens = {k: sum(int(getattr(u, k) or 0) for u in usage.values())
-              for k in ("input_tokens", "output_tokens", "total_tokens")}
+    tokens = {col: sum(int(getattr(u, attr, 0) or 0) for u in usage.values()) for col, attr in _TOKENS.items()}
     error = "" if sample.error is None else str(getattr(sample.error, "message", sample.error))
     limit = "" if sample.limit is None else str(getattr(sample.limit, "type", sample.limit))
+    retries = getattr(sample, "retries", None)
+    if retries is None:
+        retries = len(getattr(sample, "error_retries", None) or [])
     return {"sample_id": sample.id, "seed": int(sample.epoch), "score": value, **tokens,
-            "error": error, "limit": limit, "flagged": bool(error or limit)}
+            "error": error, "limit": limit, "retries": int(retries), "flagged": bool(error or limit or retries)}
 
 
 def _log_samples(path: Path) -> list[Any]:
     """The samples of one log, as Inspect's sample summaries where they are complete.
 
     A ``.eval`` log stores a summary of every sample (id, epoch, scores, model usage,
-    error, limit: all that :func:`_sample_row` reads) beside the full samples with
-    their event streams, which take about a second each to parse for a tau2 sample.
-    The summaries are used when each one has its sample file in the archive and every
-    sample file has a summary; otherwise (a ``.json`` log, an older layout, a damaged
-    archive) the full samples are read, so a sample missing from the log is missing
-    from the table either way.
+    error, limit, retries: all that :func:`_sample_row` reads) beside the full samples
+    with their event streams, which take about a second each to parse for a tau2
+    sample. The summaries are used when each one has its sample file in the archive and
+    every sample file has a summary; otherwise the full samples are read, so a sample
+    missing from the log is missing from the table either way. A summary without model
+    usage (Inspect 0.3.42–0.3.58 wrote none; an errored sample may have none) is
+    replaced by its full sample, which carries the usage where there was any. A ``.json`` log
+    is read whole (old ones lack the ``sample_ids`` that the streaming reader needs).
     """
     import zipfile
 
-    from inspect_ai.log import read_eval_log_sample_summaries, read_eval_log_samples
+    from inspect_ai.log import (read_eval_log, read_eval_log_sample, read_eval_log_sample_summaries,
+                                read_eval_log_samples)
 
-    if path.suffix == ".eval":
+    try:
+        if path.suffix != ".eval":
+            return list(read_eval_log(str(path)).samples or [])
         try:
             summaries = read_eval_log_sample_summaries(str(path))
             with zipfile.ZipFile(path) as z:
@@ -161,8 +285,20 @@ def _log_samples(path: Path) -> list[Any]:
         if summaries is not None:
             named = {f"samples/{s.id}_epoch_{s.epoch}.json" for s in summaries}
             if named == files and len(named) == len(summaries):
-                return list(summaries)
-    return list(read_eval_log_samples(str(path), all_samples_required=False))
+                return [s if s.model_usage else read_eval_log_sample(str(path), id=s.id, epoch=s.epoch)
+                        for s in summaries]
+        return list(read_eval_log_samples(str(path), all_samples_required=False))
+    except Exception as exc:  # noqa: BLE001 - a damaged log names itself
+        raise LogImportError(f"{path}: its samples cannot be read: {type(exc).__name__}: {exc}") from None
+
+
+def _spec_json(value: Any) -> str:
+    """JSON text of a task-args dict or a GenerateConfig, unset (None) fields left out."""
+    if value is None:
+        return "{}"
+    if hasattr(value, "model_dump"):
+        value = value.model_dump(exclude_none=True)
+    return json.dumps({k: v for k, v in dict(value).items() if v is not None}, sort_keys=True, default=str)
 
 
 def from_inspect_log(
@@ -174,19 +310,28 @@ def from_inspect_log(
     task: str | None = None,
     on_error: str = "keep",
     require_all_epochs: bool = True,
+    allow_incomplete: bool = False,
+    text_scores: Mapping[str, float] | None = None,
 ) -> pd.DataFrame:
     """Convert Inspect eval logs (``.eval`` or ``.json``) to an episode table.
 
     Parameters
     ----------
-    paths : a log file, a folder of logs, or a list of either. Each log is one workflow
-        (one run of one task); several logs of the same task give the paired comparison.
-    scorer : the scorer whose value is ``score`` (required when a log has several).
+    paths : a log file, a folder of logs (an eval-set folder too), or a list of either.
+        Each log is one workflow (one run of one task); several logs of the same task
+        give the paired comparison.
+    scorer : the score that becomes ``score``: a scorer name, or ``"scorer.key"`` for a
+        scorer whose value is a dict (required when a log has several).
     workflow : how to name each log's workflow (see the module docstring).
     task_id : map a sample id to a task id: a format string with ``{id}`` or a callable.
     task : keep only logs of this Inspect task (logs of several tasks otherwise raise).
     on_error : ``"keep"`` | ``"zero"`` | ``"exclude"`` for samples with an error or limit.
-    require_all_epochs : every sample must have every epoch the log was run with.
+    require_all_epochs : every sample must have every epoch the log was run with, and
+        every sample of the log's dataset must be present.
+    allow_incomplete : import logs whose status is not ``success`` (``error``,
+        ``cancelled``, ``started``): the samples present, with a warning; such logs are
+        listed in ``attrs["incomplete"]`` and their missing samples are not an error.
+    text_scores : extra text-to-number mappings on top of :data:`SCORE_RULE`.
 
     Returns
     -------
@@ -198,21 +343,20 @@ def from_inspect_log(
     FileNotFoundError
         A path does not exist.
     LogImportError
-        No log; a log without the named scorer (or several scorers and none named);
-        logs of different tasks (give ``task=``); a missing epoch; the same
-        (task, epoch, workflow) twice; a workflow source the log lacks; a log that did
-        not finish (status not ``success``/``error``) or holds no samples.
+        Naming the file: not a readable log (empty, truncated); no log; an unscored log;
+        a log without the named score (or several and none named); a dict score named
+        without its key; a text score outside the rule; logs of different tasks (give
+        ``task=``); a missing epoch or sample; the same (task, epoch, workflow) twice; a
+        workflow source the log lacks; a log whose status is not ``success`` (unless
+        ``allow_incomplete``) or that holds no samples.
     ValueError
-        Unknown ``on_error``.
+        Unknown ``on_error``; a ``text_scores`` value that is not a finite number.
     """
-    from inspect_ai.log import read_eval_log
-    from inspect_ai.scorer import value_to_float
-
     if on_error not in ON_ERROR:
         raise ValueError(f"on_error must be one of {ON_ERROR}, got {on_error!r}")
-    to_float = value_to_float()
+    rule = _score_rule(text_scores)
     files = _paths(paths)
-    headers = {p: read_eval_log(str(p), header_only=True) for p in files}
+    headers = {p: _read_header(p) for p in files}
     tasks = {p: h.eval.task for p, h in headers.items()}
     if task is not None:
         files = [p for p in files if tasks[p] == task or tasks[p].split("/")[-1] == task]
@@ -223,22 +367,13 @@ def from_inspect_log(
             "logs of different tasks cannot form one episode table: "
             + "; ".join(f"{p.name}: {t}" for p, t in tasks.items()) + " — select one with task="
         )
-    frames = []
+    frames, incomplete = [], []
     for path in files:
-        header = headers[path]
-        if header.status not in ("success", "error"):
-            raise LogImportError(f"{path.name}: the eval's status is {header.status!r}; it did not finish")
-        name = _scorer_of(scorer, header, path)
-        wf = _workflow_of(workflow, header, path)
-        rows = [_sample_row(s, name, to_float) for s in _log_samples(path)]
-        if not rows:
-            raise LogImportError(f"{path.name} holds no samples")
-        df = pd.DataFrame(rows)
-        _check_epochs(df, int(header.eval.config.epochs or 1), path, require_all_epochs)
-        df.insert(0, "task_id", [_task_id_of(task_id, s) for s in df.pop("sample_id")])
-        df.insert(2, "workflow", wf)
-        df["model"], df["eval_task"], df["log"] = str(header.eval.model), header.eval.task, path.name
+        df, note = _log_frame(path, headers[path], scorer, workflow, task_id, rule, require_all_epochs,
+                              allow_incomplete)
         frames.append(df)
+        if note:
+            incomplete.append(note)
     out = pd.concat(frames, ignore_index=True)
     dup = out.duplicated(["task_id", "seed", "workflow"], keep=False)
     if dup.any():
@@ -246,12 +381,66 @@ def from_inspect_log(
         raise LogImportError(f"{int(dup.sum())} rows repeat a (task, epoch, workflow), e.g. {first}; "
                              "give each log its own workflow name (workflow=...)")
     out = out.sort_values(["log", "task_id", "seed"], kind="stable").reset_index(drop=True)[list(INSPECT_COLUMNS)]
-    return _apply_on_error(out, on_error)
+    out = _apply_on_error(out, on_error)
+    if incomplete:
+        warnings.warn("imported incomplete log(s) (allow_incomplete=True): "
+                      + "; ".join(f"{n['log']}: status {n['status']}, {n['missing_samples']} dataset sample(s) "
+                                  "absent" for n in incomplete), stacklevel=2)
+        out.attrs["incomplete"] = incomplete
+    return out
 
 
-def _check_epochs(df: pd.DataFrame, epochs: int, path: Path, require: bool) -> None:
-    if not require:
-        return
+def _score_rule(text_scores: Mapping[str, float] | None) -> dict[str, float]:
+    rule = dict(SCORE_RULE)
+    for key, value in dict(text_scores or {}).items():
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.number)) \
+                or not math.isfinite(float(value)):
+            raise ValueError(f"text_scores[{key!r}] must be a finite number, got {value!r}")
+        rule[str(key)] = float(value)
+    return rule
+
+
+def _log_frame(path: Path, header: Any, scorer: str | None, workflow: Any, task_id: Any,
+               rule: Mapping[str, float], require_all_epochs: bool,
+               allow_incomplete: bool) -> tuple[pd.DataFrame, dict[str, Any] | None]:
+    """One log's rows (all columns) and, for an accepted incomplete log, its note."""
+    status = header.status
+    if status != "success" and not allow_incomplete:
+        why = f" ({header.error.message.strip()[:200]})" if getattr(header, "error", None) else ""
+        raise LogImportError(f"{path}: the eval's status is {status!r}{why}; it did not finish, so samples may be "
+                             "missing or cut short. Pass allow_incomplete=True (--allow-incomplete) to import "
+                             "the samples it holds")
+    name = _scorer_of(scorer, header, path)
+    wf = _workflow_of(workflow, header, path)
+    samples = _log_samples(path)
+    if not samples:
+        raise LogImportError(f"{path}: holds no samples (status {status!r})")
+    if not any(s.scores for s in samples) and status == "success":
+        raise LogImportError(f"{path}: no sample has a score (the eval ran without scoring); "
+                             f"score it first with `inspect score {path.name}`")
+    rows = [_sample_row(s, name, rule, f"{path.name}: ") for s in samples]
+    df = pd.DataFrame(rows)
+    ds = header.eval.dataset
+    expected_ids = list(getattr(ds, "sample_ids", None) or [])
+    missing = [i for i in expected_ids if str(i) not in set(df["sample_id"].astype(str))]
+    note = None
+    if status != "success":
+        note = {"log": path.name, "status": status, "missing_samples": len(missing)}
+    elif require_all_epochs:
+        _check_epochs(df, int(header.eval.config.epochs or 1), path, missing)
+    df.insert(0, "task_id", [_task_id_of(task_id, s) for s in df.pop("sample_id")])
+    df.insert(2, "workflow", wf)
+    df["model"], df["eval_task"], df["log"] = str(header.eval.model), header.eval.task, path.name
+    df["run_id"], df["eval_id"] = str(header.eval.run_id or ""), str(header.eval.eval_id or "")
+    df["task_args"] = _spec_json(header.eval.task_args)
+    df["model_generate_config"] = _spec_json(header.eval.model_generate_config)
+    return df, note
+
+
+def _check_epochs(df: pd.DataFrame, epochs: int, path: Path, missing: Sequence[Any] = ()) -> None:
+    if missing:
+        raise LogImportError(f"{path.name}: {len(missing)} sample(s) of the eval's dataset are absent, e.g. "
+                             f"{list(missing)[:5]}; pass require_all_epochs=False to accept")
     have = df.groupby("sample_id")["seed"].apply(lambda s: sorted(s))
     expected = list(range(1, epochs + 1))
     short = {str(k): v for k, v in have.items() if v != expected}
@@ -262,15 +451,15 @@ def _check_epochs(df: pd.DataFrame, epochs: int, path: Path, require: bool) -> N
 
 
 def _apply_on_error(df: pd.DataFrame, on_error: str) -> pd.DataFrame:
-    flagged = df["flagged"]
+    failed = (df["error"] != "") | (df["limit"] != "")
     if on_error == "zero":
-        df.loc[flagged, "score"] = 0.0
-    elif on_error == "exclude" and flagged.any():
-        excluded = df.loc[flagged, ["task_id", "seed", "workflow", "error", "limit"]]
+        df.loc[failed, "score"] = 0.0
+    elif on_error == "exclude" and failed.any():
+        excluded = df.loc[failed, ["task_id", "seed", "workflow", "error", "limit"]]
         warnings.warn(f"excluded {len(excluded)} of {len(df)} samples with an error or limit "
                       f"(on_error='exclude'); rates computed without them are conditional on no error",
                       stacklevel=3)
-        df = df.loc[~flagged].reset_index(drop=True)
+        df = df.loc[~failed].reset_index(drop=True)
         df.attrs["excluded"] = excluded.to_dict("records")
     return df
 
