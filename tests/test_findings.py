@@ -90,6 +90,10 @@ def test_nan_interval_is_inconclusive_and_says_why():
 def test_exact_and_untestable():
     assert exact_finding("0 clean triggers", "0", 0, 40, holds=True, rule="no clean trigger").verdict == "reappears"
     assert exact_finding("0 clean triggers", "0", 3, 40, holds=False, rule="no clean trigger").verdict == "contradicted"
+    assert exact_finding("p < 0.05", "0.03", 0.2, 40, holds=False, rule="p < 0.05",
+                         otherwise="inconclusive").verdict == "inconclusive"
+    with pytest.raises(ValueError, match="otherwise"):
+        exact_finding("x", "0", 0, 1, holds=True, rule="r", otherwise="reappears")
     with pytest.raises(ValueError, match="holds"):
         exact_finding("x", "0", 0, 1, holds=float("nan"), rule="r")
     u = untestable_finding("ablation hurts", "drop", why="the arm changed 0.0% of actions", measured=0.0)

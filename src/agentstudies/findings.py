@@ -205,20 +205,27 @@ def interval_finding(finding: str, paper: str, estimate: float, ci_low: float, c
 
 
 def exact_finding(finding: str, paper: str, estimate: float, n: float, *, holds: bool, rule: str,
-                  fmt: str = ".3g") -> Finding:
+                  fmt: str = ".3g", otherwise: str = "contradicted") -> Finding:
     """A finding judged by the paper's exact criterion (e.g. 0 clean triggers when the paper
-    reports 0): ``reappears`` if ``holds`` else ``contradicted``.
+    reports 0): ``reappears`` if ``holds`` else ``otherwise``.
+
+    ``otherwise="inconclusive"`` for a criterion whose failure is no evidence against the
+    paper (e.g. p >= 0.05 of a significance test, or no rescue seen in a small cohort);
+    the default ``"contradicted"`` for one whose failure is (e.g. a clean harm where the
+    paper reports none).
 
     Raises
     ------
     ValueError
-        If ``holds`` is not a bool (a NaN or array must be decided by the caller) or
-        ``rule`` is empty.
+        If ``holds`` is not a bool (a NaN or array must be decided by the caller),
+        ``rule`` is empty, or ``otherwise`` is not "contradicted" / "inconclusive".
     """
     if not isinstance(holds, (bool, np.bool_)):
         raise ValueError(f"finding {finding!r}: holds must be a bool; got {holds!r}")
+    if otherwise not in ("contradicted", "inconclusive"):
+        raise ValueError(f"otherwise={otherwise!r}: expected 'contradicted' or 'inconclusive'")
     return Finding(finding, str(paper), float(estimate), float("nan"), float("nan"), float(n),
-                   "reappears" if bool(holds) else "contradicted", rule,
+                   "reappears" if bool(holds) else otherwise, rule,
                    why="the paper's exact criterion", fmt=fmt)
 
 

@@ -96,6 +96,9 @@ __all__ = [
     "recovery_controls",
     "recovery_findings",
     "testability",
+    "controls_sentence",
+    "reappearance_table",
+    "router_sentences",
 ]
 
 CONDITIONS: tuple[str, ...] = ("clean", "stale-1", "stale-2", "missing")
@@ -1070,7 +1073,7 @@ def _bootstrap_diff(diff: pd.Series, *, level: float, n_draws: int, seed: int, k
         return np.nan, np.nan, np.nan, 0
     sums = np.column_stack([v, np.ones_like(v)])
     rng = np.random.default_rng(keyed_seed(seed, "findings", key))
-    reps = paired_cluster_bootstrap(sums, lambda t: t[:, 0].sum() / t[:, 1].sum(), n_draws=n_draws, rng=rng)
+    reps = paired_cluster_bootstrap(sums, lambda t: t[:, 0] / t[:, 1], n_draws=n_draws, rng=rng)  # t: (draws, 2) totals
     lo, hi = percentile_interval(reps, level)
     return float(v.mean()), float(lo), float(hi), int(v.size)
 
@@ -1197,7 +1200,7 @@ def _two_way(result, testab):
     return exact_finding(name, paper, float(r["rescue"] + r["harm"]), int(r["n"]),
                          holds=bool(r["rescue"] > 0 and r["harm"] > 0),
                          rule=f"rescue > 0 and harm > 0 (this run: {int(r['rescue'])} rescues, {int(r['harm'])} harms)",
-                         fmt=".0f")
+                         fmt=".0f", otherwise="inconclusive")
 
 
 def _mechanism_findings(result, cell, testab, *, level, n_draws, seed):
@@ -1308,9 +1311,15 @@ def _router_findings(evaluation, testab, *, level, n_draws, seed):
         rows.append(interval_finding(name, paper, *e, paper_side="above", level=level, fmt="+.1f",
                                      quantity=f"success(CIR) − success({base}) per trajectory (pp)"))
     p, alpha = float(t.loc[("cir", "all"), "sign_flip_p"]), 1 - level
+    if inert:
+        rows.append(untestable_finding("CIR's gain is significant (sign-flip test)",
+                                       f"p = {pv('cir', 'all', 'sign_flip_p'):.3f}", measured=share,
+                                       why=f"refresh changed the agent's actions in 0 of {forks} evaluation forks"))
+        return rows
     rows.append(exact_finding("CIR's gain is significant (sign-flip test)", f"p = {pv('cir', 'all', 'sign_flip_p'):.3f}",
                               p, t.loc[("cir", "all"), "n"], holds=bool(p < alpha),
-                              rule=f"task-level sign-flip p < {alpha:g} = 1 − level (this run: p = {p:.3f})", fmt=".3f"))
+                              rule=f"task-level sign-flip p < {alpha:g} = 1 − level (this run: p = {p:.3f})", fmt=".3f",
+                              otherwise="inconclusive"))
     return rows
 
 
@@ -1388,3 +1397,60 @@ def recovery_controls(*, replicates: int = 40, n_tasks: int = 60, level: float =
             rows.append(control_row(fam, CONTROL_SUBJECTS[kind], v, planted=kind == "planted",
                                     rule=f"{rule}; {n_tasks} tasks per replicate", level=level))
     return pd.DataFrame(rows)
+
+
+def reappearance_table(findings) -> pd.DataFrame:
+    """The earlier ``reappearance.csv`` layout as a superset of ``findings.csv``: the
+    findings table plus ``this_run`` (the estimate and interval as text) and
+    ``reappears`` (True / False from the verdict; NA when inconclusive or not testable)."""
+    t = findings.table()
+    this_run = [("" if not np.isfinite(e) else (f"{e:+.1f} [{lo:+.1f}, {hi:+.1f}]" if np.isfinite(lo) else f"{e:g}"))
+                for e, lo, hi in zip(t["estimate"], t["ci_low"], t["ci_high"])]
+    reap = pd.array([True if v == "reappears" else (False if v == "contradicted" else pd.NA) for v in t["verdict"]],
+                    dtype="boolean")
+    return t.assign(this_run=this_run, reappears=reap)
+
+
+def router_sentences(pipe: Mapping[str, Any]) -> dict[str, str]:
+    """Sentences for the chapter from :func:`router_pipeline`'s output: ``"blanket"`` (CIR's
+    evaluation intervention rate and whether a blanket rule rescues exactly its set) and
+    ``"leak"`` (the horizon features, dropped or kept, and their measured separation)."""
+    rs = pipe["rescue_sets"].set_index("policy")
+    cir = rs.loc["cir"]
+    same = [p for p in rs.index if p.startswith(("always-", "random-")) and bool(rs.loc[p, "same_rescued_set"])]
+    rate = 100 * float(pipe["cir_eval_rate"])
+    if int(cir["rescued"]) == 0:
+        blanket = (f"CIR refreshed {rate:.1f}% of the evaluation trajectories and rescued none, so no rescued set "
+                   "can distinguish it from a blanket rule here.")
+    elif same:
+        blanket = (f"CIR refreshed {rate:.1f}% of the evaluation trajectories; its {int(cir['rescued'])} rescued "
+                   f"trajectories (from {int(cir['rescue_tasks'])} tasks) are exactly those of the blanket rule(s) "
+                   f"{', '.join(same)}: on this pool its selectivity adds nothing a fixed rule does not.")
+    else:
+        blanket = (f"CIR refreshed {rate:.1f}% of the evaluation trajectories; no blanket rule (always at one delay, "
+                   f"or random at CIR's rate) rescues exactly its {int(cir['rescued'])} trajectories.")
+    leak = pipe["leak"]
+    hz = leak[leak["horizon_feature"]]
+    sep = float(hz["separation"].max()) if hz["separation"].notna().any() else np.nan
+    meas = ("(not measurable here: the primary cohort has only successes or only failures)" if not np.isfinite(sep)
+            else f"(on the primary cohort they separate factual success from failure with AUC up to {sep:.2f})")
+    if pipe["dropped_features"]:
+        leak_s = (f"The router features {', '.join(pipe['dropped_features'])} encode how long the factual run "
+                  f"lasted, which a router cannot know at its decision, and were removed {meas}.")
+    else:
+        leak_s = (f"The router kept {', '.join(HORIZON_FEATURES)}, which encode how long the factual run lasted, "
+                  f"information a router cannot have at its decision {meas}.")
+    return dict(blanket=blanket, leak=leak_s)
+
+
+def controls_sentence(controls: pd.DataFrame) -> str:
+    """One sentence per control family: power on the planted subject and false-positive
+    rate on the null one, with their intervals (from :func:`recovery_controls`)."""
+    parts = []
+    for fam, g in controls.groupby("family", sort=False):
+        p, n = g[g["planted"]].iloc[0], g[~g["planted"]].iloc[0]
+        parts.append(f"“{fam}”: found in {p['hits']} of {p['replicates']} planted replicates (power "
+                     f"{p['rate']:.2f} [{p['ci_low']:.2f}, {p['ci_high']:.2f}]) and in {n['hits']} of "
+                     f"{n['replicates']} null replicates (false-positive rate {n['rate']:.2f} "
+                     f"[{n['ci_low']:.2f}, {n['ci_high']:.2f}]).")
+    return " ".join(parts)
