@@ -427,3 +427,21 @@ def test_import_log_reads_an_eval_set_folder_and_incomplete_logs_on_request(tmp_
     assert sorted(pd.read_csv(out)["workflow"]) == ["a", "a", "b", "b"]
     status, printed, err = _cli([CORPUS / "status_error.eval", "--allow-incomplete", "-o", out], capsys)
     assert status == 0 and "note: imported incomplete log(s)" in printed and "flagged (error, limit or retry): 2" in printed
+
+
+def test_corpus_eval_set_with_a_retried_task_uses_the_newest_log():
+    folder = CORPUS / "eval_set_retried"
+    logs = sorted(p.name for p in folder.glob("*.eval"))
+    statuses = {p: _header_json(folder / p)["status"] for p in logs}
+    assert len(logs) == 2 and sorted(statuses.values()) == ["error", "success"]
+    newest = next(p for p, s in statuses.items() if s == "success")
+    with pytest.warns(UserWarning, match="1 older attempt"):
+        df = from_inspect_log(folder)
+    # the retry reused sample 0 and reran sample 1, whose first attempt had errored
+    assert (df["log"] == newest).all() and df["task_id"].tolist() == ["0", "1"] and (df["score"] == 1.0).all()
+    assert df["retries"].tolist() == [0, 1] and df["flagged"].tolist() == [False, True]
+    assert df.attrs["superseded"] == [{"log": next(p for p in logs if p != newest), "status": "error",
+                                       "newest": newest}]
+    # the failed attempt alone is still refused by name
+    with pytest.raises(LogImportError, match="status is 'error'"):
+        from_inspect_log(folder / next(p for p in logs if p != newest))

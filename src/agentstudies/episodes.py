@@ -357,6 +357,7 @@ def from_inspect_log(
     rule = _score_rule(text_scores)
     files = _paths(paths)
     headers = {p: _read_header(p) for p in files}
+    files, superseded = _latest_of_eval_sets(files, headers)
     tasks = {p: h.eval.task for p, h in headers.items()}
     if task is not None:
         files = [p for p in files if tasks[p] == task or tasks[p].split("/")[-1] == task]
@@ -382,12 +383,46 @@ def from_inspect_log(
                              "give each log its own workflow name (workflow=...)")
     out = out.sort_values(["log", "task_id", "seed"], kind="stable").reset_index(drop=True)[list(INSPECT_COLUMNS)]
     out = _apply_on_error(out, on_error)
+    if superseded:
+        warnings.warn(f"eval-set folder: {len(superseded)} older attempt(s) of a task skipped for its newest log "
+                      f"(as Inspect's eval_set does): " + "; ".join(f"{s['log']} -> {s['newest']}" for s in superseded),
+                      stacklevel=2)
+        out.attrs["superseded"] = superseded
     if incomplete:
         warnings.warn("imported incomplete log(s) (allow_incomplete=True): "
                       + "; ".join(f"{n['log']}: status {n['status']}, {n['missing_samples']} dataset sample(s) "
                                   "absent" for n in incomplete), stacklevel=2)
         out.attrs["incomplete"] = incomplete
     return out
+
+
+def _latest_of_eval_sets(files: list[Path], headers: Mapping[Path, Any]) -> tuple[list[Path], list[dict[str, str]]]:
+    """In an eval-set folder (one holding ``eval-set.json``), keep each task's newest log.
+
+    ``inspect eval-set`` retries a failed task in a new log seeded from the old one;
+    with ``retry_cleanup=False`` the older attempts stay in the folder. Like Inspect
+    (``latest_completed_task_eval_logs``), the newest log of each ``eval.task_id`` is
+    the task's (newest by the time it completed, then was created, then by file name,
+    which starts with the creation time); the others are
+    returned as ``{"log", "status", "newest"}`` so the caller can say so.
+    """
+    groups: dict[tuple[Path, str], list[Path]] = {}
+    for p in files:
+        if (p.parent / "eval-set.json").is_file() and headers[p].eval.task_id:
+            groups.setdefault((p.parent, headers[p].eval.task_id), []).append(p)
+    dropped: list[dict[str, str]] = []
+    for group in groups.values():
+        if len(group) < 2:
+            continue
+
+        def when(p: Path) -> tuple[str, str, str]:
+            h = headers[p]
+            return str(getattr(h.stats, "completed_at", "") or ""), str(h.eval.created or ""), p.name
+
+        newest = max(group, key=when)
+        dropped += [{"log": p.name, "status": str(headers[p].status), "newest": newest.name} for p in group if p != newest]
+    names = {d["log"] for d in dropped}
+    return [p for p in files if p.name not in names or not (p.parent / "eval-set.json").is_file()], dropped
 
 
 def _score_rule(text_scores: Mapping[str, float] | None) -> dict[str, float]:

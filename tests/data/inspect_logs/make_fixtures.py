@@ -27,6 +27,9 @@ Cases (file: how it is made -> what the import must do):
   only, which then passes on retry -> ``retries`` 1, flagged.
 - ``eval_set/``: ``inspect_ai.eval_set`` of the task with ``variant="a"`` and ``"b"``
   (2 samples, 1 epoch); the folder holds ``eval-set.json`` and ``logs.json``.
+- ``eval_set_retried/``: an eval set of one task whose first attempt failed (the model
+  raised on sample 1, status ``error``) and was retried (``retry_cleanup=False`` keeps
+  the failed log) -> the newest log per task, the older one named in a warning.
 - ``old_no_sample_ids.json``: ``scored_epochs.json`` without ``eval.dataset.sample_ids``
   (logs of old Inspect versions).
 - ``no_summary_usage.eval``: ``scored_epochs.eval`` whose ``summaries.json`` lacks
@@ -192,6 +195,26 @@ def eval_set(tmp: Path) -> None:
     shutil.copytree(tmp / "set", folder, ignore=shutil.ignore_patterns(".*"))
 
 
+def eval_set_retried(tmp: Path) -> None:
+    from inspect_ai import eval_set as inspect_eval_set
+
+    failed: list[bool] = []
+
+    def outputs(input, tools, tool_choice, config):
+        if _sample_id(input) == 1 and not failed:
+            failed.append(True)
+            raise RuntimeError("simulated failure in the first attempt")
+        return _answer(_sample_id(input))
+
+    folder = HERE / "eval_set_retried"
+    shutil.rmtree(folder, ignore_errors=True)
+    ok, logs = inspect_eval_set([_arith_task()(variant="a")], log_dir=str(tmp / "retried"), model="mockllm/model",
+                                model_args={"custom_outputs": outputs}, display="none", log_realtime=False,
+                                retry_attempts=1, retry_cleanup=False, retry_wait=0)
+    assert ok and failed
+    shutil.copytree(tmp / "retried", folder, ignore=shutil.ignore_patterns(".*"))
+
+
 def edited_copies() -> None:
     # an old .json log: no sample_ids in the dataset spec
     log = json.loads((HERE / "scored_epochs.json").read_text())
@@ -239,6 +262,7 @@ def main() -> int:
         value_scorers(t)
         retries(t)
         eval_set(t)
+        eval_set_retried(t)
     edited_copies()
     for p in sorted(HERE.rglob("*")):
         if p.is_file() and p.suffix in (".eval", ".json"):
