@@ -181,3 +181,25 @@ def test_seed_flip_rates_by_hand():
         seed_flip_rates(ep.iloc[1:])
     with pytest.raises(ValueError, match="duplicate"):
         seed_flip_rates(pd.concat([ep, ep.iloc[:1]]))
+
+
+def test_published_findings_on_the_real_runs():
+    from agentstudies.studies import paper_values
+
+    recs = tp.load_runs()
+    runs = tp.runs_table(recs)
+    passk = tp.passk_table(runs, n_draws=300)
+    flips = tp.flip_table(runs)
+    replay = tp.replay_runs(recs, tp.match_tau2(recs))
+    f = tp.published_findings(runs, passk, flips, replay, paper_values("tau_published_runs", "passk"), n_draws=300)
+    t = f.table().set_index("finding")
+    by_task = runs.groupby("task_id")["reward"].apply(list).to_dict()
+    drop = _brute_pass_k(by_task, 1) - _brute_pass_k(by_task, 4)
+    assert t.loc["pass^k falls from k = 1 to k = 4", "estimate"] == pytest.approx(drop, abs=1e-12)
+    n_flip = sum(0 < sum(v) < len(v) for v in by_task.values())
+    assert t.loc["identical trials of a task disagree on some tasks", "estimate"] == pytest.approx(n_flip / 50)
+    assert t.loc["a workflow changes reliability", "verdict"] == "not testable here"
+    recorded = [r for r in recs if r["info"].get("reward_info") is not None]
+    assert t.loc["our replayed DB verdict agrees with every recorded reward", "n"] == len(
+        [r for r in recorded if r["task_id"] in set(replay["task_id"])])
+    assert set(t["verdict"]) <= {"reappears", "contradicted", "inconclusive", "not testable here"}

@@ -21,6 +21,7 @@ and the replay sends the recorded tool calls to the real τ²-bench tools.
   conversation before the agent could run it (a stated text rule, listed run by run).
 - :func:`real_audit` -- the evaluator audit of :func:`agentstudies.envs.tau.task_audit`
   applied to the real successes.
+- :func:`published_findings` -- the chapter's findings (:mod:`agentstudies.findings`).
 """
 
 from __future__ import annotations
@@ -54,6 +55,9 @@ __all__ = [
     "tool_calls",
     "confirmed_unrun_writes",
     "real_audit",
+    "share_interval",
+    "passk_drop",
+    "published_findings",
 ]
 
 #: The shipped file, relative to the checkout's ``data/``.
@@ -253,6 +257,24 @@ def passk_table(runs: pd.DataFrame, ks: Sequence[int] = (1, 2, 3, 4), *, n_draws
     lo, hi = percentile_interval(reps, level)
     return pd.DataFrame({"k": list(ks), "estimate": vals.mean(axis=0), "se": reps.std(axis=0, ddof=1),
                          "ci_low": lo, "ci_high": hi, "level": level, "n": T})
+
+
+def passk_drop(runs: pd.DataFrame, k: int, *, n_draws: int = 2000, level: float = 0.95,
+               seed: int = 0) -> tuple[float, float, float]:
+    """pass^1 - pass^k with a task-cluster percentile bootstrap interval
+    ``(estimate, ci_low, ci_high)`` (both terms from the same resampled tasks).
+
+    Raises
+    ------
+    KeyError / ValueError
+        As :func:`passk_table`.
+    """
+    c, n = _counts(runs)
+    d = pass_hat_k(c.to_numpy(), n, 1) - pass_hat_k(c.to_numpy(), n, k)
+    reps = paired_cluster_bootstrap(d[:, None], lambda tot: tot[:, 0] / d.size, n_draws=n_draws,
+                                    rng=np.random.default_rng(keyed_seed(seed, "passk_drop", k)))
+    lo, hi = percentile_interval(reps, level)
+    return float(d.mean()), float(lo), float(hi)
 
 
 def flip_table(runs: pd.DataFrame) -> pd.DataFrame:
@@ -519,3 +541,60 @@ def real_audit(replay: pd.DataFrame, audit: pd.DataFrame) -> pd.DataFrame:
         rows.append({"flag": name, "tasks_flagged": len(v1_tasks), "matched_tasks": replay["task_id"].nunique(),
                      "successes_on_flagged": int(succ["tau2_task"].isin(flagged).sum()), "successes": len(succ)})
     return pd.DataFrame(rows)
+
+
+def published_findings(runs: pd.DataFrame, passk: pd.DataFrame, flips: pd.DataFrame, replay: pd.DataFrame,
+                       paper_passk: pd.DataFrame, *, n_draws: int = 2000, level: float = 0.95,
+                       seed: int = 0) -> Any:
+    """The chapter's findings, one per claim of the τ-bench paper / leaderboard it can test.
+
+    - pass^k falls with k (pass^1 - pass^n, task-bootstrap interval above 0);
+    - verdicts of identical trials differ on some tasks (share of flipping tasks above 0);
+    - this run's pass^k equals the printed leaderboard to three decimals (exact; the
+      leaderboard was computed from these runs, so this checks our arithmetic);
+    - our replayed database verdict agrees with the recorded reward on every run that has a
+      reward record (exact; abnormal endings are listed as disagreements, not counted here);
+    - a workflow contrast is not testable (the runs hold one agent workflow).
+
+    Returns
+    -------
+    :class:`agentstudies.findings.Findings`.
+
+    Raises
+    ------
+    KeyError
+        A missing column in one of the tables.
+    """
+    from agentstudies.findings import Findings, exact_finding, interval_finding, untestable_finding
+
+    for name, t, cols in (("passk", passk, {"k", "estimate"}), ("flips", flips, {"flips"}),
+                          ("replay", replay, {"agree", "reward_info_missing"}), ("paper_passk", paper_passk, {"k", "pass_k"})):
+        if not cols <= set(t.columns):
+            raise KeyError(f"{name} table lacks column(s) {sorted(cols - set(t.columns))}")
+    n_tasks = int(runs["task_id"].nunique())
+    k_max = int(passk["k"].max())
+    drop, lo, hi = passk_drop(runs, k_max, n_draws=n_draws, level=level, seed=seed)
+    share, s_lo, s_hi = share_interval(flips["flips"].to_numpy(), n_draws=n_draws, level=level, seed=seed, key="flips")
+    joined = passk.merge(paper_passk, on="k")
+    same = bool((joined["estimate"].round(3) == joined["pass_k"].round(3)).all()) and len(joined) == len(passk)
+    printed = ", ".join(f"{v:.3f}" for v in joined["pass_k"])
+    recorded = replay[~replay["reward_info_missing"]]
+    rows = [
+        interval_finding(f"pass^k falls from k = 1 to k = {k_max}", "pass^k drops as k grows (τ-bench paper, Yao et al., 2024)",
+                         drop, lo, hi, n_tasks, paper_side="above", level=level,
+                         quantity=f"pass^1 - pass^{k_max}"),
+        interval_finding("identical trials of a task disagree on some tasks",
+                         "agents are inconsistent across trials (τ-bench paper, Yao et al., 2024)", share, s_lo, s_hi, n_tasks,
+                         paper_side="above", level=level, quantity="share of tasks whose verdict flips"),
+        exact_finding("pass^k equals the printed leaderboard", f"leaderboard pass^1..{k_max}: {printed}",
+                      float(passk["estimate"].iloc[-1]), n_tasks, holds=same,
+                      rule="every k equal to three decimals"),
+        exact_finding("our replayed DB verdict agrees with every recorded reward",
+                      "τ-bench's recorded rewards", float(recorded["agree"].mean()), len(recorded),
+                      holds=bool(recorded["agree"].all()),
+                      rule="agreement on every replayed run with a reward record"),
+        untestable_finding("a workflow changes reliability", "(the τ chapters' workflow contrast)",
+                           why="every published run used the same tool-calling agent: one workflow, no contrast",
+                           measured=1.0, rule="a contrast needs at least two workflows on the same tasks"),
+    ]
+    return Findings.build(rows, seed=seed, title="tau_published_runs findings", n_draws=n_draws, level=level)
