@@ -559,6 +559,9 @@ def save_weights(w: np.ndarray, name: str, directory: str | Path | None = None, 
     m = {"name": name, "feature_version": FEATURE_VERSION, "dim_log2": int(round(np.log2(len(w))))}
     m.update(dict(meta or {}))
     (d / f"{name}.json").write_text(json.dumps(m, indent=1, sort_keys=True, default=str) + "\n")
+    from agentstudies._data import record
+
+    record(d / f"{name}.json")  # data/SHA256SUMS follows a retrain into data/ (else a no-op)
     return p
 
 
@@ -576,9 +579,13 @@ def load_weights(name: str, directory: str | Path | None = None) -> tuple[np.nda
     expected = sums.read_text().split()[0]
     got = sha256_of(p)
     if got != expected:
-        raise ValueError(f"checkpoint {name!r}: sha256 {got[:16]}... of {p.name} != recorded {expected[:16]}...")
+        raise ValueError(f"checkpoint {name!r}: sha256 {got[:16]}... of {p} != recorded {expected[:16]}... in "
+                         f"{sums.name}: the file was changed or truncated; restore it from the repository "
+                         f"(git checkout -- {p} {sums})")
     meta_p = d / f"{name}.json"
-    meta = json.loads(meta_p.read_text()) if meta_p.is_file() else {}
+    from agentstudies._data import read_json
+
+    meta = read_json(meta_p) if meta_p.is_file() else {}
     if int(meta.get("feature_version", FEATURE_VERSION)) != FEATURE_VERSION:
         raise ValueError(
             f"checkpoint {name!r}: feature_version {meta.get('feature_version')} != {FEATURE_VERSION} of this code"

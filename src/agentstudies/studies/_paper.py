@@ -40,7 +40,11 @@ def paper_tables(study: str) -> list[str]:
 
 @lru_cache(maxsize=None)
 def _read(path: str, mtime: float) -> pd.DataFrame:
-    return pd.read_csv(path, keep_default_na=True)
+    import io
+
+    from agentstudies._data import read_bytes  # checked against data/SHA256SUMS
+
+    return pd.read_csv(io.BytesIO(read_bytes(path)), keep_default_na=True)
 
 
 def paper_values(study: str, table: str) -> pd.DataFrame:

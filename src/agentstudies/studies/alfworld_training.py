@@ -603,6 +603,10 @@ class TrainingRun:
         self.rl_curve.to_csv(d / "rl_curve.csv", index=False)
         self.evals.to_csv(d / "training_evals.csv", index=False)
         self.demos.to_csv(d / "demonstrations.csv", index=False)
+        from agentstudies._data import record
+
+        for name in ("sft_curve", "rl_curve", "training_evals", "demonstrations"):
+            record(d / f"{name}.csv")  # data/SHA256SUMS follows a retrain into data/ (else a no-op)
 
 
 def eval_pools(tasks_per_type: int) -> list[dict[str, Any]]:
@@ -688,8 +692,10 @@ def config_digest(cfg: TrainingConfig) -> str:
 
 def load_shipped(directory=None) -> dict[str, Any]:
     """Shipped weights (checksums verified) and training logs."""
+    import io
     from pathlib import Path
 
+    from agentstudies._data import read_bytes
     from agentstudies.agents import checkpoint_dir
 
     d = Path(directory or checkpoint_dir())
@@ -697,8 +703,8 @@ def load_shipped(directory=None) -> dict[str, Any]:
     w_rl, m_rl = load_weights("RL", d)
     out = {"w_sft": w_sft, "w_rl": w_rl, "meta_sft": m_sft, "meta_rl": m_rl}
     for name in ("sft_curve", "rl_curve", "training_evals", "demonstrations"):
-        p = d / f"{name}.csv"
-        out[name] = pd.read_csv(p) if p.is_file() else None
+        p = d / f"{name}.csv"  # checked against data/SHA256SUMS (names the file on a mismatch)
+        out[name] = pd.read_csv(io.BytesIO(read_bytes(p))) if p.is_file() else None
     return out
 
 

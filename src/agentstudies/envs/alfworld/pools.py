@@ -47,11 +47,20 @@ def _key(split: str, seed: int, tasks_per_type: int) -> str:
 
 
 def load_manifest(path: str | Path | None = None) -> dict[str, Any]:
-    """The manifest as a dict (empty if the file does not exist)."""
+    """The manifest as a dict (empty if the file does not exist).
+
+    Raises
+    ------
+    agentstudies._data.DataFileError
+        The shipped file differs from its digest in ``data/SHA256SUMS`` or is not valid JSON
+        (truncated); the message names it and the ``git checkout -- data/...`` that restores it.
+    """
+    from agentstudies._data import read_json
+
     p = Path(path) if path else manifest_path()
     if not p.is_file():
         return {}
-    return json.loads(p.read_text())
+    return read_json(p)
 
 
 def load_pool(
@@ -132,6 +141,9 @@ def write_manifest(
             ],
         }
     p.write_text(json.dumps(man, indent=1, sort_keys=True) + "\n")
+    from agentstudies._data import record
+
+    record(p)  # data/SHA256SUMS follows the rebuilt manifest
     return p
 
 
