@@ -42,6 +42,8 @@ PAPERS: dict[str, tuple[str, tuple[str, ...]]] = {
     "Handoff": ("Reach or Solve? Attributing Agentic RL Gains with Checkpoint Handoffs",
                 ("handoff", "reach", "solve", "checkpoint")),
     "CIR": ("Causal recovery evaluation (the CIR paper)", ("cir", "recovery", "causal", "router")),
+    "τ-bench": ("τ-bench (Yao et al., 2024): the repository's printed pass^k leaderboard",
+                ("tau", "taubench", "bench", "yao", "published", "leaderboard")),
     "ImpossibleBench": ("ImpossibleBench (approximate headline rates)", ("impossiblebench", "impossible", "cheating")),
 }
 
@@ -104,6 +106,10 @@ ITEMS: tuple[PaperItem, ...] = (
     PaperItem("SASST", "Table 17", "tau_workflow_stress", "table-17-execution-counts-and-a-descriptive-decomposition",
               f"{_TW}.execution_counts", ("table17.csv",), _p("tau_workflow_stress_table17"),
               "Study F execution counts per workflow"),
+    # ---- τ-bench's published runs (not one of the three papers; its leaderboard)
+    PaperItem("τ-bench", "pass^k", "tau_published_runs", "pass-k",
+              "agentstudies.studies.tau_published.passk_table", ("passk.csv",), _p("tau_published_runs_passk"),
+              "pass^k of the published GPT-4o airline runs beside the printed leaderboard"),
     # ---- SASST, App. D.1-D.6: simulations
     PaperItem("SASST", "Table 4", "sasst_calibration", "table-4-pointwise-coverage-of-the-fixed-and-the-learned-rule",
               f"{_CAL}.summarize_table4", ("table4.csv", "table4_coverage.png"), _p("sasst_calibration_table4"),
@@ -222,10 +228,12 @@ ITEMS: tuple[PaperItem, ...] = (
 #: Chapter -> ``fnmatch`` patterns of CSV artifacts that are not paper items, with why.
 INTERNAL: dict[str, tuple[str, ...]] = {
     # side tables, trial records and timings of the SASST chapters
+    "tau_published_runs": ("runs.csv", "flips.csv", "matches.csv", "replay.csv", "task_audit.csv",
+                           "real_audit.csv", "flagged_tasks.csv", "confirmed_unrun_writes.csv"),
     "tau_controller_audit": ("deck.csv", "replay.csv", "boundary_tests.csv", "episodes.csv",
-                             "episode_counts.csv", "task_audit.csv", "success_with_without.csv"),
+                             "episode_counts.csv", "task_audit.csv", "success_with_without.csv", "flagged_tasks.csv"),
     "tau_workflow_stress": ("*_paper.csv", "task_audit.csv", "success_with_without.csv", "slots_with_without_*.csv",
-                            "slots.csv", "frozen_rules.csv", "decomposition.csv"),
+                            "slots.csv", "frozen_rules.csv", "decomposition.csv", "flagged_tasks.csv"),
     "sasst_calibration": ("registry_truths.csv", "table4_details.csv", "table5_*.csv", "timing.csv"),
     "sasst_small_clusters": ("table6_details.csv", "timing.csv"),
     "sasst_geometry": ("study_b_*.csv", "audit_*.csv", "bandwidth_diagnostic.csv"),
@@ -234,10 +242,12 @@ INTERNAL: dict[str, tuple[str, ...]] = {
     # the handoff chapter's inputs, listings and LLM side study
     "alfworld_handoff": ("assignments.csv", "llm_*.csv", "findings.csv"),
     "alfworld_recovery": ("tasks.csv", "timing.csv", "paired*.csv", "llm_cost.csv", "clone_audit.csv",
-                          "changed_actions.csv", "router_episodes.csv", "reappearance.csv"),
+                          "changed_actions.csv", "router_episodes.csv", "reappearance.csv", "findings.csv",
+                          "controls.csv", "testability.csv", "router_horizon_leak.csv", "router_rescue_sets.csv"),
     "impossible_cheating": ("variants_*.csv", "isolation.csv", "outcomes.csv", "cheating_rates.csv",
                             "strategy_mix.csv", "legit_pass_rates.csv", "cheating_by_difficulty.csv",
-                            "classifier_confusion.csv", "honest_cheating_counts.csv"),
+                            "classifier_confusion.csv", "honest_cheating_counts.csv", "classifier_validation*.csv",
+                            "humaneval_*.csv"),
     # chapters whose tables are this repository's own (no paper table to regenerate)
     "impossible_workflows": ("*.csv",),
     "method_sasst": ("*.csv",),
