@@ -507,8 +507,9 @@ def real_audit(replay: pd.DataFrame, audit: pd.DataFrame) -> pd.DataFrame:
 
     ``audit`` is :func:`agentstudies.envs.tau.task_audit` of the matched τ² tasks. For each
     flag (a do-nothing agent passes: ``idle_reward == 1``; any degenerate agent passes;
-    a gold read fails; a gold write fails) it counts the matched tasks flagged and the
-    real successes (recorded reward 1) on them.
+    a gold read fails; a gold write fails) it counts the v1 tasks whose matched τ² task is
+    flagged (``tasks_flagged``; two v1 tasks can share one τ² task) and the real successes
+    (recorded reward 1) on them.
 
     Returns
     -------
