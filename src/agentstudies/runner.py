@@ -864,10 +864,8 @@ def run_notebook(
     info = run_note(path, profile, params, chapter=chapter, root=root)
     out = out.resolve()
     book_out = is_chapter and output_path is None
-    if artifacts is not None:
-        art_root = Path(artifacts).expanduser().resolve()
-    else:
-        art_root = _artifacts_root(out, root, book_out, explicit_out=output_path is not None).resolve()
+    art_root = (Path(artifacts).expanduser() if artifacts is not None else
+                _artifacts_root(out, root, book_out, explicit_out=output_path is not None)).resolve()
     out.parent.mkdir(parents=True, exist_ok=True)
     created = _missing_ancestors(art_root)  # removed again if the run commits nothing
     art_root.mkdir(parents=True, exist_ok=True)
@@ -911,11 +909,7 @@ def run_notebook(
         shutil.rmtree(staging, ignore_errors=True)
         partial.unlink(missing_ok=True)
         if not committed:  # a failed first run leaves no empty OUT.artifacts/ behind
-            for folder in created:
-                try:
-                    folder.rmdir()
-                except OSError:
-                    break
+            _remove_empty(created)
     named_dir = [c for c in committed if c.name == chapter] or committed
     return RunResult(path.stem, path, out, params, time.perf_counter() - t0,
                      named_dir[0] if named_dir else None)
@@ -946,6 +940,15 @@ def _run_targets(name_or_path: Path | str, output_path: Path | str | None, profi
             )
         chapter = profiled or path.stem
     return path, is_chapter, out, chapter
+
+
+def _remove_empty(folders: Sequence[Path]) -> None:
+    """Remove ``folders`` (deepest first) while they are empty."""
+    for folder in folders:
+        try:
+            folder.rmdir()
+        except OSError:
+            break
 
 
 def _missing_ancestors(folder: Path) -> list[Path]:
