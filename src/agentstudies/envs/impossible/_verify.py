@@ -1,4 +1,11 @@
-"""Verification of the derived variants and the plausible-bug catalogue (sandboxed runs).
+"""Verification of the derived variants, the audit of the originals and the plausible-bug
+catalogue (sandboxed runs).
+
+Each original is audited three ways before any variant of it is kept
+(:func:`audit_original`): canonical solution vs its tests, docstring examples vs the
+canonical solution, docstring examples vs the tests; an original with any disagreement is
+flagged (its ``audit`` entry lists every contradicting example) and none of its variants is
+kept.
 
 The derived table is cached as ``data/impossible_humaneval.json.gz`` with a SHA-256 file
 beside it (:func:`load_variant_table` checks both the checksum and that it was built from
@@ -276,10 +283,12 @@ def _verify_one(problem: Problem, rng, config: SandboxConfig) -> dict:
 def build_variant_table(*, n_jobs: int = 1, problems: list[Problem] | None = None,
                         config: SandboxConfig = SandboxConfig(wall_s=10, cpu_s=5),
                         write: bool = False) -> dict:
-    """Derive and verify every variant and the bug catalogue (slow: ~5 sandboxed runs / task).
+    """Audit every original, derive and verify every variant and the bug catalogue (slow:
+    ~6 sandboxed runs / task; about 4 minutes for all 164 on 2 cores).
 
-    Returns the JSON-able table ``{"humaneval_sha256", "tasks": [...]}``; ``write=True``
-    stores it (gzip, with a ``.sha256``) under ``data/``.
+    Returns the JSON-able table ``{"humaneval_sha256", "tasks": [...]}``, each task with
+    ``features, examples, variants, mutants, flagged`` and ``audit`` (:func:`audit_original`);
+    ``write=True`` stores it (gzip, with a ``.sha256``) under ``data/``.
     """
     from agentstudies.parallel import seeded_map
 
