@@ -16,8 +16,6 @@ LIMIT = 60
 PENDING = {
     ("studies/alfworld_recovery.py", "run_task"):
         "the fork harness, being split into a Fork dataclass and named steps (issue 22 item 3)",
-    ("studies/alfworld_recovery.py", "reappearance"):
-        "the recovery findings, moving to agentstudies.findings (issue 25)",
 }
 
 

@@ -87,7 +87,6 @@ __all__ = [
     "table_counts",
     "table_mechanism",
     "table_router",
-    "reappearance",
     "llm_cost",
     "CONTROL_SUBJECTS",
     "HORIZON_FEATURES",
@@ -910,79 +909,6 @@ def table_router(evaluation) -> pd.DataFrame:
                      "refreshed (%)": r.intervention_rate if np.isfinite(r.intervention_rate) else np.nan,
                      "sign-flip p": "" if not np.isfinite(r.sign_flip_p) else f"{r.sign_flip_p:.3f}"})
     return pd.DataFrame(rows)
-
-
-def reappearance(result, evaluation=None) -> pd.DataFrame:
-    """Which of the paper's qualitative findings reappear in this run (computed).
-
-    Columns: finding, paper, this_run (the number(s) compared), reappears (bool or NA
-    when this run lacks the cells)."""
-    c = result.cells.set_index(["cohort", "condition", "delay", "operation"])
-    k = result.contrasts.set_index(["cohort", "condition", "delay", "operation"])
-
-    def cell(coh, cond, d, op="refresh", col="delta"):
-        try:
-            return float(c.loc[(coh, cond, d, op), col])
-        except KeyError:
-            return np.nan
-
-    def con(coh, d, cond="stale-2", op="refresh"):
-        try:
-            return float(k.loc[(coh, cond, d, op), "estimate"])
-        except KeyError:
-            return np.nan
-
-    rows = []
-    fs = "primary-factual-success"
-    v = cell(fs, "clean", 0)
-    rows.append(("Immediate refresh harms clean factual-success trajectories (Δ < 0 at d = 0)", "−6.45 pp",
-                 f"{v:+.1f} pp", v < 0 if np.isfinite(v) else pd.NA))
-    vs = [con(fs, d) for d in DELAYS]
-    ok = all(np.isfinite(vs))
-    rows.append(("Stale − clean > 0 at every delay (factual-success cohort)", "13.98 / 18.28 / 15.05 / 13.98 pp",
-                 " / ".join(f"{x:+.1f}" for x in vs), all(x > 0 for x in vs) if ok else pd.NA))
-    vi = [con("independent-factual-success", d) for d in DELAYS]
-    ok = all(np.isfinite(vi))
-    rows.append(("Independent cohort keeps stale > clean at every delay", "8.99–14.61 pp",
-                 " / ".join(f"{x:+.1f}" for x in vi) if ok else "n/a (no factual-success task)",
-                 all(x > 0 for x in vi) if ok else pd.NA))
-    a, b = cell("primary-complete", "clean", 0), cell("primary-complete", "stale-2", 0)
-    rows.append(("Complete primary cohort: stale Δ > clean Δ at d = 0", "+6.60 vs −3.77 pp", f"{b:+.1f} vs {a:+.1f} pp",
-                 (b > a) if np.isfinite(a) and np.isfinite(b) else pd.NA))
-    r_s, h_s = cell("primary-complete", "stale-2", 0, col="rescue"), cell("primary-complete", "stale-2", 0, col="harm")
-    rows.append(("Refresh both rescues and harms under stale (two-way changes)", "17 rescues / 10 harms",
-                 f"{r_s:.0f} / {h_s:.0f}" if np.isfinite(r_s) else "", (r_s > 0 and h_s > 0) if np.isfinite(r_s) else pd.NA))
-    m = [cell("mechanism-complete", "stale-2", 4, op) for op in OPERATIONS]
-    ok = all(np.isfinite(m))
-    rows.append(("Mechanism (stale, d = 4): full > content-ablated > replan-only", "+13.43 ≥ +10.45 ≥ +1.49 pp",
-                 " / ".join(f"{x:+.1f}" for x in m), (m[0] > m[1] > m[2]) if ok else pd.NA))
-    rows.append(("Content-ablated refresh keeps a positive effect (not only the new text)", "+10.45 pp",
-                 f"{m[1]:+.1f} pp" if ok else "", (m[1] > 0) if ok else pd.NA))
-    if evaluation is not None:
-        t = evaluation.table.set_index(["policy", "condition"])
-
-        def ev(pol, cond, col):
-            try:
-                return float(t.loc[(pol, cond), col])
-            except KeyError:
-                return np.nan
-
-        g = ev("cir", "all", "delta")
-        rows.append(("CIR raises success over never-refresh", "+3.00 pp", f"{g:+.1f} pp", g > 0))
-        hc = ev("cir", "clean", "harm")
-        ni = ev("cir", "all", "interventions")
-        rows.append(("CIR refreshes selectively and harms no clean trajectory", "16.3% refreshed; 0 / 0 on clean",
-                     f"{ni:.0f} refreshes; {hc:.0f} clean harms", bool(ni > 0 and hc == 0)))
-        s2 = ev("cir", "stale-2", "delta")
-        others = [ev("cir", x, "delta") for x in ("clean", "stale-1", "missing")]
-        rows.append(("CIR's largest gain is on two-step stale", "+9.33 pp", f"{s2:+.1f} pp",
-                     bool(np.isfinite(s2) and s2 > 0 and all(s2 >= o for o in others if np.isfinite(o)))))
-        an, rm = ev("anomaly", "all", "delta"), ev("rate-matched", "all", "delta")
-        rows.append(("CIR > both anomaly baselines (point estimate)", "+3.00 vs +1.67 / +2.00 pp",
-                     f"{g:+.1f} vs {an:+.1f} / {rm:+.1f} pp", bool(g > an and g > rm)))
-        p = ev("cir", "all", "sign_flip_p")
-        rows.append(("CIR's gain is significant (sign-flip p < 0.05)", "p = 0.034", f"p = {p:.3f}", bool(p < 0.05)))
-    return pd.DataFrame(rows, columns=["finding", "paper", "this_run", "reappears"])
 
 
 # ------------------------------------------------------------------ findings that can fail (issue 25)
