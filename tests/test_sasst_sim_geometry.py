@@ -163,6 +163,14 @@ def test_short_goal_subgroup_and_audit_records():
     assert (radii["radius_outside"] <= radii["radius"]).all()
     out = rec[rec.geometry.isin(outside)]
     assert not out["target_feasible"].any() and not out["correct"].any()
+    # ... because the budget is set where it is checked: on the discovery half, every target
+    # tilt's discovery distance (the engine's own, from the candidate table) exceeds it
+    assert (out["radius"] < out["target_distance"]).all()
+    inside = rec[rec.geometry.isin(gs.AUDIT_GEOMETRIES)].set_index(["trial", "geometry"])
+    for r in out.itertuples():
+        m = r.geometry.removesuffix(gs.OUTSIDE)
+        want = min(inside.loc[(r.trial, m), "radius"], (1 - gs.OUTSIDE_MARGIN) * r.target_distance)
+        assert r.radius == pytest.approx(want, rel=1e-12)
     # the registry is the fixed axis registry: 12 columns x 2 signs x 2 strengths
     assert (rec["n_candidates"] == 48).all()
     nr = rec[rec.geometry == "no_radius"]

@@ -89,6 +89,7 @@ __all__ = [
     "short_goal_subgroup",
     "AuditConfig",
     "audit_radii",
+    "discovery_outside_radii",
     "audit_trial",
     "run_geometry_audit",
     "table10",
@@ -611,8 +612,11 @@ class AuditConfig:
         return asdict(self)
 
 
-#: Relative margin below the nearest target tilt's distance (on all tasks) of the "target outside budget"
-#: radius: discovery-half distances scatter around the all-task distance, so the budget keeps 20% room.
+#: Relative margin below the nearest target tilt's distance of the "target outside budget" radius.
+#: The distance is measured where the budget is checked: on each trial's discovery half, with
+#: the registry and the geometry fitted there as discovery fits them (score-blind: features
+#: only), so no target tilt can be admitted (issue 30; an all-task budget admitted the target
+#: in 27 of 1,200 trials). The margin keeps the budget clearly below the target, not at it.
 OUTSIDE_MARGIN = 0.2
 #: Suffix of the Table 10 rows whose budget excludes the target (the paper's setting).
 OUTSIDE = ", target outside budget"
@@ -647,8 +651,8 @@ def audit_radii(features: pd.DataFrame, emb: Sequence[str], cfg: AuditConfig) ->
     """The frozen absolute radius budget: per (kernel seed, geometry), the radius and
     whether the target rule (low ``scenario_words``) lies within it, on all tasks, and
     ``radius_outside``: the common budget shrunk to :data:`OUTSIDE_MARGIN` (20%) below
-    the nearest target tilt's distance when the target lies inside it (the paper's Table 10 premise: the target is
-    outside the budget for every geometry).
+    the nearest target tilt's distance on all tasks (a reference only: the trials set
+    the outside budget on their discovery half, :func:`discovery_outside_radii`).
 
     Score-blind: only the features enter.
     """
@@ -672,6 +676,29 @@ def audit_radii(features: pd.DataFrame, emb: Sequence[str], cfg: AuditConfig) ->
     return pd.DataFrame(rows)
 
 
+def discovery_outside_radii(X_d: np.ndarray, names: Sequence[str], emb: Sequence[str], kernel_seed: int,
+                            radius: pd.Series | dict, cfg: AuditConfig) -> dict[str, float]:
+    """The "target outside budget" radius of each geometry, set on the discovery half.
+
+    ``min(radius[m], (1 - OUTSIDE_MARGIN) * d_min)`` with ``d_min`` the smallest distance
+    of a target tilt (low ``scenario_words``) from uniform weights, computed on the
+    discovery features ``X_d`` (n_D, d) with the registry and the geometry fitted on
+    them: the distances discovery checks the radius against. Score-blind (features
+    only), fixed before any outcome is read. Raises ``ValueError`` if the registry has
+    no target tilt.
+    """
+    fam = _audit_registry(cfg)
+    rules = fam.fit(np.asarray(X_d, float), list(names))
+    target = np.array([_is_target(r.describe()) for r in rules])
+    if not target.any():
+        raise ValueError("the audit registry has no low-scenario_words tilt (the target)")
+    out = {}
+    for m in AUDIT_GEOMETRIES:
+        dist = registry_distances(fam, X_d, names, _audit_geometry(m, names, emb, kernel_seed, cfg))
+        out[m] = min(float(radius[m]), float(dist[target].min()) * (1.0 - OUTSIDE_MARGIN))
+    return out
+
+
 def audit_trial(trial: int, rng: np.random.Generator, *, features: pd.DataFrame, emb: Sequence[str],
                 radii: pd.DataFrame, cfg: AuditConfig) -> list[dict[str, Any]]:
     """One audit trial: a random half split of the frozen tasks, fresh outcomes with the
@@ -693,7 +720,7 @@ def audit_trial(trial: int, rng: np.random.Generator, *, features: pd.DataFrame,
     rad = radii[radii["kernel_seed"] == ks].set_index("geometry")["radius"]
     contrast = {"candidate": 1, "baseline": -1}
     common = dict(sign=-1, family="axis", min_ess=cfg.min_ess, density_cap=cfg.density_cap)
-    rad_out = radii[radii["kernel_seed"] == ks].set_index("geometry")["radius_outside"]
+    rad_out = discovery_outside_radii(X[d], names, emb, ks, rad, cfg)
     slots = [Slot(m, contrast, geometry=m, radius=float(rad[m]), **common) for m in AUDIT_GEOMETRIES]
     slots += [Slot(outside_name(m), contrast, geometry=m, radius=float(rad_out[m]), **common)
               for m in AUDIT_GEOMETRIES]
@@ -716,10 +743,14 @@ def audit_trial(trial: int, rng: np.random.Generator, *, features: pd.DataFrame,
             rule = fr.rule.describe()
             correct = _is_target(rule)
             length_axis = _is_length_axis(rule)
-        target_ok = cand["rule"].map(_is_target) & cand["feasible"]
-        out.append({"trial": trial, "kernel_seed": ks, "geometry": s.name, "accepted": fr.n_feasible,
+        is_t = cand["rule"].map(_is_target)
+        target_ok = is_t & cand["feasible"]
+        out.append({"trial": trial, "kernel_seed": ks, "geometry": s.name, "radius": s.radius,
+                    "accepted": fr.n_feasible,
                     "accepted_radius": within, "n_candidates": fr.n_candidates, "correct": correct,
-                    "length_axis": length_axis, "target_feasible": bool(target_ok.any()), "auc": auc, "rule": rule})
+                    "length_axis": length_axis, "target_feasible": bool(target_ok.any()),
+                    "target_distance": float(cand.loc[is_t, "distance"].min()) if s.radius is not None else np.nan,
+                    "auc": auc, "rule": rule})
     return out
 
 
