@@ -220,6 +220,7 @@ def test_scripted_chat_user_rules():
     # a question that asks no consent is answered, and a later statement ends the chat
     u = ScriptedChatUser(task)
     assert u.reply("What is your zip code?").startswith("Yes")
+    assert u.reply("Hello! How can I help you today?") and u.reply("May I have your email?")
     assert not u.pending and u.reply("Your order is on its way.") is None
     assert u.end_reason == "agent_asked_nothing" and u.unrun_consents == 0
     # consent, then a write: settled, the next statement ends the chat

@@ -91,10 +91,13 @@ class SimulatedUser(_SimulatedReviewer):
 
 
 #: Words that make an agent's question a request for consent to act (case-insensitive,
-#: whole words): after answering one, :class:`ScriptedChatUser` waits for a write.
+#: whole words): after answering one, :class:`ScriptedChatUser` waits for a write. A
+#: heuristic: "How can I help?" or "May I have your email?" are not consent requests and
+#: are left out; "Can you confirm your zip code?" is one by this rule (the user then
+#: waits, and records ``write_never_ran`` if no write follows).
 CONSENT_WORDS: tuple[str, ...] = (
-    "confirm", "proceed", "go ahead", "shall i", "should i", "may i", "can i", "want me to",
-    "would you like me to", "do you want", "okay to", "ok to",
+    "confirm", "proceed", "go ahead", "shall i", "should i", "want me to", "would you like me to",
+    "okay to", "ok to",
 )
 _CONSENT_RE = re.compile(r"\b(" + "|".join(re.escape(w) for w in CONSENT_WORDS) + r")\b", re.IGNORECASE)
 
