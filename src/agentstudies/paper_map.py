@@ -9,7 +9,7 @@ of the function or method that computes it), the artifact files the chapter writ
 
 Everything a chapter writes as CSV is either in an entry's ``artifacts`` or matched by a
 pattern of :data:`INTERNAL` (trial records, timings, listings and this repository's own
-tables without a paper counterpart), so a new CSV must be placed in one of the two
+tables without a paper counterpart) or :data:`EVERY_CHAPTER` (the findings table), so a new CSV must be placed in one of the two
 (``tests/test_paper_map.py`` runs the smoke profile of every chapter and checks both
 directions, that every builder imports, every anchor exists and every paper CSV is
 present).
@@ -33,7 +33,7 @@ from fnmatch import fnmatch
 from pathlib import Path
 from typing import Any, Sequence
 
-__all__ = ["PaperItem", "ITEMS", "INTERNAL", "PAPERS", "find", "describe", "resolve_builder", "is_internal"]
+__all__ = ["PaperItem", "ITEMS", "INTERNAL", "EVERY_CHAPTER", "PAPERS", "find", "describe", "resolve_builder", "is_internal"]
 
 #: Short paper name -> (full title, words a query may use for it).
 PAPERS: dict[str, tuple[str, tuple[str, ...]]] = {
@@ -240,9 +240,9 @@ INTERNAL: dict[str, tuple[str, ...]] = {
     "sasst_feasibility": ("study_c_*.csv", "table11_stability_modes.csv", "checks_by_stage.csv"),
     "sasst_real_features": ("score_tensor_summary.csv", "report_*.csv", "table12_*.csv"),
     # the handoff chapter's inputs, listings and LLM side study
-    "alfworld_handoff": ("assignments.csv", "llm_*.csv", "findings.csv"),
+    "alfworld_handoff": ("assignments.csv", "llm_*.csv"),
     "alfworld_recovery": ("tasks.csv", "timing.csv", "paired*.csv", "llm_cost.csv", "clone_audit.csv",
-                          "changed_actions.csv", "router_episodes.csv", "reappearance.csv", "findings.csv",
+                          "changed_actions.csv", "router_episodes.csv", "reappearance.csv",
                           "controls.csv", "testability.csv", "router_horizon_leak.csv", "router_rescue_sets.csv"),
     "impossible_cheating": ("variants_*.csv", "isolation.csv", "outcomes.csv", "cheating_rates.csv",
                             "strategy_mix.csv", "legit_pass_rates.csv", "cheating_by_difficulty.csv",
@@ -259,9 +259,15 @@ INTERNAL: dict[str, tuple[str, ...]] = {
 }
 
 
+#: CSVs any chapter may write that are no paper item: the verdict table of "What this
+#: run shows" (``agentstudies.findings``).
+EVERY_CHAPTER: tuple[str, ...] = ("findings.csv",)
+
+
 def is_internal(chapter: str, filename: str) -> bool:
-    """Whether ``artifacts/<chapter>/<filename>`` is marked internal in :data:`INTERNAL`."""
-    return any(fnmatch(filename, pat) for pat in INTERNAL.get(chapter, ()))
+    """Whether ``artifacts/<chapter>/<filename>`` is marked internal (:data:`INTERNAL`,
+    :data:`EVERY_CHAPTER`)."""
+    return any(fnmatch(filename, pat) for pat in (*INTERNAL.get(chapter, ()), *EVERY_CHAPTER))
 
 
 def resolve_builder(dotted: str) -> Any:
