@@ -457,7 +457,8 @@ def _log_frame(path: Path, header: Any, scorer: str | None, workflow: Any, task_
     df = pd.DataFrame(rows)
     ds = header.eval.dataset
     expected_ids = list(getattr(ds, "sample_ids", None) or [])
-    missing = [i for i in expected_ids if str(i) not in set(df["sample_id"].astype(str))]
+    present = set(df["sample_id"].astype(str))
+    missing = [i for i in expected_ids if str(i) not in present]
     note = None
     if status != "success":
         note = {"log": path.name, "status": status, "missing_samples": len(missing)}
