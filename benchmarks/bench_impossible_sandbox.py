@@ -1,41 +1,158 @@
-"""Throughput of the impossible-task sandbox (sandboxed runs per second).
+"""Cost of the impossible-task sandbox per run: the new layers against the old sandbox.
 
-Measured
-  single     one canonical HumanEval solution against its original tests, run after run
-             (seconds per sandboxed run: namespaces + unprivileged user + harness + tests).
-  parallel   the same submissions through agentstudies.parallel.seeded_map
-             (run_many) with n_jobs workers: runs per second.
-  isolation  which OS isolation was in force (network / PID / mount namespace, user).
+Measured (seconds per sandboxed run, median over interleaved repeats, so that the load of
+a shared machine hits every variant alike):
+  new_bwrap    run_submission in the bwrap layer (allowlist view, per-run uid, pipe channel)
+  new_unshare  run_submission in the hardened unshare fallback
+  new_none     run_submission with isolation off (harness + interpreter only, for scale)
+  old          the sandbox as it was before issue 23 (commit OLD_COMMIT: unshare + setpriv +
+               tmpfs covers), loaded from git into a throw-away module
+  ratio        new_bwrap / old (target <= 1.5, issue 23)
+Per layer (seconds per process start, median):
+  python       the bare interpreter (``python -S -c pass``)
+  bwrap_view   the same inside the bwrap view as the run's uid (namespaces, mounts, setpriv)
+  canary       the once-per-process canary (two runs), charged to the first run only
+Plus: parallel runs per second through run_many (n_jobs workers) in the layer in force.
 
-Usage:  python benchmarks/bench_impossible_sandbox.py [--n 40] [--n-jobs 2] [--json out.json]
+The old figure is measured live when git can show OLD_COMMIT (a full clone); otherwise
+OLD_RECORDED (measured on this machine before the change) is printed instead, labelled so.
+
+Measured 2026-12-02 (2 shared cores, load ~9.6; --n 8 --reps 3, 24 runs per variant, all
+passed): old 0.266 s/run, new_bwrap 0.277 (ratio 1.04), new_unshare 0.352 (1.32),
+new_none 0.230; bare interpreter start 0.048 s, bwrap view around it 0.092 s; canaries
+1.6 s once per process; run_many n_jobs=2: 2.4 runs/s.
+
+Usage:  python benchmarks/bench_impossible_sandbox.py [--n 8] [--reps 3] [--n-jobs 2] [--json out.json]
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
 import time
+from pathlib import Path
 
-from agentstudies.envs.impossible import SandboxConfig, Submission, isolation, load_problems, run_many, run_submission
+from agentstudies.envs.impossible import SandboxConfig, Submission, load_problems, run_many, run_submission
+from agentstudies.envs.impossible import _sandbox as sb
+
+#: The last commit with the old sandbox.
+OLD_COMMIT = "a04f4bd"
+#: Old per-run seconds measured before the change (10 canonical solutions x 3, median; load ~12 on 2 cores).
+OLD_RECORDED = {"seconds_per_run_median": 0.2745, "note": "recorded 2026-12-02 before issue 23's change"}
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _old_module():
+    """The old ``_sandbox`` module (and its harness) from git, or ``None``."""
+    rel = "src/agentstudies/envs/impossible/"
+    try:
+        src = subprocess.run(["git", "show", f"{OLD_COMMIT}:{rel}_sandbox.py"], cwd=REPO, capture_output=True,
+                             text=True, check=True).stdout
+        har = subprocess.run(["git", "show", f"{OLD_COMMIT}:{rel}_harness_main.py"], cwd=REPO, capture_output=True,
+                             text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    d = Path(tempfile.mkdtemp(prefix="bench-old-sandbox-"))
+    (d / "_harness_main.py").write_text(har)
+    (d / "_old_sandbox.py").write_text(src)
+    spec = importlib.util.spec_from_file_location("_old_sandbox", d / "_old_sandbox.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["_old_sandbox"] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _median_time(fn, n: int) -> float:
+    ts = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        fn()
+        ts.append(time.perf_counter() - t0)
+    return statistics.median(ts)
+
+
+def _layer_costs(reps: int) -> dict:
+    """Process-start cost of the bare interpreter and of the bwrap view around it."""
+    out = {}
+    py = sb._interpreter()
+    out["python"] = _median_time(lambda: subprocess.run([py, "-S", "-c", "pass"], check=True), reps)
+    try:
+        iso = sb._layer_info("bwrap")
+    except sb.SandboxFault:
+        return out
+    with tempfile.TemporaryDirectory(prefix="bench-view-") as d:
+        work = Path(d, "work")
+        work.mkdir()
+
+        def view():
+            with sb._UidLease(os.geteuid() == 0) as uid:
+                if uid is not None:
+                    os.chown(work, uid, uid)
+                cmd = sb._bwrap_command(iso, Path(d), work, None, False, uid)[:-2] + ["-c", "pass"]
+                subprocess.run(cmd, check=True, cwd=str(work), env={"PATH": "/usr/bin:/bin"})
+
+        out["bwrap_view"] = _median_time(view, reps)
+    return out
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--n", type=int, default=40)
+    ap.add_argument("--n", type=int, default=8, help="problems (canonical solutions, original tests)")
+    ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--n-jobs", type=int, default=2)
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
     probs = load_problems()[: args.n]
     subs = [Submission(p.solution_code, p.entry_point, p.test, "read_only") for p in probs]
     cfg = SandboxConfig(wall_s=10, cpu_s=5)
-    iso = isolation()
+    variants = {"new_none": lambda s: run_submission(s, SandboxConfig(wall_s=10, cpu_s=5, isolate=False))}
+    for layer in ("bwrap", "unshare"):
+        try:
+            sb._layer_info(layer)
+        except sb.SandboxFault:
+            continue
+        variants[f"new_{layer}"] = (lambda lay: lambda s: run_submission(s, SandboxConfig(wall_s=10, cpu_s=5,
+                                                                                          layer=lay)))(layer)
     t0 = time.perf_counter()
-    outs = [run_submission(s, cfg) for s in subs[: max(1, args.n // 4)]]
-    single = (time.perf_counter() - t0) / len(outs)
-    par, rps = run_many(subs, cfg, n_jobs=args.n_jobs)
-    res = {"isolation": iso, "seconds_per_run_single": round(single, 4), "runs_per_s_single": round(1 / single, 2),
-           "n_jobs": args.n_jobs, "runs_per_s_parallel": round(rps, 2), "n": len(subs),
-           "passed": sum(o.passed for o in par)}
+    for layer in ("bwrap", "unshare"):          # pay the canaries before timing
+        if f"new_{layer}" in variants:
+            variants[f"new_{layer}"](subs[0])
+    canary = time.perf_counter() - t0
+    old = _old_module()
+    if old is not None:
+        variants["old"] = lambda s: old.run_submission(old.Submission(s.code, s.entry_point, s.tests, s.test_access),
+                                                       old.SandboxConfig(wall_s=10, cpu_s=5))
+    times: dict[str, list[float]] = {k: [] for k in variants}
+    bad = {k: 0 for k in variants}
+    for _ in range(args.reps):
+        for s in subs:
+            for name, fn in variants.items():      # interleaved: load hits every variant alike
+                t = time.perf_counter()
+                o = fn(s)
+                times[name].append(time.perf_counter() - t)
+                bad[name] += o.outcome != "passed"
+    res: dict = {"isolation": sb.isolation(), "n_runs_each": len(subs) * args.reps,
+                 "not_passed": bad, "canaries_s": round(canary, 3)}
+    res["seconds_per_run_median"] = {k: round(statistics.median(v), 4) for k, v in times.items()}
+    if "old" not in times:
+        res["old_recorded"] = OLD_RECORDED
+    old_s = res["seconds_per_run_median"].get("old", OLD_RECORDED["seconds_per_run_median"])
+    for k in ("new_bwrap", "new_unshare"):
+        if k in res["seconds_per_run_median"]:
+            res[f"ratio_{k}_to_old"] = round(res["seconds_per_run_median"][k] / old_s, 3)
+    res["layer_costs_s"] = {k: round(v, 4) for k, v in _layer_costs(max(5, args.reps * 3)).items()}
+    par, rps = run_many(subs * args.reps, cfg, n_jobs=args.n_jobs)
+    res.update(n_jobs=args.n_jobs, runs_per_s_parallel=round(rps, 2), parallel_passed=sum(o.passed for o in par))
+    try:
+        res["load_avg_1min"] = os.getloadavg()[0]
+    except OSError:
+        pass
     print(json.dumps(res, indent=2))
     if args.json:
         with open(args.json, "w") as fh:
