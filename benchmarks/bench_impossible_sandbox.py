@@ -10,17 +10,25 @@ a shared machine hits every variant alike):
   ratio        new_bwrap / old (target <= 1.5, issue 23)
 Per layer (seconds per process start, median):
   python       the bare interpreter (``python -S -c pass``)
-  bwrap_view   the same inside the bwrap view as the run's uid (namespaces, mounts, setpriv)
+  bwrap_namespaces  the same in fresh namespaces (bwrap, the host's root bound whole)
+  bwrap_view   + the allowlist mounts
+  bwrap_uid_drop  + setpriv to the run's uid: the layer as runs use it
+  (the harness, audit hook and tests are new_none minus python)
   canary       the once-per-process canary (two runs), charged to the first run only
 Plus: parallel runs per second through run_many (n_jobs workers) in the layer in force.
 
 The old figure is measured live when git can show OLD_COMMIT (a full clone); otherwise
 OLD_RECORDED (measured on this machine before the change) is printed instead, labelled so.
 
-Measured 2026-12-02 (2 shared cores, load ~9.6; --n 8 --reps 3, 24 runs per variant, all
-passed): old 0.266 s/run, new_bwrap 0.277 (ratio 1.04), new_unshare 0.352 (1.32),
-new_none 0.230; bare interpreter start 0.048 s, bwrap view around it 0.092 s; canaries
-1.6 s once per process; run_many n_jobs=2: 2.4 runs/s.
+Measured 2026-12-02 on 2 shared cores, --n 8 --reps 3 (24 runs per variant, all passed):
+  load ~9.6:  old 0.266 s/run, new_bwrap 0.277 (1.04x), new_unshare 0.352 (1.32x),
+              new_none 0.230; run_many n_jobs=2: 2.4 runs/s.
+  load ~4.3:  old 0.0661 s/run, new_bwrap 0.0659 (1.00x), new_unshare 0.0911 (1.38x),
+              new_none 0.0527; python 0.0123, bwrap_namespaces 0.0189, bwrap_view 0.0152,
+              bwrap_uid_drop 0.0187 (single starts; +2-7 ms over the bare interpreter, within
+              noise of each other); run_many n_jobs=2: 8.5 runs/s; canaries 0.42 s.
+  The largest part of a run is the harness inside the interpreter (new_none - python,
+  ~40 ms: stdlib imports, test compile), not the isolation (~7-13 ms).
 
 Usage:  python benchmarks/bench_impossible_sandbox.py [--n 8] [--reps 3] [--n-jobs 2] [--json out.json]
 """
@@ -90,14 +98,22 @@ def _layer_costs(reps: int) -> dict:
         work = Path(d, "work")
         work.mkdir()
 
-        def view():
+        def view(stage: str):
             with sb._UidLease(os.geteuid() == 0) as uid:
                 if uid is not None:
                     os.chown(work, uid, uid)
-                cmd = sb._bwrap_command(iso, Path(d), work, None, False, uid)[:-2] + ["-c", "pass"]
+                full = sb._bwrap_command(iso, Path(d), work, None, False, uid)[:-2] + ["-c", "pass"]
+                cut = full.index("--")
+                if stage == "namespaces":     # fresh namespaces, the host's root bound whole
+                    cmd = full[:8] + ["--bind", "/", "/", "--"] + full[-6:]
+                elif stage == "view":          # + the allowlist mounts
+                    cmd = full[:cut + 1] + full[-6:]
+                else:                          # + the uid drop (setpriv): the layer as used
+                    cmd = full
                 subprocess.run(cmd, check=True, cwd=str(work), env={"PATH": "/usr/bin:/bin"})
 
-        out["bwrap_view"] = _median_time(view, reps)
+        for stage in ("namespaces", "view", "uid_drop"):
+            out[f"bwrap_{stage}"] = _median_time(lambda: view(stage), reps)
     return out
 
 
