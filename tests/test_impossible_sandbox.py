@@ -403,3 +403,11 @@ def test_verdict_cache_keys_on_the_layer_in_force(monkeypatch):
     real = sb._layer_info
     monkeypatch.setattr(sb, "_layer_info", lambda layer: dict(real(layer), layer=other))
     assert sb.VerdictCache.key(sub, FAST) != key
+
+
+def test_a_relative_base_dir_works(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    os.mkdir("rel base")
+    r = run_submission(Submission(GOOD, "square", TESTS), FAST, base_dir="rel base")
+    assert r.outcome == "passed", r.detail
+    assert os.listdir("rel base") == []          # the run's folder is gone afterwards

@@ -936,7 +936,9 @@ def run_submission(sub: Submission, config: SandboxConfig = SandboxConfig(), *,
         return RunOutcome("error", detail=refused, isolation=layer)
     if layer != "none":
         _canary(config, iso)
-    root = Path(tempfile.mkdtemp(prefix="impossible-", dir=base_dir))
+    # the real, absolute path: the bwrap view binds it at that path, and a relative or
+    # symlinked one would resolve differently inside
+    root = Path(os.path.realpath(tempfile.mkdtemp(prefix="impossible-", dir=base_dir)))
     t0 = time.perf_counter()
     try:
         ran = _launch(root, sub, config, iso)
