@@ -240,7 +240,7 @@ INTERNAL: dict[str, tuple[str, ...]] = {
     "sasst_feasibility": ("study_c_*.csv", "table11_stability_modes.csv", "checks_by_stage.csv"),
     "sasst_real_features": ("score_tensor_summary.csv", "report_*.csv", "table12_*.csv"),
     # the handoff chapter's inputs, listings and LLM side study
-    "alfworld_handoff": ("assignments.csv", "llm_*.csv"),
+    "alfworld_handoff": ("assignments.csv", "llm_*.csv", "controls.csv", "testability.csv"),
     "alfworld_recovery": ("tasks.csv", "timing.csv", "paired*.csv", "llm_cost.csv", "clone_audit.csv",
                           "changed_actions.csv", "router_episodes.csv", "reappearance.csv",
                           "controls.csv", "testability.csv", "router_horizon_leak.csv", "router_rescue_sets.csv"),
