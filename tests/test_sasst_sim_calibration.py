@@ -245,11 +245,19 @@ def test_a4_truths_and_false_fragility_accounting():
 
 @pytest.mark.slow
 def test_fixed_oracle_pointwise_coverage_is_nominal_at_moderate_size():
-    recs = C.run_table4(design=DESIGN, M_values=[800], R_values=[5], n_trials=150, n_draws=500, seed=11,
+    # Tolerance: 3 Monte-Carlo standard errors of a one-sided coverage, sqrt(p (1 - p) / n)
+    # at n = 1,000 trials (2.1 points; was 3 SE at 150 trials plus 1 point, 6.3 points).
+    # Issue 30: at M = 1000 / 4000 / 16000 (1,000 trials each, R = 5, seed 777) the upper
+    # (fragility) bound covered 93.9 / 93.7 / 95.5 % with the SE ratio 1.02 / 1.00 / 1.03
+    # and the opposite bound 96.5 / 95.2 / 95.8 %: the spread is right and a skew of the
+    # estimator (soft selection at temperature 0.05) moves the two one-sided coverages
+    # apart by an amount that fades with M -- a finite-sample effect, not a bug.
+    n = 1000
+    recs = C.run_table4(design=DESIGN, M_values=[800], R_values=[5], n_trials=n, n_draws=500, seed=11,
                         truth_points=NPTS)
-    tab = C.summarize_table4(recs, DESIGN, NPTS)
-    cov = tab.set_index("rule").loc["fixed", "coverage"]
-    assert abs(cov - 0.95) < 3 * np.sqrt(0.95 * 0.05 / 150) + 0.01
+    row = C.summarize_table4(recs, DESIGN, NPTS).set_index("rule").loc["fixed"]
+    assert row["n_trials"] == n
+    assert abs(row["coverage"] - 0.95) < 3 * np.sqrt(0.95 * 0.05 / n)
 
 
 def test_lean_trial_records_equal_the_full_report():
