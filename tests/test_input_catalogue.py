@@ -316,7 +316,22 @@ def _recovery_cases() -> list[Case]:
     one = recovery_table(n_tasks=1, cohorts=("A", "B"))
     tab = recovery_table()
     text = tab.assign(y_with=tab["y_with"].astype(str))
+    def relabel_5(d: pd.DataFrame) -> pd.DataFrame:
+        d = d.astype(object)
+        d.loc[d.task_id == "all-t0", "task_id"] = 5
+        d.loc[d.task_id == "all-t1", "task_id"] = "5"
+        return d
+
+    def at(col, i, v):
+        return lambda d: d.__setitem__(col, d[col].astype(float).where(d.index != i, v))
+
     return [
+        Case("recovery duplicate task 5 vs '5'", lambda: validate_paired(relabel_5(tab)), ValueError,
+             r"duplicate fork: row 2 \(cohort='all', task_id='5', condition='clean'.*repeats row 0"),
+        Case("recovery +inf outcome", lambda: validate_paired(mutate(tab, at("y_with", 2, np.inf))), ValueError,
+             "y_with=inf is not a binary outcome"),
+        Case("recovery NaN in one branch", lambda: validate_paired(mutate(tab, at("y_with", 3, np.nan))), ValueError,
+             "unpaired row 3 .*y_with is missing"),
         Case("recovery one task per cohort", lambda: analyze_paired(one, n_draws=50), ValueError,
              r"2 of 2 cohort\(s\) have fewer than two tasks: 'A': 1 task, 'B': 1 task.*allow_singleton_strata=True"),
         Case("recovery one-task cohorts allowed, noted",
