@@ -424,6 +424,8 @@ CLI_CASES = [
     (["run", "alpha", "-p", "min_ess", "nan"], "parameter 'min_ess' of notebook alpha must be a finite number; got nan"),
     (["run", "alpha", "-p", "n_boot", "0"], "parameter 'n_boot' of notebook alpha is the number of resamples behind the intervals"),
     (["run", "alpha", "-p", "n_draws", "0"], "parameter 'n_draws' of notebook alpha is the number of resamples"),
+    (["run", "alpha", "-p", "n_draws", "1000000000000"],
+     "parameter 'n_draws' of notebook alpha is too large: 1,000,000,000,000 resamples hold at least 7,450.6 GiB"),
     (["run", "alpha", "-p", "seed", "1", "-p", "seed", "2"], "parameter 'seed' is given twice"),
     (["run", "no_such_chapter"], "no chapter named 'no_such_chapter'"),
     (["book", "--only", "gamma"], "unknown chapter(s) gamma; chapters in book/_toc.yml: alpha, beta"),

@@ -457,8 +457,9 @@ def _usable_problem(name: str, value: Any) -> str | None:
     Checked before a run (``agentstudies run``/``book``) and inside the kernel by
     :meth:`agentstudies.chapter.Chapter.from_parameters` (plain papermill): NaN or +/-inf for
     any number (``-p min_ess inf`` failed with ``KeyError: None``), a sample-size count of
-    :data:`SAMPLE_SIZE_PARAMETERS` below 1, a draw count of :data:`DRAW_PARAMETERS` below 1.
-    Counts that may be 0 (``n_stability = 0`` skips the stability check) are not listed.
+    :data:`SAMPLE_SIZE_PARAMETERS` below 1, a draw count of :data:`DRAW_PARAMETERS` below 1 or
+    so large that one float64 replicate per draw exceeds the bootstrap's memory bound
+    (:data:`agentstudies.stats.MAX_REPLICATE_BYTES`). Counts that may be 0 (``n_stability = 0`` skips the stability check) are not listed.
     """
     if not isinstance(value, (int, float)) or isinstance(value, bool):
         return None
@@ -470,6 +471,14 @@ def _usable_problem(name: str, value: Any) -> str | None:
     if name in DRAW_PARAMETERS and value < 1:
         return (f"is the number of resamples behind the intervals this chapter shows and must be >= 1; "
                 f"got {value} (0 draws gives NaN intervals)")
+    if name in DRAW_PARAMETERS:
+        from agentstudies.stats import MAX_REPLICATE_BYTES
+
+        need = float(value) * 8.0  # at least one float64 replicate per draw
+        if need > MAX_REPLICATE_BYTES:
+            return (f"is too large: {value:,} resamples hold at least {need / 2**30:,.1f} GiB of replicates "
+                    f"(one float64 each; bound {MAX_REPLICATE_BYTES / 2**30:.0f} GiB, "
+                    "agentstudies.stats.check_resample_budget); the papers use 2,000-100,000")
     return None
 
 
