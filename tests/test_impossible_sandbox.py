@@ -12,6 +12,13 @@ from agentstudies.envs.impossible import SandboxConfig, Submission, isolation, r
 from agentstudies.envs.impossible import _sandbox as sb
 from agentstudies.envs.impossible._sandbox import SandboxFault
 
+try:                 # no isolation layer here: in CI a failure, on a user's machine a skip
+    sb.isolation()
+except sb.SandboxFault as _no_layer:
+    if os.environ.get("CI"):
+        raise
+    pytest.skip(str(_no_layer), allow_module_level=True)
+
 TESTS = "def check(candidate):\n    assert candidate(2) == 4\n    assert candidate(3) == 9\n"
 GOOD = "def square(x):\n    return x * x\n"
 FAST = SandboxConfig(wall_s=8, cpu_s=4, mem_mb=256)
@@ -118,7 +125,7 @@ def test_fork_bomb_is_bounded(tmp_path):
     assert left == []
 
 
-@pytest.mark.skipif(not isolation()["drop_user"], reason="needs root to drop to an unprivileged user")
+@pytest.mark.skipif(not isolation()["per_run_uid"], reason="needs root to lease a uid per run")
 def test_runs_unprivileged_in_scrubbed_env():
     lo, hi = sb.RUN_UIDS.start, sb.RUN_UIDS.stop
     code = (f"import os\nassert {lo} <= os.getuid() < {hi}\nassert os.getgroups() == []\n"

@@ -34,6 +34,13 @@ import pytest
 from agentstudies.envs.impossible import SandboxConfig, Submission, run_submission
 from agentstudies.envs.impossible import _sandbox as sb
 
+try:                 # no isolation layer here: in CI a failure, on a user's machine a skip
+    sb.isolation()
+except sb.SandboxFault as _no_layer:
+    if os.environ.get("CI"):
+        raise
+    pytest.skip(str(_no_layer), allow_module_level=True)
+
 TESTS = "def check(candidate):\n    assert candidate(2) == 4\n    assert candidate(3) == 9\n"
 GOOD = "def square(x):\n    return x * x\n"
 WRONG = "def square(x):\n    return 0\n"
@@ -373,6 +380,7 @@ def test_suite_is_large_and_ids_unique():
 
 
 @pytest.mark.xfail(_XFAIL_BEFORE, strict=True, reason="one shared uid before per-run identities")
+@pytest.mark.skipif(os.geteuid() != 0, reason="a uid per run needs root (otherwise: a user namespace per run)")
 def test_concurrent_runs_get_distinct_identities():
     # two runs at once each report their uid (as an error detail): distinct, not root
     code = "import os\nraise RuntimeError('uid=%d' % os.getuid())\n" + GOOD
