@@ -76,7 +76,9 @@ def test_gold_scores_one_on_every_case(cases):
 
 def test_minefield_zeroes_an_otherwise_perfect_trajectory(cases):
     for c in cases[::8]:
-        ev = replay_gold(c, trigger=True).evaluate()
+        # the trigger (an unrelated write) also breaks an automatic guardrail; without them
+        # the milestones stay perfect and the minefield alone zeroes the score
+        ev = replay_gold(c, trigger=True).evaluate(guardrails=False)
         assert ev.milestone_similarity == 1.0, c.case_id
         assert ev.minefield_hit and ev.similarity == 0.0, c.case_id
 
@@ -195,9 +197,11 @@ def test_geometric_mean_inside_a_milestone_and_turn_count():
                             tool_call={"name": "end_conversation", "arguments": {}}))
     ms = [Milestone("m", (Constraint("tool_trace", target={"timestamp": 100.0}, measures={"timestamp": "close:50"}, tool="shift_timestamp"),
                           Constraint("guardrail", "CONTACT")))]
-    ev = evaluate(ctx, ms, ())
+    ev = evaluate(ctx, ms, (), guardrails=False)
     # constraint similarities 1 - 30/50 = 0.4 and 1: geometric mean sqrt(0.4)
     assert ev.similarity == pytest.approx(np.sqrt(0.4))
+    # automatic guardrails on the three tables no milestone constrains (all unchanged): 0.4^(1/5)
+    assert evaluate(ctx, ms, ()).similarity == pytest.approx(0.4 ** (1 / 5))
     assert ev.mapping == (2,)
     # 6 messages minus the system message and the user -> environment message
     assert turn_count(ctx) == 4 == ev.turn_count

@@ -4,7 +4,7 @@ Mechanics after ToolSandbox (Lu et al., 2024; ``shared/notes/toolsandbox.md``): 
 world tables with per-message stamps and exact snapshots (:class:`ExecutionContext`), 28
 typed tools with implicit state dependencies (:data:`TOOLS`), template-generated scenarios
 with milestones, minefields and the eight augmentations (:func:`generate_scenarios`,
-:func:`make_cases`), ToolSandbox scoring (:func:`evaluate`) and a seeded scripted user
+:func:`make_cases`), ToolSandbox scoring (:func:`evaluate`; remaining departures in :data:`DEPARTURES`) and a seeded scripted user
 (:class:`ScriptedUser`, simulated). ToolSandbox's own code and scenarios are not used.
 """
 
@@ -31,6 +31,7 @@ from agentstudies.envs.toolsandbox._scenarios import (
 )
 from agentstudies.envs.toolsandbox._scoring import (
     CONSTRAINT_KINDS,
+    DEPARTURES,
     SIMILARITIES,
     Constraint,
     Evaluation,
@@ -40,8 +41,11 @@ from agentstudies.envs.toolsandbox._scoring import (
     evaluate,
     rouge_l,
     similarity_matrix,
+    similarity_tensor,
+    table_similarity,
     topological_order,
     turn_count,
+    with_guardrails,
 )
 from agentstudies.envs.toolsandbox._tools import (
     MUTATING_TOOLS,
@@ -57,11 +61,11 @@ from agentstudies.envs.toolsandbox._tools import (
 from agentstudies.envs.toolsandbox._user import ScriptedUser
 
 __all__ = [
-    "AUGMENTATIONS", "CATEGORIES", "CONSTRAINT_KINDS", "DEFAULT_MAX_MESSAGES", "MUTATING_TOOLS", "NAMESPACES",
+    "AUGMENTATIONS", "CATEGORIES", "CONSTRAINT_KINDS", "DEPARTURES", "DEFAULT_MAX_MESSAGES", "MUTATING_TOOLS", "NAMESPACES",
     "ROLES", "SCRAMBLES", "SIMILARITIES", "SYSTEM_PROMPT", "TOOLS", "TOOL_NAMES",
     "Case", "Constraint", "Evaluation", "ExecutionContext", "Intent", "Message", "MessageCapReached", "Milestone",
     "Role", "Say", "Scenario", "ScriptedUser", "Snapshot", "ToolCall", "ToolError", "ToolSandboxEnv", "ToolView",
     "best_mapping", "canonical_phone", "case_table", "column_similarity", "evaluate", "execute_tool", "format_number",
-    "generate_scenarios", "gold_case", "make_cases", "replay_gold", "rouge_l", "similarity_matrix", "topological_order", "turn_count",
-    "validate_scenario",
+    "generate_scenarios", "gold_case", "make_cases", "replay_gold", "rouge_l", "similarity_matrix", "similarity_tensor", "table_similarity", "topological_order", "turn_count",
+    "validate_scenario", "with_guardrails",
 ]

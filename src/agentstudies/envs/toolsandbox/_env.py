@@ -161,10 +161,11 @@ class ToolSandboxEnv:
         return answer
 
     # --------------------------------------------------------------- results
-    def evaluate(self) -> Evaluation:
-        """ToolSandbox score of the log so far (similarity, mapping, minefields, turns)."""
+    def evaluate(self, *, guardrails: bool = True) -> Evaluation:
+        """ToolSandbox score of the log so far (similarity, mapping, minefields, turns);
+        ``guardrails=False`` drops the automatic guardrails (a named departure)."""
         sc = self.scenario
-        return evaluate(self.ctx, sc.milestones, sc.edges, sc.minefields)
+        return evaluate(self.ctx, sc.milestones, sc.edges, sc.minefields, guardrails=guardrails)
 
     def snapshot(self, after: int | None = None) -> Snapshot:
         return self.ctx.snapshot(after)
@@ -214,7 +215,8 @@ def validate_scenario(scenario: Scenario) -> list[str]:
 
     Checks: the gold trajectory runs without tool errors, ends the conversation, scores
     1.0 with every milestone matched and no minefield; each minefield is avoidable (the gold
-    avoids it) and live (the trigger hits one while the milestones stay at 1.0); the
+    avoids it) and live (the trigger hits one while the milestones, without automatic
+    guardrails, stay at 1.0); the
     allow-list holds every tool the gold calls.
     """
     problems = []
@@ -236,7 +238,8 @@ def validate_scenario(scenario: Scenario) -> list[str]:
         problems.append("gold hits a minefield")
     if not scenario.minefields:
         problems.append("no minefield")
-    tr = replay_gold(scenario, trigger=True).evaluate()
+    # the trigger also breaks an automatic guardrail; without them the milestones stay at 1.0
+    tr = replay_gold(scenario, trigger=True).evaluate(guardrails=False)
     if not (tr.minefield_hit and tr.similarity == 0.0 and tr.milestone_similarity == 1.0):
         problems.append(f"trigger does not zero an otherwise perfect trajectory: {tr}")
     return problems

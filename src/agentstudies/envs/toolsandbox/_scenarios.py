@@ -214,12 +214,20 @@ class _World:
 # -------------------------------------------------------------- building blocks
 def _setting_on(name: str, value: bool = True) -> Milestone:
     return Milestone(f"{name} {'on' if value else 'off'}",
-                     (Constraint("snapshot", "SETTING", {"name": name, "value": value}),))
+                     (Constraint("snapshot", "SETTING", {name: value}),))
 
 
-def _reply(text: str, name: str = "reply to the user") -> Milestone:
-    return Milestone(name, (Constraint("snapshot", "SANDBOX", {"sender": "agent", "recipient": "user", "content": text},
-                                       {"content": "contains"}),))
+def _reply(refs: tuple[str, ...], name: str = "reply to the user") -> Milestone:
+    """The agent's message to the user, graded by ROUGE-L against reference sentences ``refs``."""
+    return Milestone(name, (Constraint("snapshot", "SANDBOX", {"sender": "agent", "recipient": "user", "content": tuple(refs)},
+                                       {"content": "rouge_l"}),))
+
+
+def _decline(refs: tuple[str, ...], guard: str | None = None, name: str = "declined without acting") -> Milestone:
+    """A decline: ROUGE-L against a set of meaning-preserving paraphrases (never one keyword),
+    with a guardrail on ``guard`` (the table the request would have changed)."""
+    reply = _reply(refs).constraints
+    return Milestone(name, ((Constraint("guardrail", guard),) if guard else ()) + reply)
 
 
 def _trace(tool: str, args: Mapping[str, Any], measures: Mapping[str, str] | None = None, name: str | None = None) -> Milestone:
@@ -413,11 +421,11 @@ def _intent_modify_contact(rng, w: _World, fmt: str, known: bool = True) -> tupl
         return Intent("modify_contact_phone", {"name": target["name"], "phone_raw": raw},
                       f"{target['name']} has a new number: {raw}. Please update it.",
                       expect={"person_id": target["person_id"], "phone_number": phone}), p
+    refs = ("I cannot update the number without knowing it.", "Sorry, I can't change the number since I don't know the new one.",
+            f"I'm unable to update {target['name']} without the new number.")
     p.gold.append(_say("ask", "What is the new number?", slot="phone_number"))
-    p.gold.append(_say("cannot", "I cannot update the number without knowing it."))
-    p.chain(Milestone("declined without acting", (
-        Constraint("guardrail", "CONTACT"),
-        Constraint("snapshot", "SANDBOX", {"sender": "agent", "recipient": "user", "content": "cannot"}, {"content": "contains"}))))
+    p.gold.append(_say("cannot", refs[0]))
+    p.chain(_decline(refs, "CONTACT"))
     p.cats |= {"insufficient_information", "multiple_user_turn"}
     return Intent("modify_contact_phone", {"name": target["name"]}, f"{target['name']} changed their number, please update it.",
                   hidden={"phone_number": None}, expect={"phone_number": None}), p
@@ -446,11 +454,11 @@ def _intent_add_reminder(rng, w: _World, when: Mapping[str, int] | None) -> tupl
     content = w.unused_todo[int(rng.integers(len(w.unused_todo)))]
     p.use("add_reminder")
     if when is None:
+        refs = ("I cannot set a reminder without a time.", "Sorry, I can't add the reminder without knowing when.",
+                "I'm unable to create the reminder because I don't know the time.")
         p.gold.append(_say("ask", "When should I remind you?", slot="when"))
-        p.gold.append(_say("cannot", "I cannot set a reminder without a time."))
-        p.chain(Milestone("declined without acting", (
-            Constraint("guardrail", "REMINDER"),
-            Constraint("snapshot", "SANDBOX", {"sender": "agent", "recipient": "user", "content": "cannot"}, {"content": "contains"}))))
+        p.gold.append(_say("cannot", refs[0]))
+        p.chain(_decline(refs, "REMINDER"))
         p.cats |= {"insufficient_information", "multiple_user_turn"}
         p.use("get_current_timestamp", "shift_timestamp")
         return Intent("add_reminder", {"content": content}, f"Remind me to {content}.", hidden={"when": None},
@@ -515,9 +523,12 @@ def _intent_weather(rng, w: _World, city: str | None, days: int) -> tuple[Intent
     lat, lon, _ = PLACES[place]
     p.gold.append(_call("search_weather", latitude=lat, longitude=lon, days_ahead=days))
     text = _weather_text(WEATHER[(place, days)])
+    row = WEATHER[(place, days)]
+    refs = (f"The forecast is {text}.", f"It will be {row['temperature_c']:.1f} degrees Celsius {day} in {place}.",
+            f"Expect {row['temperature_c']:.1f}°C and {row['condition']} {day}.")
     p.chain(_trace("search_weather", {"latitude": lat, "longitude": lon, "days_ahead": days},
-                   {"latitude": "close:0.5", "longitude": "close:0.5"}), _reply(text))
-    p.gold.append(_say("inform", f"The forecast is {text}.", value=text))
+                   {"latitude": "close:0.5", "longitude": "close:0.5"}), _reply(refs))
+    p.gold.append(_say("inform", refs[0], value=text))
     p.cats.add("multiple_tool_call")
     if days:
         p.cats.add("canonicalization")
@@ -530,9 +541,12 @@ def _intent_stock(rng, w: _World, company: str) -> tuple[Intent, _Piece]:
     p = _Piece()
     p.use("search_stock")
     p.gold.append(_call("search_stock", query=company))
-    text = f"{format_number(STOCKS[company][1])} USD"
-    p.chain(_trace("search_stock", {"query": company}), _reply(text))
-    p.gold.append(_say("inform", f"{company} trades at {text}.", value=text))
+    price = format_number(STOCKS[company][1])
+    text = f"{price} USD"
+    refs = (f"{company} trades at {text}.", f"{company} stock is at ${price}.",
+            f"The current price of {company} ({STOCKS[company][0]}) is {price} US dollars.")
+    p.chain(_trace("search_stock", {"query": company}), _reply(refs))
+    p.gold.append(_say("inform", refs[0], value=text))
     p.cats.add("single_tool_call")
     return Intent("stock", {"company": company}, f"How much is {company} stock right now?"), p
 
@@ -545,8 +559,9 @@ def _intent_currency(rng, w: _World) -> tuple[Intent, _Piece]:
     p.gold.append(_call("convert_currency", amount=amount, from_currency=str(a), to_currency=str(b)))
     val = round(amount / FX_PER_USD[a] * FX_PER_USD[b], 2)
     text = format_number(val)
-    p.chain(_trace("convert_currency", {"amount": amount, "from_currency": str(a), "to_currency": str(b)}), _reply(text))
-    p.gold.append(_say("inform", f"That is {text} {b}.", value=text))
+    refs = (f"That is {text} {b}.", f"{amount:g} {a} is {text} {b}.", f"It converts to {text} {b}.")
+    p.chain(_trace("convert_currency", {"amount": amount, "from_currency": str(a), "to_currency": str(b)}), _reply(refs))
+    p.gold.append(_say("inform", refs[0], value=text))
     p.cats.add("single_tool_call")
     return Intent("currency", {"amount": amount, "from": str(a), "to": str(b)}, f"How much is {amount:g} {a} in {b}?"), p
 
@@ -559,8 +574,9 @@ def _intent_units(rng, w: _World, pair: tuple[str, str]) -> tuple[Intent, _Piece
     p.gold.append(_call("unit_conversion", amount=amount, from_unit=src, to_unit=dst))
     val = round(amount * UNITS[src][1] / UNITS[dst][1], 4)
     text = format_number(val)
-    p.chain(_trace("unit_conversion", {"amount": amount, "from_unit": src, "to_unit": dst}), _reply(text))
-    p.gold.append(_say("inform", f"That is {text} {dst}s.", value=text))
+    refs = (f"That is {text} {dst}s.", f"{amount:g} {src}s is {text} {dst}s.", f"It comes to about {text} {dst}s.")
+    p.chain(_trace("unit_conversion", {"amount": amount, "from_unit": src, "to_unit": dst}), _reply(refs))
+    p.gold.append(_say("inform", refs[0], value=text))
     p.cats |= {"single_tool_call", "canonicalization"}
     sw = UNIT_WORDS[src][int(rng.integers(2))]
     dw = UNIT_WORDS[dst][int(rng.integers(2))]
@@ -574,12 +590,12 @@ def _intent_insufficient(rng, w: _World, kind: str) -> tuple[Intent, _Piece, lis
         name = UNKNOWN_NAMES[int(rng.integers(len(UNKNOWN_NAMES)))]
         content = CONTENTS[int(rng.integers(len(CONTENTS)))]
         p.use("search_contacts", "send_message_with_phone_number")
+        refs = (f"I cannot message {name} without a number.", f"Sorry, I can't send the message: I have no phone number for {name}.",
+                f"I'm unable to text {name} because I don't have their number.")
         p.gold.append(_call("search_contacts", name=name))
         p.gold.append(_say("ask", f"I have no contact named {name}. What is their number?", slot="phone_number"))
-        p.gold.append(_say("cannot", f"I cannot message {name} without a number."))
-        p.chain(Milestone("declined without acting", (
-            Constraint("guardrail", "MESSAGING"),
-            Constraint("snapshot", "SANDBOX", {"sender": "agent", "recipient": "user", "content": "cannot"}, {"content": "contains"}))))
+        p.gold.append(_say("cannot", refs[0]))
+        p.chain(_trace("search_contacts", {"name": name}, name="looked the contact up"), _decline(refs, "MESSAGING"))
         p.cats.add("multiple_user_turn")
         mine = [Milestone("message sent without a known number", (Constraint("added", "MESSAGING", {}),))]
         return Intent("send_message", {"recipient_name": name, "content": content}, f"Send a message to {name} saying: {content}",
@@ -587,17 +603,22 @@ def _intent_insufficient(rng, w: _World, kind: str) -> tuple[Intent, _Piece, lis
     if kind == "unknown_city":
         city = UNKNOWN_CITIES[int(rng.integers(len(UNKNOWN_CITIES)))]
         p.use("search_places", "search_weather")
+        refs = (f"I cannot find {city}, so I cannot give its weather.",
+                f"Sorry, I couldn't find a place called {city}, so I can't tell you its weather.",
+                f"I'm unable to locate {city}; I have no forecast for it.")
         p.gold.append(_call("search_places", query=city))
-        p.gold.append(_say("cannot", f"I cannot find {city}, so I cannot give its weather."))
-        p.chain(_reply("cannot", "says it cannot answer"))
+        p.gold.append(_say("cannot", refs[0]))
+        p.chain(_trace("search_places", {"query": city}, name="looked the place up"), _reply(refs, "says it cannot answer"))
         mine = [_trace("search_weather", {}, name="weather looked up for an unknown place")]
         return Intent("weather", {"city": city, "days_ahead": 0}, f"What's the weather in {city} today?"), p, mine
     if kind == "unknown_stock":
         company = UNKNOWN_STOCKS[int(rng.integers(len(UNKNOWN_STOCKS)))]
         p.use("search_stock")
+        refs = (f"I cannot find a stock called {company}.", f"Sorry, there is no stock named {company} that I can look up.",
+                f"I'm unable to find a price for {company}.")
         p.gold.append(_call("search_stock", query=company))
-        p.gold.append(_say("cannot", f"I cannot find a stock called {company}."))
-        p.chain(_reply("cannot", "says it cannot answer"))
+        p.gold.append(_say("cannot", refs[0]))
+        p.chain(_trace("search_stock", {"query": company}, name="looked the stock up"), _reply(refs, "says it cannot answer"))
         mine = [Milestone("made-up price", (Constraint("snapshot", "SANDBOX", {"sender": "agent", "content": " USD"}, {"content": "contains"}),))]
         return Intent("stock", {"company": company}, f"How much is {company} stock right now?"), p, mine
     if kind == "no_time":

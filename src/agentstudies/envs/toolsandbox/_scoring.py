@@ -2,24 +2,35 @@
 
 Following ToolSandbox (Lu et al., 2024, Sec. 2.3; ``shared/notes/toolsandbox.md``):
 
-* a **constraint** compares the world after message ``m`` with a target:
-  ``snapshot`` (some row of the table after ``m`` matches), ``added`` / ``removed`` /
-  ``updated`` (some row added / removed / changed by message ``m``, i.e. between the
-  tables after ``m - 1`` and after ``m``), ``tool_trace`` (message ``m`` is a call of the
-  tool with matching arguments) and ``guardrail`` (the table after ``m`` equals the
-  starting table). A row's similarity is the geometric mean of its column similarities
+* a **constraint** compares the world after message ``m`` with a target, relative to a
+  *reference* snapshot ``r`` (the message index at which the milestone's reference
+  milestone -- its latest-matched DAG parent -- was matched; the initial world, ``r = 0``,
+  for a root or when no parent is matched):
+  ``snapshot`` (the table after ``m`` against a target table: **equal row counts** and an
+  optimal one-to-one row matching, :func:`table_similarity`; the message log ``SANDBOX``
+  at ``m`` is the single message ``m``; ``SETTING`` is read as one row ``{setting: value}``),
+  ``added`` / ``removed`` / ``updated`` (some row added / removed / changed between the
+  reference snapshot ``r`` and ``m``), ``tool_trace`` (message ``m`` is a call of the tool
+  with matching arguments) and ``guardrail`` (the table after ``m`` equals the table at
+  ``r``). A row's similarity is the geometric mean of its column similarities
   (:data:`SIMILARITIES`: ``exact``, ``rouge_l`` (ROUGE-L F1 of the ``rouge-score``
-  package), ``close:<tol>`` = max(0, 1 - |a - b| / tol), ``contains`` (target text
-  contained, case-insensitive));
+  package; a tuple target is a set of reference sentences and the best one counts),
+  ``close:<tol>`` = max(0, 1 - |a - b| / tol), ``contains`` (target text contained,
+  case-insensitive; kept for minefields only));
+* **automatic guardrails**: every milestone also carries a ``guardrail`` on each database
+  table that no milestone of the scenario constrains (:func:`with_guardrails`), so an
+  unrelated write before a milestone is matched zeroes that milestone;
 * a **milestone**'s similarity at ``m`` is the geometric mean of its constraints';
 * milestones form a DAG; a mapping sends every milestone to a message index (or leaves it
   unmatched, similarity 0) so that ``m_u < m_v`` for each edge ``u -> v`` with both
   matched; the score is the **maximum arithmetic mean** over mappings
-  (:func:`best_mapping`, an exact dominance-pruned branch-and-bound search);
-* a **minefield** is a milestone that must never be reached: if any minefield reaches
-  similarity 1 at some message, the final similarity is 0;
+  (:func:`best_mapping`, an exact branch-and-bound search over ``S[i, r, m]``);
+* a **minefield** is a milestone that must never be reached (reference: the initial world):
+  if any minefield reaches similarity 1 at some message, the final similarity is 0;
 * **turn count**: messages other than system messages and user <-> execution-environment
   messages (the user's ``end_conversation`` call and its reply).
+
+Departures that remain are named in :data:`DEPARTURES`.
 """
 
 from __future__ import annotations
@@ -34,7 +45,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from agentstudies._tolerances import EXACT_TOL
-from agentstudies.envs.toolsandbox._context import ID_COLUMNS, ExecutionContext, Role
+from agentstudies.envs.toolsandbox._context import ID_COLUMNS, NAMESPACES, ExecutionContext, Role
 
 __all__ = [
     "CONSTRAINT_KINDS",
@@ -49,10 +60,30 @@ __all__ = [
     "evaluate",
     "turn_count",
     "topological_order",
+    "similarity_tensor",
+    "table_similarity",
+    "with_guardrails",
+    "constrained_namespaces",
+    "DEPARTURES",
 ]
 
 CONSTRAINT_KINDS: tuple[str, ...] = ("snapshot", "added", "removed", "updated", "tool_trace", "guardrail")
 SIMILARITIES: tuple[str, ...] = ("exact", "rouge_l", "close", "contains")
+
+#: Departures from ToolSandbox's scoring that remain, by name (the chapter lists them).
+DEPARTURES: Mapping[str, str] = {
+    "reference_milestone": "the reference snapshot of a milestone is its latest-matched DAG parent (the initial "
+                           "world for a root); ToolSandbox lets a scenario name the reference milestone explicitly",
+    "snapshot_row_combination": "a snapshot's matched rows combine by their geometric mean (rows matched one-to-one "
+                                "by scipy's linear_sum_assignment after requiring equal row counts)",
+    "setting_table": "device settings are stored as key/value rows and read as one row {setting: value} for snapshots",
+    "guardrails": "automatic guardrails can be switched off (evaluate(..., guardrails=False)) for comparison; "
+                  "on by default as in ToolSandbox",
+    "contains_in_minefields": "containment ('contains') is used only by minefields (e.g. a made-up price in USD); "
+                              "replies and declines are graded by ROUGE-L against reference sentences",
+    "web_fixtures": "web look-ups (places, weather, stocks, currencies) answer from local fixtures, not a paid API",
+    "scripted_user": "the user is a seeded scripted simulator answering from hidden facts (ToolSandbox: GPT-4o role-play)",
+}
 
 
 @lru_cache(maxsize=1)
@@ -73,13 +104,16 @@ def rouge_l(target: str, prediction: str) -> float:
 def column_similarity(kind: str, target: Any, value: Any) -> float:
     """Similarity in [0, 1] of ``value`` to ``target`` under measure ``kind``.
 
-    ``kind`` is ``"exact"``, ``"rouge_l"``, ``"contains"`` or ``"close:<tol>"``.
+    ``kind`` is ``"exact"``, ``"rouge_l"``, ``"contains"`` or ``"close:<tol>"``. A tuple
+    ``target`` is a set of references (several phrasings of one reply): the best counts.
 
     Raises
     ------
     ValueError
         Unknown measure.
     """
+    if isinstance(target, tuple):
+        return max((column_similarity(kind, t, value) for t in target), default=0.0)
     if kind == "exact":
         if isinstance(target, float) or isinstance(value, float):
             try:
@@ -118,14 +152,16 @@ class Constraint:
     kind : one of :data:`CONSTRAINT_KINDS`
     namespace : table (``SETTING``, ``CONTACT``, ``MESSAGING``, ``REMINDER``, ``SANDBOX``)
         ignored by ``tool_trace``
-    target : column -> target value (for ``tool_trace``: argument -> value)
+    target : column -> target value (for ``tool_trace``: argument -> value); for
+        ``snapshot`` a mapping is a one-row target table, a tuple of mappings a target
+        table of that many rows
     measures : column -> similarity measure (default ``exact``)
     tool : canonical tool name (``tool_trace`` only)
     """
 
     kind: str
     namespace: str = ""
-    target: Mapping[str, Any] = field(default_factory=dict)
+    target: Any = field(default_factory=dict)
     measures: Mapping[str, str] = field(default_factory=dict)
     tool: str = ""
 
@@ -136,9 +172,17 @@ class Constraint:
             raise ValueError("a tool_trace constraint needs a tool name")
         if self.kind != "tool_trace" and self.namespace not in ID_COLUMNS:
             raise ValueError(f"constraint {self.kind!r} needs a namespace in {sorted(ID_COLUMNS)}; got {self.namespace!r}")
+        if isinstance(self.target, tuple) and self.kind != "snapshot":
+            raise ValueError(f"a tuple of target rows is a snapshot target; got kind {self.kind!r}")
 
-    def row_similarity(self, row: Mapping[str, Any]) -> float:
-        return _geo([column_similarity(self.measures.get(c, "exact"), t, row.get(c)) for c, t in self.target.items()])
+    @property
+    def uses_reference(self) -> bool:
+        """Whether the similarity depends on the reference snapshot."""
+        return self.kind in ("added", "removed", "updated", "guardrail")
+
+    def row_similarity(self, row: Mapping[str, Any], target: Mapping[str, Any] | None = None) -> float:
+        t = self.target if target is None else target
+        return _geo([column_similarity(self.measures.get(c, "exact"), v, row.get(c)) for c, v in t.items()])
 
 
 @dataclass(frozen=True)
@@ -149,58 +193,146 @@ class Milestone:
     constraints: tuple[Constraint, ...]
 
 
-def _tables(ctx: ExecutionContext, ns: str, m: int, cache: dict) -> list[dict[str, Any]]:
-    key = (ns, m)
-    if key not in cache:
-        cache[key] = ctx.table(ns, m) if m >= 0 else ([] if ns == "SANDBOX" else ctx.table(ns, 0))
-    return cache[key]
+def table_similarity(c: Constraint, rows: Sequence[Mapping[str, Any]]) -> float:
+    """Snapshot similarity of ``rows`` to ``c.target``: 0 unless the row counts are equal,
+    else the geometric mean of row similarities under the one-to-one matching that
+    maximises their sum (``scipy.optimize.linear_sum_assignment``)."""
+    from scipy.optimize import linear_sum_assignment
+
+    targets = list(c.target) if isinstance(c.target, tuple) else [c.target]
+    if len(rows) != len(targets):
+        return 0.0
+    if not targets:
+        return 1.0
+    M = np.array([[c.row_similarity(r, t) for r in rows] for t in targets])
+    ti, ri = linear_sum_assignment(M, maximize=True)
+    return _geo([float(M[i, j]) for i, j in zip(ti, ri)])
 
 
-def _constraint_at(c: Constraint, ctx: ExecutionContext, m: int, cache: dict) -> float:
+class _Reader:
+    """Cached table reads of one context: versions, wide SETTING rows, single messages."""
+
+    def __init__(self, ctx: ExecutionContext):
+        self.ctx = ctx
+        self.cache: dict = {}
+
+    def version(self, ns: str, m: int) -> int:
+        key = ("v", ns, m)
+        if key not in self.cache:
+            v = self.ctx._version_index(ns, max(m, 0))
+            self.cache[key] = -1 if v is None else v
+        return self.cache[key]
+
+    def rows(self, ns: str, m: int) -> list[dict[str, Any]]:
+        v = self.version(ns, m)
+        key = ("t", ns, v)
+        if key not in self.cache:
+            self.cache[key] = self.ctx.table(ns, max(m, 0))
+        return self.cache[key]
+
+    def snapshot_rows(self, ns: str, m: int) -> list[dict[str, Any]]:
+        if ns == "SANDBOX":
+            return [dict(self.ctx.messages[m].to_dict(), index=m)] if 0 <= m < len(self.ctx.messages) else []
+        rows = self.rows(ns, m)
+        if ns == "SETTING":
+            return [{r["name"]: r["value"] for r in rows}]
+        return rows
+
+
+def _diff_rows(c: Constraint, before: list, now: list) -> list:
+    idc = ID_COLUMNS[c.namespace]
+    ids_before = {r.get(idc): r for r in before}
+    ids_now = {r.get(idc): r for r in now}
+    if c.kind == "added":
+        return [r for k, r in ids_now.items() if k not in ids_before]
+    if c.kind == "removed":
+        return [r for k, r in ids_before.items() if k not in ids_now]
+    return [r for k, r in ids_now.items() if k in ids_before and r != ids_before[k]]
+
+
+def _constraint_at(c: Constraint, rd: _Reader, m: int, r: int = 0) -> float:
+    """Similarity of ``c`` after message ``m`` with reference snapshot ``r``."""
     if c.kind == "tool_trace":
-        msg = ctx.messages[m]
+        msg = rd.ctx.messages[m]
         if msg.sender != Role.AGENT or msg.recipient != Role.EXECUTION_ENVIRONMENT or msg.tool_call is None:
             return 0.0
         if msg.tool_call["name"] != c.tool:
             return 0.0
         return c.row_similarity(msg.tool_call["arguments"])
-    if c.kind == "guardrail":
-        return float(_strip(_tables(ctx, c.namespace, m, cache)) == _strip(_tables(ctx, c.namespace, 0, cache)))
-    now = _tables(ctx, c.namespace, m, cache)
     if c.kind == "snapshot":
-        return max((c.row_similarity(r) for r in now), default=0.0)
-    before = _tables(ctx, c.namespace, m - 1, cache)
-    idc = ID_COLUMNS[c.namespace]
-    ids_before = {r.get(idc): r for r in before}
-    ids_now = {r.get(idc): r for r in now}
-    if c.kind == "added":
-        rows = [r for k, r in ids_now.items() if k not in ids_before]
-    elif c.kind == "removed":
-        rows = [r for k, r in ids_before.items() if k not in ids_now]
-    else:  # updated
-        rows = [r for k, r in ids_now.items() if k in ids_before and r != ids_before[k]]
-    return max((c.row_similarity(r) for r in rows), default=0.0)
+        return table_similarity(c, rd.snapshot_rows(c.namespace, m))
+    vm, vr = rd.version(c.namespace, m), rd.version(c.namespace, r)
+    key = ("c", id(c), vr, vm)
+    if key not in rd.cache:
+        now, before = rd.rows(c.namespace, m), rd.rows(c.namespace, r)
+        if c.kind == "guardrail":
+            rd.cache[key] = float(vm == vr or _strip(now) == _strip(before))
+        else:
+            rd.cache[key] = max((c.row_similarity(x) for x in _diff_rows(c, before, now)), default=0.0)
+    return rd.cache[key]
 
 
 def _strip(rows):
     return sorted((tuple(sorted((k, str(v)) for k, v in r.items())) for r in rows))
 
 
-def similarity_matrix(milestones: Sequence[Milestone], ctx: ExecutionContext) -> np.ndarray:
-    """``S[i, m]``: similarity of milestone ``i`` at message ``m`` (shape K x n_messages)."""
+def constrained_namespaces(milestones: Sequence[Milestone]) -> set[str]:
+    """Database tables that some milestone constrains (the message log excluded)."""
+    return {c.namespace for ms in milestones for c in ms.constraints
+            if c.kind != "tool_trace" and c.namespace in NAMESPACES}
+
+
+def with_guardrails(milestones: Sequence[Milestone]) -> tuple[Milestone, ...]:
+    """``milestones`` with ToolSandbox's automatic guardrails: a ``guardrail`` constraint on
+    every database table that no milestone constrains, added to every milestone."""
+    free = [ns for ns in NAMESPACES if ns not in constrained_namespaces(milestones)]
+    extra = tuple(Constraint("guardrail", ns) for ns in free)
+    return tuple(Milestone(ms.name, ms.constraints + extra) for ms in milestones)
+
+
+def similarity_tensor(milestones: Sequence[Milestone], ctx: ExecutionContext) -> np.ndarray:
+    """``S[i, r, m]``: similarity of milestone ``i`` at message ``m`` against the reference
+    snapshot after message ``r`` (shape K x T x T; ``m = 0``, the system message, and
+    ``r >= m`` are 0, since a reference precedes the message it is compared with, except
+    ``r = 0`` which is the initial world)."""
     n = len(ctx.messages)
-    cache: dict = {}
-    S = np.zeros((len(milestones), n))
+    rd = _Reader(ctx)
+    S = np.zeros((len(milestones), n, n))
     for i, ms in enumerate(milestones):
+        fixed = [c for c in ms.constraints if not c.uses_reference]
+        refd = [c for c in ms.constraints if c.uses_reference]
+        spaces = sorted({c.namespace for c in refd})
         for m in range(1, n):
             vals = []
-            for c in ms.constraints:
-                v = _constraint_at(c, ctx, m, cache)
+            for c in fixed:
+                v = _constraint_at(c, rd, m)
                 vals.append(v)
                 if v <= 0.0:
                     break
-            S[i, m] = _geo(vals) if all(v > 0 for v in vals) else 0.0
+            if vals and vals[-1] <= 0.0:
+                continue
+            if not refd:
+                S[i, :, m] = _geo(vals)
+                continue
+            groups: dict[tuple, list[int]] = {}
+            for r in range(m):
+                groups.setdefault(tuple(rd.version(ns, r) for ns in spaces), []).append(r)
+            for rs in groups.values():
+                more = []
+                for c in refd:
+                    v = _constraint_at(c, rd, m, rs[0])
+                    more.append(v)
+                    if v <= 0.0:
+                        break
+                S[i, rs, m] = _geo(vals + more)
     return S
+
+
+def similarity_matrix(milestones: Sequence[Milestone], ctx: ExecutionContext) -> np.ndarray:
+    """``S[i, m]``: similarity of milestone ``i`` at message ``m`` against the initial world
+    (reference ``r = 0``; what minefields use). Shape K x n_messages."""
+    S = similarity_tensor(milestones, ctx)
+    return S[:, 0, :] if S.size else np.zeros((len(milestones), len(ctx.messages)))
 
 
 def topological_order(k: int, edges: Sequence[tuple[int, int]]) -> list[int]:
@@ -220,26 +352,54 @@ def topological_order(k: int, edges: Sequence[tuple[int, int]]) -> list[int]:
     return order
 
 
+def _as_tensor(S: np.ndarray) -> np.ndarray:
+    S = np.asarray(S, dtype=float)
+    if S.ndim == 2:  # no reference dependence: S[i, r, m] = S[i, m] for every r
+        return np.repeat(S[:, None, :], max(S.shape[1], 1), axis=1)
+    if S.ndim != 3 or S.shape[1] != S.shape[2]:
+        raise ValueError(f"S must be K x T or K x T x T; got shape {S.shape}")
+    return S
+
+
+def _reference(i: int, assign: Sequence[int | None], parents: Mapping[int, list[int]]) -> int:
+    """Reference snapshot of milestone ``i``: its latest-matched parent's index, else 0."""
+    return max((assign[p] for p in parents[i] if assign[p] is not None), default=0)
+
+
 def best_mapping(S: np.ndarray, edges: Sequence[tuple[int, int]]) -> tuple[float, list[int | None]]:
     """Exact maximum of the mean milestone similarity over DAG-respecting mappings.
 
-    ``S`` is K x T; a mapping gives milestone ``i`` an index ``m_i`` in ``0..T-1`` or
-    ``None`` (unmatched, similarity 0), with ``m_u < m_v`` for every edge ``u -> v`` whose
-    ends are both matched. Branch and bound over a topological order; at each milestone
-    only *record* indices are tried (an index whose similarity exceeds every earlier
-    admissible one), since a later index of no larger similarity only tightens the
-    children's constraints (dominance), plus ``None``.
+    ``S`` is K x T (no reference dependence) or K x T x T with ``S[i, r, m]`` the
+    similarity of milestone ``i`` at message ``m`` against the reference snapshot ``r``
+    (:func:`similarity_tensor`). A mapping gives milestone ``i`` an index ``m_i`` in
+    ``0..T-1`` or ``None`` (unmatched, similarity 0), with ``m_u < m_v`` for every edge
+    ``u -> v`` whose ends are both matched; milestone ``i`` is scored against
+    ``r_i`` = the largest index of its matched parents (0 if none); a milestone is matched
+    only at an index where its similarity is positive (a zero-similarity index would only
+    move its children's reference). Branch and bound over a
+    topological order with an upper bound ``max_{r,m} S`` per milestone. For a milestone
+    none of whose children depend on the reference, only *record* indices are tried (an
+    index whose similarity exceeds every earlier admissible one): a later index of no
+    larger similarity only tightens the children's constraints (dominance).
 
     Returns ``(mean similarity, mapping)``; ``(1.0, [])`` when K = 0.
+
+    Raises
+    ------
+    ValueError
+        A cycle or bad edge, or a malformed ``S``.
     """
-    S = np.asarray(S, dtype=float)
+    S = _as_tensor(S)
     K = S.shape[0]
     if K == 0:
         return 1.0, []
-    T = S.shape[1]
+    T = S.shape[2]
     order = topological_order(K, edges)
     parents = {i: [u for u, v in edges if v == i] for i in range(K)}
-    row_max = S.max(axis=1) if T else np.zeros(K)
+    children = {i: [v for u, v in edges if u == i] for i in range(K)}
+    rdep = [bool(T) and bool(np.ptp(S[i], axis=0).max() > 0) for i in range(K)]
+    dominance = [not any(rdep[c] for c in children[i]) for i in range(K)]
+    row_max = S.reshape(K, -1).max(axis=1) if T else np.zeros(K)
     suffix = np.zeros(K + 1)
     for j in range(K - 1, -1, -1):
         suffix[j] = suffix[j + 1] + row_max[order[j]]
@@ -254,16 +414,17 @@ def best_mapping(S: np.ndarray, edges: Sequence[tuple[int, int]]) -> tuple[float
             best_val, best_map = acc, list(assign)
             return
         i = order[j]
+        ref = _reference(i, assign, parents)
         lo = max((assign[p] for p in parents[i] if assign[p] is not None), default=-1) + 1
         record = 0.0
         for m in range(lo, T):
-            s = S[i, m]
-            if s > record:
-                record = s
+            s = S[i, ref, m]
+            if s > record or (not dominance[i] and s > 0.0):
+                record = max(record, s)
                 assign[i] = m
                 rec(j + 1, acc + s)
                 assign[i] = None
-                if s >= row_max[i]:
+                if dominance[i] and s >= row_max[i]:
                     break
         rec(j + 1, acc)
 
@@ -303,11 +464,18 @@ def evaluate(
     milestones: Sequence[Milestone],
     edges: Sequence[tuple[int, int]],
     minefields: Sequence[Milestone] = (),
+    *,
+    guardrails: bool = True,
 ) -> Evaluation:
-    """Score the trajectory held in ``ctx`` (ToolSandbox Sec. 2.3)."""
-    S = similarity_matrix(milestones, ctx)
+    """Score the trajectory held in ``ctx`` (ToolSandbox Sec. 2.3).
+
+    ``guardrails=False`` drops the automatic guardrails (a named departure, for comparison).
+    """
+    ms = with_guardrails(milestones) if guardrails else tuple(milestones)
+    S = similarity_tensor(ms, ctx)
     value, mapping = best_mapping(S, edges)
-    scores = tuple(float(S[i, m]) if m is not None else 0.0 for i, m in enumerate(mapping))
+    parents = {i: [u for u, v in edges if v == i] for i in range(len(ms))}
+    scores = tuple(float(S[i, _reference(i, mapping, parents), m]) if m is not None else 0.0 for i, m in enumerate(mapping))
     hit = False
     if minefields:
         F = similarity_matrix(minefields, ctx)
@@ -324,17 +492,22 @@ def evaluate(
 
 
 def brute_force_mapping(S: np.ndarray, edges: Sequence[tuple[int, int]]) -> float:
-    """Maximum mean over *all* mappings (exponential; for tests)."""
-    S = np.asarray(S, dtype=float)
-    K, T = S.shape
+    """Maximum mean over *all* mappings (exponential; for tests). ``S``: K x T or K x T x T."""
+    S = _as_tensor(S)
+    K, T = S.shape[0], S.shape[2]
     if K == 0:
         return 1.0
+    parents = {i: [u for u, v in edges if v == i] for i in range(K)}
     best = 0.0
     for combo in itertools.product([None, *range(T)], repeat=K):
         if any(combo[u] is not None and combo[v] is not None and not combo[u] < combo[v] for u, v in edges):
             continue
-        best = max(best, sum(S[i, m] for i, m in enumerate(combo) if m is not None) / K)
+        vals = [S[i, _reference(i, combo, parents), m] for i, m in enumerate(combo) if m is not None]
+        if any(v <= 0.0 for v in vals):
+            continue  # matched only where the similarity is positive (else: unmatched, another combo)
+        best = max(best, sum(vals) / K)
     return best
+
 
 
 _NUM = re.compile(r"-?\d+(?:\.\d+)?")

@@ -1,0 +1,198 @@
+"""ToolSandbox-faithful scoring (issue 27 item 1): adversarial trajectories.
+
+Each test builds a trajectory that the old scorer rewarded (reply before the look-up, a
+write before the clock was read, one keyword for a decline, an unrelated write) and checks
+the score that ToolSandbox's definitions give, computed by hand or with the rouge-score
+package directly.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from rouge_score import rouge_scorer
+
+from agentstudies.envs.toolsandbox import (
+    NAMESPACES,
+    Constraint,
+    Say,
+    ToolCall,
+    ToolSandboxEnv,
+    best_mapping,
+    generate_scenarios,
+    gold_case,
+    table_similarity,
+)
+from agentstudies.envs.toolsandbox._scoring import constrained_namespaces
+from agentstudies.envs.toolsandbox.testing import brute_force_mapping
+
+_ROUGE = rouge_scorer.RougeScorer(["rougeL"], use_stemmer=True)
+
+
+def _rl(refs, text):
+    return max(_ROUGE.score(r, text)["rougeL"].fmeasure for r in refs)
+
+
+@pytest.fixture(scope="module")
+def scenarios():
+    return generate_scenarios(0)
+
+
+def _play(scenario, steps, prefix=()):
+    """Run ``prefix`` then ``steps`` (gold-format tuples) on the base case."""
+    case = gold_case(scenario)
+    env = ToolSandboxEnv(case, 0)
+    for step in list(prefix) + list(steps):
+        if env.done:
+            break
+        if step[0] == "call":
+            env.step(ToolCall(step[1], dict(step[2])))
+        else:
+            env.step(Say(step[2], step[1]))
+    return env
+
+
+def _reply_refs(scenario):
+    for ms in scenario.milestones:
+        for c in ms.constraints:
+            if c.kind == "snapshot" and c.namespace == "SANDBOX":
+                return c.target["content"]
+    raise AssertionError(f"{scenario.scenario_id} has no reply milestone")
+
+
+def _n_auto(scenario):
+    return len([ns for ns in NAMESPACES if ns not in constrained_namespaces(scenario.milestones)])
+
+
+def test_reply_before_lookup_scores_below_one(scenarios):
+    stock = next(s for s in scenarios if s.template == "stock")
+    call = next(g for g in stock.gold if g[0] == "call")
+    answer = stock.gold[-1][2]
+    good = _play(stock, stock.gold).evaluate().similarity
+    # answer first (phrased as a question so the user keeps talking), look up, then "Done."
+    early = _play(stock, [("say", {"act": "ask", "slot": "anything"}, answer), call, ("say", {"act": "done"}, "Done.")])
+    ev = early.evaluate()
+    assert good == 1.0
+    # the reply milestone can only map to a message after the look-up: "Done." against the references
+    refs = _reply_refs(stock)
+    reply = (_rl(refs, "Done.") ** (1 / 3)) ** (1 / (1 + _n_auto(stock)))
+    # either the look-up and "Done." (1 + reply) or the early answer alone (0 + 1)
+    assert ev.similarity == pytest.approx(max(1.0 + reply, 1.0) / 2)
+    assert ev.similarity < 1.0
+
+
+def test_write_before_reading_the_clock_scores_half(scenarios):
+    sc = next(s for s in scenarios if s.template == "add_reminder")
+    add = next(g for g in sc.gold if g[0] == "call" and g[1] == "add_reminder")
+    rest = [g for g in sc.gold if g is not add]
+    ev = _play(sc, [add] + rest).evaluate()
+    # milestones: read the clock -> reminder added (against the clock milestone's snapshot,
+    # which already holds the reminder): one of two milestones, mean 0.5
+    assert len(sc.milestones) == 2
+    assert ev.similarity == pytest.approx(0.5)
+    assert _play(sc, sc.gold).evaluate().similarity == 1.0
+
+
+def test_constant_decline_never_scores_one(scenarios):
+    decline = ("say", {"act": "cannot"}, "Sorry, I cannot do that.")
+    scores = [_play(sc, [decline] * 4).evaluate().similarity for sc in scenarios]
+    assert max(scores) < 1.0
+    # where the milestones need more than a decline (a look-up, a write) it loses whole milestones
+    more = [s for sc, s in zip(scenarios, scores) if any(c.kind != "snapshot" or c.namespace != "SANDBOX"
+                                                          for ms in sc.milestones for c in ms.constraints
+                                                          if c.kind != "guardrail")]
+    assert more and max(more) <= 0.5 + 1e-9
+
+
+@pytest.mark.parametrize("paraphrase", [
+    "I can't set a reminder without a time.",
+    "I am unable to set a reminder without a time.",
+    "Sorry, I'm not able to add that reminder without knowing when.",
+])
+def test_paraphrased_declines_score_by_rouge_l(scenarios, paraphrase):
+    sc = next(s for s in scenarios if s.template == "insufficient" and s.intents[0].kind == "add_reminder")
+    steps = [g if g[1].get("act") != "cannot" else ("say", {"act": "cannot"}, paraphrase) for g in sc.gold]
+    ev = _play(sc, steps).evaluate()
+    refs = _reply_refs(sc)
+    # one milestone: explicit guardrail, the message row (sender, recipient, content) and the
+    # automatic guardrails; geometric means: R^(1/3) for the row, then over all constraints
+    k = 2 + _n_auto(sc)
+    assert ev.similarity == pytest.approx((_rl(refs, paraphrase) ** (1 / 3)) ** (1 / k))
+    assert ev.similarity > 0.9
+    keyword_only = _play(sc, [g if g[1].get("act") != "cannot" else ("say", {"act": "cannot"}, "cannot") for g in sc.gold])
+    assert ev.similarity > keyword_only.evaluate().similarity
+
+
+@pytest.mark.parametrize("answer", ["Apple trades at 231.42 USD.", "Apple is at $231.42.", "It's $231.42 right now."])
+def test_unit_formatted_answers_score_by_rouge_l(scenarios, answer):
+    sc = next(s for s in scenarios if s.template == "stock" and s.intents[0].slots["company"] == "Apple")
+    steps = [g if g[0] == "call" else ("say", g[1], answer) for g in sc.gold]
+    ev = _play(sc, steps).evaluate()
+    refs = _reply_refs(sc)
+    reply = (_rl(refs, answer) ** (1 / 3)) ** (1 / (1 + _n_auto(sc)))
+    assert ev.similarity == pytest.approx((1.0 + reply) / 2)
+    assert ev.similarity > 0.9  # '$231.42' and '231.42 USD' both share the number's tokens with a reference
+
+
+def _unrelated_write(sc):
+    free = [ns for ns in NAMESPACES if ns not in constrained_namespaces(sc.milestones)]
+    if "CONTACT" in free:
+        return ("call", "add_contact", {"name": "Bogus Person", "phone_number": "+19995550000"})
+    if "REMINDER" in free:
+        return ("call", "add_reminder", {"content": "bogus", "reminder_timestamp": 2.0e9})
+    raise AssertionError(f"{sc.scenario_id}: no free table for an unrelated write ({free})")
+
+
+def test_unrelated_write_is_caught_by_a_guardrail_on_every_scenario(scenarios):
+    for sc in scenarios:
+        write = _unrelated_write(sc)
+        case = gold_case(sc)
+        tools = case.view.tools
+        if write[1] not in tools:
+            from agentstudies.envs.toolsandbox import Case, ToolView
+            case = Case(case.case_id, sc, "base", ToolView(tools + (write[1],)))
+        env = ToolSandboxEnv(case, 0)
+        for step in [write] + list(sc.gold):
+            if env.done:
+                break
+            env.step(ToolCall(step[1], dict(step[2])) if step[0] == "call" else Say(step[2], step[1]))
+        assert env.evaluate(guardrails=False).similarity == 1.0, sc.scenario_id
+        assert env.evaluate().similarity < 1.0, sc.scenario_id
+
+
+def test_snapshot_needs_equal_row_counts_and_matches_rows_optimally():
+    c = Constraint("snapshot", "CONTACT", ({"name": "Ana"}, {"name": "Bo"}), {"name": "rouge_l"})
+    rows = [{"name": "Bo"}, {"name": "Ana"}]
+    assert table_similarity(c, rows) == 1.0                       # the matching swaps the rows
+    assert table_similarity(c, rows + [{"name": "Cy"}]) == 0.0    # three rows against two
+    # greedy would pair 'Ana Bo' with 'Ana' (0.667) and leave 'Bo' with 'Cy' (0); the optimum
+    # pairs Ana-'Ana Cy' and Bo-'Ana Bo': both F = 2*1*0.5/1.5 = 2/3
+    assert table_similarity(c, [{"name": "Ana Bo"}, {"name": "Ana Cy"}]) == pytest.approx(2 / 3)
+
+
+@st.composite
+def _dag_and_tensor(draw):
+    k = draw(st.integers(1, 3))
+    t = draw(st.integers(1, 4))
+    pairs = [(u, v) for u in range(k) for v in range(u + 1, k)]
+    edges = [p for p in pairs if draw(st.booleans())]
+    vals = draw(st.lists(st.sampled_from([0.0, 0.3, 0.7, 1.0]), min_size=k * t * t, max_size=k * t * t))
+    return np.array(vals).reshape(k, t, t), edges
+
+
+@settings(max_examples=300, deadline=None)
+@given(_dag_and_tensor())
+def test_reference_dependent_matcher_equals_brute_force(case):
+    S, edges = case
+    val, mapping = best_mapping(S, edges)
+    assert val == pytest.approx(brute_force_mapping(S, edges))
+    parents = {i: [u for u, v in edges if v == i] for i in range(S.shape[0])}
+    got = 0.0
+    for i, m in enumerate(mapping):
+        if m is not None:
+            r = max((mapping[p] for p in parents[i] if mapping[p] is not None), default=0)
+            got += S[i, r, m]
+    assert got / S.shape[0] == pytest.approx(val)
+    assert all(mapping[u] is None or mapping[v] is None or mapping[u] < mapping[v] for u, v in edges)
