@@ -899,9 +899,9 @@ def _canary(config: SandboxConfig, iso: dict) -> None:
         return
     _CANARY_OK.add(layer)                 # the canary's own runs skip this check
     cfg = replace(config, wall_s=max(config.wall_s, 10.0), cpu_s=max(config.cpu_s, 5))
-    try:
-        good = run_submission(Submission("def square(x):\n    return x * x\n", "square", _CANARY_TESTS), cfg)
-        bad = run_submission(Submission("def square(x):\n    return 0\n", "square", _CANARY_TESTS), cfg)
+    try:                                  # (not through run_submission: a wrapped one would count these)
+        good = _run_checked(Submission("def square(x):\n    return x * x\n", "square", _CANARY_TESTS), cfg, None)
+        bad = _run_checked(Submission("def square(x):\n    return 0\n", "square", _CANARY_TESTS), cfg, None)
     except BaseException:
         _CANARY_OK.discard(layer)
         raise
@@ -930,12 +930,19 @@ def run_submission(sub: Submission, config: SandboxConfig = SandboxConfig(), *,
     if sub.aborted:
         return RunOutcome("aborted", detail="agent used the abort channel")
     iso = _layer_info(config.wanted_layer())
+    if _refusal(sub) is None and iso["layer"] != "none":
+        _canary(config, iso)
+    return _run_checked(sub, config, base_dir)
+
+
+def _run_checked(sub: Submission, config: SandboxConfig, base_dir: str | None) -> RunOutcome:
+    """:func:`run_submission` past the canary: refuse undecodable code, else launch the
+    run in its own folder under ``base_dir`` and classify it."""
+    iso = _layer_info(config.wanted_layer())
     layer = iso["layer"]
     refused = _refusal(sub)
     if refused is not None:
         return RunOutcome("error", detail=refused, isolation=layer)
-    if layer != "none":
-        _canary(config, iso)
     # the real, absolute path: the bwrap view binds it at that path, and a relative or
     # symlinked one would resolve differently inside
     root = Path(os.path.realpath(tempfile.mkdtemp(prefix="impossible-", dir=base_dir)))
