@@ -983,7 +983,7 @@ def _paper_text(table: str, unit: str = " pp", **keys) -> str:
     if r is None:
         return "n/a"
     val = r["value"] if "value" in r else r["delta"]
-    s = f"{val:+.2f}{unit}"
+    s = f"{val:+.2f}{unit}" if unit else f"{val:g}"  # no unit: a count
     if np.isfinite(r.get("ci_low", np.nan)) and np.isfinite(r.get("ci_high", np.nan)):
         s += f" [{r['ci_low']:+.2f}, {r['ci_high']:+.2f}]"
     return s
