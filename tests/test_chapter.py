@@ -132,3 +132,125 @@ def test_stale_staging_of_a_dead_process_is_removed(artifacts, monkeypatch):
     (dead / "demo").mkdir(parents=True)
     Chapter("demo", params={})
     assert not dead.exists()
+
+
+# --------------------------------------------------------------------- the table renderer
+def _parse_table(markup: str) -> dict:
+    """Caption, header rows, body rows (cell texts) and notes of render_table's HTML."""
+    from html.parser import HTMLParser
+
+    class P(HTMLParser):
+        def __init__(self):
+            super().__init__()
+            self.out = {"caption": "", "head": [], "body": [], "notes": []}
+            self.where, self.row, self.cell = None, None, None
+
+        def handle_starttag(self, tag, attrs):
+            a = dict(attrs)
+            if tag == "caption":
+                self.where = "caption"
+            elif tag in ("thead", "tbody"):
+                self.part = "head" if tag == "thead" else "body"
+            elif tag == "tr":
+                self.row = []
+            elif tag in ("td", "th"):
+                self.cell = ""
+                self.span = int(a.get("colspan", 1))
+            elif tag == "p" and a.get("class") == "agentstudies-table-note":
+                self.where = "note"
+                self.out["notes"].append("")
+
+        def handle_endtag(self, tag):
+            if tag in ("caption", "p"):
+                self.where = None
+            elif tag in ("td", "th"):
+                self.row += [self.cell] * self.span
+                self.cell = None
+            elif tag == "tr":
+                self.out[self.part].append(self.row)
+
+        def handle_data(self, data):
+            if self.cell is not None:
+                self.cell += data
+            elif self.where == "caption":
+                self.out["caption"] += data
+            elif self.where == "note":
+                self.out["notes"][-1] += data
+
+    p = P()
+    p.feed(markup)
+    return p.out
+
+
+def test_table_renders_integers_fixed_decimals_and_explains_missing_values():
+    from agentstudies.chapter import MISSING_PAPER, MISSING_RUN, render_table, stack_paper
+
+    ours = pd.DataFrame({"workflow": ["A", "B"], "rate": [0.51234, np.nan], "n": [60.0, 12.0],
+                         "ratio": [np.inf, 3.3]})
+    paper = pd.DataFrame({"workflow": ["A", "C"], "rate": [0.5, 0.7]})
+    t = _parse_table(render_table(stack_paper(ours, paper, "workflow"), "Success by workflow",
+                                  unit="share of tasks", number=4))
+    assert t["caption"] == "Table 4. Success by workflow. Unit: share of tasks. n = 4 rows."
+    assert t["head"] == [["workflow", "source", "rate", "n", "ratio"]]
+    assert t["body"] == [["A", "this run", "0.512", "60", "∞"],
+                         ["", "paper", "0.500", "–", "–"],     # the key is not repeated
+                         ["B", "this run", "–", "12", "3.30"],  # one decimal count per column
+                         ["C", "paper", "0.700", "–", "–"]]
+    assert sorted(t["notes"]) == sorted([f"– {MISSING_PAPER}.", f"– {MISSING_RUN}."])
+
+
+def test_table_never_prints_nan_inf_na_or_none_and_hides_a_positional_index():
+    from agentstudies.chapter import render_table
+
+    df = pd.DataFrame({"a": [None, "x", np.nan], "b": pd.array([pd.NA, 1, 2], dtype="Int64"),
+                       "c": [-np.inf, 0.00123, 0.5]})
+    markup = render_table(df, "odd cells")
+    t = _parse_table(markup)
+    assert t["head"] == [["a", "b", "c"]]  # no 0..n-1 index column
+    assert t["body"] == [["–", "–", "−∞"], ["x", "1", "0.001"], ["–", "2", "0.500"]]
+    for bad in ("nan", "NaN", "<NA>", "None", "inf"):
+        assert bad not in markup.replace("&lt;", "<")
+
+
+def test_table_keeps_a_styler_caption_percent_format_and_hidden_index():
+    from agentstudies.chapter import Table, render_table
+
+    df = pd.DataFrame({"w": ["A", "B"], "rate": [0.512, np.nan], "n": [60.0, 12.0]}, index=[5, 9])
+    styled = df.style.format({"rate": "{:.1%}"}).hide(axis="index").set_caption("Rates (simulated)")
+    t = _parse_table(render_table(Table(styled), number=1))
+    assert t["caption"] == "Table 1. Rates (simulated). n = 2 rows."
+    assert t["body"] == [["A", "51.2%", "60"], ["B", "–", "12"]]
+    # a meaningful index (not 0..n-1) is shown when the Styler does not hide it
+    t2 = _parse_table(render_table(Table(df.style), number=2))
+    assert [r[0] for r in t2["body"]] == ["5", "9"]
+    with pytest.raises(TypeError, match="DataFrame, Series or Styler"):
+        Table([1, 2, 3])
+
+
+def test_table_groups_beside_paper_headers_and_blames_the_paper_column():
+    from agentstudies.chapter import MISSING_PAPER, render_table
+
+    ours = pd.DataFrame({"k": ["A", "B"], "rate": [0.25, 0.5]})
+    paper = pd.DataFrame({"k": ["A"], "rate": [0.75]})
+    t = _parse_table(render_table(beside_paper(ours, paper, "k"), "beside"))
+    assert t["head"] == [["", "this run", "paper"], ["k", "rate", "rate"]]
+    assert t["body"] == [["A", "0.250", "0.750"], ["B", "0.500", "–"]]
+    assert t["notes"] == [f"– {MISSING_PAPER}."]
+
+
+def test_chapter_numbers_every_displayed_table(artifacts):
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from agentstudies.chapter import compact
+
+    shell = InteractiveShell.instance()
+    try:
+        Chapter("demo", params={"seed": 0}, stage=False)
+        fmt = shell.display_formatter.format
+        first = _parse_table(fmt(compact(pd.DataFrame({"x_y": [1.0, 2.0]}), "First", unit="pp"))[0]["text/html"])
+        second = _parse_table(fmt(pd.Series([0.5], name="share"))[0]["text/html"])
+        assert first["caption"] == "Table 1. First. Unit: pp. n = 2 rows."
+        assert first["head"] == [["x y"]] and first["body"] == [["1"], ["2"]]
+        assert second["caption"].startswith("Table 2. share")
+    finally:
+        InteractiveShell.clear_instance()
