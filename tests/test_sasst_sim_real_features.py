@@ -146,7 +146,17 @@ def test_item_bump_ceiling_is_the_best_centre_ranking_and_topics_are_appended():
     X = np.hstack([emb, np.column_stack([dom == "Law", dom == "Other"]).astype(float) / np.sqrt(2)])
     want = max(roc_auc_score(g[~d], -np.sum((X[~d] - X[k]) ** 2, axis=1)) for k in np.flatnonzero(d))
     assert res.quantities["registry_ceiling"] == pytest.approx(want, abs=1e-12)
-    assert res.quantities["can_test"] == (want >= 0.9)
+    # "can test" compares the ceiling with the paper's achieved recovery AUC (a lower bound of
+    # the paper's own ceiling), read from data/paper, not with a cut-off of ours
+    from pathlib import Path
+    paper = pd.read_csv(Path(__file__).resolve().parents[1] / "data" / "paper" / "sasst_real_features_table12.csv")
+    assert rf.PAPER_RECOVERY_AUC == float(paper.set_index("quantity").loc["recovery AUC", "paper"])
+    assert res.quantities["can_test"] == (want >= rf.PAPER_RECOVERY_AUC)
+    # a bump is decreasing in the distance to its centre, so its bandwidth never changes its
+    # ranking: another neighbour rank gives the same ceiling (no bandwidth can raise it)
+    from dataclasses import replace as _replace
+    res5 = rf.run_study_d(small, emb, Y, split, _replace(cfg, k_neighbors=5), text_encoder="synthetic", seed=1)
+    assert res5.quantities["registry_ceiling"] == pytest.approx(want, abs=1e-12)
     assert res.report.table.loc["stress", "n_candidates"] == d.sum()
     t = rf.table12([res]).set_index("quantity")
     assert t.loc[rf.CEILING_ROWS[0], "synthetic"] == f"{want:.3f}"
