@@ -13,7 +13,17 @@ with every request to another origin blocked. A page fails on
 * math left untypeset (``\\(``, ``\\[``, ``$$``, or ``$..$`` around TeX in the rendered
   text outside code);
 * horizontal overflow: the page wider than the window, or the text column wider than
-  itself (tables and code may scroll inside their own box, the column may not).
+  itself (tables and code may scroll inside their own box, the column may not);
+* a display equation cut off (wider than its box, and the box does not scroll);
+* what a reader should never see (issue 29 item 6): a table cell reading ``nan``/``NaN``/
+  ``inf``/``<NA>``/``None``; a table without a ``<caption>``; the same image twice on a
+  page; a raw ``$``, ``\\texttt`` (or another LaTeX command) or a format placeholder
+  (``{name:fmt}``, ``name_x:.4f``, ``(n_pool tasks)``) in the rendered text; a bullet list
+  run into a paragraph (a literal "- " at a line start or after a sentence); a Python
+  warning, error or traceback printed in a cell's output;
+* a "Next" link that leaves the course: on the syllabus page (``syllabus.html``), the
+  chapters are listed in order (``.syllabus-chapter a``), and each one's "Next" must lead
+  to the one listed after it.
 
 It also checks that the search page finds a known term. Screenshots of every page at both
 widths (and the landing page in full) are saved under ``artifacts/browser/<width>/``, with
@@ -123,10 +133,73 @@ async () => {
   // $...$ left as text: a pair of dollars around TeX (a backslash, ^ or _ inside)
   const tex = text.match(/\$[^$\n]{0,80}[\\^_][^$\n]{0,80}\$/);
   if (tex) raw.push('$...$ "' + tex[0].slice(0, 80) + '"');
+  // LaTeX, dollars and format placeholders left as text
+  if (text.includes('$') && !raw.some(r => r.startsWith('$'))) {
+    const k = text.indexOf('$'); raw.push('raw $ in "' + text.slice(Math.max(0, k - 40), k + 40).replace(/\s+/g, ' ') + '"'); }
+  const cmd = text.match(/\\(texttt|textbf|emph|cite|mathrm|frac)\b/);
+  if (cmd) raw.push('raw \\' + cmd[1]);
+  const placeholders = [];
+  for (const m of text.matchAll(/\{[A-Za-z_][\w.]*(:[^{}\s]*)?\}|\b[a-z][a-z0-9]*_[a-z0-9_]*:[.,]?\d*[a-z%]\b|\([a-z]+_[a-z0-9_]+ [a-z]+\)/g)) {
+    if (placeholders.length < 3) placeholders.push(m[0]); }
+  // a bullet list collapsed into a paragraph: literal "- " at a line start or after a sentence
+  const runins = [];
+  for (const p of article.querySelectorAll('p')) {
+    if (p.closest('pre, .highlight, .cell_output, .output')) continue;
+    const t = p.textContent;
+    if (/(^|\n)\s*- \S/.test(t) || /[.:;!?] - [A-Z*`]/.test(t)) runins.push(t.trim().slice(0, 70).replace(/\s+/g, ' '));
+  }
+  // displayed tables: a cell reading nan/inf/<NA>/None, or no caption
+  const badCells = [], uncaptioned = [];
+  const BAD = new Set(['nan', 'NaN', 'NAN', 'inf', '-inf', 'Inf', '<NA>', 'None', 'NaT', 'nan%']);
+  for (const t of article.querySelectorAll('table')) {
+    if (t.closest('pre, .highlight')) continue;
+    for (const c of t.querySelectorAll('td, th')) {
+      const v = c.textContent.trim();
+      if (BAD.has(v)) { badCells.push(v); }
+    }
+    const cap = t.querySelector(':scope > caption');
+    if (!cap || !cap.textContent.trim()) {
+      const head = Array.from(t.querySelectorAll('th, td')).slice(0, 3).map(c => c.textContent.trim()).join(' | ');
+      uncaptioned.push(head.slice(0, 60));
+    }
+  }
+  // the same picture twice on one page
+  const seen = {}, dupImgs = [];
+  for (const i of article.querySelectorAll('img')) {
+    const src = i.getAttribute('src'); if (!src) continue;
+    if (seen[src] && !dupImgs.includes(src)) dupImgs.push(src);
+    seen[src] = true;
+  }
+  // warnings and tracebacks printed by a cell
+  const warnings = [];
+  for (const o of article.querySelectorAll('.cell_output, div.output')) {
+    const t = o.textContent;
+    const m = t.match(/Traceback \(most recent call last\)|\b[A-Z]\w*(Warning|Error): .{0,60}/);
+    if (m || o.querySelector('.stderr, .output.stderr')) warnings.push((m ? m[0] : 'stderr output').slice(0, 90).replace(/\s+/g, ' '));
+    if (warnings.length >= 3) break;
+  }
+  // display equations cut off: wider than their box, and their box does not scroll
+  const clippedMath = [];
+  for (const m of document.querySelectorAll('mjx-container[display="true"], mjx-container[jax]')) {
+    const r = m.getBoundingClientRect();
+    if (r.width === 0) continue;
+    const inner = m.firstElementChild ? m.firstElementChild.getBoundingClientRect() : r;
+    const ov = getComputedStyle(m).overflowX;
+    const scrolls = ov === 'auto' || ov === 'scroll';
+    const cut = (inner.width > r.width + 1 && !scrolls) || (r.right > window.innerWidth + 1 && !scrollsOwnBox(m));
+    if (cut) clippedMath.push(Math.round(inner.width) + ' px in a ' + Math.round(r.width) + ' px box');
+  }
+  const next = document.querySelector('a.right-next');
+  const nextHref = next ? new URL(next.getAttribute('href'), location.href).pathname : null;
+  const syllabus = Array.from(document.querySelectorAll('.syllabus-chapter a')).map(
+      a => new URL(a.getAttribute('href'), location.href).pathname);
   const W = window.innerWidth;
   const doc = document.documentElement;
   const col = document.querySelector('.bd-article-container') || article;
   // elements sticking out of the window, not inside a box that scrolls on its own
+  function scrollsOwnBox(e) { for (let p = e.parentElement; p; p = p.parentElement) {
+      const s = getComputedStyle(p); if (s.overflowX === 'auto' || s.overflowX === 'scroll') return true; }
+      return false; }
   const scrollsOwn = e => { for (let p = e.parentElement; p; p = p.parentElement) {
       const s = getComputedStyle(p); if (s.overflowX === 'auto' || s.overflowX === 'scroll' || s.overflowX === 'hidden') return true; }
       return false; };
@@ -145,7 +218,8 @@ async () => {
   // figures shown at under 60 % of their pixel width: label text may be hard to read
   const shrunk = imgs.filter(i => i.naturalWidth > 0 && i.clientWidth > 0 && i.clientWidth / i.naturalWidth < 0.6)
                      .map(i => i.getAttribute('src') + ' at ' + Math.round(100 * i.clientWidth / i.naturalWidth) + '%');
-  return {broken, raw, shrunk, pageWidth: doc.scrollWidth, window: W,
+  return {broken, raw, shrunk, placeholders, runins, badCells, uncaptioned, dupImgs, warnings,
+          clippedMath, nextHref, syllabus, pageWidth: doc.scrollWidth, window: W,
           columnOverflow: col.scrollWidth - col.clientWidth, wide, scrolledTables: scrolled,
           tables: article.querySelectorAll('table').length,
           math: document.querySelectorAll('mjx-container').length};
@@ -179,6 +253,8 @@ def check_book(html: Path, shots: Path | None = SHOTS, widths=WIDTHS,
     if shots is not None:
         shutil.rmtree(shots, ignore_errors=True)
     t0 = time.perf_counter()
+    nexts: dict[str, str | None] = {}  # page -> path of its "Next" link
+    syllabus: dict[str, list[str]] = {}  # "order": chapter paths in the syllabus page's order
     with serve(html) as base, sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS, headless=True)
         try:
@@ -215,6 +291,18 @@ def check_book(html: Path, shots: Path | None = SHOTS, widths=WIDTHS,
                     found = list(events)
                     found += [f"image not loaded: {src}" for src in state["broken"]]
                     found += [f"untypeset math: {raw}" for raw in state["raw"]]
+                    found += [f"unfilled placeholder: {x}" for x in state["placeholders"]]
+                    found += [f"bullet run into a paragraph (literal '- '): \"{x}\"" for x in state["runins"][:3]]
+                    if state["badCells"]:
+                        found.append(f"{len(state['badCells'])} table cell(s) read "
+                                     f"{sorted(set(state['badCells']))}")
+                    found += [f"table without caption: starts \"{x}\"" for x in state["uncaptioned"][:5]]
+                    found += [f"image shown twice: {x}" for x in state["dupImgs"]]
+                    found += [f"warning or traceback in an output: {x}" for x in state["warnings"]]
+                    found += [f"equation cut off: {x}" for x in state["clippedMath"][:3]]
+                    nexts.setdefault(rel, state["nextHref"])
+                    if state["syllabus"]:
+                        syllabus.setdefault("order", state["syllabus"])
                     if state["pageWidth"] > state["window"] + 1:
                         found.append(f"page is {state['pageWidth']} px wide in a {state['window']} px "
                                      f"window; widest: {', '.join(state['wide']) or '?'}")
@@ -243,6 +331,8 @@ def check_book(html: Path, shots: Path | None = SHOTS, widths=WIDTHS,
                 ctx.close()
         finally:
             browser.close()
+    problems += _next_link_problems(nexts, syllabus.get("order"), has_syllabus="syllabus.html" in pages)
+    report["syllabus_order"] = syllabus.get("order", [])
     report["seconds"] = round(time.perf_counter() - t0, 1)
     report["scrolled_tables_1280"] = {p: v["1280"]["scrolledTables"] for p, v in report["per_page"].items()
                                       if v.get("1280", {}).get("scrolledTables")}
@@ -253,6 +343,29 @@ def check_book(html: Path, shots: Path | None = SHOTS, widths=WIDTHS,
         shots.mkdir(parents=True, exist_ok=True)
         (shots / "report.json").write_text(json.dumps(report, indent=1))
     return problems, report
+
+
+def _next_link_problems(nexts: dict[str, str | None], order: list[str] | None, has_syllabus: bool) -> list[str]:
+    """Each chapter's "Next" link must lead to the next chapter of the syllabus page's order.
+
+    ``nexts``: page (relative path) -> URL path of its Next link; ``order``: the URL paths
+    of the chapters as the syllabus page lists them (elements ``.syllabus-chapter a``).
+    """
+    if not has_syllabus:
+        return []
+    if not order:
+        return ["syllabus.html: no chapter list (.syllabus-chapter links) to check the Next links against"]
+    out = []
+    page_of = {rel: "/" + rel for rel in nexts}
+    by_path = {v: k for k, v in page_of.items()}
+    for here, there in zip(order, order[1:]):
+        rel = by_path.get(here)
+        if rel is None:
+            out.append(f"syllabus lists {here}, which is not a page of the book")
+            continue
+        if nexts.get(rel) != there:
+            out.append(f"{rel}: 'Next' leads to {nexts.get(rel)}, the syllabus continues with {there}")
+    return out
 
 
 # ---------------------------------------------------------------------------- the test
@@ -333,6 +446,13 @@ def test_the_checker_catches_what_it_claims(browser_available, tmp_path):
         "missing.html": '<p>x</p><img src="nope.png">',
         "math.html": "<p>the estimate \\(\\hat I\\) and $\\tau_i$ are raw</p>",
         "wide.html": '<p>x</p><div style="width: 2000px">wide</div>',
+        "nan.html": '<table><caption>Table 1. t</caption><tr><td>NaN</td><td>&lt;NA&gt;</td></tr></table>',
+        "nocap.html": '<table><tr><td>1</td></tr></table>',
+        "twice.html": '<img src="dot.png"><p>again</p><img src="dot.png">',
+        "texttt.html": '<p>the \\texttt{inspect_ai} log costs $5</p>',
+        "placeholder.html": '<p>a gain of {paper_gain:.4f} and paper_gain:.4f over (n_pool tasks)</p>',
+        "runin.html": '<p>Summary.\n- first point\n- second point</p>',
+        "warning.html": '<div class="cell_output"><pre>/tmp/x.py:3: RuntimeWarning: invalid value</pre></div>',
     }
     for name, body in pages.items():
         (site / name).write_text(_PAGE.format(body=body))
@@ -347,6 +467,26 @@ def test_the_checker_catches_what_it_claims(browser_available, tmp_path):
     assert sum("untypeset math" in p for p in by_page["math.html"]) == 2  # \\( and $..$
     assert any("2000" in p or "wider" in p or "px wide" in p for p in by_page["wide.html"])
     assert any("found nothing" in p for p in problems)  # the empty search page
+    assert any("['<NA>', 'NaN']" in p for p in by_page["nan.html"])
+    assert any("without caption" in p for p in by_page["nocap.html"])
+    assert not any("without caption" in p for p in by_page["nan.html"])
+    assert any("image shown twice: dot.png" in p for p in by_page["twice.html"])
+    assert any("\\texttt" in p for p in by_page["texttt.html"])
+    assert any("raw $" in p for p in by_page["texttt.html"])
+    assert sum("placeholder" in p for p in by_page["placeholder.html"]) == 3
+    assert any("literal '- '" in p for p in by_page["runin.html"])
+    assert any("RuntimeWarning" in p for p in by_page["warning.html"])
+
+
+def test_next_links_must_follow_the_syllabus():
+    order = ["/chapters/a.html", "/chapters/b.html", "/chapters/c.html"]
+    good = {"chapters/a.html": "/chapters/b.html", "chapters/b.html": "/chapters/c.html",
+            "chapters/c.html": None}
+    assert _next_link_problems(good, order, has_syllabus=True) == []
+    bad = dict(good, **{"chapters/a.html": "/chapters/c.html"})
+    found = _next_link_problems(bad, order, has_syllabus=True)
+    assert found == ["chapters/a.html: 'Next' leads to /chapters/c.html, the syllabus continues with /chapters/b.html"]
+    assert "no chapter list" in _next_link_problems(good, [], has_syllabus=True)[0]
 
 
 @pytest.mark.parametrize("ci", [None, "1"])
