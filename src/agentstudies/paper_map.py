@@ -249,7 +249,7 @@ INTERNAL: dict[str, tuple[str, ...]] = {
     "impossible_cheating": ("variants_*.csv", "isolation.csv", "outcomes.csv", "cheating_rates.csv",
                             "strategy_mix.csv", "legit_pass_rates.csv", "cheating_by_difficulty.csv",
                             "classifier_confusion.csv", "honest_cheating_counts.csv", "classifier_validation*.csv",
-                            "humaneval_*.csv"),
+                            "humaneval_*.csv", "controls.csv", "testability.csv"),
     # chapters whose tables are this repository's own (no paper table to regenerate)
     "impossible_workflows": ("*.csv",),
     "method_sasst": ("*.csv",),
