@@ -370,7 +370,66 @@ def _env_cases() -> list[Case]:
     ]
 
 
-CASES = _sasst_cases() + _handoff_cases() + _tau_cases() + _recovery_cases() + _env_cases()
+def _injected(source: str, chapter: str = "method_recovery") -> Any:
+    """What ``Chapter.from_parameters`` checks in a kernel that papermill injected ``source`` into."""
+    from agentstudies.chapter import check_injected
+    from agentstudies.runner import declared_parameters
+
+    declared = declared_parameters(Path(__file__).resolve().parents[1] / "notebooks" / f"{chapter}.ipynb")
+    namespace: dict[str, Any] = {"In": ["", "seed = 0\nn_boot = 2000\nlevel = 0.95", source]}
+    exec(source, {}, namespace)
+    return check_injected(chapter, declared, namespace)
+
+
+def _truncated_data(rel: str, keep: int) -> Any:
+    """Read a truncated copy of ``data/<rel>`` through the package, in a throwaway data folder."""
+    import shutil
+    import tempfile
+    from unittest import mock
+
+    from agentstudies import _data
+
+    repo_data = Path(__file__).resolve().parents[1] / "data"
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp) / "data"
+        shutil.copytree(repo_data / "alfworld", root / "alfworld")
+        shutil.copy(repo_data / "SHA256SUMS", root / "SHA256SUMS")
+        target = root / rel
+        target.write_bytes(target.read_bytes()[:keep])
+        with mock.patch.object(_data, "data_dir", lambda: root):
+            if rel.endswith("pools.json"):
+                from agentstudies.envs.alfworld.pools import load_manifest
+
+                return load_manifest(target)
+            from agentstudies.agents._alfworld_learned import load_weights
+
+            return load_weights(Path(rel).stem, target.parent)
+
+
+def _kernel_and_data_cases() -> list[Case]:
+    from agentstudies._data import DataFileError
+    from agentstudies.runner import ParameterError
+
+    return [
+        Case("plain papermill: misspelled -p n_boots", lambda: _injected("# Parameters\nn_boots = 5\n"), ParameterError,
+             r"unknown parameter\(s\) \['n_boots'\] injected into chapter 'method_recovery'.*declares: seed, n_boot, level"),
+        Case("plain papermill: -p seed -1", lambda: _injected("# Parameters\nseed = -1\n"), ParameterError,
+             "parameter 'seed' of notebook method_recovery must be a non-negative integer seed.*papermill's injected"),
+        Case("plain papermill: -p n_boot 0", lambda: _injected("# Parameters\nn_boot = 0\n"), ParameterError,
+             "parameter 'n_boot' of notebook method_recovery is the number of resamples"),
+        Case("plain papermill: -p level 1.5", lambda: _injected("# Parameters\nlevel = 1.5\n"), ParameterError,
+             "parameter 'level' of notebook method_recovery is a probability"),
+        Case("plain papermill: known names pass", lambda: _injected("# Parameters\nseed = 3\nn_boot = 10\n"), None,
+             r"\['seed', 'n_boot'\]", note=repr),
+        Case("truncated data/alfworld/pools.json", lambda: _truncated_data("alfworld/pools.json", 500), DataFileError,
+             r"data/alfworld/pools.json does not match its checksum.*git checkout -- data/alfworld/pools.json"),
+        Case("truncated data/alfworld/checkpoints/RL.json", lambda: _truncated_data("alfworld/checkpoints/RL.json", 30),
+             DataFileError, r"data/alfworld/checkpoints/RL.json does not match.*git checkout -- data/alfworld/checkpoints/RL.json"),
+    ]
+
+
+CASES = (_sasst_cases() + _handoff_cases() + _tau_cases() + _recovery_cases() + _env_cases()
+         + _kernel_and_data_cases())
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
