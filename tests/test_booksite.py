@@ -262,11 +262,19 @@ def test_glossary_defines_the_fields_terms():
 
 def test_landing_page_has_audience_prerequisites_and_reading_paths():
     intro = (BOOK / "intro.md").read_text()
-    for heading in ("## Who this book is for", "## Prerequisites", "## Reading paths"):
+    for heading in ("## Who this book is for", "## Prerequisites"):
         assert heading in intro
+    assert "{doc}`syllabus`" in intro  # the reading paths are on the syllabus page
     assert "{tableofcontents}" in intro  # every chapter, in the sidebar's order
     for method in ("method_sasst", "method_handoff", "method_recovery"):
         assert f"chapters/{method}" in intro
+    # the real / trained / simulated table has a row for every part of the book
+    table = intro.split("```{list-table}", 1)[1].split("```", 1)[0]
+    rows = [line[4:].strip() for line in table.splitlines() if line.startswith("* - ")]
+    parts = [p["caption"] for p in yaml.safe_load((BOOK / "_toc.yml").read_text())["parts"]
+             if p["caption"] not in ("Start here", "Reference")]
+    for caption in parts:
+        assert any(r.startswith(caption) for r in rows), f"no row for the part {caption!r}"
 
 
 # ------------------------------------------------------------------ paper-profile runs
@@ -295,3 +303,42 @@ def test_archived_paper_run_round_trip_and_checksums(tmp_path):
         paper_runs.archive_run("chap", tmp_path / "artifacts", tmp_path / "runs")
     with pytest.raises(FileNotFoundError, match="paper_runs archive nothing"):
         paper_runs.load_run("nothing", folder=tmp_path / "runs" / "nothing")
+
+
+# ------------------------------------------------------------------------- syllabus
+def test_syllabus_follows_the_toc_and_measures_reading_and_run_time(mini_root):
+    (mini_root / "book" / "_syllabus.yml").write_text(yaml.safe_dump({"chapters": {
+        "alpha": {"difficulty": 1, "needs": [], "week": 1, "day": 1, "kind": "simulated"},
+        "beta": {"difficulty": 3, "needs": ["alpha"], "week": 2, "day": 0, "kind": "real"}}}, sort_keys=False))
+    (mini_root / "notebooks" / "durations.json").write_text('{"paper": {"beta": 42.5}}')
+    rows = booksite.syllabus(mini_root)
+    assert [r.chapter for r in rows] == ["alpha", "beta"]
+    assert rows[0].title == "Alpha" and rows[1].needs == ["alpha"]
+    # beta's text is "# Beta\n\nNo exercises here." = 4 words: under a minute reads as 1
+    assert rows[1].reading_min == 1 and (rows[1].run_s, rows[1].run_source) == (42.5, "paper profile, shipped")
+    assert rows[0].run_s is None  # neither executed nor shipped
+    # an executed copy's papermill duration wins ("last build")
+    nb = nbformat.read(mini_root / "notebooks" / "alpha.ipynb", as_version=4)
+    nb.metadata["papermill"] = {"duration": 7.25}
+    (mini_root / "book" / "chapters").mkdir(exist_ok=True)
+    nbformat.write(nb, mini_root / "book" / "chapters" / "alpha.ipynb")
+    assert booksite.syllabus(mini_root)[0].run_s == 7.25
+    # another order than the TOC's, or a prerequisite read later, is refused
+    (mini_root / "book" / "_syllabus.yml").write_text(yaml.safe_dump({"chapters": {
+        "beta": {"difficulty": 3, "week": 2}, "alpha": {"difficulty": 1, "week": 1}}}, sort_keys=False))
+    with pytest.raises(ValueError, match="differ from book/_toc.yml's order"):
+        booksite.syllabus(mini_root)
+    (mini_root / "book" / "_syllabus.yml").write_text(yaml.safe_dump({"chapters": {
+        "alpha": {"difficulty": 1, "week": 1, "needs": ["beta"]}, "beta": {"difficulty": 3, "week": 2}}},
+        sort_keys=False))
+    with pytest.raises(ValueError, match="alpha needs 'beta'"):
+        booksite.syllabus(mini_root)
+
+
+def test_the_books_syllabus_covers_every_chapter_in_sidebar_order():
+    rows = booksite.syllabus(REPO)
+    assert [r.chapter for r in rows] == runner.toc_chapters(REPO)
+    assert "syllabus" in _toc_files() and "{syllabus}" in (BOOK / "syllabus.md").read_text()
+    assert all(r.difficulty in booksite.DIFFICULTY for r in rows)
+    weeks = [r.week for r in rows]
+    assert weeks == sorted(weeks) and max(weeks) <= 14

@@ -37,7 +37,7 @@ import pandas as pd
 
 __all__ = [
     "TableEntry", "FigureEntry", "ChapterResults", "Exercise", "PaperItemRow",
-    "results_index", "paper_items_index", "exercise_index", "compare_tables", "paper_counterparts", "setup",
+    "SyllabusRow", "syllabus", "results_index", "paper_items_index", "exercise_index", "compare_tables", "paper_counterparts", "setup",
 ]
 
 TABLE_SUFFIXES = (".csv",)
@@ -425,6 +425,125 @@ def exercise_index(root: Path | str, chapters: list[str] | None = None) -> dict[
     return out
 
 
+# ---------------------------------------------------------------------------- syllabus
+SYLLABUS_FILE = Path("book") / "_syllabus.yml"
+WORDS_PER_MINUTE = 200
+DIFFICULTY = {1: "introductory", 2: "intermediate", 3: "advanced"}
+
+
+@dataclass
+class SyllabusRow:
+    """One chapter of the course: metadata of ``book/_syllabus.yml`` plus measured times.
+
+    ``reading_min``: words of the chapter's markdown / :data:`WORDS_PER_MINUTE`, rounded up;
+    ``run_s``: the wall time of its executed copy in ``book/chapters/`` (papermill's
+    ``duration``, ``run_source`` = "last build"), else the shipped paper-profile time of
+    ``notebooks/durations.json`` (``run_source`` = "paper profile, shipped"), else None.
+    """
+
+    chapter: str
+    title: str
+    difficulty: int
+    needs: list[str]
+    week: int
+    day: int
+    kind: str
+    reading_min: int
+    run_s: float | None
+    run_source: str
+
+
+def _title(nb: Any, chapter: str) -> str:
+    for cell in nb.cells if nb is not None else []:
+        if cell.cell_type == "markdown":
+            for line in cell.source.splitlines():
+                if line.startswith("# "):
+                    return line[2:].strip()
+    return chapter
+
+
+def syllabus(root: Path | str) -> list[SyllabusRow]:
+    """The course in ``book/_toc.yml`` order, one row per chapter, from ``book/_syllabus.yml``.
+
+    Raises
+    ------
+    ValueError
+        If the syllabus file lists chapters in another order than the table of contents,
+        misses one or lists one that is not there, names an unknown prerequisite, or a
+        prerequisite that comes later in the course.
+    """
+    import json
+
+    import yaml
+
+    from agentstudies.runner import toc_chapters
+
+    root = Path(root)
+    meta = (yaml.safe_load((root / SYLLABUS_FILE).read_text()) or {}).get("chapters", {})
+    toc = toc_chapters(root)
+    if list(meta) != toc:
+        raise ValueError(f"{SYLLABUS_FILE}: chapters {list(meta)} differ from book/_toc.yml's order {toc}")
+    try:
+        shipped = json.loads((root / "notebooks" / "durations.json").read_text()).get("paper", {})
+    except (OSError, ValueError):
+        shipped = {}
+    rows = []
+    for k, chapter in enumerate(toc):
+        m = meta[chapter]
+        for need in m.get("needs", []):
+            if need not in toc[:k]:
+                raise ValueError(f"{SYLLABUS_FILE}: {chapter} needs {need!r}, which is not an earlier chapter")
+        nb, executed = _read_notebook(root / "book", root, chapter)
+        words = sum(len(re.findall(r"\w+", c.source)) for c in (nb.cells if nb is not None else [])
+                    if c.cell_type == "markdown")
+        run_s, source = None, ""
+        if executed and nb is not None and "duration" in nb.metadata.get("papermill", {}):
+            run_s, source = float(nb.metadata["papermill"]["duration"]), "last build"
+        elif chapter in shipped:
+            run_s, source = float(shipped[chapter]), "paper profile, shipped"
+        rows.append(SyllabusRow(chapter, _title(nb, chapter), int(m["difficulty"]), list(m.get("needs", [])),
+                                int(m["week"]), int(m.get("day", 0)), str(m.get("kind", "")),
+                                max(1, -(-words // WORDS_PER_MINUTE)), run_s, source))
+    return rows
+
+
+def _syllabus_nodes(env: Any) -> list[Any]:
+    """The syllabus table: a numbered caption, one row per chapter (class ``syllabus-chapter``)."""
+    from docutils import nodes
+
+    rows = syllabus(_root_of(env))
+    heads = ["#", "chapter", "difficulty", "read first", "reading", "run time", "week", "day"]
+    table = nodes.table(classes=["syllabus-table"])
+    sources = sorted({r.run_source for r in rows if r.run_source})
+    table += nodes.title("", f"The course, in the sidebar's order ({len(rows)} chapters). Reading time: words "
+                             f"at {WORDS_PER_MINUTE} a minute; run time: {' or '.join(sources) or 'not measured'}; "
+                             "week: the one-semester path; day: the one-week path (– not on it).")
+    group = nodes.tgroup(cols=len(heads))
+    table += group
+    group += [nodes.colspec(colwidth=w) for w in (3, 40, 12, 20, 8, 8, 5, 5)]
+    thead = nodes.thead()
+    thead += nodes.row("", *[nodes.entry("", nodes.paragraph("", h)) for h in heads])
+    group += thead
+    body = nodes.tbody()
+    for i, r in enumerate(rows, 1):
+        link = nodes.paragraph("", "", _doc_link(f"chapters/{r.chapter}", r.title))
+        needs = nodes.paragraph()
+        for j, need in enumerate(r.needs):
+            needs += nodes.Text(", " if j else "")
+            needs += _doc_link(f"chapters/{need}", need.replace("_", " "))
+        run = "–" if r.run_s is None else (f"{r.run_s:.0f} s" if r.run_s < 120 else f"{r.run_s / 60:.0f} min")
+        cells = [nodes.entry("", nodes.paragraph("", str(i))), nodes.entry("", link, classes=["syllabus-chapter"]),
+                 nodes.entry("", nodes.paragraph("", DIFFICULTY.get(r.difficulty, str(r.difficulty)))),
+                 nodes.entry("", needs if r.needs else nodes.paragraph("", "–")),
+                 nodes.entry("", nodes.paragraph("", f"{r.reading_min} min")),
+                 nodes.entry("", nodes.paragraph("", run)),
+                 nodes.entry("", nodes.paragraph("", str(r.week))),
+                 nodes.entry("", nodes.paragraph("", str(r.day) if r.day else "–"))]
+        body += nodes.row("", *cells)
+    group += body
+    return [table]
+
+
 # ------------------------------------------------------------------------------ Sphinx
 def _doc_link(docname: str, text: str | None = None):
     from docutils import nodes
@@ -623,6 +742,7 @@ def setup(app):
     """Sphinx entry point (``extra_extensions: [agentstudies.booksite]``)."""
     app.add_directive("results-index", _make_directive(_results_nodes))
     app.add_directive("exercise-index", _make_directive(_exercise_nodes))
+    app.add_directive("syllabus", _make_directive(_syllabus_nodes))
     app.connect("config-inited", _disable_thebe)
     app.connect("env-get-outdated", _always_outdated)
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}
