@@ -438,3 +438,21 @@ def test_router_findings_from_the_evaluation():
     t = ar.recovery_findings(res, ev, inert, n_draws=50, seed=0).table().set_index("finding")
     router_rows = [f for f in t.index if f.startswith("CIR")]
     assert len(router_rows) == 6 and (t.loc[router_rows, "verdict"] == "not testable here").all()
+
+
+def test_router_findings_not_testable_when_no_outcome_can_change():
+    """Refresh changed actions but never an outcome on the evaluation pool (the measured
+    quick-profile situation): no router can gain or harm, so its findings are not testable."""
+    from test_recovery_router import FEATS, synth
+
+    fit = rc.fit_router(synth(30, 0), FEATS, seed=3)
+    ev = rc.evaluate_policies(fit.routers, rc.OutcomeVault(synth(12, 9, prefix="e"), FEATS), n_draws=50, seed=0,
+                              sign_flip_draws=200)
+    res = rc.analyze_paired(_synthetic_paired("planted", n=10), n_draws=50, seed=1)
+    testab = pd.DataFrame([dict(cohort="evaluation", operation="refresh", condition=c, delay=d, forks=12, active=12,
+                                action_changed=0.5, next_action_changed=0.25, outcome_changed=0.0)
+                           for c in ar.CONDITIONS for d in (1, 2, 4)])
+    t = ar.recovery_findings(res, ev, testab, n_draws=50, seed=0).table().set_index("finding")
+    rows = t[t.index.str.startswith("CIR")]
+    assert (rows["verdict"] == "not testable here").all()
+    assert rows["why"].str.contains("changed the outcome in 0 of 144").sum() == 5

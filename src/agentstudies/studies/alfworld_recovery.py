@@ -1186,12 +1186,17 @@ def _router_findings(evaluation, testab, *, level, n_draws, seed):
     pe = paper_table("evaluation").set_index(["policy", "condition"])
     pv = lambda pol, cond, col="delta": float(pe.loc[(pol, cond), col]) if (pol, cond) in pe.index else np.nan  # noqa: E731
     rows = []
-    share, forks = _arm_share(testab, "evaluation", [("refresh", c, d) for c in CONDITIONS for d in ROUTER_DELAYS])
+    arms = [("refresh", c, d) for c in CONDITIONS for d in ROUTER_DELAYS]
+    share, forks = _arm_share(testab, "evaluation", arms)
     inert = np.isfinite(share) and share == 0.0 and forks > 0
+    what = "changed the agent's actions"
+    oall, _ = _arm_share(testab, "evaluation", arms, col="outcome_changed")
+    if not inert and np.isfinite(oall) and oall == 0.0 and forks > 0:  # actions changed, no outcome ever did
+        inert, share, what = True, oall, "changed the outcome"
     name = "CIR raises success over never-refresh"
     paper = f"{pv('cir', 'all'):+.2f} pp [{pv('cir', 'all', 'ci_low'):+.2f}, {pv('cir', 'all', 'ci_high'):+.2f}]"
     if inert:
-        why = f"refresh changed the agent's actions in 0 of {forks} evaluation forks"
+        why = f"refresh {what} in 0 of {forks} evaluation forks"
         rows.append(untestable_finding(name, paper, why=why, measured=share))
     else:
         r = t.loc[("cir", "all")]
@@ -1217,8 +1222,7 @@ def _router_findings(evaluation, testab, *, level, n_draws, seed):
     name = "CIR's largest gain is on two-step stale"
     paper = f"{pv('cir', 'stale-2'):+.2f} pp on stale-2"
     if inert:
-        rows.append(untestable_finding(name, paper, why=f"refresh changed the agent's actions in 0 of {forks} "
-                                                        "evaluation forks", measured=share))
+        rows.append(untestable_finding(name, paper, why=f"refresh {what} in 0 of {forks} evaluation forks", measured=share))
     elif ests:
         lo, hi = min(e[1] for e in ests), min(e[2] for e in ests)
         est = min(e[0] for e in ests)
@@ -1230,8 +1234,7 @@ def _router_findings(evaluation, testab, *, level, n_draws, seed):
         name = f"CIR beats the {base} baseline"
         paper = f"{pv('cir', 'all'):+.2f} vs {pv(base, 'all'):+.2f} pp"
         if inert:
-            rows.append(untestable_finding(name, paper, why=f"refresh changed the agent's actions in 0 of {forks} "
-                                                            "evaluation forks", measured=share))
+            rows.append(untestable_finding(name, paper, why=f"refresh {what} in 0 of {forks} evaluation forks", measured=share))
             continue
         e = _bootstrap_diff(_policy_diff(ep, "cir", base), level=level, n_draws=n_draws, seed=seed, key=f"cir-{base}")
         rows.append(interval_finding(name, paper, *e, paper_side="above", level=level, fmt="+.1f",
@@ -1240,7 +1243,7 @@ def _router_findings(evaluation, testab, *, level, n_draws, seed):
     if inert:
         rows.append(untestable_finding("CIR's gain is significant (sign-flip test)",
                                        f"p = {pv('cir', 'all', 'sign_flip_p'):.3f}", measured=share,
-                                       why=f"refresh changed the agent's actions in 0 of {forks} evaluation forks"))
+                                       why=f"refresh {what} in 0 of {forks} evaluation forks"))
         return rows
     rows.append(exact_finding("CIR's gain is significant (sign-flip test)", f"p = {pv('cir', 'all', 'sign_flip_p'):.3f}",
                               p, t.loc[("cir", "all"), "n"], holds=bool(p < alpha),
