@@ -23,7 +23,7 @@ AGENT = "llm:openai-api/local/scripted"
 
 @pytest.fixture(scope="module")
 def two_cases():
-    _, cases = ts.build_cases(0, ("base",), max_scenarios=12)
+    _, cases = ts.build_cases(0, ("base",))
     keep = [c for c in cases if c.scenario.scenario_id in ("send_contact-021", "send_contact-031")]
     assert len(keep) == 2
     return keep

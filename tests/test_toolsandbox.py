@@ -51,13 +51,13 @@ def cases(scenarios):
 
 # ------------------------------------------------------------ scenarios
 def test_counts_and_coverage(scenarios, cases):
-    assert len(scenarios) >= 100
-    assert len(cases) == 8 * len(scenarios) >= 800
+    assert len(scenarios) >= 129  # ToolSandbox: 129 base scenarios
+    assert len(cases) == 8 * len(scenarios) >= 1032
     assert len({c.case_id for c in cases}) == len(cases)
     tags = {t for s in scenarios for t in s.categories}
     assert tags == set(CATEGORIES)
     assert {c.augmentation for c in cases} == set(AUGMENTATIONS)
-    assert len(TOOLS) >= 25
+    assert len(TOOLS) >= 34
     for s in scenarios:
         assert s.milestones and s.minefields and s.allow_list
 

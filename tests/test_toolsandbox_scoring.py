@@ -196,3 +196,69 @@ def test_reference_dependent_matcher_equals_brute_force(case):
             got += S[i, r, m]
     assert got / S.shape[0] == pytest.approx(val)
     assert all(mapping[u] is None or mapping[v] is None or mapping[u] < mapping[v] for u, v in edges)
+
+
+# ------------------------------------------------------------------ the world (item 2)
+def test_wifi_off_lookups_fail_with_an_informative_error():
+    from agentstudies.envs.toolsandbox import WEB_TOOLS, ExecutionContext, ToolError, execute_tool
+
+    world = {"SETTING": [{"name": "cellular", "value": True}, {"name": "wifi", "value": False},
+                         {"name": "location_service", "value": True}, {"name": "low_battery_mode", "value": True},
+                         {"name": "current_timestamp", "value": 1.0e9}, {"name": "own_phone_number", "value": "+14085550100"}]}
+    args = {"convert_currency": {"amount": 1.0, "from_currency": "USD", "to_currency": "EUR"},
+            "get_exchange_rate": {"from_currency": "USD", "to_currency": "EUR"}, "search_places": {"query": "Paris"},
+            "search_lat_lon": {"latitude": 48.85, "longitude": 2.35},
+            "search_weather": {"latitude": 48.85, "longitude": 2.35}, "search_stock": {"query": "Apple"}}
+    assert set(args) == set(WEB_TOOLS)
+    ctx = ExecutionContext(world)
+    for tool, a in args.items():
+        with pytest.raises(ToolError, match=f"Wifi is off; {tool} needs an internet connection"):
+            execute_tool(ctx, tool, a)
+    # the low-battery chain: wifi cannot be turned on until low battery mode is off
+    with pytest.raises(ToolError, match="low battery mode is on"):
+        execute_tool(ctx, "set_wifi_status", {"on": True})
+    execute_tool(ctx, "set_low_battery_mode_status", {"on": False})
+    execute_tool(ctx, "set_wifi_status", {"on": True})
+    assert execute_tool(ctx, "search_stock", {"query": "Apple"})["symbol"] == "AAPL"
+
+
+def test_world_size_branching_dags_and_lookup_dependencies(scenarios):
+    from agentstudies.envs.toolsandbox import TOOLS, WEB_TOOLS, is_branching
+
+    assert len(scenarios) >= 129 and len(TOOLS) >= 34
+    branching = [s for s in scenarios if is_branching(s)]
+    assert len(branching) >= 10
+    chains = [s for s in scenarios if s.template == "lookup_offline"
+              and {r["name"]: r["value"] for r in s.initial["SETTING"]}["low_battery_mode"]]
+    assert chains, "no low-battery look-up chain"
+    for s in chains:
+        calls = [g[1] for g in s.gold if g[0] == "call"]
+        assert calls.index("set_low_battery_mode_status") < calls.index("set_wifi_status") < \
+            min(calls.index(t) for t in calls if t in WEB_TOOLS)
+
+
+def test_branching_dag_scores_either_order(scenarios):
+    sc = next(s for s in scenarios if s.template == "two_settings")
+    a, b, done = sc.gold
+    assert _play(sc, [a, b, done]).evaluate().similarity == 1.0
+    assert _play(sc, [b, a, done]).evaluate().similarity == 1.0
+    assert _play(sc, [a, done]).evaluate().similarity == pytest.approx(0.5)
+
+
+def test_distractors_ranked_by_description_similarity(scenarios):
+    from agentstudies.envs.toolsandbox import TOOLS, make_cases, ranked_distractors
+
+    def cos(x, y):
+        def bag(t):
+            words = t.split("_") + "".join(ch if ch.isalnum() else " " for ch in TOOLS[t].description.lower()).split()
+            return {w: words.count(w) for w in words}
+        bx, by = bag(x), bag(y)
+        return sum(bx[k] * by.get(k, 0) for k in bx) / (sum(v * v for v in bx.values()) * sum(v * v for v in by.values())) ** 0.5
+
+    for sc in scenarios[::9]:
+        ranked = ranked_distractors(sc)
+        score = [max(cos(t, a) for a in sc.allow_list) for t in ranked]
+        assert all(score[i] >= score[i + 1] - 1e-12 for i in range(len(score) - 1)), sc.scenario_id
+        cases = {c.augmentation: c for c in make_cases([sc])}
+        assert set(cases["3_distraction_tools"].view.tools) == set(sc.allow_list) | set(ranked[:3])
+        assert set(cases["10_distraction_tools"].view.tools) == set(sc.allow_list) | set(ranked[:10])

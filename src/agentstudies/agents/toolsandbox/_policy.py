@@ -86,6 +86,7 @@ _DEP_FIX = {
     "low battery mode is on": ("set_low_battery_mode_status", False),
     "Cellular service is off": ("set_cellular_service_status", True),
     "Location service is off": ("set_location_service_status", True),
+    "Wifi is off": ("set_wifi_status", True),
 }
 _UNIT_NAMES = {"miles": "mile", "mi": "mile", "km": "kilometer", "kilometers": "kilometer", "lbs": "pound",
                "pounds": "pound", "kg": "kilogram", "kilos": "kilogram", "gallons": "gallon", "gal": "gallon",
@@ -327,6 +328,23 @@ class ScriptedToolAgent(SimulatedPolicyMixin):
                 "location_service": "set_location_service_status", "low_battery_mode": "set_low_battery_mode_status"}[slots["setting"]]
         self._run(self._key("set"), tool, {"on": bool(slots["on"])})
         raise _Act(Say("Done.", {"act": "done"}))
+
+    def _skill_set_settings(self, slots):
+        tools = {"cellular": "set_cellular_service_status", "wifi": "set_wifi_status",
+                 "location_service": "set_location_service_status"}
+        for name in slots["settings"]:
+            self._run(self._key("set", name), tools[name], {"on": bool(slots["on"])})
+        raise _Act(Say("Done.", {"act": "done"}))
+
+    def _skill_send_stock_price(self, slots):
+        key = self._key("send_price")
+        person = self._contact(slots["recipient_name"], key)
+        if person is None:
+            self._cannot(f"I cannot find {slots['recipient_name']}")
+        r = self._run(self._key("stock"), "search_stock", {"query": slots["company"]})
+        content = f"{r['name']} is at {format_number(r['price_usd'])} USD"
+        self._run(key, "send_message_with_phone_number", {"phone_number": person["phone_number"], "content": content})
+        raise _Act(Say("Your message has been sent.", {"act": "done"}))
 
     def _skill_send_message(self, slots):
         key = self._key("send")

@@ -27,7 +27,9 @@ from agentstudies.envs.toolsandbox._scenarios import (
     Scenario,
     case_table,
     generate_scenarios,
+    is_branching,
     make_cases,
+    ranked_distractors,
 )
 from agentstudies.envs.toolsandbox._scoring import (
     CONSTRAINT_KINDS,
@@ -52,6 +54,7 @@ from agentstudies.envs.toolsandbox._tools import (
     SCRAMBLES,
     TOOL_NAMES,
     TOOLS,
+    WEB_TOOLS,
     ToolError,
     ToolView,
     canonical_phone,
@@ -62,10 +65,10 @@ from agentstudies.envs.toolsandbox._user import ScriptedUser
 
 __all__ = [
     "AUGMENTATIONS", "CATEGORIES", "CONSTRAINT_KINDS", "DEPARTURES", "DEFAULT_MAX_MESSAGES", "MUTATING_TOOLS", "NAMESPACES",
-    "ROLES", "SCRAMBLES", "SIMILARITIES", "SYSTEM_PROMPT", "TOOLS", "TOOL_NAMES",
+    "ROLES", "SCRAMBLES", "SIMILARITIES", "SYSTEM_PROMPT", "TOOLS", "TOOL_NAMES", "WEB_TOOLS",
     "Case", "Constraint", "Evaluation", "ExecutionContext", "Intent", "Message", "MessageCapReached", "Milestone",
     "Role", "Say", "Scenario", "ScriptedUser", "Snapshot", "ToolCall", "ToolError", "ToolSandboxEnv", "ToolView",
     "best_mapping", "canonical_phone", "case_table", "column_similarity", "evaluate", "execute_tool", "format_number",
-    "generate_scenarios", "gold_case", "make_cases", "replay_gold", "rouge_l", "similarity_matrix", "similarity_tensor", "table_similarity", "topological_order", "turn_count",
+    "generate_scenarios", "gold_case", "is_branching", "ranked_distractors", "make_cases", "replay_gold", "rouge_l", "similarity_matrix", "similarity_tensor", "table_similarity", "topological_order", "turn_count",
     "validate_scenario", "with_guardrails",
 ]

@@ -47,6 +47,9 @@ __all__ = [
     "generate_scenarios",
     "make_cases",
     "case_table",
+    "ranked_distractors",
+    "tool_similarity",
+    "is_branching",
 ]
 
 CATEGORIES: tuple[str, ...] = (
@@ -200,6 +203,12 @@ class _World:
         self.contacts.append(twin)
         return twin
 
+    def state(self) -> dict[str, Any]:
+        """The settings as the gold trajectory leaves them so far (starts as the initial ones)."""
+        if not hasattr(self, "_state"):
+            self._state = dict(self.settings)
+        return self._state
+
     def initial(self) -> dict[str, tuple[dict[str, Any], ...]]:
         return {"SETTING": tuple({"name": k, "value": v} for k, v in self.settings.items()),
                 "CONTACT": tuple(dict(c) for c in self.contacts),
@@ -270,15 +279,18 @@ def _dependency(piece: _Piece, w: _World, setting: str) -> None:
     setter = {"cellular": "set_cellular_service_status", "wifi": "set_wifi_status",
               "location_service": "set_location_service_status"}[setting]
     piece.use(setter, "set_low_battery_mode_status")
-    if w.settings["low_battery_mode"]:
+    state = w.state()
+    if state["low_battery_mode"]:
         piece.gold.append(_call("set_low_battery_mode_status", on=False))
         piece.chain(_setting_on("low_battery_mode", False))
         piece.depth += 1
-    if not w.settings[setting]:
+        state["low_battery_mode"] = False
+    if not state[setting]:
         piece.gold.append(_call(setter, on=True))
         piece.chain(_setting_on(setting, True))
         piece.depth += 1
         piece.cats.add("state_dependency")
+        state[setting] = True
 
 
 def _when_text(when: Mapping[str, int]) -> str:
@@ -331,6 +343,9 @@ def _intent_setting(rng, w: _World, setting: str, on: bool) -> tuple[Intent, _Pi
         p.use(setter)
         p.gold.append(_call(setter, on=on))
         p.chain(_setting_on(setting, on))
+        w.state()[setting] = on
+        if setting == "low_battery_mode" and on:
+            w.state().update(cellular=False, wifi=False, location_service=False)
     p.gold.append(_say("done", "Done."))
     intent = Intent("set_setting", {"setting": setting, "on": on}, f"Please turn {'on' if on else 'off'} {label}.")
     return intent, p
@@ -512,6 +527,8 @@ def _intent_weather(rng, w: _World, city: str | None, days: int) -> tuple[Intent
     p.use("search_weather")
     if city is None:
         _dependency(p, w, "location_service")
+    _dependency(p, w, "wifi")
+    if city is None:
         p.use("get_current_location")
         p.gold.append(_call("get_current_location"))
         p.chain(_trace("get_current_location", {}))
@@ -539,6 +556,7 @@ def _intent_weather(rng, w: _World, city: str | None, days: int) -> tuple[Intent
 
 def _intent_stock(rng, w: _World, company: str) -> tuple[Intent, _Piece]:
     p = _Piece()
+    _dependency(p, w, "wifi")
     p.use("search_stock")
     p.gold.append(_call("search_stock", query=company))
     price = format_number(STOCKS[company][1])
@@ -547,7 +565,6 @@ def _intent_stock(rng, w: _World, company: str) -> tuple[Intent, _Piece]:
             f"The current price of {company} ({STOCKS[company][0]}) is {price} US dollars.")
     p.chain(_trace("search_stock", {"query": company}), _reply(refs))
     p.gold.append(_say("inform", refs[0], value=text))
-    p.cats.add("single_tool_call")
     return Intent("stock", {"company": company}, f"How much is {company} stock right now?"), p
 
 
@@ -555,6 +572,7 @@ def _intent_currency(rng, w: _World) -> tuple[Intent, _Piece]:
     p = _Piece()
     a, b = rng.choice(sorted(FX_PER_USD), size=2, replace=False)
     amount = float(rng.integers(2, 200) * 5)
+    _dependency(p, w, "wifi")
     p.use("convert_currency")
     p.gold.append(_call("convert_currency", amount=amount, from_currency=str(a), to_currency=str(b)))
     val = round(amount / FX_PER_USD[a] * FX_PER_USD[b], 2)
@@ -562,7 +580,6 @@ def _intent_currency(rng, w: _World) -> tuple[Intent, _Piece]:
     refs = (f"That is {text} {b}.", f"{amount:g} {a} is {text} {b}.", f"It converts to {text} {b}.")
     p.chain(_trace("convert_currency", {"amount": amount, "from_currency": str(a), "to_currency": str(b)}), _reply(refs))
     p.gold.append(_say("inform", refs[0], value=text))
-    p.cats.add("single_tool_call")
     return Intent("currency", {"amount": amount, "from": str(a), "to": str(b)}, f"How much is {amount:g} {a} in {b}?"), p
 
 
@@ -581,6 +598,46 @@ def _intent_units(rng, w: _World, pair: tuple[str, str]) -> tuple[Intent, _Piece
     sw = UNIT_WORDS[src][int(rng.integers(2))]
     dw = UNIT_WORDS[dst][int(rng.integers(2))]
     return Intent("units", {"amount": amount, "from_word": sw, "to_word": dw}, f"How many {dw} is {amount:g} {sw}?"), p
+
+
+_SETTING_LABEL = {"cellular": "cellular service", "wifi": "wifi", "location_service": "location service"}
+_SETTER = {"cellular": "set_cellular_service_status", "wifi": "set_wifi_status", "location_service": "set_location_service_status"}
+
+
+def _intent_two_settings(rng, w: _World, a: str, b: str) -> tuple[Intent, _Piece]:
+    """Turn two settings on: two milestones with no edge (either order is right)."""
+    p = _Piece()
+    p.use(_SETTER[a], _SETTER[b])
+    p.gold += [_call(_SETTER[a], on=True), _call(_SETTER[b], on=True), _say("done", "Done.")]
+    p.milestones = [_setting_on(a, True), _setting_on(b, True)]
+    p.cats.add("multiple_tool_call")
+    return Intent("set_settings", {"settings": [a, b], "on": True},
+                  f"Please turn on {_SETTING_LABEL[a]} and {_SETTING_LABEL[b]}."), p
+
+
+def _intent_stock_message(rng, w: _World, company: str) -> tuple[Intent, _Piece]:
+    """Look a price up and text it (cellular off): the look-up and the cellular fix are
+    unordered, both precede the message (a diamond-shaped DAG)."""
+    p = _Piece()
+    target = w.contacts[int(rng.integers(len(w.contacts)))]
+    first = target["name"].split(" ")[0]
+    price = format_number(STOCKS[company][1])
+    content = f"{company} is at {price} USD"
+    p.use("search_contacts", "search_stock", "set_cellular_service_status", "set_low_battery_mode_status",
+          "send_message_with_phone_number")
+    p.gold += [_call("search_contacts", name=first), _call("search_stock", query=company),
+               _call("set_cellular_service_status", on=True),
+               _call("send_message_with_phone_number", phone_number=target["phone_number"], content=content),
+               _say("done", "Your message has been sent.")]
+    p.milestones = [_trace("search_stock", {"query": company}), _setting_on("cellular", True),
+                    Milestone("price sent", (Constraint("added", "MESSAGING", {"recipient_phone_number": target["phone_number"],
+                                                                               "content": content}, {"content": "rouge_l"}),))]
+    p.edges = [(0, 2), (1, 2)]
+    p.depth = 1
+    p.cats |= {"multiple_tool_call", "state_dependency"}
+    return Intent("send_stock_price", {"recipient_name": first, "company": company},
+                  f"Text {first} the current price of {company} stock.",
+                  expect={"phone_number": target["phone_number"], "content": content}), p
 
 
 def _intent_insufficient(rng, w: _World, kind: str) -> tuple[Intent, _Piece, list[Milestone]]:
@@ -722,6 +779,16 @@ def _recipes() -> list[tuple[str, dict]]:
     for first, second in (("setting", "stock"), ("currency", "add_reminder"), ("weather_city", "send_contact"),
                           ("stock", "remove_reminder"), ("units", "add_contact"), ("send_contact", "setting")):
         r.append(("two_requests", {"first": first, "second": second}))
+    # issue 27: look-ups behind wifi (and low battery), branching DAGs; appended so earlier ids stay
+    for what, low, arg in (("stock", False, "Apple"), ("stock", True, "Nvidia"), ("stock", False, "Adobe"),
+                           ("currency", False, None), ("currency", True, None), ("weather_city", False, ("Berlin", 0)),
+                           ("weather_city", True, ("Toronto", 1)), ("weather_city", True, ("Mumbai", 0))):
+        r.append(("lookup_offline", {"what": what, "low_battery": low, "arg": arg}))
+    for a, b in (("wifi", "location_service"), ("cellular", "wifi"), ("location_service", "cellular")):
+        for rep in range(2):
+            r.append(("two_settings", {"a": a, "b": b, "rep": rep}))
+    for company in ("Apple", "Microsoft", "Amazon", "Siemens", "Netflix", "Toyota"):
+        r.append(("stock_message", {"company": company}))
     return r
 
 
@@ -821,6 +888,24 @@ def _build(sid: str, template: str, kw: dict, rng: np.random.Generator) -> Scena
         intent, p, mines = _intent_insufficient(rng, w, kw["kind"])
         mine, trig = _generic_mine(w, set(), reminder=kw["kind"] == "no_number")
         return _assemble(sid, template, w, [(intent, p)], mines + [mine], trig)
+    if template == "lookup_offline":
+        w = _World(rng, wifi=False, low_battery=kw["low_battery"])
+        if kw["what"] == "stock":
+            part = _intent_stock(rng, w, kw["arg"])
+        elif kw["what"] == "currency":
+            part = _intent_currency(rng, w)
+        else:
+            part = _intent_weather(rng, w, *kw["arg"])
+        mine, trig = _generic_mine(w, set())
+        return _assemble(sid, template, w, [part], [mine], trig)
+    if template == "two_settings":
+        w = _World(rng, **{{"location_service": "location"}.get(k, k): False for k in (kw["a"], kw["b"])})
+        mine, trig = _generic_mine(w, set())
+        return _assemble(sid, template, w, [_intent_two_settings(rng, w, kw["a"], kw["b"])], [mine], trig)
+    if template == "stock_message":
+        w = _World(rng, cellular=False)
+        mine, trig = _generic_mine(w, set(), reminder=True)
+        return _assemble(sid, template, w, [_intent_stock_message(rng, w, kw["company"])], [mine], trig)
     if template == "two_requests":
         w = _World(rng, wifi=True)
         parts = [_simple_intent(kw["first"], rng, w), _simple_intent(kw["second"], rng, w)]
@@ -830,7 +915,7 @@ def _build(sid: str, template: str, kw: dict, rng: np.random.Generator) -> Scena
 
 
 def generate_scenarios(seed: int = 0) -> list[Scenario]:
-    """The base scenarios (currently 120), drawn from the templates with ``seed``.
+    """The base scenarios (currently 135), drawn from the templates with ``seed``.
 
     Scenario ``i`` uses ``keyed_seed(seed, "toolsandbox-scenario", i)``, so each scenario
     depends only on the seed and its position. Ids are ``"<template>-<i:03d>"``.
@@ -842,12 +927,52 @@ def generate_scenarios(seed: int = 0) -> list[Scenario]:
     return out
 
 
+def _bag(tool: str) -> dict[str, int]:
+    words = tool.lower().split("_") + "".join(ch if ch.isalnum() else " " for ch in TOOLS[tool].description.lower()).split()
+    out: dict[str, int] = {}
+    for wd in words:
+        out[wd] = out.get(wd, 0) + 1
+    return out
+
+
+def tool_similarity(a: str, b: str) -> float:
+    """Cosine similarity of the bags of words of two tools' names and descriptions."""
+    x, y = _bag(a), _bag(b)
+    dot = sum(v * y.get(k, 0) for k, v in x.items())
+    nx = sum(v * v for v in x.values()) ** 0.5
+    ny = sum(v * v for v in y.values()) ** 0.5
+    return dot / (nx * ny) if nx and ny else 0.0
+
+
+def ranked_distractors(scenario: Scenario, seed: int = 0) -> list[str]:
+    """Tools outside the allow-list, most similar first (max :func:`tool_similarity` to an
+    allowed tool, as ToolSandbox ranks distraction tools), ties in a seeded order."""
+    rng = np.random.default_rng(keyed_seed(seed, "distractors", scenario.scenario_id))
+    pool = [t for t in TOOL_NAMES if t not in scenario.allow_list]
+    tie = {pool[i]: k for k, i in enumerate(rng.permutation(len(pool)))}
+    score = {t: max((tool_similarity(t, a) for a in scenario.allow_list), default=0.0) for t in pool}
+    return sorted(pool, key=lambda t: (-round(score[t], 12), tie[t]))
+
+
+def is_branching(scenario: Scenario) -> bool:
+    """Whether the milestone DAG allows more than one order (two milestones with no path between them)."""
+    k = len(scenario.milestones)
+    reach = [[i == j for j in range(k)] for i in range(k)]
+    for u, v in scenario.edges:
+        reach[u][v] = True
+    for m in range(k):
+        for i in range(k):
+            for j in range(k):
+                reach[i][j] = reach[i][j] or (reach[i][m] and reach[m][j])
+    return any(not reach[i][j] and not reach[j][i] for i in range(k) for j in range(i + 1, k))
+
+
 def make_cases(scenarios: Sequence[Scenario], augmentations: Sequence[str] = AUGMENTATIONS, seed: int = 0) -> list[Case]:
     """Expand every scenario into the given augmentations (default: all eight).
 
-    Distraction tools are drawn per scenario from the tools outside its allow-list with
-    ``keyed_seed(seed, "distractors", scenario_id)``: the first 3 / 10 of one seeded
-    permutation (so +3 is contained in +10), or all of them. The four scrambles are
+    Distraction tools are the tools outside a scenario's allow-list ranked by similarity of
+    their names and descriptions to the allowed tools (:func:`ranked_distractors`): the
+    first 3 / 10 (so +3 is contained in +10), or all of them. The four scrambles are
     applied on top of the +3 set. The shown order of tools is a seeded permutation.
 
     Raises
@@ -860,9 +985,7 @@ def make_cases(scenarios: Sequence[Scenario], augmentations: Sequence[str] = AUG
         raise ValueError(f"unknown augmentation(s) {bad}; expected {AUGMENTATIONS}")
     cases = []
     for sc in scenarios:
-        rng = np.random.default_rng(keyed_seed(seed, "distractors", sc.scenario_id))
-        pool = [t for t in TOOL_NAMES if t not in sc.allow_list]
-        perm = [pool[i] for i in rng.permutation(len(pool))]
+        perm = ranked_distractors(sc, seed)
         order_rng_seed = keyed_seed(seed, "tool-order", sc.scenario_id)
         for aug in augmentations:
             n = {"base": 0, "10_distraction_tools": 10, "all_tools": len(perm)}.get(aug, 3)
@@ -885,6 +1008,6 @@ def case_table(cases: Sequence[Case]) -> "Any":
             "category": sc.category, "categories": "|".join(sc.categories), "augmentation": c.augmentation,
             "dependency_depth": sc.dependency_depth, "n_milestones": len(sc.milestones), "n_minefields": len(sc.minefields),
             "n_user_intents": len(sc.intents), "n_gold_calls": sum(1 for g in sc.gold if g[0] == "call"),
-            "n_tools_shown": len(c.view.tools), "n_distractors": c.n_distractors,
+            "n_tools_shown": len(c.view.tools), "n_distractors": c.n_distractors, "branching_dag": is_branching(sc),
         })
     return pd.DataFrame(rows)

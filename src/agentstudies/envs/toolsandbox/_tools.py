@@ -1,13 +1,16 @@
 """Typed tools of the ToolSandbox-style world, their implicit state dependencies, and views.
 
-28 tools across settings, contacts, messaging, reminders, time and dates, units and
-currency, and look-ups (weather, places, stocks) served from the local fixtures below (no
-network). Dependencies are *implicit*, as in ToolSandbox (Lu et al., 2024, Sec. 2.2): a
-tool's description does not state them; calling it in the wrong world state raises a
-:class:`ToolError` with an informative message, returned to the agent as a message:
+34 tools across settings, contacts, messaging, reminders, time and dates, arithmetic, units
+and currency, and web look-ups (weather, places, reverse geocoding, stocks, currency
+conversion, exchange rates) served from the local fixtures below (no network). Dependencies
+are *implicit*, as in ToolSandbox (Lu et al., 2024, Sec. 2.2): a tool's description does not
+state them; calling it in the wrong world state raises a :class:`ToolError` with an
+informative message, returned to the agent as a message:
 
 - ``send_message_with_phone_number`` needs cellular service on;
-- turning cellular / wifi / location service on is refused in low-battery mode;
+- every web look-up (:data:`WEB_TOOLS`) needs wifi on;
+- turning cellular / wifi / location service on is refused in low-battery mode (so a
+  look-up in low-battery mode needs: low battery off -> wifi on -> look-up);
 - ``get_current_location`` needs location service on.
 
 Arguments are typed (``bool``, ``int``, ``float``, ``str``); a wrong type, a missing
@@ -45,6 +48,7 @@ __all__ = [
     "canonical_phone",
     "format_number",
     "execute_tool",
+    "WEB_TOOLS",
 ]
 
 
@@ -324,6 +328,68 @@ def _fx(ctx, amount, from_currency, to_currency):
     return {"amount": round(amount / FX_PER_USD[from_currency] * FX_PER_USD[to_currency], 2), "currency": to_currency}
 
 
+def _web(name: str, fn):
+    """``fn`` behind the wifi dependency (ToolSandbox: web tools need a connection)."""
+    def wrapped(ctx, **kw):
+        if not ctx.setting("wifi"):
+            raise ToolError(f"Wifi is off; {name} needs an internet connection.")
+        return fn(ctx, **kw)
+    return wrapped
+
+
+def _rate(ctx, from_currency, to_currency):
+    if from_currency not in FX_PER_USD or to_currency not in FX_PER_USD:
+        raise ToolError(f"Unknown currency code; known: {sorted(FX_PER_USD)}")
+    return {"rate": round(FX_PER_USD[to_currency] / FX_PER_USD[from_currency], 6)}
+
+
+def _lat_lon(ctx, latitude, longitude):
+    best = min(PLACES, key=lambda p: math.hypot(PLACES[p][0] - latitude, PLACES[p][1] - longitude))
+    lat, lon, country = PLACES[best]
+    if math.hypot(lat - latitude, lon - longitude) > 1.0:
+        raise ToolError(f"No place known near latitude {latitude}, longitude {longitude}.")
+    return {"name": best, "country": country}
+
+
+def _weekday(ctx, year, month, day):
+    try:
+        return {"weekday": _dt.date(year, month, day).strftime("%A")}
+    except ValueError as exc:
+        raise ToolError(f"get_weekday: invalid date: {exc}") from None
+
+
+def _calculate(ctx, expression):
+    import ast
+    import operator
+
+    ops = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
+           ast.USub: operator.neg, ast.UAdd: operator.pos}
+
+    def ev(node):
+        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
+            return float(node.value)
+        if isinstance(node, ast.BinOp) and type(node.op) in ops:
+            return ops[type(node.op)](ev(node.left), ev(node.right))
+        if isinstance(node, ast.UnaryOp) and type(node.op) in ops:
+            return ops[type(node.op)](ev(node.operand))
+        raise ToolError(f"calculate: only numbers, + - * / and parentheses are allowed; got {expression!r}")
+    try:
+        return {"result": round(ev(ast.parse(expression, mode="eval").body), 6)}
+    except (SyntaxError, ZeroDivisionError) as exc:
+        raise ToolError(f"calculate: cannot evaluate {expression!r}: {exc}") from None
+
+
+def _contact_by_id(ctx, person_id):
+    for r in ctx.table("CONTACT"):
+        if r["person_id"] == person_id:
+            return dict(r)
+    raise ToolError(f"No contact with person_id {person_id!r}.")
+
+
+def _own_number(ctx):
+    return {"phone_number": ctx.setting("own_phone_number")}
+
+
 def _places(ctx, query):
     return [{"name": p, "latitude": lat, "longitude": lon, "country": c}
             for p, (lat, lon, c) in PLACES.items() if query.lower() in p.lower()]
@@ -389,15 +455,34 @@ TOOLS: Mapping[str, Tool] = {t.name: t for t in [
     _t("datetime_info_to_timestamp", "UNIX timestamp of a UTC date and time.",
        [("year", int, True, "year"), ("month", int, True, "month 1-12"), ("day", int, True, "day of month"),
         ("hour", int, False, "hour 0-23"), ("minute", int, False, "minute 0-59")], _info_ts),
+    _t("get_weekday", "Day of the week of a date.", [("year", int, True, "year"), ("month", int, True, "month 1-12"),
+                                                     ("day", int, True, "day of month")], _weekday),
+    _t("calculate", "Evaluate an arithmetic expression with + - * / and parentheses.",
+       [("expression", str, True, "arithmetic expression, e.g. (2 + 3) * 4")], _calculate),
+    _t("get_contact_by_id", "A contact's name, phone number and relationship by person_id.",
+       [("person_id", str, True, "id from search_contacts")], _contact_by_id),
+    _t("get_own_phone_number", "The phone number of this device.", [], _own_number),
     _t("unit_conversion", "Convert an amount between units of length, mass or volume.",
        [("amount", float, True, "amount"), ("from_unit", str, True, "unit name, e.g. mile"), ("to_unit", str, True, "unit name")], _units),
     _t("convert_currency", "Convert an amount between currencies (ISO codes).",
-       [("amount", float, True, "amount"), ("from_currency", str, True, "ISO code"), ("to_currency", str, True, "ISO code")], _fx),
-    _t("search_places", "Find places by name; returns latitude and longitude.", [("query", str, True, "place name")], _places),
+       [("amount", float, True, "amount"), ("from_currency", str, True, "ISO code"), ("to_currency", str, True, "ISO code")],
+       _web("convert_currency", _fx)),
+    _t("get_exchange_rate", "Exchange rate between two currencies (ISO codes).",
+       [("from_currency", str, True, "ISO code"), ("to_currency", str, True, "ISO code")], _web("get_exchange_rate", _rate)),
+    _t("search_places", "Find places by name; returns latitude and longitude.", [("query", str, True, "place name")],
+       _web("search_places", _places)),
+    _t("search_lat_lon", "Name of the place at a latitude/longitude.",
+       [("latitude", float, True, "latitude"), ("longitude", float, True, "longitude")], _web("search_lat_lon", _lat_lon)),
     _t("search_weather", "Weather forecast near a latitude/longitude, days ahead 0-6.",
-       [("latitude", float, True, "latitude"), ("longitude", float, True, "longitude"), ("days_ahead", int, False, "0 = today")], _weather),
-    _t("search_stock", "Current stock price by company name or symbol.", [("query", str, True, "company name or symbol")], _stock),
+       [("latitude", float, True, "latitude"), ("longitude", float, True, "longitude"), ("days_ahead", int, False, "0 = today")],
+       _web("search_weather", _weather)),
+    _t("search_stock", "Current stock price by company name or symbol.", [("query", str, True, "company name or symbol")],
+       _web("search_stock", _stock)),
 ]}
+
+#: Web look-ups: each needs wifi on (an informative ToolError otherwise).
+WEB_TOOLS: frozenset[str] = frozenset({"convert_currency", "get_exchange_rate", "search_places", "search_lat_lon",
+                                       "search_weather", "search_stock"})
 
 TOOL_NAMES: tuple[str, ...] = tuple(TOOLS)
 MUTATING_TOOLS: frozenset[str] = frozenset(n for n, t in TOOLS.items() if t.mutating)
