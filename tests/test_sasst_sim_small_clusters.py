@@ -144,6 +144,16 @@ def test_audit_trial_bounds_follow_their_definitions(pool, rules):
     np.testing.assert_allclose(ratio, ratio.iloc[0], rtol=1e-9)
     # slots sharing a discovery specification share the rule
     assert df.loc["r2: PV - ReAct", "rule_index"] == df.loc["control r2: Gate - PV", "rule_index"]
+    # the t-quantile reading of "common t scaling": recovered from the recorded bounds, it
+    # is est - eta t_39^{-1}(Phi(c)) se with se and c recomputed here from the contributions'
+    # definition (Bonferroni-t half-width / its t critical value; Gaussian half-width / se)
+    tq = S.t_quantile_bounds(df.reset_index(), n_clusters=40, n_slots=10).to_numpy()[df["feasible"].to_numpy()]
+    se = half_b / stats.t.ppf(1 - 0.05 / 10, 39)
+    c = half_g / se
+    want = ok["estimate"] - ok["sign"] * stats.t.ppf(stats.norm.cdf(c), 39) * se
+    np.testing.assert_allclose(tq[nz.to_numpy()], want[nz], rtol=1e-9)
+    assert (stats.t.ppf(stats.norm.cdf(c[nz]), 39) / c[nz] > stats.t.ppf(0.95, 39) / stats.norm.ppf(0.95)).all()
+    assert np.isnan(S.t_quantile_bounds(df.reset_index()).to_numpy()[~df["feasible"].to_numpy()]).all()
 
 
 def _audit(i, rng, **kw):

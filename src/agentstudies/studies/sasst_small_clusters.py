@@ -99,6 +99,8 @@ __all__ = [
     "pool_truths",
     "audit_trial",
     "summarize_table6",
+    "t_quantile_bounds",
+    "T_QUANTILE",
     "PowerDesign",
     "power_designs",
     "power_trial",
@@ -415,18 +417,54 @@ def _familywise(records: pd.DataFrame, truth: dict[str, np.ndarray], methods: Se
     return frame.reset_index()
 
 
-def summarize_table6(records: pd.DataFrame, pool: TauPool, rules: Sequence[Rule]) -> pd.DataFrame:
+#: Table 6 sensitivity (not a paper row): "common t scaling" read as the t quantile at the
+#: multiplier critical value's own tail probability (see :func:`t_quantile_bounds`).
+T_QUANTILE = "t-quantile"
+
+
+def t_quantile_bounds(records: pd.DataFrame, n_clusters: int = 40, n_slots: int = 10,
+                      level: float = 0.95) -> pd.Series:
+    """Bounds of the other reading of the paper's "common t scaling" (D.2, Table 6).
+
+    Ours (``t-scaled``) multiplies the Gaussian multiplier critical value ``c`` by
+    ``t_{level, N-1} / z_{level}`` (about 1.024 at N = 40). The paper does not define the
+    scaling; this reading replaces ``c`` by the ``t_{N-1}`` quantile at the same tail
+    probability, ``t_{N-1}^{-1}(Phi(c))`` (about 1.045 c at c = 2.4). Both are recovered
+    from the recorded bounds: ``se = eta (est - B_bonferroni) / t_{1 - alpha/|J|, N-1}``
+    and ``c = eta (est - B_gaussian) / se`` (the same contributions and multipliers).
+
+    Returns the signed bounds (one per record; the estimate where ``se = 0``, NaN where
+    the slot had no bound). Raises ``KeyError`` if a needed column is missing.
+    """
+    for col in ("sign", "estimate", "bound_gaussian", "bound_bonferroni-t"):
+        if col not in records.columns:
+            raise KeyError(f"records lack column {col!r}")
+    s = records["sign"].to_numpy(float)
+    est = records["estimate"].to_numpy(float)
+    tb = _st.t.ppf(1.0 - (1.0 - level) / n_slots, n_clusters - 1)
+    se = s * (est - records["bound_bonferroni-t"].to_numpy(float)) / tb
+    pos = se > 0
+    c = np.where(pos, s * (est - records["bound_gaussian"].to_numpy(float)) / np.where(pos, se, 1.0), 0.0)
+    ct = _st.t.ppf(_st.norm.cdf(c), n_clusters - 1)
+    out = np.where(pos, est - s * ct * np.where(pos, se, 0.0), est)
+    out = np.where(np.isnan(records["bound_gaussian"].to_numpy(float)), np.nan, out)
+    return pd.Series(out, index=records.index, name=f"bound_{T_QUANTILE}")
+
+
+def summarize_table6(records: pd.DataFrame, pool: TauPool, rules: Sequence[Rule],
+                     methods: Sequence[str] = METHODS) -> pd.DataFrame:
     """Table 6: familywise coverage per null setting and inference rule, with MC intervals.
 
     Truths come from :func:`pool_truths` (0 for every slot and rule in a null setting,
     computed rather than assumed). A trial's family covers when every support-feasible
-    slot's signed bound satisfies ``eta (Delta - B) >= 0``.
+    slot's signed bound satisfies ``eta (Delta - B) >= 0``. ``methods`` name the
+    ``bound_<method>`` columns to read (:data:`T_QUANTILE` after :func:`t_quantile_bounds`).
     """
     rows = []
     for name, g in records.groupby("setting", sort=False):
         truth = pool_truths(pool, rules, null_setting(name, pool), _F_CONTRASTS)
-        fw = _familywise(g, truth, METHODS)
-        for m in METHODS:
+        fw = _familywise(g, truth, methods)
+        for m in methods:
             k, n = int(fw[m].sum()), len(fw)
             lo, hi = proportion_interval(k, n)
             rows.append({"setting": name, "rule": m, "familywise_coverage": k / n, "n_trials": n,
