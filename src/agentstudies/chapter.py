@@ -683,7 +683,7 @@ def render_table(t: Table | pd.DataFrame, caption: str | None = None, *, number:
     rows, notes = _cells(t)
     n = t.n if t.n is not None else len(df)
     what = (t.caption or _default_caption(df, show)).strip()
-    what = what if what.endswith((".", "?", "!")) else what + "."
+    what = what if what.endswith((".", "?", "!", "…")) else what + "."
     head = f"Table {number}. " if number is not None else ""
     unit = f" Unit: {t.unit.rstrip('.')}." if t.unit else ""
     cap = f"{head}{what}{unit} n = {n} row{'s' if n != 1 else ''}."
