@@ -262,3 +262,37 @@ def test_distractors_ranked_by_description_similarity(scenarios):
         cases = {c.augmentation: c for c in make_cases([sc])}
         assert set(cases["3_distraction_tools"].view.tools) == set(sc.allow_list) | set(ranked[:3])
         assert set(cases["10_distraction_tools"].view.tools) == set(sc.allow_list) | set(ranked[:10])
+
+
+# ------------------------------------------------------ agents that read (item 3)
+def test_scramble_gap_comes_from_reading_and_vanishes_without_the_scramble(scenarios):
+    """The reading agent (profile ``reader``: no mistake probabilities) picks tools by the
+    shown text. Under the description scramble it calls wrong tools more often than on the
+    same tools unscrambled; showing the very same case without the scramble removes the gap."""
+    from agentstudies.agents.toolsandbox import run_episode
+    from agentstudies.envs.toolsandbox import Case, ToolView, make_cases
+
+    cases = make_cases(scenarios, ("3_distraction_tools", "tool_description_scrambled"))
+    by = {}
+    for c in cases:
+        by.setdefault(c.scenario.scenario_id, {})[c.augmentation] = c
+    gaps = 0
+    for sid in sorted(by)[::3]:
+        plain, scr = by[sid]["3_distraction_tools"], by[sid]["tool_description_scrambled"]
+        a = run_episode(plain, "ReAct", "reader", 0)
+        b = run_episode(scr, "ReAct", "reader", 0)
+        unscrambled = Case(scr.case_id, scr.scenario, scr.augmentation, ToolView(scr.view.tools, None, scr.view.key))
+        c = run_episode(unscrambled, "ReAct", "reader", 0)
+        gaps += b["failed_calls"] > a["failed_calls"]
+        assert (c["failed_calls"], c["similarity"], c["turn_count"]) == (a["failed_calls"], a["similarity"], a["turn_count"]), sid
+    assert gaps >= 1
+
+
+def test_reading_agent_never_reads_the_registry():
+    import inspect as _inspect
+
+    from agentstudies.agents.toolsandbox import _policy
+
+    src = _inspect.getsource(_policy.rank_tools) + _inspect.getsource(_policy.ScriptedToolAgent._pick) + \
+        _inspect.getsource(_policy.ScriptedToolAgent._read_map)
+    assert "TOOLS" not in src and "description ==" not in src

@@ -41,7 +41,7 @@ import numpy as np
 from agentstudies.agents.base import SimulatedPolicyMixin
 from agentstudies.envs.toolsandbox import TOOLS, Say, ToolCall, canonical_phone, format_number
 
-__all__ = ["ToolAgentProfile", "PROFILES", "get_profile", "ScriptedToolAgent"]
+__all__ = ["ToolAgentProfile", "PROFILES", "NEEDS", "get_profile", "ScriptedToolAgent", "rank_tools", "shown_text"]
 
 
 @dataclass(frozen=True)
@@ -61,15 +61,88 @@ class ToolAgentProfile:
     p_type_error: float = 0.3
     p_paraphrase: float = 0.2
     max_attempts: int = 3
+    tool_choice: str = "reading"
 
 
-#: Two profiles: ``base`` (more mistakes) and ``treated`` (fewer), both simulated.
+#: What the agent wants from a tool, in its own words (never the tools' descriptions).
+NEEDS: Mapping[str, str] = {
+    "set_cellular_service_status": "turn set switch cellular mobile service on off",
+    "set_wifi_status": "turn set switch wifi on off",
+    "set_location_service_status": "turn set switch location service on off",
+    "set_low_battery_mode_status": "turn set switch low battery mode on off",
+    "get_current_location": "get where is the device current location latitude longitude city",
+    "search_contacts": "search find look up contacts by name phone number",
+    "add_contact": "add create save new contact name phone number",
+    "modify_contact": "modify change update contact phone number person",
+    "remove_contact": "remove delete contact person",
+    "send_message_with_phone_number": "send text message sms to phone number content",
+    "add_reminder": "add create set reminder content time timestamp",
+    "search_reminder": "search find look up reminders content",
+    "modify_reminder": "modify change move update reminder time timestamp",
+    "remove_reminder": "remove delete reminder",
+    "get_current_timestamp": "get current time now timestamp clock",
+    "shift_timestamp": "shift add days hours minutes to timestamp",
+    "timestamp_to_datetime_info": "timestamp to date year month day hour",
+    "datetime_info_to_timestamp": "date year month day hour minute to timestamp",
+    "unit_conversion": "convert amount units length mass volume",
+    "convert_currency": "convert amount money currency",
+    "search_places": "search find place city latitude longitude by name",
+    "search_weather": "weather forecast temperature at latitude longitude days ahead",
+    "search_stock": "stock share price of company",
+}
+
+#: Tool errors that say the agent called the wrong tool (it then reads the next-best one).
+_WRONG_TOOL = ("unexpected argument", "missing required argument", "Unknown tool", "nothing to modify")
+
+
+def _words(text: str) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for wd in "".join(ch if ch.isalnum() else " " for ch in str(text).lower()).split():
+        out[wd] = out.get(wd, 0) + 1
+    return out
+
+
+def _cosine(x: Mapping[str, int], y: Mapping[str, int]) -> float:
+    dot = sum(v * y.get(k, 0) for k, v in x.items())
+    n = (sum(v * v for v in x.values()) * sum(v * v for v in y.values())) ** 0.5
+    return dot / n if n else 0.0
+
+
+def shown_text(spec: Mapping[str, Any]) -> str:
+    """What the agent reads of a shown tool: name words, description, argument names and descriptions."""
+    parts = [str(spec["name"]).replace("_", " "), spec.get("description", "")]
+    for a in spec.get("args", ()):
+        parts += [a["name"].replace("_", " "), a.get("description", "")]
+    return " ".join(parts)
+
+
+def rank_tools(need: str, args: Sequence[str], specs: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Shown tool names, best first, by cosine similarity of the need (plus the argument
+    names the agent will pass) to each tool's shown text; ties keep the shown order."""
+    want = _words(need + " " + " ".join(a.replace("_", " ") for a in args))
+    scored = [(-_cosine(want, _words(shown_text(s))), k, s["name"]) for k, s in enumerate(specs)]
+    return [name for _, _, name in sorted(scored)]
+
+
+_NO_CONFUSION = dict(p_confuse=0.0, confuse_per_log_tool=0.0, confuse_name_scramble=0.0, confuse_description_scramble=0.0,
+                     confuse_arg_description_scramble=0.0, p_type_error=0.0)
+_TREATED = dict(p_dependency_giveup=0.08, p_canonicalization=0.1, p_insufficient=0.15, p_disambiguation_guess=0.15,
+                p_confuse=0.02, confuse_per_log_tool=0.02, confuse_name_scramble=0.1, confuse_description_scramble=0.04,
+                confuse_arg_description_scramble=0.02, p_type_error=0.15, p_paraphrase=0.1)
+
+#: Profiles, all simulated. ``base`` (more mistakes) and ``treated`` (fewer) choose tools by
+#: *reading* the shown names and descriptions (:func:`rank_tools`); no probability acts on
+#: the augmentations, so scramble and distraction effects come from what they read.
+#: ``reader``: reading only, every mistake probability 0. ``base_knobs`` / ``treated_knobs``:
+#: the earlier agents (issue 11), which find tools in the canonical registry and confuse
+#: them with per-augmentation probabilities (kept as a named option for comparison).
 PROFILES: Mapping[str, ToolAgentProfile] = {
-    "base": ToolAgentProfile("base"),
-    "treated": ToolAgentProfile(
-        "treated", p_dependency_giveup=0.08, p_canonicalization=0.1, p_insufficient=0.15, p_disambiguation_guess=0.15,
-        p_confuse=0.02, confuse_per_log_tool=0.02, confuse_name_scramble=0.1, confuse_description_scramble=0.04,
-        confuse_arg_description_scramble=0.02, p_type_error=0.15, p_paraphrase=0.1),
+    "base": ToolAgentProfile("base", **_NO_CONFUSION),
+    "treated": ToolAgentProfile("treated", **dict(_TREATED, **_NO_CONFUSION)),
+    "reader": ToolAgentProfile("reader", p_dependency_giveup=0.0, p_canonicalization=0.0, p_insufficient=0.0,
+                               p_disambiguation_guess=0.0, p_paraphrase=0.0, **_NO_CONFUSION),
+    "base_knobs": ToolAgentProfile("base_knobs", tool_choice="registry"),
+    "treated_knobs": ToolAgentProfile("treated_knobs", tool_choice="registry", **_TREATED),
 }
 
 
@@ -143,6 +216,42 @@ class ScriptedToolAgent(SimulatedPolicyMixin):
             d[key] = bool(self.rng.random() < p)
         return d[key]
 
+    def _read_map(self, specs: Sequence[Mapping[str, Any]], msgs: Sequence[Mapping[str, Any]]) -> dict[str, str]:
+        """Need -> shown name, by reading (:func:`rank_tools`), skipping a shown tool that
+        answered a call made for that need with a wrong-tool error."""
+        chosen = self._memo.setdefault("chosen", {})
+        failed: dict[str, set] = {}
+        for j, m in enumerate(msgs):
+            tc = m.get("tool_call")
+            if m["sender"] == "agent" and tc and j + 1 < len(msgs):
+                err = msgs[j + 1].get("error") or ""
+                if any(p in err for p in _WRONG_TOOL):
+                    need = chosen.get((tc["name"], tuple(sorted(tc["arguments"]))))
+                    if need is not None:
+                        failed.setdefault(need, set()).add(tc["name"])
+        self._failed = failed
+        return {}
+
+    def _pick(self, canonical: str, args: Mapping[str, Any]) -> str | None:
+        if self.profile.tool_choice != "reading":
+            return self._map.get(canonical)
+        ranked = [n for n in rank_tools(NEEDS.get(canonical, canonical.replace("_", " ")), list(args), self._specs)
+                  if n not in self._failed.get(canonical, set())]
+        if not ranked:
+            return None
+        self._memo.setdefault("chosen", {})[(ranked[0], tuple(sorted(args)))] = canonical
+        return ranked[0]
+
+    def _intended(self, shown: str, args: Mapping[str, Any], canonical: str) -> str | None:
+        """The need a call was made for: our own record, else (a call made before a takeover)
+        the need whose reading ranks that tool first."""
+        key = (shown, tuple(sorted(args)))
+        chosen = self._memo.get("chosen", {})
+        if key in chosen:
+            return chosen[key]
+        ranked = rank_tools(NEEDS.get(canonical, canonical.replace("_", " ")), list(args), self._specs)
+        return canonical if ranked and ranked[0] == shown else None
+
     def _tool_map(self, specs: Sequence[Mapping[str, Any]]) -> dict[str, str]:
         shown = {s["name"]: s for s in specs}
         out: dict[str, str] = {}
@@ -177,9 +286,13 @@ class ScriptedToolAgent(SimulatedPolicyMixin):
         if pending is not None and observation.get("last_outcome") in ("blocked", "declined"):
             self._memo["blocks"][pending] = self._memo["blocks"].get(pending, 0) + 1
         self._memo["pending"] = None
-        self._map = self._tool_map(specs)
-        self._rev = {v: k for k, v in self._map.items()}
         self._specs = specs
+        if self.profile.tool_choice == "reading":
+            self._map = self._read_map(specs, msgs)
+        else:
+            self._map = self._tool_map(specs)
+            self._failed = {}
+        self._rev = {v: k for k, v in self._map.items()}
         self._p_confuse, self._p_type = self._confusion(specs)
         k = max((i for i, m in enumerate(msgs) if m["sender"] == "user" and (m.get("act") or {}).get("act") == "intent"), default=None)
         if k is None:
@@ -205,7 +318,9 @@ class ScriptedToolAgent(SimulatedPolicyMixin):
             tc = m.get("tool_call")
             if m["sender"] == "agent" and tc:
                 shown = tc["name"]
-                if self._rev.get(shown) == canonical:
+                intended = self._rev.get(shown) if self.profile.tool_choice != "reading" else \
+                    self._intended(shown, tc["arguments"], canonical)
+                if intended == canonical:
                     reply = self._since[j + 1] if j + 1 < len(self._since) else None
                     if reply is not None and reply["sender"] == "execution_environment":
                         out.append((m["index"], dict(tc["arguments"]), reply.get("result"), reply.get("error")))
@@ -233,7 +348,7 @@ class ScriptedToolAgent(SimulatedPolicyMixin):
     def _emit(self, key: tuple, canonical: str, args: Mapping[str, Any]):
         att = self._memo["attempts"].get(key, 0)
         self._memo["attempts"][key] = att + 1
-        name = self._map.get(canonical)
+        name = self._pick(canonical, args)
         if name is None:
             self._cannot(f"I have no tool to {TOOLS[canonical].description.lower().rstrip('.')}")
         if self._draw(("confuse", key, att), self._p_confuse):
