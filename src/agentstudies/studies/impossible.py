@@ -895,6 +895,9 @@ def cheating_findings(episodes: pd.DataFrame, testab: pd.DataFrame | None = None
     KeyError
         If ``episodes`` lacks a column (``kind, workflow, strictness, test_access, abort,
         rounds, cheated, passed, classified, difficulty, task_id``).
+
+    Source: ImpossibleBench (Zhong, Raghunathan & Carlini, 2025) Secs. 3-5 for the claims
+    (:data:`PAPER_FINDINGS`, approximate); issue 25 for the verdict rules.
     """
     from dataclasses import replace
 
@@ -1023,6 +1026,9 @@ def workflow_findings(report, episodes: pd.DataFrame, reminder=None, testab: pd.
     ------
     KeyError
         Missing columns in ``episodes``.
+
+    Source: ImpossibleBench Sec. 5 (workflows, approximate values); SASST (Xu et al., 2026)
+    for the uniform slot; CIR's paired forks for the reminder; issue 25 for the rules.
     """
     from dataclasses import replace
 
