@@ -484,6 +484,7 @@ MISSING_PAPER = "the paper does not report this value"
 MISSING_RUN = "not defined in this run (no rows in the group, or the quantity does not apply)"
 _BAD_TEXT = {"nan", "NaN", "NAN", "<NA>", "None", "NaT", "inf", "-inf", "+inf", "Inf", "-Inf", "nan%", ""}
 _TABLE_COUNTER = {"n": 0}
+_SNAKE = re.compile(r"^[a-z0-9]+(_[a-z0-9]+)+$")  # a column name like ci_low: shown as "ci low"
 _PLAIN_NUMBER = re.compile(r"^\s*[-+]?\d+(\.\d+)?\s*$")  # a Styler's default/precision format
 
 
@@ -506,7 +507,8 @@ class Table:
     as "–" with a footnote saying why (``missing``: text, else "the paper does not report
     this value" on a row labelled ``paper`` and "not defined in this run" elsewhere);
     ±inf shows as "∞"/"−∞". The index is shown only when it means something (named, a
-    MultiIndex, or not the default 0..n-1 positions).
+    MultiIndex, or not the default 0..n-1 positions). ``n`` (default: the number of rows)
+    and ``n_of`` (default "rows", e.g. "tasks") say what the caption's n counts.
 
     Raises
     ------
@@ -521,6 +523,7 @@ class Table:
     missing: str | None = None
     index: bool | None = None
     n: int | None = None
+    n_of: str | None = None
 
     def __post_init__(self) -> None:
         self._formats: dict[tuple[int, int], Any] = {}
@@ -640,7 +643,7 @@ def _label(v: Any) -> str:
     text = _fmt_number(v, None) if not isinstance(v, str) else v
     if text is None or text.strip() in _BAD_TEXT:
         return ""
-    return str(text).replace("_", " ")
+    return text.replace("_", " ") if _SNAKE.match(text) else text
 
 
 def _header_rows(df: pd.DataFrame, show_index: bool) -> str:
@@ -686,7 +689,7 @@ def render_table(t: Table | pd.DataFrame, caption: str | None = None, *, number:
     what = what if what.endswith((".", "?", "!", "…")) else what + "."
     head = f"Table {number}. " if number is not None else ""
     unit = f" Unit: {t.unit.rstrip('.')}." if t.unit else ""
-    cap = f"{head}{what}{unit} n = {n} row{'s' if n != 1 else ''}."
+    cap = f"{head}{what}{unit} n = {n} {t.n_of or ('row' if n == 1 else 'rows')}."
     body = []
     prev: tuple = ()
     for i, cells in enumerate(rows):
