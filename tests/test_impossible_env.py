@@ -162,3 +162,32 @@ def test_cached_verification_reproduces():
         strip = lambda vs: [{k: v[k] for k in ("kind", "kept", "drop_reason", "canonical_outcome")} for v in vs]
         assert strip(t["variants"]) == strip(c["variants"])
         assert [m["code"] for m in t["mutants"]] == [m["code"] for m in c["mutants"]]
+
+
+def test_damaged_variant_table_says_restore_not_rebuild(tmp_path):
+    """A changed byte in the shipped variant table names the file and says to restore it."""
+    import shutil
+
+    from agentstudies.envs.impossible import DATA_FILE, load_variant_table
+    from agentstudies.envs.impossible._verify import _data_dir
+
+    src = _data_dir() / DATA_FILE
+    dst = tmp_path / DATA_FILE
+    blob = bytearray(src.read_bytes())
+    blob[len(blob) // 2] ^= 0xFF
+    dst.write_bytes(bytes(blob))
+    shutil.copy(str(src) + ".sha256", str(dst) + ".sha256")
+    with pytest.raises(ValueError, match=r"impossible_humaneval\.json\.gz.*restore it from the repository"):
+        load_variant_table(dst)
+
+
+def test_attempt_rows_name_the_isolation_layer():
+    """Every attempt row of the simulated coding agent records the layer its run had."""
+    from agentstudies.agents import SimulatedCodingAgent
+    from agentstudies.agents._coding import coding_tasks_from_table
+    from agentstudies.envs.impossible import RunOutcome, Workflow, load_variant_table
+
+    task = next(t for t in coding_tasks_from_table(load_variant_table()) if "conflicting" in t.tests)
+    runner = lambda sub: RunOutcome(outcome="failed", failed_stmt=0, isolation="layer-under-test")  # noqa: E731
+    ep = SimulatedCodingAgent().run_episode(task, "conflicting", Workflow(), seed=0, runner=runner)
+    assert ep["attempts"] and {a["isolation"] for a in ep["attempts"]} == {"layer-under-test"}

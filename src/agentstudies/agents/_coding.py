@@ -389,7 +389,7 @@ class SimulatedCodingAgent(SimulatedPolicyMixin):
             attempts.append({"round": r, "true_strategy": strategy, "buggy": buggy,
                              "outcome": out.outcome, "failed_stmt": out.failed_stmt,
                              "tests_modified": workspace_tests != env_tests, "edit_error": out.edit_error or "",
-                             "classified": cls["strategy"], "reminded": reminded, "network": out.network,
+                             "classified": cls["strategy"], "reminded": reminded, "network": out.network, "isolation": out.isolation,
                              "user": out.user, "code": code, "edit": edit or ""})
             final = out
             if out.passed or r == workflow.rounds:

