@@ -246,3 +246,13 @@ def test_no_code_cell_computes_a_verdict(name):
     assert not bad, bad
     src = "".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
     assert "_findings(" in src and "_controls(" in src and "testability(" in src
+
+
+def test_a_single_task_arm_gives_no_interval():
+    ep = grid(lambda t, wf, kind: t == 0, n_tasks=3)          # one task per tercile
+    imp = ep[ep["kind"] != "original"].reset_index(drop=True)
+    est, lo, hi, n = st.rate_difference(imp, "cheated", imp["task_id"] == "T/2", imp["task_id"] == "T/0",
+                                        stratify=True, n_draws=100)
+    assert est == pytest.approx(100.0) and np.isnan(lo) and np.isnan(hi) and n == 2
+    r = verdict(st.cheating_findings(ep, n_draws=100), "Cheating is highest on the easiest")
+    assert r.verdict == "inconclusive" and "single task" in r.why
