@@ -54,6 +54,14 @@ __all__ = [
     "design_table",
     "plot_group_means",
     "profile_label",
+    "AUGMENTATION_CONTRASTS",
+    "TESTABILITY_COLUMNS",
+    "testability",
+    "paired_gap",
+    "tag_gap",
+    "toolsandbox_findings",
+    "controls",
+    "departures_table",
 ]
 
 BASELINE = "ReAct"
@@ -383,3 +391,226 @@ def plot_group_means(result: GroupMeans, estimand: str = "similarity", *, title:
                  fontsize=9)
     fig.tight_layout()
     return fig
+
+
+# ------------------------------------------------- findings (issue 25 / issue 27 item 4)
+#: (arm, reference) augmentation contrasts: distraction tools against the base allow-list,
+#: each scramble against the +3 distraction tools it is applied on.
+AUGMENTATION_CONTRASTS: tuple[tuple[str, str], ...] = (
+    ("3_distraction_tools", "base"), ("10_distraction_tools", "base"), ("all_tools", "base"),
+    ("tool_name_scrambled", "3_distraction_tools"), ("tool_description_scrambled", "3_distraction_tools"),
+    ("arg_description_scrambled", "3_distraction_tools"), ("arg_type_scrambled", "3_distraction_tools"),
+)
+
+#: Columns of :func:`testability` (``testability.csv``).
+TESTABILITY_COLUMNS: tuple[str, ...] = ("kind", "arm", "reference", "profile", "n_pairs", "share_action_changed",
+                                        "share_outcome_changed")
+
+_TRAJECTORY = ("tool_calls", "failed_calls", "blocked_calls", "declined_calls", "turn_count", "messages")
+
+
+def _pairs(episodes: pd.DataFrame, column: str, arm: str, reference: str) -> pd.DataFrame:
+    """Episodes of ``arm`` joined to those of ``reference`` on everything else that defines a cell."""
+    keys = ["base_scenario", "profile", "seed"] + [c for c in ("augmentation", "workflow") if c != column]
+    cols = keys + ["similarity", *[c for c in _TRAJECTORY if c in episodes.columns]]
+    a = episodes.loc[episodes[column] == arm, cols]
+    b = episodes.loc[episodes[column] == reference, cols]
+    return a.merge(b, on=keys, suffixes=("_arm", "_ref"), validate="one_to_one")
+
+
+def testability(episodes: pd.DataFrame) -> pd.DataFrame:
+    """Share of paired episodes in which each intervention changed the agent's actions / the outcome.
+
+    Interventions: each augmentation contrast of :data:`AUGMENTATION_CONTRASTS` (pairs: same
+    base scenario, workflow, profile, seed) and each enhanced workflow against ReAct (same
+    case, profile, seed). ``share_action_changed``: the trajectory's counts of tool calls,
+    failed, blocked and declined calls, turns or messages differ (a lower bound on the share
+    in which some action changed); ``share_outcome_changed``: the similarity differs.
+    Columns :data:`TESTABILITY_COLUMNS`, one row per intervention and profile (only
+    interventions whose two arms are both in the table).
+
+    Raises
+    ------
+    KeyError
+        A missing column (``base_scenario, profile, seed, augmentation, workflow, similarity``).
+    """
+    need = ["base_scenario", "profile", "seed", "augmentation", "workflow", "similarity", *_TRAJECTORY]
+    missing = [c for c in need if c not in episodes.columns]
+    if missing:
+        raise KeyError(f"episode table lacks column(s) {missing}")
+    rows = []
+    contrasts = [("augmentation", a, r) for a, r in AUGMENTATION_CONTRASTS] + [("workflow", w, BASELINE) for w in ENHANCED]
+    for kind, arm, ref in contrasts:
+        present = set(episodes[kind])
+        if arm not in present or ref not in present:
+            continue
+        for prof, d in episodes.groupby("profile", sort=True):
+            pr = _pairs(d, kind, arm, ref)
+            if pr.empty:
+                continue
+            acted = np.zeros(len(pr), dtype=bool)
+            for c in _TRAJECTORY:
+                acted |= (pr[f"{c}_arm"] != pr[f"{c}_ref"]).to_numpy()
+            rows.append({"kind": kind, "arm": arm, "reference": ref, "profile": prof, "n_pairs": len(pr),
+                         "share_action_changed": float(acted.mean()),
+                         "share_outcome_changed": float((pr["similarity_arm"] != pr["similarity_ref"]).mean())})
+    return pd.DataFrame(rows, columns=list(TESTABILITY_COLUMNS))
+
+
+def _cluster_mean_ci(values: pd.Series, clusters: pd.Series, *, n_draws: int, level: float, rng) -> tuple[float, float, float, int]:
+    """Mean of per-cluster means of ``values`` and its percentile cluster-bootstrap interval."""
+    per = values.groupby(clusters.to_numpy()).mean().sort_index().to_numpy(float)
+    k = len(per)
+    if k < 2 or n_draws < 1:
+        return float(per.mean()) if k else float("nan"), float("nan"), float("nan"), k
+    idx = rng.integers(0, k, size=(n_draws, k))
+    reps = per[idx].mean(axis=1)
+    a = (1 - level) / 2
+    return float(per.mean()), float(np.quantile(reps, a)), float(np.quantile(reps, 1 - a)), k
+
+
+def paired_gap(episodes: pd.DataFrame, column: str, arm: str, reference: str, *, n_draws: int = 2000,
+               level: float = 0.95, seed: int = 0) -> tuple[float, float, float, int]:
+    """Mean similarity gap ``arm - reference`` over paired episodes, averaged within base
+    scenario first, with a percentile bootstrap over base scenarios.
+
+    Returns ``(estimate, ci_low, ci_high, n_scenarios)`` (fractions of similarity).
+
+    Raises
+    ------
+    ValueError
+        No paired episodes.
+    """
+    pr = _pairs(episodes, column, arm, reference)
+    if pr.empty:
+        raise ValueError(f"no paired episodes of {column}={arm!r} and {reference!r}")
+    rng = np.random.default_rng(keyed_seed(seed, "toolsandbox-gap", column, arm, reference))
+    return _cluster_mean_ci(pr["similarity_arm"] - pr["similarity_ref"], pr["base_scenario"], n_draws=n_draws,
+                            level=level, rng=rng)
+
+
+def tag_gap(episodes: pd.DataFrame, tag: str, *, n_draws: int = 2000, level: float = 0.95,
+            seed: int = 0) -> tuple[float, float, float, int]:
+    """Mean similarity of scenarios tagged ``tag`` minus that of the others (scenario means),
+    with a stratified percentile bootstrap over base scenarios. Returns
+    ``(estimate, ci_low, ci_high, n_scenarios)``.
+
+    Raises
+    ------
+    ValueError
+        No scenario with, or none without, the tag.
+    """
+    per = episodes.groupby("base_scenario").agg(sim=("similarity", "mean"), cats=("categories", "first"))
+    has = per["cats"].str.split("|").map(lambda t: tag in t).to_numpy()
+    x, y = per["sim"].to_numpy(float)[has], per["sim"].to_numpy(float)[~has]
+    if not len(x) or not len(y):
+        raise ValueError(f"tag {tag!r}: need scenarios with and without it; got {len(x)} / {len(y)}")
+    rng = np.random.default_rng(keyed_seed(seed, "toolsandbox-tag", tag))
+    est = float(x.mean() - y.mean())
+    if n_draws < 1 or len(x) < 2 or len(y) < 2:
+        return est, float("nan"), float("nan"), len(per)
+    reps = x[rng.integers(0, len(x), (n_draws, len(x)))].mean(1) - y[rng.integers(0, len(y), (n_draws, len(y)))].mean(1)
+    a = (1 - level) / 2
+    return est, float(np.quantile(reps, a)), float(np.quantile(reps, 1 - a)), len(per)
+
+
+_PAPER_NOTE = "lower (ToolSandbox's direction; its numbers are not in /work/shared, so none is shown)"
+
+
+def toolsandbox_findings(episodes: pd.DataFrame, testab: pd.DataFrame, *, profile: str, workflow: str = BASELINE,
+                         n_draws: int = 2000, level: float = 0.95, seed: int = 0):
+    """The chapter's findings (:class:`agentstudies.findings.Findings`) for one profile and workflow.
+
+    One row per augmentation contrast present ("<arm> lowers similarity against
+    <reference>": 95% cluster interval of the paired gap below 0; ``not testable here`` when
+    :func:`testability` says the arm changed no outcome for this profile) and one per
+    category tag ToolSandbox singles out as hard (state dependency, canonicalization,
+    insufficient information: tagged minus untagged scenario means below 0).
+
+    Raises
+    ------
+    ValueError
+        Unknown profile or workflow.
+    """
+    from agentstudies.findings import Findings, interval_finding, untestable_finding
+
+    ep = episodes[(episodes["profile"] == profile) & (episodes["workflow"] == workflow)]
+    if ep.empty:
+        raise ValueError(f"no episodes of profile {profile!r} under workflow {workflow!r}")
+    rows = []
+    for arm, ref in AUGMENTATION_CONTRASTS:
+        if arm not in set(ep["augmentation"]) or ref not in set(ep["augmentation"]):
+            continue
+        text = f"{arm} lowers similarity against {ref}"
+        t = testab[(testab["kind"] == "augmentation") & (testab["arm"] == arm) & (testab["reference"] == ref)
+                   & (testab["profile"] == profile)]
+        if len(t) and float(t["share_outcome_changed"].iloc[0]) == 0.0:
+            rows.append(untestable_finding(text, _PAPER_NOTE, measured=0.0, why=(
+                f"{arm} changed the outcome in 0% of {int(t['n_pairs'].iloc[0])} paired episodes "
+                f"(actions in {100 * float(t['share_action_changed'].iloc[0]):.0f}%)")))
+            continue
+        est, lo, hi, n = paired_gap(ep, "augmentation", arm, ref, n_draws=n_draws, level=level, seed=seed)
+        rows.append(interval_finding(text, _PAPER_NOTE, est, lo, hi, n, paper_side="below", level=level,
+                                     quantity=f"similarity gap {arm} - {ref}"))
+    tagged = ep.groupby("base_scenario")["categories"].first().str.split("|")
+    for tag in ("state_dependency", "canonicalization", "insufficient_information"):
+        k = int(tagged.map(lambda t: tag in t).sum())
+        if k in (0, len(tagged)):
+            rows.append(untestable_finding(f"{tag} scenarios score lower than the rest", _PAPER_NOTE, measured=float(k),
+                                           why=f"{k} of {len(tagged)} base scenarios carry the tag: no contrast exists"))
+            continue
+        est, lo, hi, n = tag_gap(ep, tag, n_draws=n_draws, level=level, seed=seed)
+        rows.append(interval_finding(f"{tag} scenarios score lower than the rest", _PAPER_NOTE, est, lo, hi, n,
+                                     paper_side="below", level=level, quantity=f"similarity gap {tag} - others"))
+    return Findings.build(rows, seed=seed, title=f"ToolSandbox-style findings ({profile_label(profile)}, {workflow})",
+                          inputs={"episodes": ep}, profile=profile, workflow=workflow, level=level, n_draws=n_draws)
+
+
+def controls(n_scenarios: int, *, replicates: int = 200, n_draws: int = 1000, level: float = 0.95, seed: int = 0,
+             drop: float = 0.3, p_drop: float = 0.1) -> pd.DataFrame:
+    """Planted and null subjects for the augmentation-gap rule (``controls.csv``).
+
+    Each replicate draws ``n_scenarios`` reference similarities ``U(0.3, 0.7)`` (no
+    clipping below). *Planted*: the arm loses ``drop`` on a ``p_drop`` share of scenarios
+    (true mean gap ``-drop * p_drop``). *Null*: the arm moves by ``+/- drop`` on a ``p_drop``
+    share, each sign equally likely (true mean gap 0, the same spread). Both go through the
+    statistic of :func:`paired_gap` (scenario means, percentile cluster bootstrap) and the
+    findings rule (interval below 0). Returns the rows of
+    :func:`agentstudies.findings.control_row` (power, false-positive rate, exact intervals).
+
+    Raises
+    ------
+    ValueError
+        ``drop`` would leave [0, 1] or fewer than 2 scenarios.
+    """
+    from agentstudies.findings import control_row, judge
+
+    if not 0 < drop <= 0.3 or n_scenarios < 2:
+        raise ValueError(f"need 0 < drop <= 0.3 (no clipping) and n_scenarios >= 2; got {drop}, {n_scenarios}")
+    verdicts: dict[bool, list[str]] = {True: [], False: []}
+    clusters = pd.Series(np.arange(n_scenarios))
+    for r in range(replicates):
+        rng = np.random.default_rng(keyed_seed(seed, "toolsandbox-controls", r))
+        ref = rng.uniform(0.3, 0.7, n_scenarios)
+        hit = rng.random(n_scenarios) < p_drop
+        sign = np.where(rng.random(n_scenarios) < 0.5, -1.0, 1.0)
+        for planted in (True, False):
+            arm = ref - drop * hit if planted else ref + sign * drop * hit
+            _, lo, hi, _ = _cluster_mean_ci(pd.Series(arm - ref), clusters, n_draws=n_draws, level=level,
+                                            rng=np.random.default_rng(keyed_seed(seed, "toolsandbox-controls-boot", r, planted)))
+            verdicts[planted].append(judge(lo, hi, paper_side="below"))
+    rule = f"{100 * level:.0f}% cluster-bootstrap CI of the paired similarity gap below 0"
+    fam = "an augmentation lowers similarity"
+    return pd.DataFrame([
+        control_row(fam, f"planted gap (-{drop:g} on {100 * p_drop:.0f}% of {n_scenarios} scenarios)", verdicts[True],
+                    planted=True, rule=rule, level=level),
+        control_row(fam, f"null (+/-{drop:g} on {100 * p_drop:.0f}% of {n_scenarios} scenarios)", verdicts[False],
+                    planted=False, rule=rule, level=level),
+    ])
+
+
+def departures_table() -> pd.DataFrame:
+    """The named departures from ToolSandbox that remain (scoring and world), one per row."""
+    from agentstudies.envs.toolsandbox import DEPARTURES
+
+    return pd.DataFrame({"departure": list(DEPARTURES), "what differs": list(DEPARTURES.values())})

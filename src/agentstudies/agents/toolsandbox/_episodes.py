@@ -1,9 +1,10 @@
 """Episodes of the ToolSandbox-style world under the three workflow controllers.
 
 One episode = one case x one workflow x one agent profile x one seed. Its randomness is
-``keyed_seed(seed, "toolsandbox-episode", case_id, profile, workflow)``, spawned into four
+``keyed_seed(seed, "toolsandbox-episode", base_scenario, profile)``, spawned into four
 streams (agent, user, verifier, spare), so an episode does not depend on which others run
-or on ``n_jobs``. The controllers are the shared ones of :mod:`agentstudies.agents`
+or on ``n_jobs``, and the augmentations and workflows of one base scenario share their
+random numbers (paired contrasts measure the arm, not fresh draws). The controllers are the shared ones of :mod:`agentstudies.agents`
 (``ReAct``, ``Plan + verifier``, ``Confirmation gate``); state-changing tools are the
 irreversible calls they review. The Plan + verifier's verifier is scripted (simulated): it
 rejects a mutation whose values are not *grounded* in the visible conversation (said by
@@ -180,7 +181,9 @@ def run_episode(case: Case, workflow: str, profile: str | ToolAgentProfile = "ba
     if workflow not in WORKFLOWS:
         raise ValueError(f"unknown workflow {workflow!r}; expected one of {list(WORKFLOWS)}")
     name = get_profile(profile).name if policy is None else f"llm:{policy.name}"
-    s_agent, s_user, s_verifier, _ = keyed_seed(seed, "toolsandbox-episode", case.case_id, name, workflow).spawn(4)
+    # common random numbers: the streams depend on the base scenario, not on the augmentation
+    # or workflow, so a paired contrast differs by what the arm changes, not by fresh draws
+    s_agent, s_user, s_verifier, _ = keyed_seed(seed, "toolsandbox-episode", case.scenario.scenario_id, name).spawn(4)
     env = ToolSandboxEnv(case, s_user)
     agent = ScriptedToolAgent(get_profile(profile)) if policy is None else policy
     agent.reset(case.case_id, s_agent if policy is None else int(s_agent.generate_state(1)[0]) % (2**31 - 1))
