@@ -36,6 +36,12 @@ __all__ = [
     "agent_label",
     "audit_episodes",
     "episode_counts",
+    "audit_metrics",
+    "TABLE13_METRICS",
+    "table13_matches",
+    "audit_findings",
+    "CONTROL_SUBJECTS",
+    "audit_controls",
 ]
 
 
@@ -204,7 +210,17 @@ def controller_audit(deck: list[DeckCard] | None = None) -> pd.DataFrame:
     ):
         if not any(pred(c) for c in deck):
             raise ValueError(f"controller_audit: the deck has no {label} call; every fraction needs one")
-    rep = controller_replay(deck)
+    return audit_metrics(controller_replay(deck))
+
+
+def audit_metrics(rep: pd.DataFrame) -> pd.DataFrame:
+    """Table 13's four fractions per workflow from a replay table (``workflow, valid,
+    consent, executed``), as :func:`controller_audit` defines them; indexed by workflow.
+
+    Raises ``KeyError`` for a missing column."""
+    miss = [c for c in ("workflow", "valid", "consent", "executed") if c not in rep]
+    if miss:
+        raise KeyError(f"replay table lacks column(s) {miss}")
     rows = []
     for w in WORKFLOWS:
         r = rep[rep["workflow"] == w]
@@ -366,3 +382,160 @@ def episode_counts(episodes: pd.DataFrame) -> pd.DataFrame:
         verifier_rejection_ends=("termination", lambda s: int((s == "verifier_rejection").sum())),
         agent_errors=("agent_error", "sum"),
     )
+
+
+# ----------------------------------------------------------------------------- findings (issue 25)
+#: The four fractions of Table 13, in the paper's column order.
+TABLE13_METRICS = ("invalid_block_recall", "valid_approval", "confirmed_executed", "declined_blocked")
+
+
+def table13_matches(audit: pd.DataFrame, paper: pd.DataFrame | None = None, *, decimals: int = 3) -> pd.Series:
+    """Per workflow: does this audit's Table 13 row equal the paper's in all four fractions
+    (rounded to ``decimals``)? ``audit`` is indexed by workflow (:func:`controller_audit` /
+    :func:`audit_metrics`); ``paper`` has a ``workflow`` column (default
+    :data:`PAPER_TABLE_13`). Returns a boolean Series indexed by workflow.
+
+    Raises ``KeyError`` if a workflow or a metric is missing from either table."""
+    paper = PAPER_TABLE_13 if paper is None else paper
+    pp = paper.set_index("workflow")
+    miss = [w for w in WORKFLOWS if w not in audit.index or w not in pp.index]
+    if miss:
+        raise KeyError(f"workflow(s) {miss} missing from the audit or the paper's Table 13")
+    cols = list(TABLE13_METRICS)
+    ours = audit.loc[list(WORKFLOWS), cols].astype(float).round(decimals)
+    theirs = pp.loc[list(WORKFLOWS), cols].astype(float).round(decimals)
+    return (ours == theirs).all(axis=1)
+
+
+def audit_findings(audit: pd.DataFrame, boundary: pd.DataFrame, episodes: pd.DataFrame | None = None,
+                   testab: pd.DataFrame | None = None, *, paper: pd.DataFrame | None = None):
+    """The controller audit's findings (issue 25 item 1), each by the paper's exact criterion.
+
+    - one row per workflow: *its Table 13 row equals the paper's* (all four fractions to
+      three decimals; Appendix D.7);
+    - *every boundary check passes* (fail closed on malformed or raising reviewers, consent
+      never cached, full mutation shown; the contract Appendix D.7 states);
+    - with ``episodes``: *in agent episodes, calls are blocked only under Plan + verifier
+      and declined only under the gate* (the routing carries over). ``not testable here``
+      when neither controller changed a proposed action in any episode (``testab`` from
+      :func:`agentstudies.studies.tau_workflow.workflow_testability`; measured: the
+      largest share of paired episodes with an intervention, 0).
+
+    The audit is deterministic (a fixed deck through oracle signals), so no interval is
+    needed: a row either matches the contract or exposes a routing bug.
+
+    Returns
+    -------
+    :class:`agentstudies.findings.Findings`.
+
+    Raises
+    ------
+    KeyError
+        A missing workflow / metric (:func:`table13_matches`), or ``boundary`` without
+        ``passed``, or ``episodes`` without ``workflow, blocked_calls, declined_calls``.
+    """
+    from agentstudies.findings import Findings, exact_finding, untestable_finding
+
+    paper = PAPER_TABLE_13 if paper is None else paper
+    match = table13_matches(audit, paper)
+    pp = paper.set_index("workflow")
+    rows = []
+    for w in WORKFLOWS:
+        printed = ", ".join(f"{float(pp.loc[w, c]):g}" for c in TABLE13_METRICS)
+        ours = ", ".join(f"{float(audit.loc[w, c]):g}" for c in TABLE13_METRICS)
+        rows.append(exact_finding(f"{w} routes the audit deck as Table 13 states", f"Table 13: {printed}",
+                                  float(match[w]), int(audit.loc[w, "n_calls"]) if "n_calls" in audit else len(audit),
+                                  holds=bool(match[w]),
+                                  rule=f"all four fractions equal the paper's to three decimals (ours: {ours})"))
+    if "passed" not in boundary:
+        raise KeyError(f"boundary table lacks column 'passed'; it has {list(boundary.columns)}")
+    n_pass = int(boundary["passed"].sum())
+    rows.append(exact_finding("every controller boundary check passes",
+                              "controllers fail closed and show the full mutation (Appendix D.7)",
+                              n_pass, len(boundary), holds=bool(n_pass == len(boundary)),
+                              rule=f"all {len(boundary)} boundary checks pass (ours: {n_pass})"))
+    if episodes is not None:
+        miss = [c for c in ("workflow", "blocked_calls", "declined_calls") if c not in episodes]
+        if miss:
+            raise KeyError(f"episode table lacks column(s) {miss}")
+        name = "in agent episodes, only the verifier blocks and only the gate declines"
+        paper_txt = "Plan + verifier blocks, the gate declines, ReAct passes through (Appendix D.7)"
+        acted = None
+        if testab is not None and len(testab):
+            t = testab[testab["contrast"].isin(["Plan + verifier − ReAct", "Confirmation gate − ReAct"])]
+            acted = float(t["next_action_changed"].max()) if len(t) else None
+        if acted is not None and acted == 0.0:
+            rows.append(untestable_finding(name, paper_txt, measured=acted,
+                                           why="neither controller changed a proposed action in any episode"))
+        else:
+            by = episodes.groupby("workflow")[["blocked_calls", "declined_calls"]].sum()
+            blockers = sorted(by.index[by["blocked_calls"] > 0])
+            decliners = sorted(by.index[by["declined_calls"] > 0])
+            holds = set(blockers) <= {"Plan + verifier"} and set(decliners) <= {"Confirmation gate"}
+            rows.append(exact_finding(name, paper_txt, float(holds), len(episodes), holds=bool(holds),
+                                      rule="no blocked call outside Plan + verifier and no declined call outside the "
+                                           f"gate (blocked under: {', '.join(blockers) or 'none'}; declined under: "
+                                           f"{', '.join(decliners) or 'none'})"))
+    return Findings.build(rows, seed=None, title="tau_controller_audit findings")
+
+
+#: Subjects of :func:`audit_controls` (labels say planted / null).
+CONTROL_SUBJECTS = {
+    "planted": "planted: oracle verifier and recorded consent (the routing Table 13 states holds by construction)",
+    "null": "null: verifier and user answer at random (APPROVE / YES with probability 1/2), so the routing is absent",
+}
+
+
+def _decision_replay(deck: list[DeckCard], kind: str, rng) -> pd.DataFrame:
+    """Every card through every workflow; ``executed`` = the controller's decision (no
+    environment: the control checks the verdict rule, not the tools)."""
+    rows = []
+    for w in WORKFLOWS:
+        for c in deck:
+            if kind == "planted":
+                ver, user = _oracle_verifier(c.valid), _recorded_user(c.consent)
+            else:
+                a, b = bool(rng.random() < 0.5), bool(rng.random() < 0.5)
+                ver, user = (lambda prompt, a=a: "APPROVE" if a else "REJECT"), (lambda prompt, b=b: "YES" if b else "NO")
+            ctl = make_controller(w, verifier=ver, user=user, max_rejections=None)
+            rows.append({"workflow": w, "card": c.card, "valid": c.valid, "consent": c.consent,
+                         "executed": bool(ctl.review(c.call).execute)})
+    return pd.DataFrame(rows)
+
+
+def audit_controls(*, replicates: int = 40, level: float = 0.95, seed: int = 0) -> pd.DataFrame:
+    """Planted controls of the audit's verdict rule (issue 25 item 3): ``controls.csv``.
+
+    Each replicate draws a deck (:func:`audit_deck` with seed ``seed + r``: other argument
+    alterations) and replays it through the three controllers' decisions with the
+    *planted* reviewers (oracle verifier, recorded consent) or the *null* ones (random
+    answers; :data:`CONTROL_SUBJECTS`), then applies :func:`table13_matches` -- the rule
+    of :func:`audit_findings` -- to the Plan + verifier and the gate rows. Returns
+    :data:`agentstudies.findings.CONTROL_COLUMNS` rows (power on the planted subject,
+    false-positive rate on the null one, exact Clopper-Pearson intervals).
+
+    Raises ``ValueError`` for fewer than 2 replicates.
+    """
+    import numpy as np
+
+    from agentstudies.findings import control_row
+    from agentstudies.parallel import keyed_seed
+
+    if replicates < 2:
+        raise ValueError(f"replicates={replicates}: need at least 2")
+    out = {k: [] for k in ("planted", "null")}
+    for r in range(replicates):
+        deck = audit_deck(seed=seed + r)
+        for kind in out:
+            rng = np.random.default_rng(keyed_seed(seed, "audit_control", kind, r))
+            m = table13_matches(audit_metrics(_decision_replay(deck, kind, rng)))
+            out[kind].append({w: "reappears" if bool(m[w]) else "contradicted" for w in ("Plan + verifier",
+                                                                                        "Confirmation gate")})
+    rows = []
+    for w in ("Plan + verifier", "Confirmation gate"):
+        for kind in ("planted", "null"):
+            rows.append(control_row(f"{w} routes the audit deck as Table 13 states", CONTROL_SUBJECTS[kind],
+                                    [o[w] for o in out[kind]], planted=kind == "planted",
+                                    rule="all four Table 13 fractions equal the paper's to three decimals; "
+                                         "16-card deck per replicate", level=level))
+    return pd.DataFrame(rows)

@@ -15,7 +15,7 @@ Functions here only configure the engine and shape its output; all statistics li
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -53,6 +53,13 @@ __all__ = [
     "execution_counts",
     "decomposition",
     "seed_flip_rates",
+    "CONTRASTS",
+    "TESTABILITY_COLUMNS",
+    "CONTROL_SUBJECTS",
+    "workflow_testability",
+    "stress_findings",
+    "stress_controls",
+    "controls_sentence",
 ]
 
 BASELINE = "ReAct"
@@ -336,3 +343,325 @@ def seed_flip_rates(episodes: pd.DataFrame, *, n_draws: int = 2000, level: float
                          "share": float(flags[:, j].mean()), "ci_low": float(lo[j]), "ci_high": float(hi[j]),
                          "level": level, "seeds": len(seeds)})
     return pd.DataFrame(rows)
+
+
+# ----------------------------------------------------------------------------- findings (issue 25)
+#: Contrasts whose testability is measured: (name, workflow, reference).
+CONTRASTS: tuple[tuple[str, str, str], ...] = (
+    ("Plan + verifier − ReAct", "Plan + verifier", BASELINE),
+    ("Confirmation gate − ReAct", "Confirmation gate", BASELINE),
+    ("Plan + verifier − gate", "Plan + verifier", "Confirmation gate"),
+)
+
+TESTABILITY_COLUMNS = ["profile", "contrast", "workflow", "reference", "pairs", "next_action_changed",
+                       "outcome_changed", "trace_changed"]
+
+
+def workflow_testability(episodes: pd.DataFrame) -> pd.DataFrame:
+    """Did a workflow change anything? (issue 25 item 2): ``testability.csv``.
+
+    Pairs are the episodes of one (profile, task, seed) under the contrast's two workflows.
+    Per profile and contrast:
+
+    - ``next_action_changed``: share of pairs in which a controller of either workflow
+      changed an action the agent proposed (a state-changing call blocked by the verifier
+      or declined at the gate, ``blocked_calls + declined_calls > 0``; ReAct never does);
+    - ``outcome_changed``: share of pairs whose rewards differ;
+    - ``trace_changed``: share of pairs whose executed trace differs (tool calls,
+      irreversible calls, steps or termination).
+
+    All three are fractions in [0, 1]. Each episode has its own seed stream
+    (:func:`agentstudies.agents.tau.episode_seed` keys the workflow), so ``outcome_changed``
+    and ``trace_changed`` also count the policy's own randomness; ``next_action_changed``
+    counts only controller interventions and is the measurement that makes a contrast
+    ``not testable here`` when it is 0.
+
+    Raises
+    ------
+    KeyError
+        A missing column. ValueError: a duplicated (profile, task, seed, workflow) episode.
+    """
+    need = ["profile", "task_id", "seed", "workflow", "reward", "blocked_calls", "declined_calls", "tool_calls",
+            "irreversible_calls", "steps", "termination"]
+    miss = [c for c in need if c not in episodes]
+    if miss:
+        raise KeyError(f"episode table lacks column(s) {miss}")
+    key = ["profile", "task_id", "seed"]
+    dup = episodes.duplicated(key + ["workflow"])
+    if dup.any():
+        raise ValueError(f"duplicate episode(s) {episodes.loc[dup, key + ['workflow']].head(3).to_dict('records')}")
+    e = episodes.assign(_int=(episodes["blocked_calls"] + episodes["declined_calls"]) > 0)
+    rows = []
+    for profile, ep in e.groupby("profile", sort=False):
+        by = {w: g.set_index(["task_id", "seed"]) for w, g in ep.groupby("workflow", sort=False)}
+        for name, w, ref in CONTRASTS:
+            if w not in by or ref not in by:
+                continue
+            a, b = by[w].align(by[ref], join="inner", axis=0)
+            n = len(a)
+            if n == 0:
+                continue
+            trace = np.zeros(n, bool)
+            for c in ("tool_calls", "irreversible_calls", "steps", "termination"):
+                trace |= (a[c].to_numpy() != b[c].to_numpy())
+            rows.append({"profile": profile, "contrast": name, "workflow": w, "reference": ref, "pairs": n,
+                         "next_action_changed": float((a["_int"].to_numpy() | b["_int"].to_numpy()).mean()),
+                         "outcome_changed": float((a["reward"].to_numpy() != b["reward"].to_numpy()).mean()),
+                         "trace_changed": float(trace.mean())})
+    return pd.DataFrame(rows, columns=TESTABILITY_COLUMNS)
+
+
+def _band(row: pd.Series, critical: float) -> tuple[float, float]:
+    """The slot's symmetric simultaneous band ``estimate ± critical · se`` (each end is the
+    report's one-sided bound on its side); NaN when the slot has no band."""
+    est, se = float(row["estimate"]), float(row["se"])
+    if not (np.isfinite(est) and np.isfinite(se) and np.isfinite(critical)):
+        return float("nan"), float("nan")
+    return est - critical * se, est + critical * se
+
+
+def _inert(testab: pd.DataFrame | None, profile: str, contrast: str) -> float | None:
+    """The measured intervention share of a contrast when it is 0 (else None)."""
+    if testab is None or not len(testab):
+        return None
+    t = testab[(testab["profile"] == profile) & (testab["contrast"] == contrast)]
+    if not len(t):
+        return None
+    v = float(t["next_action_changed"].iloc[0])
+    return v if v == 0.0 else None
+
+
+def _paper14(study: str | None) -> dict[str, Any]:
+    from agentstudies.studies import paper_values
+
+    if study is None:
+        return {}
+    t = paper_values("tau_workflow_stress", "table14").set_index("quantity")
+    if study not in t.columns:
+        return {}
+    out = {}
+    for k, v in t[study].items():
+        try:
+            x = float(v)
+            out[k] = "not reported" if np.isnan(x) else f"{x:g}"
+        except (TypeError, ValueError):
+            out[k] = v
+    return out
+
+
+def stress_findings(reports: Mapping[str, SASSTReport], *, testab: pd.DataFrame | None = None,
+                    seed_flips: pd.DataFrame | None = None, study_of: Mapping[str, str] | None = None,
+                    labels: Mapping[str, str] | None = None):
+    """The workflow stress chapter's findings (issue 25 item 1), per agent profile.
+
+    For each profile's ten-slot report (Studies F / G of SASST Section 4):
+
+    - *the discovery choice's gain over ReAct shrinks on confirmation*: the simultaneous
+      band ``estimate ± c·se`` (``c`` = the report's critical value; each end is the
+      report's one-sided bound at its level) of the chosen workflow's uniform slot lies
+      below its discovery gain (paper, Study F: +0.0375 on discovery, 0.000 on
+      confirmation);
+    - *no average gain over ReAct is confirmed*: the paper's exact criterion, 0 confirmed
+      uniform slots (paper: 0 of 2 in both studies);
+    - *no stress or control claim is confirmed*: 0 confirmed among the eight other slots
+      (paper: 0 in both studies); ``not testable here`` when none of them has a band;
+    - *the most stable frozen rule stays below the stability threshold*: SASST's own
+      abstain criterion, the highest stability (a mean Jaccard over ``n_stability``
+      resamples, which has no binomial interval) of a stressed slot with a frozen rule is
+      below the slots' stability threshold (paper 0.37 / 0.27 < 0.60); ``not testable
+      here`` when discovery froze no stress rule (measured: the number of frozen rules);
+    - with ``seed_flips`` (:func:`seed_flip_rates`): *identical reruns flip the verdict on
+      some tasks* (ReAct's share above 0; the τ-bench paper's inconsistency claim).
+
+    A contrast whose workflows never changed a proposed action (``testab`` from
+    :func:`workflow_testability`, ``next_action_changed == 0``) makes the claims that rest
+    on it ``not testable here``.
+
+    Parameters
+    ----------
+    reports : {profile: SASSTReport} from :func:`run_tau_sasst`.
+    study_of : {profile: paper study column of Table 14}; default in order Study F, Study G.
+    labels : {profile: label used in the finding texts}; default the profile name.
+
+    Returns
+    -------
+    :class:`agentstudies.findings.Findings`.
+
+    Raises
+    ------
+    ValueError
+        No report; a report without the ten slots of :func:`tau_slots`.
+    """
+    from agentstudies.findings import Findings, exact_finding, interval_finding, untestable_finding
+
+    if not reports:
+        raise ValueError("stress_findings needs at least one report")
+    studies = ["Study F, Qwen3-8B (paper)", "Study G, Qwen2.5-7B (paper)"]
+    study_of = dict(study_of) if study_of is not None else {p: (studies[i] if i < 2 else None)
+                                                             for i, p in enumerate(reports)}
+    labels = dict(labels or {})
+    rows = []
+    level = None
+    for p, rep in reports.items():
+        t = rep.table
+        uni = [s for s in t.index if str(s).startswith("Uniform: ")]
+        other = [s for s in t.index if not str(s).startswith("Uniform: ")]
+        if len(uni) != 2 or len(other) != 8:
+            raise ValueError(f"profile {p!r}: expected the ten slots of tau_slots; got {list(t.index)}")
+        level = float(rep.level)
+        lab = labels.get(p, str(p))
+        pp = _paper14(study_of.get(p))
+        sname = (study_of.get(p) or "paper").split(",")[0]
+        d = rep.discovery
+        sel = d.selected_system
+        # 1. discovery gain shrinks on confirmation
+        name = f"{lab}: the discovery choice's gain over ReAct shrinks on confirmation"
+        contrast = f"{sel} − {BASELINE}" if sel else None
+        paper_txt = (f"{sname}: choice {pp.get('Discovery choice (hard argmax)', '?')}, discovery gain "
+                     f"{pp.get('Discovery gain of the choice over ReAct', 'NA')}, confirmation "
+                     f"{pp.get(f'{sel} − ReAct on confirmation', 'NA') if sel else 'NA'}")
+        inert = _inert(testab, p, contrast) if contrast else None
+        if inert is not None:
+            rows.append(untestable_finding(name, paper_txt, measured=inert,
+                                           why=f"{sel} never changed a proposed action of the agent "
+                                               f"(share of paired episodes {inert:.3f})"))
+        elif sel and f"Uniform: {sel} − {BASELINE}" in t.index:
+            gain = float(d.theta[sel] - d.theta[BASELINE])
+            lo, hi = _band(t.loc[f"Uniform: {sel} − {BASELINE}"], rep.critical)
+            rows.append(interval_finding(name, paper_txt, float(t.loc[f"Uniform: {sel} − {BASELINE}", "estimate"]),
+                                         lo, hi, rep.n_confirmation, paper_side="below", threshold=round(gain, 6),
+                                         level=level, quantity=f"confirmation {sel} − ReAct (simultaneous band) "
+                                                                f"vs the discovery gain"))
+        else:
+            rows.append(interval_finding(name, paper_txt, float("nan"), float("nan"), float("nan"),
+                                         rep.n_confirmation, paper_side="below", level=level,
+                                         quantity="confirmation gain of the discovery choice"))
+        # 2. no average gain confirmed (exact), unless both enhanced workflows are inert
+        inert_all = [_inert(testab, p, f"{w} − {BASELINE}") for w in ENHANCED]
+        n_conf_uni = int((t.loc[uni, "status"] == "confirmed").sum())
+        name = f"{lab}: no average gain over ReAct is confirmed"
+        if all(v is not None for v in inert_all):
+            rows.append(untestable_finding(name, f"{sname}: {pp.get('Confirmed', 0)} confirmed of 10 slots",
+                                           measured=0.0, why="neither enhanced workflow changed a proposed action"))
+        else:
+            rows.append(exact_finding(name, f"{sname}: 0 of 2 uniform slots confirmed", n_conf_uni, len(uni),
+                                      holds=n_conf_uni == 0, rule="0 confirmed uniform slots (SASST status)"))
+        # 3. no stress / control claim confirmed (exact)
+        n_conf_other = int((t.loc[other, "status"] == "confirmed").sum())
+        n_band = int(np.isfinite(t.loc[other, "bound"].to_numpy(float)).sum())
+        name = f"{lab}: no stress or control claim is confirmed"
+        if n_band == 0:
+            rows.append(untestable_finding(name, f"{sname}: 0 of 8 stress and control slots confirmed",
+                                           measured=0.0, why="no stress or control slot has a band (every one "
+                                                             "failed discovery or feasibility)",
+                                           rule="a claim needs a band to be confirmed"))
+        else:
+            rows.append(exact_finding(name, f"{sname}: 0 of 8 stress and control slots confirmed", n_conf_other,
+                                      len(other), holds=n_conf_other == 0,
+                                      rule="0 confirmed stress and control slots (SASST status)"))
+        # 4. stability below threshold: SASST's own abstain rule on the frozen rules
+        stress = t.loc[[s for s in other if str(s).startswith("Stress ")]]
+        frozen = stress[stress["status"] != "failed discovery"]
+        thr = float(next((sl["stability_threshold"] for sl in rep.params.get("slots", [])
+                          if str(sl.get("name", "")).startswith("Stress ")), np.nan))
+        name = f"{lab}: the most stable frozen rule stays below the stability threshold"
+        paper_stab = f"{sname}: maximum stability {pp.get('Maximum rule stability', 'NA')} < 0.6"
+        if len(frozen) and frozen["stability"].notna().any() and np.isfinite(thr):
+            top = float(frozen["stability"].max())
+            rows.append(exact_finding(name, paper_stab, top, int(rep.params.get("n_stability", 0) or 0),
+                                      holds=bool(top < thr),
+                                      rule=f"highest stability of a frozen stress rule below {thr:g} (SASST's "
+                                           "abstain rule; stability is a mean Jaccard over the resamples, n)"))
+        else:
+            rows.append(untestable_finding(name, paper_stab, measured=float(len(frozen)),
+                                           why=f"discovery froze no stress rule ({len(frozen)} of {len(stress)} "
+                                               "stressed slots)", rule="stability needs a frozen rule"))
+        # 5. seed flips
+        if seed_flips is not None and len(seed_flips):
+            f = seed_flips[(seed_flips["profile"] == p) & (seed_flips["workflow"] == BASELINE)]
+            if len(f):
+                r = f.iloc[0]
+                rows.append(interval_finding(f"{lab}: identical reruns of ReAct flip the verdict on some tasks",
+                                             "agents are inconsistent across trials (τ-bench, Yao et al., 2024)",
+                                             float(r["share"]), float(r["ci_low"]), float(r["ci_high"]),
+                                             int(r["tasks"]), paper_side="above", level=float(r["level"]),
+                                             quantity="share of tasks whose ReAct verdict flips across seeds"))
+    return Findings.build(rows, seed=None, title="tau_workflow_stress findings", level=level)
+
+
+#: Subjects of :func:`stress_controls` (labels say planted / null).
+CONTROL_SUBJECTS = {
+    "planted": "planted (synthetic episodes): Plan + verifier succeeds 0.65 vs 0.30 for ReAct and the gate",
+    "null": "null (synthetic episodes): every workflow succeeds 0.30",
+}
+
+
+def _control_episodes(kind: str, n_tasks: int, n_seeds: int, rng: np.random.Generator):
+    ids = [f"s{t:03d}" for t in range(n_tasks)]
+    feat = pd.DataFrame({c: rng.integers(1, 9, n_tasks).astype(float)
+                         for c in ("scenario_words", "reason_words", "n_actions", "n_write_actions")}, index=ids)
+    feat["is_airline"] = (rng.random(n_tasks) < 0.5).astype(float)
+    p = {BASELINE: 0.30, "Plan + verifier": 0.65 if kind == "planted" else 0.30, "Confirmation gate": 0.30}
+    ep = pd.DataFrame([dict(task_id=t, seed=s, workflow=w, reward=float(rng.random() < p[w]))
+                       for t in ids for s in range(n_seeds) for w in WORKFLOWS])
+    return ep, feat
+
+
+def _stress_control_replicate(item, rng, **kw):  # seeded_map signature
+    from agentstudies.sasst import split_clusters
+
+    kind, r = item
+    ep, feat = _control_episodes(kind, kw["n_tasks"], kw["n_seeds"],
+                                 np.random.default_rng(keyed_seed(kw["root"], "control", kind, r)))
+    split = split_clusters(list(feat.index), discovery_fraction=0.5, seed=int(r))
+    fam = tau_family(list(feat.columns))
+    radii = tau_radii(feat, split.index[split == "discovery"], fam)
+    rep = run_tau_sasst(ep, feat, split, radii, n_draws=kw["n_draws"], n_stability=kw["n_stability"],
+                        level=kw["level"], seed=int(r), min_ess=kw["min_ess"])
+    return "reappears" if rep.table.loc["Uniform: Plan + verifier − ReAct", "status"] == "confirmed" else "inconclusive"
+
+
+def stress_controls(*, replicates: int = 40, n_tasks: int = 40, n_seeds: int = 2, level: float = 0.95,
+                    n_draws: int = 400, n_stability: int = 10, min_ess: float = 20.0, seed: int = 0,
+                    n_jobs: int = 1) -> pd.DataFrame:
+    """Planted controls of the chapter's SASST verdict rule (issue 25 item 3): ``controls.csv``.
+
+    Runs :func:`run_tau_sasst` (the ten slots, the same plan, family and radii rule) on
+    ``replicates`` synthetic episode tables of ``n_tasks`` tasks × ``n_seeds`` seeds with
+    five random pre-execution features, from a *planted* subject (Plan + verifier's average
+    gain over ReAct exists by construction, +0.35) and a *null* subject (no workflow
+    differs; :data:`CONTROL_SUBJECTS`). Family: "a workflow's average gain over ReAct is
+    confirmed" -- the uniform Plan + verifier slot's SASST status is ``confirmed``
+    (simultaneous lower bound above 0). Its power is what makes the chapter's "no
+    average gain is confirmed" informative. Returns
+    :data:`agentstudies.findings.CONTROL_COLUMNS` rows with exact Clopper-Pearson intervals.
+
+    Raises ``ValueError`` for fewer than 2 replicates or fewer than 8 tasks.
+    """
+    from agentstudies.findings import control_row
+    from agentstudies.parallel import seeded_map
+
+    if replicates < 2 or n_tasks < 8:
+        raise ValueError(f"replicates={replicates}, n_tasks={n_tasks}: need at least 2 replicates and 8 tasks")
+    items = [(kind, r) for kind in ("planted", "null") for r in range(replicates)]
+    out = seeded_map(_stress_control_replicate, items, seed=seed, n_jobs=n_jobs, n_tasks=n_tasks, n_seeds=n_seeds,
+                     level=level, n_draws=n_draws, n_stability=n_stability, min_ess=min_ess, root=seed)
+    rule = (f"SASST status 'confirmed' of the uniform Plan + verifier − ReAct slot (simultaneous {100 * level:g}% "
+            f"lower bound above 0); {n_tasks} tasks × {n_seeds} seeds per replicate")
+    return pd.DataFrame([control_row("A workflow's average gain over ReAct is confirmed", CONTROL_SUBJECTS[kind],
+                                     [o for (kd, _), o in zip(items, out) if kd == kind],
+                                     planted=kind == "planted", rule=rule, level=level)
+                         for kind in ("planted", "null")])
+
+
+def controls_sentence(controls: pd.DataFrame) -> str:
+    """One sentence per control family: power (planted) and false-positive rate (null)
+    with their exact intervals, from a ``controls.csv`` table."""
+    parts = []
+    for fam, g in controls.groupby("family", sort=False):
+        p, n = g[g["planted"]].iloc[0], g[~g["planted"]].iloc[0]
+        parts.append(f"“{fam}”: found in {p['hits']} of {p['replicates']} planted replicates (power "
+                     f"{p['rate']:.2f} [{p['ci_low']:.2f}, {p['ci_high']:.2f}]) and in {n['hits']} of "
+                     f"{n['replicates']} null replicates (false-positive rate {n['rate']:.2f} "
+                     f"[{n['ci_low']:.2f}, {n['ci_high']:.2f}]).")
+    return " ".join(parts)

@@ -1,0 +1,245 @@
+"""Findings of the τ chapters (issue 25): workflow-stress findings, testability and planted
+controls, and the controller-audit findings, on synthetic inputs whose truth is known."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from agentstudies.findings import CONTROL_COLUMNS, TABLE_COLUMNS, Findings
+from agentstudies.studies import tau_workflow as ts
+
+PV = "Uniform: Plan + verifier − ReAct"
+SHRINK = "p: the discovery choice's gain over ReAct shrinks on confirmation"
+NO_GAIN = "p: no average gain over ReAct is confirmed"
+NO_STRESS = "p: no stress or control claim is confirmed"
+STAB = "p: the most stable frozen rule stays below the stability threshold"
+
+
+@pytest.fixture(scope="module")
+def report():
+    """One real ten-slot report on a small synthetic episode table (shape only; the tests
+    below set the numbers they judge)."""
+    ep, feat = ts._control_episodes("planted", 24, 1, np.random.default_rng(3))
+    from agentstudies.sasst import split_clusters
+
+    split = split_clusters(list(feat.index), discovery_fraction=0.5, seed=0)
+    fam = ts.tau_family(list(feat.columns))
+    radii = ts.tau_radii(feat, split.index[split == "discovery"], fam)
+    return ts.run_tau_sasst(ep, feat, split, radii, n_draws=100, n_stability=4, level=0.95, seed=0, min_ess=2)
+
+
+def _with(rep, *, est, se, disc_gain, statuses=None, stability=None, critical=None, level=None):
+    """The report with the Plan + verifier uniform slot at ``est``/``se``, Plan + verifier
+    chosen on discovery with gain ``disc_gain`` over ReAct, and optional statuses /
+    stabilities of the stressed slots."""
+    t = rep.table.copy()
+    t.loc[PV, ["estimate", "se"]] = [est, se]
+    t["status"] = "not confirmed"
+    t["bound"] = 0.0
+    if statuses is not None:
+        for k, v in statuses.items():
+            t.loc[k, "status"] = v
+    if stability is not None:
+        for k, v in stability.items():
+            t.loc[k, "stability"] = v
+    disc = dataclasses.replace(rep.discovery, selected_system="Plan + verifier",
+                               theta={"ReAct": 0.3, "Plan + verifier": 0.3 + disc_gain, "Confirmation gate": 0.3})
+    kw = dict(table=t, discovery=disc)
+    if critical is not None:
+        kw["critical"] = critical
+    if level is not None:
+        kw["level"] = level
+    return dataclasses.replace(rep, **kw)
+
+
+def _find(rep, **kw) -> Findings:
+    return ts.stress_findings({"p": rep}, labels={"p": "p"}, **kw)
+
+
+def test_planted_shrinkage_reappears_with_the_hand_computed_band(report):
+    rep = _with(report, est=0.0, se=0.05, disc_gain=0.4, critical=2.0)
+    f = _find(rep)
+    row = f.table().set_index("finding").loc[SHRINK]
+    assert (row["ci_low"], row["ci_high"]) == pytest.approx((-0.1, 0.1))  # 0 ± 2 · 0.05, by hand
+    assert row["verdict"] == "reappears"
+    assert "below 0.4" in row["rule"]
+    assert list(f.table().columns) == list(TABLE_COLUMNS)
+
+
+def test_no_shrinkage_is_inconclusive_and_a_larger_confirmation_gain_contradicts(report):
+    assert _find(_with(report, est=0.1, se=0.05, disc_gain=0.1, critical=2.0)).verdict(SHRINK) == "inconclusive"
+    assert _find(_with(report, est=0.5, se=0.05, disc_gain=0.1, critical=2.0)).verdict(SHRINK) == "contradicted"
+
+
+def test_confirmed_counts_are_the_papers_exact_criterion(report):
+    rep = _with(report, est=0.3, se=0.05, disc_gain=0.3, critical=2.0)
+    assert _find(rep).verdict(NO_GAIN) == "reappears"
+    assert _find(rep).verdict(NO_STRESS) == "reappears"
+    rep = _with(report, est=0.3, se=0.05, disc_gain=0.3, critical=2.0,
+                statuses={PV: "confirmed", "Stress r2: Confirmation gate − ReAct": "confirmed"})
+    assert _find(rep).verdict(NO_GAIN) == "contradicted"
+    assert _find(rep).verdict(NO_STRESS) == "contradicted"
+
+
+def test_stability_is_judged_by_the_abstain_rule_on_frozen_rules_only(report):
+    stressed = [s for s in report.table.index if s.startswith("Stress ")]
+    low = {s: 0.2 for s in stressed}
+    f = _find(_with(report, est=0.0, se=0.05, disc_gain=0.1, stability=low))
+    assert f.verdict(STAB) == "reappears"
+    high = dict(low, **{stressed[0]: 0.8})
+    assert _find(_with(report, est=0.0, se=0.05, disc_gain=0.1, stability=high)).verdict(STAB) == "contradicted"
+    # a failed-discovery slot's stability does not count; none frozen -> measured not testable
+    rep = _with(report, est=0.0, se=0.05, disc_gain=0.1, stability=high,
+                statuses={s: "failed discovery" for s in stressed})
+    row = _find(rep).table().set_index("finding").loc[STAB]
+    assert row["verdict"] == "not testable here" and "0 of 6" in row["why"]
+
+
+def test_an_inert_workflow_makes_its_claims_not_testable(report):
+    rep = _with(report, est=0.0, se=0.05, disc_gain=0.4, critical=2.0)
+    testab = pd.DataFrame([{"profile": "p", "contrast": c, "next_action_changed": 0.0} for c, _, _ in ts.CONTRASTS])
+    f = _find(rep, testab=testab)
+    assert f.verdict(SHRINK) == "not testable here"
+    assert f.verdict(NO_GAIN) == "not testable here"
+    one_acts = testab.assign(next_action_changed=[0.0, 0.2, 0.2])
+    f = _find(rep, testab=one_acts)
+    assert f.verdict(SHRINK) == "not testable here"  # the choice (Plan + verifier) is inert
+    assert f.verdict(NO_GAIN) == "reappears"  # the gate acted, so the uniform claims stand
+
+
+def test_level_is_honoured(report):
+    """The band and the rule follow the report's level and critical value: at 95% the
+    upper end 0 + 2 · 0.1 = 0.2 lies above the discovery gain 0.15; at 80% 0 + 1 · 0.1 below."""
+    rep95 = _with(report, est=0.0, se=0.1, disc_gain=0.15, critical=2.0, level=0.95)
+    rep80 = _with(report, est=0.0, se=0.1, disc_gain=0.15, critical=1.0, level=0.8)
+    assert _find(rep95).verdict(SHRINK) == "inconclusive"
+    r80 = _find(rep80).table().set_index("finding").loc[SHRINK]
+    assert r80["ci_high"] == pytest.approx(0.1) and r80["verdict"] == "reappears"
+    assert r80["rule"].startswith("80% CI")
+
+
+def test_seed_flips_row_uses_the_reacts_interval(report):
+    flips = pd.DataFrame([{"profile": "p", "workflow": "ReAct", "tasks": 10, "flips": 3, "share": 0.3,
+                           "ci_low": 0.1, "ci_high": 0.5, "level": 0.9, "seeds": 2},
+                          {"profile": "p", "workflow": "Plan + verifier", "tasks": 10, "flips": 0, "share": 0.0,
+                           "ci_low": 0.0, "ci_high": 0.0, "level": 0.9, "seeds": 2}])
+    f = _find(_with(report, est=0.0, se=0.05, disc_gain=0.1), seed_flips=flips)
+    row = f.table().set_index("finding").loc["p: identical reruns of ReAct flip the verdict on some tasks"]
+    assert row["verdict"] == "reappears" and row["rule"].startswith("90% CI")
+    flips.loc[0, ["ci_low", "share"]] = [0.0, 0.1]
+    f = _find(_with(report, est=0.0, se=0.05, disc_gain=0.1), seed_flips=flips)
+    assert f.verdict("p: identical reruns of ReAct flip the verdict on some tasks") == "inconclusive"
+
+
+def test_findings_refuse_a_report_without_the_ten_slots(report):
+    bad = dataclasses.replace(report, table=report.table.iloc[:3])
+    with pytest.raises(ValueError, match="ten slots"):
+        ts.stress_findings({"p": bad})
+    with pytest.raises(ValueError, match="at least one report"):
+        ts.stress_findings({})
+
+
+def _episodes(rows):
+    base = dict(profile="p", seed=0, tool_calls=3, irreversible_calls=1, steps=5, termination="done",
+                blocked_calls=0, declined_calls=0)
+    return pd.DataFrame([{**base, **r} for r in rows])
+
+
+def test_testability_counts_interventions_and_outcome_changes_by_hand():
+    rows = []
+    for t in range(4):
+        rows.append(dict(task_id=f"t{t}", workflow="ReAct", reward=1.0))
+        rows.append(dict(task_id=f"t{t}", workflow="Plan + verifier", reward=1.0 if t < 3 else 0.0,
+                         blocked_calls=1 if t == 0 else 0))
+        rows.append(dict(task_id=f"t{t}", workflow="Confirmation gate", reward=1.0, steps=6 if t < 2 else 5))
+    tb = ts.workflow_testability(_episodes(rows)).set_index("contrast")
+    assert tb.loc["Plan + verifier − ReAct", "next_action_changed"] == pytest.approx(1 / 4)
+    assert tb.loc["Plan + verifier − ReAct", "outcome_changed"] == pytest.approx(1 / 4)
+    assert tb.loc["Confirmation gate − ReAct", "next_action_changed"] == 0.0
+    assert tb.loc["Confirmation gate − ReAct", "trace_changed"] == pytest.approx(2 / 4)
+    assert tb.loc["Plan + verifier − gate", "next_action_changed"] == pytest.approx(1 / 4)
+    assert list(ts.workflow_testability(_episodes(rows)).columns) == ts.TESTABILITY_COLUMNS
+    with pytest.raises(KeyError, match="blocked_calls"):
+        ts.workflow_testability(_episodes(rows).drop(columns="blocked_calls"))
+    with pytest.raises(ValueError, match="duplicate"):
+        ts.workflow_testability(pd.concat([_episodes(rows), _episodes(rows[:1])]))
+
+
+def test_planted_controls_find_the_gain_and_the_null_does_not():
+    c = ts.stress_controls(replicates=6, n_tasks=40, n_draws=100, n_stability=2, seed=1)
+    assert list(c.columns) == list(CONTROL_COLUMNS)
+    planted, null = c[c["planted"]].iloc[0], c[~c["planted"]].iloc[0]
+    assert "planted" in planted["subject"] and "null" in null["subject"]
+    assert planted["hits"] >= 4 and null["hits"] <= 1
+    assert planted["measures"] == "power" and null["measures"] == "false-positive rate"
+    with pytest.raises(ValueError, match="replicates"):
+        ts.stress_controls(replicates=1)
+
+
+# ----------------------------------------------------------------------------- controller audit
+from agentstudies.studies import tau_controller_audit as ca  # noqa: E402
+
+_PAPER13 = pd.DataFrame({"workflow": ["ReAct", "Plan + verifier", "Confirmation gate"],
+                         "invalid_block_recall": [0, 1, 0.5], "valid_approval": [1, 1, 0.5],
+                         "confirmed_executed": [1, 0.5, 1], "declined_blocked": [0, 0.5, 1]})
+
+
+def _replay(pv_exec, gate_exec):
+    """A balanced 16-card replay (4 per valid/consent cell) with the decisions given as
+    functions of (valid, consent)."""
+    rows = []
+    for w, f in (("ReAct", lambda v, c: True), ("Plan + verifier", pv_exec), ("Confirmation gate", gate_exec)):
+        for k in range(16):
+            valid, consent = k % 2 == 0, ("confirmed" if k % 4 < 2 else "declined")
+            rows.append({"workflow": w, "valid": valid, "consent": consent, "executed": f(valid, consent)})
+    return pd.DataFrame(rows)
+
+
+def _boundary(n_fail=0):
+    return pd.DataFrame({"check": [f"c{i}" for i in range(5)], "passed": [i >= n_fail for i in range(5)]})
+
+
+def test_audit_planted_routing_reappears_and_a_routing_bug_contradicts():
+    good = ca.audit_metrics(_replay(lambda v, c: v, lambda v, c: c == "confirmed"))
+    # by hand: verifier executes the valid calls -> (1, 1, 0.5, 0.5); gate the confirmed -> (0.5, 0.5, 1, 1)
+    assert good.loc["Plan + verifier", list(ca.TABLE13_METRICS)].tolist() == [1, 1, 0.5, 0.5]
+    f = ca.audit_findings(good, _boundary(), paper=_PAPER13)
+    assert f.counts()["reappears"] == 4 and list(f.table().columns) == list(TABLE_COLUMNS)
+    leaky = ca.audit_metrics(_replay(lambda v, c: True, lambda v, c: c == "confirmed"))  # verifier passes all
+    f = ca.audit_findings(leaky, _boundary(n_fail=1), paper=_PAPER13)
+    assert f.verdict("Plan + verifier routes the audit deck as Table 13 states") == "contradicted"
+    assert f.verdict("Confirmation gate routes the audit deck as Table 13 states") == "reappears"
+    assert f.verdict("every controller boundary check passes") == "contradicted"
+
+
+def test_audit_episode_routing_exact_and_inert_controllers_not_testable():
+    good = ca.audit_metrics(_replay(lambda v, c: v, lambda v, c: c == "confirmed"))
+    ep = pd.DataFrame({"workflow": ["ReAct", "Plan + verifier", "Confirmation gate"],
+                       "blocked_calls": [0, 2, 0], "declined_calls": [0, 0, 1]})
+    name = "in agent episodes, only the verifier blocks and only the gate declines"
+    assert ca.audit_findings(good, _boundary(), ep, paper=_PAPER13).verdict(name) == "reappears"
+    wrong = ep.assign(blocked_calls=[1, 2, 0])
+    assert ca.audit_findings(good, _boundary(), wrong, paper=_PAPER13).verdict(name) == "contradicted"
+    inert = pd.DataFrame({"contrast": ["Plan + verifier − ReAct", "Confirmation gate − ReAct"],
+                          "next_action_changed": [0.0, 0.0]})
+    quiet = ep.assign(blocked_calls=0, declined_calls=0)
+    row = ca.audit_findings(good, _boundary(), quiet, inert, paper=_PAPER13).table().set_index("finding").loc[name]
+    assert row["verdict"] == "not testable here" and "neither controller" in row["why"]
+    with pytest.raises(KeyError, match="declined_calls"):
+        ca.audit_findings(good, _boundary(), ep.drop(columns="declined_calls"), paper=_PAPER13)
+
+
+def test_audit_controls_power_and_false_positive_rate():
+    c = ca.audit_controls(replicates=4, seed=0, level=0.9)
+    assert list(c.columns) == list(CONTROL_COLUMNS)
+    assert (c.loc[c["planted"], "hits"] == 4).all()  # the oracle routing always matches Table 13
+    assert (c.loc[~c["planted"], "hits"] == 0).all()  # random answers match all four fractions with prob. < 2^-8
+    assert (c["level"] == 0.9).all()
+    # exact 90% Clopper-Pearson bound for 4 of 4: (0.05)^(1/4), by hand
+    assert c.loc[c["planted"], "ci_low"].iloc[0] == pytest.approx(0.05 ** 0.25)
+    with pytest.raises(ValueError, match="replicates"):
+        ca.audit_controls(replicates=1)
