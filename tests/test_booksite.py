@@ -107,9 +107,25 @@ def test_exercise_index_reads_numbered_items_and_skips_solutions(mini_root):
     index = booksite.exercise_index(mini_root)
     assert list(index) == ["alpha", "beta"]  # TOC order, chapters without exercises kept
     texts = [e.text for e in index["alpha"]]
-    assert texts == ["First question with n items.", "Second question continued line", "Third question."]
+    # not executed: a glued number cannot be shown, and no raw "n" placeholder is left
+    assert texts == ["First question with (see the chapter) items.", "Second question continued line",
+                     "Third question."]
     assert [e.number for e in index["alpha"]] == [1, 2, 3]
     assert index["beta"] == []
+
+
+def test_exercise_index_fills_glued_numbers_from_the_executed_chapter(mini_root):
+    nb = nbformat.read(mini_root / "notebooks" / "alpha.ipynb", as_version=4)
+    nb.cells[2].source = nb.cells[2].source.replace("{glue:text}`n`", "{glue:text}`gain:.2f` of {glue:text}`n`")
+    glue = nbformat.v4.new_code_cell("glue")
+    glue.outputs = [nbformat.v4.new_output("display_data", data={"application/papermill.record/text/plain": v},
+                                           metadata={"scrapbook": {"name": k, "mime_prefix": "application/papermill.record/"}})
+                    for k, v in (("gain", "0.12345"), ("n", "40"))]
+    nb.cells.insert(0, glue)
+    (mini_root / "book" / "chapters").mkdir(exist_ok=True)
+    nbformat.write(nb, mini_root / "book" / "chapters" / "alpha.ipynb")
+    first = booksite.exercise_index(mini_root)["alpha"][0].text
+    assert first == "First question with 0.12 of 40 items."
 
 
 def test_exercise_text_is_cut_outside_math():

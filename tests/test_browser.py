@@ -151,8 +151,10 @@ async () => {
   // displayed tables: a cell reading nan/inf/<NA>/None, or no caption
   const badCells = [], uncaptioned = [];
   const BAD = new Set(['nan', 'NaN', 'NAN', 'inf', '-inf', 'Inf', '<NA>', 'None', 'NaT', 'nan%']);
+  // Sphinx's own index page (genindex) lays its columns out as tables: not a displayed table
+  const isIndexPage = /\/genindex\.html$/.test(location.pathname);
   for (const t of article.querySelectorAll('table')) {
-    if (t.closest('pre, .highlight')) continue;
+    if (t.closest('pre, .highlight') || isIndexPage) continue;
     for (const c of t.querySelectorAll('td, th')) {
       const v = c.textContent.trim();
       if (BAD.has(v)) { badCells.push(v); }
@@ -187,7 +189,8 @@ async () => {
     const ov = getComputedStyle(m).overflowX;
     const scrolls = ov === 'auto' || ov === 'scroll';
     const cut = (inner.width > r.width + 1 && !scrolls) || (r.right > window.innerWidth + 1 && !scrollsOwnBox(m));
-    if (cut) clippedMath.push(Math.round(inner.width) + ' px in a ' + Math.round(r.width) + ' px box');
+    if (cut) clippedMath.push((m.getAttribute('display') === 'true' ? 'display' : 'inline') + ' math ' +
+        Math.round(inner.width) + ' px in a ' + Math.round(r.width) + ' px box ending at ' + Math.round(r.right) + ' px');
   }
   const next = document.querySelector('a.right-next');
   const nextHref = next ? new URL(next.getAttribute('href'), location.href).pathname : null;

@@ -254,3 +254,12 @@ def test_chapter_numbers_every_displayed_table(artifacts):
         assert second["caption"].startswith("Table 2. share")
     finally:
         InteractiveShell.clear_instance()
+
+
+def test_table_formats_a_transposed_mixed_column_value_by_value():
+    from agentstudies.chapter import render_table
+
+    t = pd.DataFrame({"tasks": [12.0, 12.0], "rate": [0.25, 0.5], "harms": [3, 1]},
+                     index=pd.Index(["clean", "stale"], name="condition")).T.astype(object)
+    body = _parse_table(render_table(t, "transposed"))["body"]
+    assert body == [["tasks", "12", "12"], ["rate", "0.250", "0.500"], ["harms", "3", "1"]]

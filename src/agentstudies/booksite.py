@@ -356,8 +356,38 @@ _ITEM = re.compile(r"^\s{0,3}(?:\d+[.)]|[-*+])\s+(.*)$")
 _FENCE = re.compile(r"^\s*(`{3,}|:{3,}|~{3,})\s*(\{[^}]*\})?\s*(.*)$")
 
 
-def _clean(text: str, limit: int = 240) -> str:
-    text = re.sub(r"\{[a-z:]+\}`([^`]*)`", r"\1", text)  # roles: {glue:text}`x` -> x
+def _glued_values(nb: Any) -> dict[str, str]:
+    """``{key: text}`` of the values a notebook glued (its outputs' ``scrapbook`` names)."""
+    out: dict[str, str] = {}
+    for cell in nb.cells if nb is not None else []:
+        for o in cell.get("outputs", []):
+            name = o.get("metadata", {}).get("scrapbook", {}).get("name")
+            data = o.get("data", {})
+            text = next((data[k] for k in data if k.endswith("text/markdown")), None) or next(
+                (data[k] for k in data if k.endswith("text/plain")), None)
+            if name and isinstance(text, str):
+                out[name] = text
+    return out
+
+
+def _glue_text(key_fmt: str, glued: dict[str, str]) -> str:
+    """A ``{glue:text}`key:fmt``` role as the chapter shows it, or "(see the chapter)"."""
+    key, _, fmt = key_fmt.partition(":")
+    if key not in glued:
+        return "(see the chapter)"
+    value = glued[key]
+    if fmt:
+        try:
+            return format(float(value), fmt)
+        except ValueError:
+            return value.strip("'\"")
+    return value.strip("'\"")
+
+
+def _clean(text: str, limit: int = 240, glued: dict[str, str] | None = None) -> str:
+    glued = glued or {}
+    text = re.sub(r"\{glue(?::text|:md)?\}`([^`]*)`", lambda m: _glue_text(m.group(1), glued), text)
+    text = re.sub(r"\{[a-z:]+\}`([^`]*)`", r"\1", text)  # other roles: {term}`x` -> x
     text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", text)  # links
     text = re.sub(r"(\*\*|__|(?<![\w*])\*(?=\S)|(?<=\S)\*(?![\w*]))", "", text).strip()  # emphasis
     if len(text) <= limit:
@@ -421,7 +451,8 @@ def exercise_index(root: Path | str, chapters: list[str] | None = None) -> dict[
                             found[-1] += " " + line.strip()  # continuation of the item
                         else:
                             open_item = False
-        out[chapter] = [Exercise(chapter, i, _clean(t)) for i, t in enumerate(found, 1)]
+        glued = _glued_values(nb)
+        out[chapter] = [Exercise(chapter, i, _clean(t, glued=glued)) for i, t in enumerate(found, 1)]
     return out
 
 

@@ -613,9 +613,8 @@ def _cells(t: Table) -> tuple[list[list[str]], set[str]]:
     cols = []
     for j, name in enumerate(df.columns):
         col = df.iloc[:, j]
-        numeric = pd.api.types.is_numeric_dtype(col) and not pd.api.types.is_bool_dtype(col)
-        dec = _column_decimals(col, t.decimals, name) if pd.api.types.is_float_dtype(col) or (
-            col.dtype == object and numeric) else None
+        mixed = col.dtype == object  # e.g. a transposed table: each value formatted by its type
+        dec = _column_decimals(col, t.decimals, name) if pd.api.types.is_float_dtype(col) or mixed else None
         paper_col = any(isinstance(x, str) and x.strip().lower().startswith("paper")
                         for x in (name if isinstance(name, tuple) else (name,)))
         out = []
@@ -628,7 +627,10 @@ def _cells(t: Table) -> tuple[list[list[str]], set[str]]:
                 except Exception:  # noqa: BLE001 - a format that does not apply: ours instead
                     text = None
             if text is None or text.strip() in _BAD_TEXT or _PLAIN_NUMBER.match(text):
-                text = _fmt_number(v, dec) if not isinstance(v, str) else v  # ours: fixed per column
+                # a mixed column (a transposed table) holds one quantity per row: decimals by value
+                dv = _column_decimals(pd.Series([v]), t.decimals, name) if mixed and isinstance(
+                    v, (float, np.floating)) else dec
+                text = _fmt_number(v, dv) if not isinstance(v, str) else v
             if text is None or text.strip() in _BAD_TEXT:
                 why = t.missing or (MISSING_PAPER if paper_col or _is_paper_row(df, i) else MISSING_RUN)
                 notes.add(why)
