@@ -263,3 +263,31 @@ def test_table_formats_a_transposed_mixed_column_value_by_value():
                      index=pd.Index(["clean", "stale"], name="condition")).T.astype(object)
     body = _parse_table(render_table(t, "transposed"))["body"]
     assert body == [["tasks", "12", "12"], ["rate", "0.250", "0.500"], ["harms", "3", "1"]]
+
+
+def test_a_warning_becomes_a_note_and_is_kept_in_the_provenance(artifacts):
+    import warnings
+
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shell = InteractiveShell.instance()
+    shown = []
+    saved = warnings.showwarning
+    try:
+        import IPython.display
+
+        real = IPython.display.display
+        IPython.display.display = lambda obj, **kw: shown.append(obj.data)
+        ch = Chapter("demo", params={"seed": 0}, stage=False)
+        with warnings.catch_warnings():
+            warnings.simplefilter("always")
+            warnings.showwarning = warnings.showwarning  # catch_warnings restores ours afterwards
+            warnings.warn_explicit("share of draws excluded", RuntimeWarning, "/tmp/xyz123/mod.py", 3)
+        assert ch.warnings == ["runtime warning in mod.py: share of draws excluded"]
+        assert len(shown) == 1 and "Note from this run" in shown[0] and "/tmp/xyz123" not in shown[0]
+        assert "RuntimeWarning:" not in shown[0]
+        assert ch.provenance()["warnings"] == ch.warnings
+    finally:
+        IPython.display.display = real
+        warnings.showwarning = saved
+        InteractiveShell.clear_instance()

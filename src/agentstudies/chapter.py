@@ -146,6 +146,7 @@ class Chapter:
     inputs: dict[str, str] = field(default_factory=dict)
     outputs: list[str] = field(default_factory=list)
     stage: bool | None = None
+    warnings: list[str] = field(default_factory=list)
     _t0: float = field(default_factory=time.perf_counter, repr=False)
     _started: str = field(default_factory=lambda: time.strftime("%Y-%m-%dT%H:%M:%S%z"))
     _staging: Path | None = field(default=None, repr=False)
@@ -160,6 +161,7 @@ class Chapter:
         tune_collector()
         # every table the chapter displays goes through one renderer (Table), numbered from 1
         install_table_formatter()
+        self._route_warnings()
         # Outside the runner (plain papermill, Jupyter) stage the whole folder and swap it in
         # at finish(): a failing run must not touch the last good artifacts.
         if self.stage is None:
@@ -323,6 +325,35 @@ class Chapter:
         """
         return Table(df, caption, unit=unit, **kwargs)
 
+    def _route_warnings(self) -> None:
+        """Show a warning raised in this kernel as a note under the cell, and keep it.
+
+        A Python warning printed to stderr shows a reader a source path (often a temporary
+        one) and a ``RuntimeWarning:`` line; inside an IPython kernel each warning instead
+        becomes a short HTML note naming its kind and module, and is recorded in
+        :attr:`warnings` (written to the provenance). Outside IPython nothing changes.
+        """
+        import warnings as _w
+
+        try:
+            from IPython import get_ipython
+            from IPython.display import HTML, display
+        except ImportError:  # pragma: no cover - no IPython
+            return
+        if get_ipython() is None:
+            return
+
+        def show(message, category, filename, lineno, file=None, line=None):  # noqa: ARG001 - warnings API
+            kind = re.sub(r"(?<!^)(?=[A-Z])", " ", category.__name__).lower()
+            where = Path(str(filename)).name
+            text = f"{kind} in {where}: {message}"
+            self.warnings.append(text)
+            display(HTML(f"<div class=\"agentstudies-run-note\"><p><strong>Note from this run</strong> "
+                         f"({html.escape(kind)} in <code>{html.escape(where)}</code>): "
+                         f"{html.escape(str(message))}</p></div>"))
+
+        _w.showwarning = show
+
     # ----------------------------------------------------------------- provenance
     def provenance(self) -> dict[str, Any]:
         """Package version, parameters, seed, input hashes, outputs, wall time."""
@@ -339,6 +370,7 @@ class Chapter:
             "input_sha256": dict(self.inputs),
             "outputs": sorted(set(self.outputs)),
             "simulated": self.simulated,
+            "warnings": list(self.warnings),
             "run": _run_record(),
         }
 
