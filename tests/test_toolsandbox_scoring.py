@@ -296,3 +296,25 @@ def test_reading_agent_never_reads_the_registry():
     src = _inspect.getsource(_policy.rank_tools) + _inspect.getsource(_policy.ScriptedToolAgent._pick) + \
         _inspect.getsource(_policy.ScriptedToolAgent._read_map)
     assert "TOOLS" not in src and "description ==" not in src
+
+
+def test_gate_user_judges_by_intent_text_not_gold(scenarios):
+    import dataclasses
+
+    from agentstudies.envs.toolsandbox import ScriptedUser, canonical_phone
+
+    sc = next(s for s in scenarios if s.template == "add_contact")
+    it = sc.intents[0]
+    env = ToolSandboxEnv(sc, 0)
+    right = {"tool": "add_contact", "arguments": {"name": it.slots["name"], "phone_number": canonical_phone(it.slots["phone_raw"]),
+                                                   "relationship": it.slots["relationship"]}}
+    wrong_number = {"tool": "add_contact", "arguments": dict(right["arguments"], phone_number="+12025550199")}
+    wrong_name = {"tool": "add_contact", "arguments": dict(right["arguments"], name="Zed Quill")}
+    user = env.user
+    assert user.consistent(right, env.ctx.messages)
+    assert not user.consistent(wrong_number, env.ctx.messages)
+    assert not user.consistent(wrong_name, env.ctx.messages)
+    # the gold values (Intent.expect) play no part: scrambling them changes nothing
+    blind = ScriptedUser([dataclasses.replace(i, expect={"phone_number": "nonsense"}) for i in sc.intents], np.random.default_rng(0))
+    for m in (right, wrong_number, wrong_name):
+        assert blind.consistent(m, env.ctx.messages) == user.consistent(m, env.ctx.messages)

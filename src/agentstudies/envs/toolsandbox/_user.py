@@ -6,8 +6,9 @@ ToolSandbox role-plays the user with an LLM; offline, this scripted user is the 
 scenario's *hidden facts* (``None`` -> "I don't know"), moves to its next request when the
 agent says it is done or cannot help, and finally ends the conversation (its only tool,
 ``end_conversation``). Asked for consent by a Confirmation gate, it answers YES unless the
-shown mutation contradicts what it knows of its own request (then NO, each with a small
-seeded error rate). Its wording varies with the seed; its meaning does not.
+shown mutation contradicts what it said or knows of its own request -- judged from its
+intent text and revealed facts, never from gold values (then NO, each with a small seeded
+error rate). Its wording varies with the seed; its meaning does not.
 """
 
 from __future__ import annotations
@@ -18,12 +19,15 @@ import numpy as np
 
 from agentstudies.envs.toolsandbox._context import Message, Role
 from agentstudies.envs.toolsandbox._scenarios import Intent
-from agentstudies.envs.toolsandbox._scoring import rouge_l
 
 __all__ = ["ScriptedUser"]
 
 _ANSWER = ("{v}.", "It's {v}.", "{v}, please.")
 _UNKNOWN = ("I don't know, sorry.", "No idea, I don't have that.", "I'm afraid I don't know.")
+
+
+def _tokens(text: str) -> list[str]:
+    return "".join(ch if ch.isalnum() else " " for ch in str(text).lower()).split()
 
 
 def _digits(x: Any) -> str:
@@ -78,29 +82,39 @@ class ScriptedUser:
                        tool_call={"name": "end_conversation", "arguments": {}})
 
     def consistent(self, mutation: Mapping[str, Any], history: Sequence[Message]) -> bool:
-        """Whether ``{"tool", "arguments"}`` agrees with what the user knows of its requests."""
+        """Whether ``{"tool", "arguments"}`` agrees with what the user *said or knows* of its
+        current request: its intent text, the facts it revealed, and the facts it knows it
+        lacks (a hidden value ``None``). Never the scenario's gold values.
+
+        Phone numbers: the digits must appear in what the user said, when it said a number;
+        a number for a slot the user does not know is refused. Free text (content, name,
+        relationship) stated by the user: at least 80% of its words must be the user's.
+        ``on``: must agree with "turn on" / "turn off" in the request. A time for a slot the
+        user does not know is refused. Ids and timestamps the user cannot read are accepted.
+        """
         args = dict(mutation.get("arguments", {}))
         k = max(self._n_stated(history), 1)
-        for it in self.intents[k - 1:k]:
-            for name, value in args.items():
-                if name not in it.expect:
-                    continue
-                want = it.expect[name]
-                if want is None:
+        it = self.intents[k - 1]
+        said = " ".join([it.text] + [str(v) for v in it.hidden.values() if v is not None])
+        words = set(_tokens(said))
+        said_digits = "".join(ch for ch in said if ch.isdigit())
+        text = it.text.lower()
+        for name, value in args.items():
+            if name == "phone_number":
+                if "phone_number" in it.hidden and it.hidden["phone_number"] is None:
                     return False
-                if name == "phone_number":
-                    if _digits(value) != _digits(want):
+                if len(said_digits) >= 10 and _digits(value) not in said_digits:
+                    return False
+            elif name in ("content", "name", "relationship"):
+                if name in it.slots or name in it.hidden:
+                    toks = _tokens(str(value))
+                    if not toks or sum(t in words for t in toks) / len(toks) < 0.8:
                         return False
-                elif name == "content":
-                    if not isinstance(value, str) or rouge_l(str(want), value) < 0.8:
-                        return False
-                elif name == "reminder_timestamp":
-                    try:
-                        if abs(float(value) - float(want)) > 60:
-                            return False
-                    except (TypeError, ValueError):
-                        return False
-                elif value != want:
+            elif name == "on":
+                if ("turn off" in text and bool(value)) or ("turn on" in text and not bool(value)):
+                    return False
+            elif name == "reminder_timestamp":
+                if "when" in it.hidden and it.hidden["when"] is None:
                     return False
         return True
 
