@@ -31,8 +31,9 @@ RL -- on-policy REINFORCE with a baseline
     From the SFT weights, each iteration samples ``rl_batch / rl_group`` training problems
     and rolls the policy out ``rl_group`` times on each (independent streams) at
     ``temperature`` for at most ``budget`` actions, and takes one Adam step along
-    ``1/n sum_e (R_e - b_e) sum_t grad log pi(a_t | h_t)``, with reward ``R = won`` (the
-    engine's flag) and baseline ``b_e`` the mean reward of the other rollouts of the same
+    ``1/n sum_e (R_e - b_e) sum_t grad log pi(a_t | h_t)``, with reward
+    ``R = won x gamma^T`` (the engine's flag, discounted by ``gamma = 0.95`` per action of
+    the ``T`` the episode took, so a shorter win is worth more) and baseline ``b_e`` the mean reward of the other rollouts of the same
     problem (leave-one-out, as in RLOO / GRPO). ``grad log pi(a|h) = (phi(a) -
     E_pi[phi]) / temperature``.
 
@@ -87,7 +88,15 @@ __all__ = [
     "plot_learning_curves",
     "plot_heldout_curves",
     "EVAL_COLUMNS",
+    "NOLIST_SUFFIX",
+    "dev_pool",
+    "evaluation_digests",
+    "training_findings",
 ]
+
+#: Name suffix of the checkpoints trained without the admissible list (the ablation):
+#: ``SFT-nolist`` / ``RL-nolist`` and their logs ``sft_curve-nolist.csv`` etc.
+NOLIST_SUFFIX = "-nolist"
 
 #: Paper values (handoff paper, Section 4.3 / Table 2 / Table 1, ALFWorld valid_unseen).
 PAPER_REFERENCE = {
@@ -126,6 +135,8 @@ class TrainingConfig:
     eval_seeds: tuple[int, ...] = (0,)
     D: int = 2
     train_seed: int = 4093  # seed of the generated training problems
+    admissible: bool = True  # show the engine's admissible list (the paper's setting); False: the ablation
+    dev_seed: int = 4099  # seed of the generated development problems (learning-curve evaluations)
 
     def as_dict(self) -> dict[str, Any]:
         """Plain dict (provenance)."""
@@ -160,10 +171,10 @@ def _check_train_game(item, rng, budget: int):
     from agentstudies.envs.alfworld.expert import Expert
     from agentstudies.envs.alfworld.generate import generate_game
 
-    tt, k, seed = item
+    tt, k, seed, split = item
     env = _env(budget)
     for attempt in range(25):
-        game = generate_game("train", tt, k, seed, check=False, attempt=attempt)
+        game = generate_game(split, tt, k, seed, check=False, attempt=attempt)
         env.load_game(game)
         _WORKER["game_id"] = None
         env.reset(0)
@@ -178,27 +189,61 @@ def _check_train_game(item, rng, budget: int):
         if env.won:
             game["expert_plan"] = list(plan)
             return game
-    raise RuntimeError(f"train pool: no usable problem for {tt} index {k}")
+    raise RuntimeError(f"{split} pool: no usable problem for {tt} index {k}")
 
 
-def training_pool(tasks_per_type: int, seed: int = 4093, *, n_jobs: int = 1, budget: int = 48) -> list[dict[str, Any]]:
-    """``tasks_per_type`` generated training problems per task type (split ``"train"``).
+def evaluation_digests() -> dict[str, str]:
+    """SHA-256 digest -> task id of every problem in the evaluation pools the handoff and
+    recovery studies draw from: every pool of the embedded manifest
+    (``data/alfworld/pools.json``: ``valid_seen`` / ``valid_unseen`` at every recorded
+    size), taken from the manifest without regenerating."""
+    from agentstudies.envs.alfworld.pools import load_manifest
 
-    Deterministic in ``(tasks_per_type, seed)``; a smaller pool is a prefix of a larger
-    one per type. Raises ``ValueError`` if a problem's digest equals one of the embedded
-    ``valid_seen`` / ``valid_unseen`` problems.
+    out: dict[str, str] = {}
+    for entry in load_manifest().values():
+        for t in entry["tasks"]:
+            out[str(t["sha256"])] = str(t["task_id"])
+    return out
+
+
+def training_pool(tasks_per_type: int, seed: int = 4093, *, n_jobs: int = 1, budget: int = 48,
+                  split: str = "train") -> list[dict[str, Any]]:
+    """``tasks_per_type`` generated problems per task type of split ``"train"`` (training
+    problems) or ``"dev"`` (development problems: learning-curve evaluations and any
+    checkpoint selection; see :func:`dev_pool`).
+
+    Deterministic in ``(tasks_per_type, seed, split)``; a smaller pool is a prefix of a
+    larger one per type. Raises ``ValueError`` if a problem's digest equals one of the
+    evaluation problems (:func:`evaluation_digests`), ``KeyError`` for another split.
     """
     from agentstudies.envs.alfworld.generate import TASK_TYPES, pool_digest
-    from agentstudies.envs.alfworld.pools import load_pool
 
-    items = [(tt, k, int(seed)) for tt in TASK_TYPES for k in range(int(tasks_per_type))]
+    if split not in ("train", "dev"):
+        raise KeyError(f"split={split!r}: expected 'train' or 'dev' (evaluation pools come from pools.load_pool)")
+    items = [(tt, k, int(seed), split) for tt in TASK_TYPES for k in range(int(tasks_per_type))]
     games = seeded_map(_check_train_game, items, seed=0, n_jobs=n_jobs, budget=budget)
-    held = set()
-    for split in ("valid_seen", "valid_unseen"):
-        held |= set(pool_digest(load_pool(split, 5)).values())
+    held = evaluation_digests()
     for tid, dig in pool_digest(games).items():
         if dig in held:
-            raise ValueError(f"training problem {tid!r} equals a held-out problem (sha256 {dig[:12]})")
+            raise ValueError(f"{split} problem {tid!r} equals evaluation problem {held[dig]!r} (sha256 {dig[:12]})")
+    return games
+
+
+def dev_pool(tasks_per_type: int, seed: int = 4099, *, train: Sequence[Mapping[str, Any]] = (), n_jobs: int = 1,
+             budget: int = 48) -> list[dict[str, Any]]:
+    """The development split: ``tasks_per_type`` generated problems per type (split key
+    ``"dev"``, training floor plans), used for the learning-curve evaluations during
+    training and never for the handoff / recovery evaluation pools.
+
+    Raises ``ValueError`` if a development problem equals an evaluation problem or one of
+    the training problems ``train`` (by digest)."""
+    from agentstudies.envs.alfworld.generate import pool_digest
+
+    games = training_pool(tasks_per_type, seed, n_jobs=n_jobs, budget=budget, split="dev")
+    tr_dig = {d: t for t, d in pool_digest(list(train)).items()} if train else {}
+    for tid, dig in pool_digest(games).items():
+        if dig in tr_dig:
+            raise ValueError(f"dev problem {tid!r} equals training problem {tr_dig[dig]!r} (sha256 {dig[:12]})")
     return games
 
 
@@ -222,7 +267,7 @@ class Demonstrations:
         return len(self.target)
 
 
-def _demo_task(item, rng, budget: int, dim_log2: int):
+def _demo_task(item, rng, budget: int, dim_log2: int, admissible: bool = False):
     from agentstudies.envs.alfworld.expert import Expert
 
     game, seed = item
@@ -237,7 +282,13 @@ def _demo_task(item, rng, budget: int, dim_log2: int):
     b.update(shown_text(env.observe()))
     while not env.done:
         a = ex.plan()[0]
-        cands = candidate_commands(b)
+        own = candidate_commands(b)
+        if admissible:  # the policy's candidates are the shown admissible list (LearnedAlfworldPolicy)
+            cands = list(dict.fromkeys(env.admissible))
+            b.shown_list = (frozenset(cands), frozenset(own))
+        else:
+            cands = own
+            b.shown_list = None
         if a in cands:
             idx, owner = featurize(b, cands, dim_log2)
             counts = np.bincount(owner, minlength=len(cands))
@@ -255,11 +306,14 @@ def _demo_task(item, rng, budget: int, dim_log2: int):
 
 def collect_demonstrations(
     games: Sequence[Mapping[str, Any]], seeds: Sequence[int], *, n_jobs: int = 1, budget: int = 48,
-    dim_log2: int = DIM_LOG2,
+    dim_log2: int = DIM_LOG2, admissible: bool = False,
 ) -> Demonstrations:
-    """Expert demonstrations on ``games`` x ``seeds`` as sparse policy features."""
+    """Expert demonstrations on ``games`` x ``seeds`` as sparse policy features; with
+    ``admissible`` the candidates at each step are the engine's admissible list (the
+    expert's command is always among them), else the policy's own candidates."""
     items = [(g, int(s)) for g in games for s in seeds]
-    out = seeded_map(_demo_task, items, seed=0, n_jobs=n_jobs, budget=budget, dim_log2=dim_log2)
+    out = seeded_map(_demo_task, items, seed=0, n_jobs=n_jobs, budget=budget, dim_log2=dim_log2,
+                     admissible=bool(admissible))
     idx_parts, fcounts, ccounts, target = [], [], [], []
     rows, ex = [], []
     for decisions, row, examples in out:
@@ -340,7 +394,7 @@ def train_sft(
 
 # ------------------------------------------------------------------ rollouts
 def _rollout_chunk(chunk, rng, w: np.ndarray, temperature: float, budget: int, D: int, frontier: bool,
-                   grad: bool, name: str):
+                   grad: bool, name: str, admissible: bool = False):
     """Roll the policy out on each (game, seed, SeedSequence | None, role) of ``chunk``."""
     from agentstudies.envs.alfworld.frontier import frontier_check
 
@@ -349,7 +403,7 @@ def _rollout_chunk(chunk, rng, w: np.ndarray, temperature: float, budget: int, D
     for game, seed, ss, role, meta in chunk:
         _load(env, game)
         env.reset(seed, budget)
-        pol = LearnedAlfworldPolicy(w, name, temperature=temperature)
+        pol = LearnedAlfworldPolicy(w, name, temperature=temperature, admissible=admissible)
         if ss is None:
             pol.reset(env.task_id, seed, role)
         else:
@@ -396,26 +450,27 @@ def _chunks(items: list, n: int) -> list[list]:
     return [items[i:i + size] for i in range(0, len(items), size)]
 
 
-def _run_chunks(items, w, temperature, budget, D, frontier, grad, name, n_jobs):
+def _run_chunks(items, w, temperature, budget, D, frontier, grad, name, n_jobs, admissible=False):
     chunks = _chunks(items, max(1, n_jobs) * 2 if n_jobs != 1 else 1)
     res = seeded_map(_rollout_chunk, chunks, seed=0, n_jobs=n_jobs, w=w, temperature=temperature, budget=budget,
-                     D=D, frontier=frontier, grad=grad, name=name)
+                     D=D, frontier=frontier, grad=grad, name=name, admissible=bool(admissible))
     return [r for c in res for r in c]
 
 
 def evaluate_checkpoint(
     w: np.ndarray, name: str, games: Sequence[Mapping[str, Any]], seeds: Sequence[int], *, temperature: float = 0.4,
-    budget: int = 48, D: int = 2, n_jobs: int = 1, phase: str = "final", step: int = 0,
+    budget: int = 48, D: int = 2, n_jobs: int = 1, phase: str = "final", step: int = 0, admissible: bool = False,
 ) -> pd.DataFrame:
     """Natural rollouts of checkpoint ``w`` on held-out ``games`` x ``seeds``.
 
     Each episode uses the handoff protocol's reacher stream (``reset(task_id, seed,
     "reacher")``) and runs to a win or ``budget`` actions; ``arrived`` is the first valid
     action after which the state lies on ``F_D`` (the start state is checked too and must
-    not be). Returns a frame with :data:`EVAL_COLUMNS`.
+    not be). ``admissible``: the policy is shown the admissible list (must match how
+    ``w`` was trained). Returns a frame with :data:`EVAL_COLUMNS`.
     """
     items = [(g, int(s), None, "reacher", {"split": g.get("split", "")}) for g in games for s in seeds]
-    rows = _run_chunks(items, w, temperature, budget, D, True, False, name, n_jobs)
+    rows = _run_chunks(items, w, temperature, budget, D, True, False, name, n_jobs, admissible)
     df = pd.DataFrame(rows)
     df.insert(0, "phase", phase)
     df.insert(1, "step", int(step))
@@ -447,7 +502,8 @@ def train_rl(
             (games[int(gi)], 1000 + it, keyed_seed(cfg.seed, "rl", "episode", it, j, m), "train", {"group": j})
             for j, gi in enumerate(pick) for m in range(cfg.rl_group)
         ]
-        res = _run_chunks(items, w, cfg.rl_temperature, cfg.budget, cfg.D, False, True, "train", n_jobs)
+        res = _run_chunks(items, w, cfg.rl_temperature, cfg.budget, cfg.D, False, True, "train", n_jobs,
+                          cfg.admissible)
         won = np.array([float(r["won"]) for r in res])
         R = won * cfg.gamma ** np.array([r["n_actions"] for r in res], dtype=float)
         n = len(R)
@@ -502,11 +558,13 @@ def verify_retrain(cfg: TrainingConfig | Mapping[str, Any], sft_curve: pd.DataFr
     if not isinstance(cfg, TrainingConfig):
         c = dict(cfg)
         c["eval_seeds"] = tuple(c.get("eval_seeds", (0,)))
+        c.setdefault("admissible", False)  # configs logged before the field existed trained without the list
         cfg = TrainingConfig(**c)
     if steps <= 0:
         return pd.DataFrame(columns=cols)
     games = training_pool(cfg.sft_tasks_per_type, cfg.train_seed, n_jobs=n_jobs, budget=cfg.budget)
-    demos = collect_demonstrations(games, list(range(cfg.demo_seeds)), n_jobs=n_jobs, budget=cfg.budget)
+    demos = collect_demonstrations(games, list(range(cfg.demo_seeds)), n_jobs=n_jobs, budget=cfg.budget,
+                                   admissible=cfg.admissible)
     _, curve = train_sft(demos, steps, cfg.sft_lr, cfg.l2)
     log = sft_curve.set_index("step")
     out = curve[["step", "weights_sha256", "loss"]].rename(
@@ -594,8 +652,12 @@ class TrainingRun:
 
         d = directory or checkpoint_dir()
         meta = {"config": dict(self.config), "timing": dict(self.timing), "n_decisions": self.n_decisions}
-        save_weights(self.w_sft, "SFT", d, meta={**meta, "objective": "behaviour cloning"})
-        save_weights(self.w_rl, "RL", d, meta={**meta, "objective": "SFT + REINFORCE (reward = won)"})
+        adm = bool(self.config.get("admissible", False))
+        suffix = "" if adm else NOLIST_SUFFIX
+        meta["admissible"] = adm
+        save_weights(self.w_sft, "SFT" + suffix, d, meta={**meta, "objective": "behaviour cloning"})
+        save_weights(self.w_rl, "RL" + suffix, d,
+                     meta={**meta, "objective": f"SFT + REINFORCE (reward = won x {self.config.get('gamma', 0.95)}^T)"})
         from pathlib import Path
 
         d = Path(d)
@@ -606,7 +668,9 @@ class TrainingRun:
         from agentstudies._data import record
 
         for name in ("sft_curve", "rl_curve", "training_evals", "demonstrations"):
-            record(d / f"{name}.csv")  # data/SHA256SUMS follows a retrain into data/ (else a no-op)
+            if suffix:
+                (d / f"{name}.csv").replace(d / f"{name}{suffix}.csv")
+            record(d / f"{name}{suffix}.csv")  # data/SHA256SUMS follows a retrain into data/ (else a no-op)
 
 
 def eval_pools(tasks_per_type: int) -> list[dict[str, Any]]:
@@ -618,21 +682,24 @@ def eval_pools(tasks_per_type: int) -> list[dict[str, Any]]:
 
 def train_checkpoints(cfg: TrainingConfig, *, n_jobs: int = 1, evaluate: bool = True, log=print) -> TrainingRun:
     """Train SFT then RL from scratch with budgets ``cfg``; learning-curve evaluations on
-    the held-out pools every ``eval_every_*`` steps (``evaluate=False`` skips them)."""
+    the development split (:func:`dev_pool`, ``eval_tasks_per_type`` per type; never an
+    evaluation problem) every ``eval_every_*`` steps (``evaluate=False`` skips them)."""
     t0 = time.perf_counter()
     games = training_pool(cfg.train_tasks_per_type, cfg.train_seed, n_jobs=n_jobs, budget=cfg.budget)
     t_pool = time.perf_counter() - t0
     demos = collect_demonstrations(sft_games(games, cfg.sft_tasks_per_type), list(range(cfg.demo_seeds)),
-                                   n_jobs=n_jobs, budget=cfg.budget)
+                                   n_jobs=n_jobs, budget=cfg.budget, admissible=cfg.admissible)
     t_demo = time.perf_counter() - t0 - t_pool
-    held = eval_pools(cfg.eval_tasks_per_type) if evaluate else []
+    held = dev_pool(cfg.eval_tasks_per_type, cfg.dev_seed, train=games, n_jobs=n_jobs, budget=cfg.budget) \
+        if evaluate else []
     evals: list[pd.DataFrame] = []
 
     def ev(phase):
         def cb(step, w):
             if evaluate:
                 e = evaluate_checkpoint(w, phase, held, cfg.eval_seeds, temperature=cfg.temperature,
-                                        budget=cfg.budget, D=cfg.D, n_jobs=n_jobs, phase=phase, step=step)
+                                        budget=cfg.budget, D=cfg.D, n_jobs=n_jobs, phase=phase, step=step,
+                                        admissible=cfg.admissible)
                 evals.append(e)
                 log(f"  eval {phase} step {step}: success {e['won'].mean():.3f} arrival {e['arrived'].mean():.3f}")
         return cb
@@ -690,8 +757,10 @@ def config_digest(cfg: TrainingConfig) -> str:
     return hashlib.sha256(json.dumps(cfg.as_dict(), sort_keys=True).encode()).hexdigest()[:16]
 
 
-def load_shipped(directory=None) -> dict[str, Any]:
-    """Shipped weights (checksums verified) and training logs."""
+def load_shipped(directory=None, *, admissible: bool = True) -> dict[str, Any]:
+    """Shipped weights (checksums verified) and training logs: the checkpoints shown the
+    admissible list (``SFT`` / ``RL``) or, with ``admissible=False``, the no-list
+    ablation (``SFT-nolist`` / ``RL-nolist``, logs ``*-nolist.csv``)."""
     import io
     from pathlib import Path
 
@@ -699,11 +768,12 @@ def load_shipped(directory=None) -> dict[str, Any]:
     from agentstudies.agents import checkpoint_dir
 
     d = Path(directory or checkpoint_dir())
-    w_sft, m_sft = load_weights("SFT", d)
-    w_rl, m_rl = load_weights("RL", d)
+    suffix = "" if admissible else NOLIST_SUFFIX
+    w_sft, m_sft = load_weights("SFT" + suffix, d)
+    w_rl, m_rl = load_weights("RL" + suffix, d)
     out = {"w_sft": w_sft, "w_rl": w_rl, "meta_sft": m_sft, "meta_rl": m_rl}
     for name in ("sft_curve", "rl_curve", "training_evals", "demonstrations"):
-        p = d / f"{name}.csv"  # checked against data/SHA256SUMS (names the file on a mismatch)
+        p = d / f"{name}{suffix}.csv"  # checked against data/SHA256SUMS (names the file on a mismatch)
         out[name] = pd.read_csv(io.BytesIO(read_bytes(p))) if p.is_file() else None
     return out
 
@@ -717,6 +787,7 @@ def main(argv: Sequence[str] | None = None) -> None:  # pragma: no cover - maint
     ap.add_argument("--n-jobs", type=int, default=2)
     ap.add_argument("--out", default=None)
     ap.add_argument("--no-eval", action="store_true")
+    ap.add_argument("--no-list", action="store_true", help="train without the admissible list (the ablation)")
     for f in ("seed", "train_tasks_per_type", "sft_tasks_per_type", "sft_steps", "rl_iters", "rl_batch",
               "eval_every_sft", "eval_every_rl", "eval_tasks_per_type"):
         ap.add_argument("--" + f.replace("_", "-"), type=int, default=None)
@@ -724,6 +795,7 @@ def main(argv: Sequence[str] | None = None) -> None:  # pragma: no cover - maint
         ap.add_argument("--" + f.replace("_", "-"), type=float, default=None)
     args = ap.parse_args(argv)
     kw = {k: v for k, v in vars(args).items() if k in TrainingConfig.__dataclass_fields__ and v is not None}
+    kw["admissible"] = not args.no_list
     cfg = TrainingConfig(**kw)
     run = train_checkpoints(cfg, n_jobs=args.n_jobs, evaluate=not args.no_eval,
                             log=lambda m: print(m, flush=True))
@@ -733,3 +805,67 @@ def main(argv: Sequence[str] | None = None) -> None:  # pragma: no cover - maint
 
 if __name__ == "__main__":  # pragma: no cover
     main()
+
+
+def training_findings(ev: pd.DataFrame, *, n_draws: int = 2000, seed: int = 0, level: float = 0.95,
+                      informative_range: tuple[float, float] = (0.05, 0.95)):
+    """The training chapter's findings (issue 25 item 1) from the held-out episodes.
+
+    - *RL arrives at the frontier more often than SFT*: the task-stratified paired
+      bootstrap interval (:func:`bootstrap_difference`, column ``arrived``) of RL − SFT
+      lies above 0 (paper: arrival 13.3 % vs 82.5 %, :data:`PAPER_REFERENCE`);
+    - *RL succeeds more often than SFT at the endpoint*: the same on ``won`` (paper: 5.8 %
+      vs 79.2 %);
+    - *both checkpoints are informative*: each checkpoint's exact (Clopper-Pearson)
+      interval of held-out success lies inside ``informative_range`` (the book's
+      criterion for checkpoints the handoff study can use; reappears when both do,
+      contradicted when an interval lies wholly outside, else inconclusive).
+
+    Parameters
+    ----------
+    ev : held-out episodes (:func:`evaluate_checkpoint` rows of both checkpoints).
+
+    Returns
+    -------
+    :class:`agentstudies.findings.Findings` (estimates in percentage points / shares).
+
+    Raises
+    ------
+    KeyError / ValueError
+        As :func:`bootstrap_difference` (a missing column or checkpoint).
+    """
+    from agentstudies.findings import Finding, Findings, binomial_interval, interval_finding
+
+    ref = PAPER_REFERENCE
+    rows = []
+    for col, name, paper in (
+        ("arrived", "RL arrives at the frontier more often than SFT",
+         f"arrival SFT {100 * ref['arrival_SFT']:.1f}% vs RL {100 * ref['arrival_RL']:.1f}% (handoff paper, valid_unseen)"),
+        ("won", "RL succeeds more often than SFT at the endpoint",
+         f"success SFT {100 * ref['endpoint_SFT_SFT']:.1f}% vs RL {100 * ref['endpoint_RL_RL']:.1f}% "
+         "(handoff paper, Table 1)"),
+    ):
+        d = bootstrap_difference(ev, col, n_draws=n_draws, seed=seed, level=level)
+        rows.append(interval_finding(name, paper, 100 * d["estimate"], 100 * d["ci_low"], 100 * d["ci_high"],
+                                     d["n_tasks"], paper_side="above", level=level,
+                                     quantity=f"RL − SFT {col} (pp, task-stratified paired bootstrap)", fmt="+.1f"))
+    lo_r, hi_r = informative_range
+    verdicts, parts = [], []
+    for ck in ("SFT", "RL"):
+        w = ev.loc[ev["checkpoint"] == ck, "won"].astype(bool)
+        if not len(w):
+            raise ValueError(f"training_findings: no held-out episodes of checkpoint {ck!r}")
+        rate, lo, hi = binomial_interval(int(w.sum()), len(w), level=level)
+        inside = lo > lo_r and hi < hi_r
+        outside = hi < lo_r or lo > hi_r
+        verdicts.append("reappears" if inside else ("contradicted" if outside else "inconclusive"))
+        parts.append(f"{ck} {rate:.3f} [{lo:.3f}, {hi:.3f}]")
+    verdict = ("contradicted" if "contradicted" in verdicts else
+               "reappears" if all(v == "reappears" for v in verdicts) else "inconclusive")
+    rows.append(Finding("both checkpoints are informative", "endpoint success neither near 0 nor near 1 "
+                        "(the paper's checkpoints: 5.8% and 79.2%)", float("nan"), float("nan"), float("nan"),
+                        float(len(ev)), verdict,
+                        f"{100 * level:g}% exact CI of each checkpoint's held-out success inside "
+                        f"({lo_r:g}, {hi_r:g}); ours: {'; '.join(parts)}",
+                        why="contradicted when one interval lies wholly outside the range", level=level))
+    return Findings.build(rows, seed=seed, title="alfworld_training findings", n_draws=n_draws, level=level)
