@@ -291,3 +291,16 @@ def test_a_warning_becomes_a_note_and_is_kept_in_the_provenance(artifacts):
         IPython.display.display = real
         warnings.showwarning = saved
         InteractiveShell.clear_instance()
+
+
+def test_glued_markdown_math_becomes_a_mathjax_span():
+    from markdown_it import MarkdownIt
+
+    from agentstudies.chapter import _inline_math
+
+    text = _inline_math("for every $k$ and $t_{0.95,N-1}/z_{0.95}$, at a cost of \\$5")
+    # what a CommonMark parser (the inline {glue:md} role's) makes of it
+    rendered = MarkdownIt("commonmark").renderInline(text)
+    assert '<span class="math notranslate nohighlight">\\(k\\)</span>' in rendered
+    assert "\\(t_{0.95,N-1}/z_{0.95}\\)" in rendered
+    assert rendered.count("$") == 1 and rendered.endswith("$5")

@@ -285,13 +285,17 @@ class Chapter:
         return value
 
     def glue_md(self, key: str, text: str) -> str:
-        """Glue a Markdown sentence for ``{glue:md}`key``` (prose chosen by code)."""
+        """Glue a Markdown sentence for ``{glue:md}`key``` (prose chosen by code).
+
+        ``$...$`` math in ``text`` is glued as a MathJax span (the inline role parses
+        CommonMark, which has no dollar math: the reader saw a raw ``$k$``). Returns ``text``.
+        """
         try:
             from IPython.display import Markdown
             from myst_nb import glue
         except ImportError:  # pragma: no cover - book extra not installed
             return text
-        glue(key, Markdown(text), display=False)
+        glue(key, Markdown(_inline_math(text)), display=False)
         return text
 
     def figure(self, key: str, fig: Any, name: str | None = None, *, dpi: int = 120) -> None:
@@ -431,6 +435,20 @@ class Provenance:
     def __repr__(self) -> str:
         with pd.option_context("display.max_colwidth", None, "display.width", 250):
             return "Provenance of this run\n" + self.table.to_string()
+
+
+_DOLLAR_MATH = re.compile(r"(?<![\\$])\$([^$\n]+?)(?<!\\)\$(?!\$)")
+
+
+def _inline_math(text: str) -> str:
+    """``$x_i$`` -> a ``<span class="math">\\(x_i\\)</span>`` that MathJax typesets in any
+    Markdown flavour (backslashes, ``_`` and ``*`` escaped for the Markdown parser)."""
+
+    def span(m: re.Match) -> str:
+        tex = m.group(1).replace("\\", "\\\\").replace("_", "\\_").replace("*", "\\*")
+        return f'<span class="math notranslate nohighlight">\\\\({tex}\\\\)</span>'
+
+    return _DOLLAR_MATH.sub(span, text)
 
 
 def _plain(value: Any) -> Any:
