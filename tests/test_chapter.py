@@ -82,6 +82,10 @@ def test_figure_is_saved_glued_and_closed(tmp_path, monkeypatch):
     assert (ch.artifacts / "demo.png").stat().st_size > 0
     assert not plt.fignum_exists(fig.number)  # closed: the inline backend will not show it twice
     assert ch.glue("x", np.float64(0.5)) == 0.5
+    # a figure glued directly (not through ch.figure) is closed too, and can still be saved
+    fig2, _ = plt.subplots()
+    assert ch.glue("fig_direct", fig2) is fig2 and not plt.fignum_exists(fig2.number)
+    assert ch.save_figure(fig2, "direct").stat().st_size > 0
 
 
 def test_compact_lets_headers_wrap_without_touching_values():

@@ -275,13 +275,16 @@ class Chapter:
 
         NumPy scalars are converted to Python numbers first, so ``{glue:text}`` can apply
         a format spec (myst-nb parses the stored ``text/plain``; ``np.float64(0.5)`` would
-        not parse). Returns ``value`` unchanged.
+        not parse). A matplotlib figure is closed once glued, so the inline backend does not
+        show it a second time under its cell (it is placed by ``{glue:figure}``; saving it
+        later still works). Returns ``value`` unchanged.
         """
         try:
             from myst_nb import glue
         except ImportError:  # pragma: no cover - book extra not installed
             return value
         glue(key, _plain(value), display=display)
+        _close_if_figure(value)
         return value
 
     def glue_md(self, key: str, text: str) -> str:
@@ -435,6 +438,20 @@ class Provenance:
     def __repr__(self) -> str:
         with pd.option_context("display.max_colwidth", None, "display.width", 250):
             return "Provenance of this run\n" + self.table.to_string()
+
+
+def _close_if_figure(value: Any) -> None:
+    """Close a matplotlib figure (no-op for anything else, or without matplotlib loaded)."""
+    import sys
+
+    if "matplotlib.figure" not in sys.modules:
+        return
+    from matplotlib.figure import Figure
+
+    if isinstance(value, Figure):
+        import matplotlib.pyplot as plt
+
+        plt.close(value)
 
 
 _DOLLAR_MATH = re.compile(r"(?<![\\$])\$([^$\n]+?)(?<!\\)\$(?!\$)")
