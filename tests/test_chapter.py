@@ -308,3 +308,14 @@ def test_glued_markdown_math_becomes_a_mathjax_span():
     assert '<span class="math notranslate nohighlight">\\(k\\)</span>' in rendered
     assert "\\(t_{0.95,N-1}/z_{0.95}\\)" in rendered
     assert rendered.count("$") == 1 and rendered.endswith("$5")
+
+
+def test_glued_bullet_list_stays_a_list_inline():
+    from markdown_it import MarkdownIt
+
+    from agentstudies.chapter import _inline_bullets
+
+    text = _inline_bullets("- **A**: reappears\n  with a long line\n- **B**: inconclusive")
+    rendered = MarkdownIt("commonmark").renderInline(text)
+    assert rendered == "• <strong>A</strong>: reappears with a long line<br>• <strong>B</strong>: inconclusive"
+    assert _inline_bullets("One sentence - with a dash.") == "One sentence - with a dash."

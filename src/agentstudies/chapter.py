@@ -291,14 +291,16 @@ class Chapter:
         """Glue a Markdown sentence for ``{glue:md}`key``` (prose chosen by code).
 
         ``$...$`` math in ``text`` is glued as a MathJax span (the inline role parses
-        CommonMark, which has no dollar math: the reader saw a raw ``$k$``). Returns ``text``.
+        CommonMark, which has no dollar math: the reader saw a raw ``$k$``), and a bullet
+        list (every line ``- ...``) as bullet lines separated by line breaks (the inline
+        role ran the items into one paragraph with a literal "- "). Returns ``text``.
         """
         try:
             from IPython.display import Markdown
             from myst_nb import glue
         except ImportError:  # pragma: no cover - book extra not installed
             return text
-        glue(key, Markdown(_inline_math(text)), display=False)
+        glue(key, Markdown(_inline_math(_inline_bullets(text))), display=False)
         return text
 
     def figure(self, key: str, fig: Any, name: str | None = None, *, dpi: int = 120) -> None:
@@ -452,6 +454,22 @@ def _close_if_figure(value: Any) -> None:
         import matplotlib.pyplot as plt
 
         plt.close(value)
+
+
+def _inline_bullets(text: str) -> str:
+    """A Markdown bullet list ("- a\\n- b", items may continue on indented lines) as
+    "• a<br>• b", which stays a list when placed inline; any other text unchanged."""
+    lines = [line for line in text.strip("\n").split("\n") if line.strip()]
+    if not lines or not lines[0].startswith("- ") or not all(
+            line.startswith(("- ", " ", "\t")) for line in lines):
+        return text
+    items: list[str] = []
+    for line in lines:
+        if line.startswith("- "):
+            items.append(line[2:].strip())
+        else:
+            items[-1] += " " + line.strip()
+    return "<br>".join(f"• {item}" for item in items)
 
 
 _DOLLAR_MATH = re.compile(r"(?<![\\$])\$([^$\n]+?)(?<!\\)\$(?!\$)")
