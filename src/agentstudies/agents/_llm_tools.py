@@ -19,8 +19,9 @@ milestones, minefields or hidden facts.
 The scripted user of this world reads a *dialogue act* beside each agent message (the
 scripted agent states its own). For a model's free text, :func:`dialogue_act` stands in
 for the user's language understanding (ToolSandbox's user is itself an LLM): a message
-with a question mark asks for a slot named by keywords (``phone_number``, ``last_name``,
-``content``, ``when``; none matched: an unnamed slot, which the user cannot answer);
+with a question mark asks for the slot its cues name (``phone_number``, ``last_name``,
+``content``, ``when``; tested on 32 natural phrasings; none matched: an unnamed slot, and
+the user answers that it did not understand that question, quoting it);
 otherwise the message closes the current request (``done``, or ``cannot`` when it says it
 cannot help).
 
@@ -47,28 +48,52 @@ TOOLSANDBOX_INSTRUCTIONS = (
 
 _JSON_TYPES = {"str": "string", "int": "integer", "float": "number", "bool": "boolean"}
 
-#: Keywords naming the slot a question asks for, checked in this order.
-_SLOT_WORDS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("phone_number", ("phone", "number to")),
-    ("last_name", ("last name", "surname", "family name", "which one", "which contact", "which of", "full name")),
-    ("content", ("say", "content", "text", "message")),
-    ("when", ("when", "what time", "which time", "date", "day")),
+#: Cues naming the slot a question asks for: (slot, regular expression, weight). A question's
+#: slot is the one whose matched cues weigh most (ties: this order); no cue -> no slot.
+_SLOT_CUES: tuple[tuple[str, str, int], ...] = (
+    ("last_name", r"last name|surname|family name|full name", 3),
+    ("last_name", r"do you mean|you mean|who exactly|which one|which contact|which of", 2),
+    ("last_name", r"\b(two|several|multiple|more than one)\b[^.?!]*\b(contacts?|people|persons|\w+s named)", 2),
+    ("phone_number", r"phone|number|digits|\breach\b", 2),
+    ("phone_number", r"mobile|cell", 1),
+    ("content", r"\bsay\b|\bwrite\b|wording|tell (him|her|them)\b", 2),
+    ("content", r"message|\btext\b|\bread\b", 1),
+    ("when", r"\bwhen\b|what time|\btime\b|\bhour\b|\bdate\b", 2),
+    ("when", r"\bday\b|remind|o'clock|\balert\b", 1),
 )
-_CANNOT = ("cannot", "can't", "can not", "unable", "not able", "don't have enough", "do not have enough")
+#: Two full names joined by "or" ("Ana Silva or Ana Tanaka"): a disambiguation question.
+_NAME_OR_NAME = r"[A-Z][a-z]+ [A-Z][a-z]+,? or [A-Z][a-z]+ [A-Z][a-z]+"
+_CANNOT = ("cannot", "can't", "can not", "unable", "not able", "don't have enough", "do not have enough",
+           "couldn't", "could not", "unfortunately", "there is no", "no such", "i'm afraid", "not possible")
 
 
 def dialogue_act(text: str) -> dict[str, Any]:
     """The dialogue act the scripted user reads from a model's message (module docstring).
 
+    A message with a question mark asks; its slot is the one whose cues
+    (:data:`_SLOT_CUES`, plus "<First Last> or <First Last>" for disambiguation) weigh most,
+    or ``None`` when nothing names a slot (the user then says which question it did not
+    understand). Otherwise ``cannot`` when it declines, else ``done``.
+
     Returns ``{"act": "ask", "slot": <slot or None>}``, ``{"act": "cannot"}`` or
     ``{"act": "done"}``.
     """
-    t = (text or "").lower()
+    import re
+
+    raw = text or ""
+    t = raw.lower()
     if "?" in t:
-        for slot, words in _SLOT_WORDS:
-            if any(w in t for w in words):
-                return {"act": "ask", "slot": slot}
-        return {"act": "ask", "slot": None}
+        score: dict[str, int] = {}
+        for slot, pattern, weight in _SLOT_CUES:
+            if re.search(pattern, t):
+                score[slot] = score.get(slot, 0) + weight
+        if re.search(_NAME_OR_NAME, raw):
+            score["last_name"] = score.get("last_name", 0) + 3
+        if not score:
+            return {"act": "ask", "slot": None}
+        order = [s for s, _, _ in _SLOT_CUES]
+        best = max(score.values())
+        return {"act": "ask", "slot": min((s for s in score if score[s] == best), key=order.index)}
     if any(w in t for w in _CANNOT):
         return {"act": "cannot"}
     return {"act": "done"}

@@ -70,8 +70,13 @@ class ScriptedUser:
         current = self.intents[k - 1] if k else self.intents[0]
         if act.get("act") == "ask":
             slot = act.get("slot")
-            if slot in current.hidden and current.hidden[slot] is not None:
-                v = current.hidden[slot]
+            if slot not in current.hidden and not (slot in current.slots):
+                text = (f"Sorry, I don't understand the question \"{last.content}\". "
+                        "Please ask me about something I said or need.")
+                return Message(Role.USER, Role.AGENT, text, (Role.USER, Role.AGENT), act={"act": "answer", "slot": slot, "value": None})
+            known = dict(current.slots, **current.hidden)
+            if known.get(slot) is not None:
+                v = known[slot]
                 text = _ANSWER[int(self.rng.integers(len(_ANSWER)))].format(v=v)
                 return Message(Role.USER, Role.AGENT, text, (Role.USER, Role.AGENT), act={"act": "answer", "slot": slot, "value": v})
             text = _UNKNOWN[int(self.rng.integers(len(_UNKNOWN)))]
