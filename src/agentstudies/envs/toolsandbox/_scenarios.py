@@ -546,6 +546,12 @@ def _intent_weather(rng, w: _World, city: str | None, days: int) -> tuple[Intent
     p.chain(_trace("search_weather", {"latitude": lat, "longitude": lon, "days_ahead": days},
                    {"latitude": "close:0.5", "longitude": "close:0.5"}), _reply(refs))
     p.gold.append(_say("inform", refs[0], value=text))
+    if city is None:  # location and wifi are independent prerequisites: a branching DAG
+        at = {m.name: i for i, m in enumerate(p.milestones)}
+        want = [("low_battery_mode off", "location_service on"), ("low_battery_mode off", "wifi on"),
+                ("location_service on", "call get_current_location"), ("call get_current_location", "call search_weather"),
+                ("wifi on", "call search_weather"), ("call search_weather", "reply to the user")]
+        p.edges = [(at[u], at[v]) for u, v in want if u in at and v in at]
     p.cats.add("multiple_tool_call")
     if days:
         p.cats.add("canonicalization")
