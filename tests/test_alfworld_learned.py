@@ -201,3 +201,60 @@ def test_reads_memo_key_determines_the_atoms_on_real_episodes():
     L._FEATURE_CACHE.clear()
     for b, c, f in seen[::7]:
         assert np.array_equal(f, L._hashed_features(b, c, (1 << 16) - 1))
+
+
+def test_admissible_mode_candidates_are_the_shown_list(env):
+    """``admissible=True`` (the paper's setting): the candidate set is the shown admissible
+    list in its order (duplicates dropped), every action on a real game is admissible, the
+    expert plan is still never read, and a list-trained policy refuses an observation
+    without a list instead of silently falling back to its own candidates."""
+    w = hand_set_weights()
+    pol = LearnedAlfworldPolicy(w, "L", temperature=0.7, admissible=True)
+    env.reset(0)
+    pol.reset(env.task_id, 0)
+    obs = env.observe()
+    listed = list(obs["admissible_commands"])
+    pol.act({**obs, "admissible_commands": listed + listed[:1]})
+    assert pol.last_log["candidates"] == listed
+    # a fake list is what the policy chooses from (it reads the list)
+    pol.reset(env.task_id, 0)
+    assert pol.act({**obs, "admissible_commands": ["inventory", "go to nowhere 7"]}) in ("inventory", "go to nowhere 7")
+    # on the engine every command is admissible; the expert plan is not read
+    for seed in (0, 1):
+        env.reset(seed)
+        pol.reset(env.task_id, seed)
+        acts = []
+        while not env.done and len(acts) < 12:
+            o = env.observe()
+            o["expert"] = lambda: ["look"]
+            acts.append(pol.act(o))
+            env.step(acts[-1])
+        assert all(env.valid), (acts, env.valid)
+    pol.reset(env.task_id, 0)
+    with pytest.raises(ValueError, match="admissible_commands"):
+        pol.act({"goal": obs["goal"], "observation": obs["observation"]})
+    with pytest.raises(ValueError, match="empty"):
+        pol.act({**obs, "admissible_commands": []})
+
+
+def test_admissible_features_by_hand():
+    """With a list shown, each candidate carries ``v=<verb>|listed=1`` and
+    ``v=<verb>|own=0/1`` (whether the belief proposes it); without a list the atoms are
+    exactly those of the no-list feature map (the *-nolist checkpoints' features)."""
+    from agentstudies.agents._alfworld_learned import _atoms, candidate_features
+
+    b = Belief()
+    b.update(INTRO)
+    plain0, conj0, goal0 = _atoms(b, "go to fridge 1")
+    f0 = candidate_features(b, "go to fridge 1").copy()
+    own = candidate_commands(b)
+    b.shown_list = (frozenset(own[:3] + ["go to shelf 9"]), frozenset(own))
+    _, conj1, _ = _atoms(b, "go to shelf 9")
+    assert "v=go|listed=1" in conj1 and "v=go|own=0" in conj1
+    _, conj2, _ = _atoms(b, "go to fridge 1")
+    assert "v=go|own=1" in conj2 and "v=go|listed=0" in conj2
+    assert set(conj2) - set(conj0) == {"v=go|own=1", "v=go|listed=0"}
+    assert not np.array_equal(candidate_features(b, "go to fridge 1"), f0)
+    b.shown_list = None
+    assert _atoms(b, "go to fridge 1") == (plain0, conj0, goal0)
+    assert np.array_equal(candidate_features(b, "go to fridge 1"), f0)

@@ -28,8 +28,11 @@ Inputs: only the text the agent is shown
     (the latest observation text) -- and, on the first call after ``reset`` only,
     ``observation["history"]``: a solver handed a clone is shown the reacher's visible
     history ``h_t = (o_0, a_0, ..., o_t)`` (paper Eq. 1), which it folds into its belief.
-    The admissible-command list, the expert plan and every other key are never read (a
-    test perturbs them and checks identical actions). The shown text is ``goal + "\\n" +
+    A policy with ``admissible=True`` (the handoff paper's setting, and the default of the
+    shipped ``SFT`` / ``RL`` checkpoints) also reads ``observation["admissible_commands"]``
+    on every call; with ``admissible=False`` (the ``*-nolist`` checkpoints, an ablation)
+    the list is never read. The expert plan and every other key are never read (a test
+    perturbs them and checks identical actions). The shown text is ``goal + "\\n" +
     latest observation`` (at a handoff: the goal and the whole history).
 
 Belief (built only from shown observations and the policy's own past commands)
@@ -40,8 +43,10 @@ Belief (built only from shown observations and the policy's own past commands)
     whether the last command got "Nothing happens." and which of its commands ever did. A stale or missing observation misleads it exactly
     as it would mislead any agent that trusts its inputs.
 
-Candidates (never the engine's admissible list)
-    From the belief and the ALFWorld 0.4 grammar: ``look``, ``inventory``, ``go to R``
+Candidates
+    With ``admissible=True``: the engine's admissible list as shown, each candidate with
+    two extra atoms per verb (listed: 1; proposed by the belief below: 0/1). With
+    ``admissible=False``: from the belief and the ALFWorld 0.4 grammar: ``look``, ``inventory``, ``go to R``
     for every known receptacle, ``open R`` / ``close R`` / ``examine R`` at the current
     receptacle, ``take O from R`` for objects seen there, ``move O to R`` (the 0.4 verb;
     the old ``put O in/on R`` is never produced), ``heat|cool|clean O with R`` while
@@ -169,6 +174,10 @@ class Belief:
     last_moved: str | None = None
     prev_at: str | None = None
     steps: int = 0
+    #: ``(listed, own)`` while the engine's admissible list is shown (policy with
+    #: ``admissible=True``): the commands of the shown list and the policy's own
+    #: belief-generated candidates; ``None`` when no list is shown (features unchanged).
+    shown_list: tuple[frozenset, frozenset] | None = None
 
     def update(self, text: str) -> None:
         """Fold one shown text (goal line and/or latest observation) into the belief."""
@@ -288,6 +297,9 @@ def _atoms(b: Belief, c: str) -> tuple[list[str], list[str], list[str]]:
     ]
     common += [f"v={verb}|held_{t}" for t in treat]
     common += [f"v={verb}|hold={hold}|held_{t}" for t in treat]
+    if b.shown_list is not None:  # the admissible list is shown: membership as a feature
+        listed, own = b.shown_list
+        common += [f"v={verb}|listed={int(c in listed)}", f"v={verb}|own={int(c in own)}"]
     conj = list(common)
     plain: list[str] = []
     goal_only: list[str] = []
@@ -448,7 +460,8 @@ def _context(b: Belief, mask: int) -> tuple:
     else:
         hold = "goal" if _cls(b.holding) in b.goal_tokens else "other"
         treat = tuple(sorted(b.treated.get(b.holding, ())))
-    return hold, treat, b.last_failed, _bucket(len(b.placed)), b.lamp_on, b.goal_tokens, mask
+    return (hold, treat, b.last_failed, _bucket(len(b.placed)), b.lamp_on, b.goal_tokens, mask,
+            b.shown_list is not None)
 
 
 def _reads(b: Belief, c: str) -> tuple:
@@ -457,6 +470,8 @@ def _reads(b: Belief, c: str) -> tuple:
     words = c.split(" ")
     verb = words[0]
     own = (c, _bucket(b.tried.get(c, 0)), c == b.last_command, c in b.failed)
+    if b.shown_list is not None:
+        own = own + (c in b.shown_list[0], c in b.shown_list[1])
     if verb == "go":
         r = c[6:]
         seen = b.contents.get(r)
@@ -631,6 +646,14 @@ class LearnedAlfworldPolicy:
     base_seed:
         Root of the per-episode streams ``keyed_seed(base_seed, "episode", task_id, seed,
         role, name)``.
+    admissible:
+        Show the policy the engine's admissible list (the handoff paper's setting, §3.1:
+        both solvers get "identical history, admissible actions"): the candidate set is
+        the list ``observation["admissible_commands"]`` in the order shown, and each
+        candidate's features add whether it is listed and whether the policy's own
+        belief proposes it (:func:`candidate_commands`). ``False`` (the no-list ablation):
+        the candidates are the belief's own and the list is never read. A list-trained
+        checkpoint given an observation without a list raises ``ValueError``.
     meta:
         Provenance of the weights (training parameters, checksum).
 
@@ -649,6 +672,7 @@ class LearnedAlfworldPolicy:
         greedy: bool = False,
         base_seed: int = 2029,
         meta: Mapping[str, Any] | None = None,
+        admissible: bool = False,
     ):
         w = np.asarray(weights, dtype=np.float64)
         n = len(w)
@@ -663,6 +687,8 @@ class LearnedAlfworldPolicy:
         self.greedy = bool(greedy)
         self.base_seed = int(base_seed)
         self.meta = dict(meta or {})
+        self.admissible = bool(admissible)
+        self._listed: list[str] | None = None
         self._rng: np.random.Generator | None = None
         self.belief = Belief()
         self.last_log: dict[str, Any] = {}
@@ -683,13 +709,16 @@ class LearnedAlfworldPolicy:
         """The shipped checkpoint ``name`` (``"SFT"`` or ``"RL"``), checksum verified.
 
         ``name="hand"`` gives the untrained hand-set weights (:func:`hand_set_weights`).
+        Whether the policy is shown the admissible list is read from the checkpoint's
+        meta (``admissible``; absent = ``False``, the checkpoints trained without it).
         Raises ``FileNotFoundError`` / ``ValueError`` as :func:`load_weights`.
         """
         if name == "hand":
             return cls(hand_set_weights(), "hand", temperature=temperature, greedy=greedy, base_seed=base_seed,
                        meta={"source": "hand-set"})
         w, meta = load_weights(name, directory)
-        return cls(w, name, temperature=temperature, greedy=greedy, base_seed=base_seed, meta=meta)
+        return cls(w, name, temperature=temperature, greedy=greedy, base_seed=base_seed, meta=meta,
+                   admissible=bool(meta.get("admissible", False)))
 
     @property
     def label(self) -> str:
@@ -702,7 +731,7 @@ class LearnedAlfworldPolicy:
         return {
             "name": self.name, "temperature": self.temperature, "greedy": self.greedy,
             "base_seed": self.base_seed, "weights_sha256": weights_digest(self.w),
-            "feature_version": FEATURE_VERSION, "dim_log2": self.dim_log2,
+            "feature_version": FEATURE_VERSION, "dim_log2": self.dim_log2, "admissible": self.admissible,
         }
 
     def __repr__(self) -> str:
@@ -717,6 +746,7 @@ class LearnedAlfworldPolicy:
         self.task_id, self.seed, self.role = str(task_id), int(seed), role
         self._rng = np.random.default_rng(keyed_seed(self.base_seed, "episode", str(task_id), int(seed), role, self.name))
         self.belief = Belief()
+        self._listed = None
         self._started = False
         self.last_log = {}
 
@@ -724,6 +754,7 @@ class LearnedAlfworldPolicy:
         """Start an episode with an explicit random stream (training rollouts)."""
         self._rng = np.random.default_rng(ss)
         self.belief = Belief()
+        self._listed = None
         self._started = False
         self.last_log = {}
 
@@ -735,6 +766,14 @@ class LearnedAlfworldPolicy:
         shown: every observation is folded in and every action counted as a command of
         this episode. Afterwards only ``goal`` + ``observation`` are read.
         """
+        if self.admissible:
+            listed = observation.get("admissible_commands") if isinstance(observation, Mapping) else None
+            if listed is None:
+                raise ValueError(f"checkpoint {self.name!r} acts on the admissible list (admissible=True), but the "
+                                 "observation has no 'admissible_commands'; pass env.observe() or a mapping with it")
+            self._listed = [str(c) for c in listed]
+            if not self._listed:
+                raise ValueError(f"checkpoint {self.name!r}: the shown admissible list is empty")
         hist = observation.get("history") if isinstance(observation, Mapping) else None
         if self.belief.steps == 0 and not self._started and hist is not None and len(hist) > 1:
             goal = observation.get("goal") or ""
@@ -758,7 +797,13 @@ class LearnedAlfworldPolicy:
 
     def decide(self) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
         """Candidates, their feature (idx, owner) and scores at the current belief."""
-        cands = candidate_commands(self.belief)
+        own = candidate_commands(self.belief)
+        if self.admissible and self._listed is not None:
+            cands = list(dict.fromkeys(self._listed))
+            self.belief.shown_list = (frozenset(cands), frozenset(own))
+        else:
+            cands = own
+            self.belief.shown_list = None
         idx, owner = featurize(self.belief, cands, self.dim_log2)
         return cands, idx, owner, scores_of(self.w, idx, owner, len(cands))
 

@@ -83,6 +83,10 @@ SPLITS: dict[str, tuple[int, ...]] = {
     # training problems for the learned checkpoints (studies/alfworld_training.py): the
     # training floor plans, as in ALFWorld's own train split; its own key in every seed
     "train": tuple(C.TRAIN_SCENE_NUMBERS),
+    # development problems (checkpoint selection / learning-curve evaluations during
+    # training): training floor plans, their own key; never in an evaluation pool
+    # (appended last so the spawn keys of the other splits are unchanged)
+    "dev": tuple(C.TRAIN_SCENE_NUMBERS),
 }
 
 _STATIC_RECEPTACLES = frozenset(C.RECEPTACLES - C.MOVABLE_RECEPTACLES_SET) - {"Box"}
