@@ -243,3 +243,17 @@ def test_audit_controls_power_and_false_positive_rate():
     assert c.loc[c["planted"], "ci_low"].iloc[0] == pytest.approx(0.05 ** 0.25)
     with pytest.raises(ValueError, match="replicates"):
         ca.audit_controls(replicates=1)
+
+
+def test_paper_column_reads_the_papers_own_choice(report):
+    """Study G chose the gate: its paper text gives the gate's confirmation value, read from
+    data/paper (Table 14), whatever this run chose."""
+    from agentstudies.studies import paper_values
+
+    t14 = paper_values("tau_workflow_stress", "table14").set_index("quantity")
+    g = "Study G, Qwen2.5-7B (paper)"
+    gate = float(t14.loc["Confirmation gate − ReAct on confirmation", g])
+    f = ts.stress_findings({"p": _with(report, est=0.0, se=0.05, disc_gain=0.1)}, labels={"p": "p"},
+                           study_of={"p": g})
+    paper = f.table().set_index("finding").loc[SHRINK, "paper"]
+    assert "choice Confirmation gate" in paper and paper.endswith(f"confirmation {gate:g}")

@@ -517,9 +517,10 @@ def stress_findings(reports: Mapping[str, SASSTReport], *, testab: pd.DataFrame 
         # 1. discovery gain shrinks on confirmation
         name = f"{lab}: the discovery choice's gain over ReAct shrinks on confirmation"
         contrast = f"{sel} − {BASELINE}" if sel else None
-        paper_txt = (f"{sname}: choice {pp.get('Discovery choice (hard argmax)', '?')}, discovery gain "
-                     f"{pp.get('Discovery gain of the choice over ReAct', 'NA')}, confirmation "
-                     f"{pp.get(f'{sel} − ReAct on confirmation', 'NA') if sel else 'NA'}")
+        pchoice = pp.get("Discovery choice (hard argmax)", "not reported")
+        paper_txt = (f"{sname}: choice {pchoice}, discovery gain "
+                     f"{pp.get('Discovery gain of the choice over ReAct', 'not reported')}, confirmation "
+                     f"{pp.get(f'{pchoice} − ReAct on confirmation', 'not reported')}")
         inert = _inert(testab, p, contrast) if contrast else None
         if inert is not None:
             rows.append(untestable_finding(name, paper_txt, measured=inert,
@@ -565,7 +566,7 @@ def stress_findings(reports: Mapping[str, SASSTReport], *, testab: pd.DataFrame 
         thr = float(next((sl["stability_threshold"] for sl in rep.params.get("slots", [])
                           if str(sl.get("name", "")).startswith("Stress ")), np.nan))
         name = f"{lab}: the most stable frozen rule stays below the stability threshold"
-        paper_stab = f"{sname}: maximum stability {pp.get('Maximum rule stability', 'NA')} < 0.6"
+        paper_stab = f"{sname}: maximum stability {pp.get('Maximum rule stability', 'not reported')}"
         if len(frozen) and frozen["stability"].notna().any() and np.isfinite(thr):
             top = float(frozen["stability"].max())
             rows.append(exact_finding(name, paper_stab, top, int(rep.params.get("n_stability", 0) or 0),
