@@ -9,7 +9,7 @@ CONTRIBUTING.md "Layers"):
     methods   sasst, handoff, recovery (take plain tables)           -> stats, base
     agents    policies, controllers                                  -> envs, base
     studies   one module per study (env + agent, or a DGP)           -> envs, agents, methods, stats, base
-    top       chapter, runner, cli, _book_child (the book layer)     -> anything
+    top       chapter, runner, book, cli, _book_child (the book layer) -> anything
 
 Imports inside ``if TYPE_CHECKING:`` blocks are annotations only and are ignored; imports
 inside functions count. A module outside every layer fails the test: place it in
@@ -42,6 +42,7 @@ LAYER_OF = {
     "studies": "studies",
     "chapter": "top",
     "runner": "top",
+    "book": "top",  # the pipeline behind runner: model, kernel, execute, schedule, build
     "cli": "top",
     "booksite": "top",
     "paper_runs": "top",

@@ -124,7 +124,8 @@ def test_no_skip_that_depends_on_an_earlier_run():
 ALL_BUDGET = {
     "agentstudies": 1,             # __version__
     "agentstudies.sasst": 69,      # target ~15, with sasst.rules and sasst.geometry public (item 4)
-    "agentstudies.agents": 42,     # target: one subpackage per environment, mirroring envs (item 4)
+    "agentstudies.agents": 42,
+    "agentstudies.book": 0,        # the pipeline's modules; agentstudies.runner re-exports them     # target: one subpackage per environment, mirroring envs (item 4)
     "agentstudies.envs": 0,
     "agentstudies.handoff": 30,    # target ~20: validators and plot helpers to submodules
     "agentstudies.recovery": 25,

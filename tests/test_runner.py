@@ -661,3 +661,35 @@ def test_confidence_levels_are_checked_up_front(tmp_path):
         with pytest.raises(runner.ParameterError, match=f"'{name}' .* strictly between 0 and 1; got {bad}"):
             runner.resolve_parameters(nb, parameters={name: bad})
     assert runner.resolve_parameters(nb, parameters={"level": 0.9, "alpha": 0.1}) == {"level": 0.9, "alpha": 0.1}
+
+
+def test_the_book_model_imports_alone_without_papermill():
+    """chapter, booksite and paper_runs read the TOC and parameters through
+    agentstudies.book.model: importing it loads no other pipeline module and no papermill
+    (issue 22 item 3), counted in a fresh interpreter."""
+    import subprocess
+
+    code = ("import sys, agentstudies.book.model; "
+            "print(sorted(m for m in sys.modules if m.startswith(('agentstudies', 'papermill', 'nbclient'))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert json.loads(out.stdout.replace("'", '"')) == ["agentstudies", "agentstudies.book", "agentstudies.book.model"]
+
+
+def test_find_root_outside_the_repository_falls_back_to_the_source_tree(tmp_path, monkeypatch):
+    """From a folder with no book/_toc.yml above it, the root is the tree the package was
+    installed from (editable install), located from the model module's own path."""
+    from agentstudies.book import model
+
+    monkeypatch.chdir(tmp_path)
+    assert model.find_root() == REPO
+    assert runner.find_root(tmp_path) == REPO
+
+
+def test_runner_reexports_the_pipeline_modules_public_names():
+    """runner stays the public entry point: every public name of the book modules is
+    reachable from it, as the very same object."""
+    from agentstudies.book import build, execute, kernel, model, schedule
+
+    for module in (model, kernel, execute, schedule, build):
+        for name in module.__all__:
+            assert getattr(runner, name) is getattr(module, name), f"{module.__name__}.{name}"

@@ -1,9 +1,9 @@
 """One chapter of ``agentstudies book --at-once N`` in its own process.
 
 ``python -m agentstudies._book_child SPEC``: ``SPEC`` is JSON with ``chapter, profile,
-jobs, root, log_output, result``. Runs :func:`agentstudies.runner.run_notebook` as the
+jobs, root, log_output, result``. Runs :func:`agentstudies.book.execute.run_notebook` as the
 book does (default output, staging and atomic swap) and writes the
-:class:`~agentstudies.runner.RunResult`, or the error it raised, as JSON to ``result``.
+:class:`~agentstudies.book.execute.RunResult`, or the error it raised, as JSON to ``result``.
 SIGTERM unwinds like Ctrl-C (papermill shuts the kernel down), as in the CLI. Exit
 status: 0 ok, 1 error, 130 interrupted.
 """
@@ -17,7 +17,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from agentstudies import runner
+from agentstudies.book.execute import run_notebook
+from agentstudies.book.model import BookError, NotebookExecutionError
 from agentstudies.cli import _first_interrupt, _silence_stderr
 
 
@@ -31,7 +32,7 @@ def _interrupt(signum: int, frame: Any) -> None:
 
 def _error_record(exc: BaseException) -> dict[str, Any]:
     rec: dict[str, Any] = {"type": type(exc).__name__, "message": str(exc)}
-    if isinstance(exc, runner.NotebookExecutionError):
+    if isinstance(exc, NotebookExecutionError):
         rec.update(notebook=exc.notebook, cell_index=exc.cell_index, ename=exc.ename, evalue=exc.evalue,
                    output_path=str(exc.output_path))
     return rec
@@ -45,13 +46,13 @@ def main(argv: list[str]) -> int:
     if spec.get("log_output"):
         logging.basicConfig(level=logging.INFO, format="%(message)s")
     try:
-        res = runner.run_notebook(spec["chapter"], None, None, spec["profile"], jobs=spec["jobs"],
-                                  root=spec["root"], log_output=bool(spec.get("log_output")))
+        res = run_notebook(spec["chapter"], None, None, spec["profile"], jobs=spec["jobs"],
+                           root=spec["root"], log_output=bool(spec.get("log_output")))
     except KeyboardInterrupt as exc:
         out.write_text(json.dumps({"error": _error_record(exc)}))
         _silence_stderr()  # the parent says it in one line; no kernel-shutdown tracebacks
         return 130
-    except (runner.BookError, FileNotFoundError) as exc:
+    except (BookError, FileNotFoundError) as exc:
         out.write_text(json.dumps({"error": _error_record(exc)}))
         return 1
     out.write_text(json.dumps({

@@ -52,7 +52,7 @@ class ChecksumError(ValueError):
 def runs_dir(root: Path | str | None = None) -> Path:
     """``<root>/data/paper_runs`` (root: the repository root, found from the cwd by default)."""
     if root is None:
-        from agentstudies.runner import find_root
+        from agentstudies.book.model import find_root
 
         root = find_root()
     return Path(root) / "data" / "paper_runs"
@@ -186,7 +186,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     arc.add_argument("--artifacts", type=Path, help="artifacts root (default: <root>/artifacts)")
     arc.add_argument("--parquet", action="store_true", help="archive episode tables (*.parquet) too")
     args = parser.parse_args(argv)
-    from agentstudies.runner import find_root
+    from agentstudies.book.model import find_root
 
     root = find_root()
     for name in args.names:
