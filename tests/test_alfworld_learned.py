@@ -258,3 +258,17 @@ def test_admissible_features_by_hand():
     b.shown_list = None
     assert _atoms(b, "go to fridge 1") == (plain0, conj0, goal0)
     assert np.array_equal(candidate_features(b, "go to fridge 1"), f0)
+
+
+def test_belief_reads_the_raw_look_reply():
+    """ALFWorld's own look reply (issue 26 item 2) tells the belief where the agent is
+    (no visit counted): a stale belief at the fridge is corrected by the raw reply."""
+    b = Belief()
+    b.update(INTRO)
+    b.update("You arrive at fridge 1. The fridge 1 is closed.")
+    assert b.at == "fridge 1" and b.visits == {"fridge 1": 1}
+    b.update("You are facing the countertop 1, and cabinet 2. Next to it, you see nothing.")
+    assert b.at == "countertop 1" and b.prev_at == "fridge 1" and b.visits == {"fridge 1": 1}
+    assert "go to fridge 1" in candidate_commands(b) and "go to countertop 1" not in candidate_commands(b)
+    b.update("You are facing the shelf 3. Next to it, you see nothing.")
+    assert b.at == "shelf 3" and "shelf 3" in b.receptacles

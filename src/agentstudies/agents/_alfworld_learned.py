@@ -36,7 +36,9 @@ Inputs: only the text the agent is shown
     latest observation`` (at a handoff: the goal and the whole history).
 
 Belief (built only from shown observations and the policy's own past commands)
-    receptacles listed in the room description; where the agent is; what it saw on / in
+    receptacles listed in the room description; where the agent is (from "You arrive at
+    X." and from ALFWorld's raw ``look`` reply "You are facing the X.", which counts no
+    visit); what it saw on / in
     each receptacle; which receptacles were seen closed / opened; what it holds; which
     objects it heated / cooled / cleaned; whether it switched a lamp on; objects it put
     into a receptacle of a goal class; the object it moved last; visit and command counts;
@@ -109,6 +111,9 @@ _STOP = frozenset(
 _GOAL_RE = re.compile(r"Your task is to:\s*([^\n]*)")
 _ENT = r"([a-z]+ \d+)"
 _ARRIVE = re.compile(r"You arrive at (?:loc \d+\. )?([a-z]+ \d+)\.")
+#: ALFWorld's own ``look`` reply at a receptacle ("You are facing the X[, and Y]. Next to
+#: it, you see nothing."): where the agent is, without a visit (a look moves nothing).
+_FACING = re.compile(r"You are facing the ([a-z]+ \d+)")
 _ON = re.compile(r"On the ([a-z]+ \d+), you see (.*?)\.(?:\s|$)")
 _IN = re.compile(r"(?:The|the) ([a-z]+ \d+) is open\. In it, you see (.*?)\.(?:\s|$)")
 _CLOSED = re.compile(r"The ([a-z]+ \d+) is closed\.")
@@ -203,6 +208,12 @@ class Belief:
                 self.prev_at = self.at
             self.at = r
             self.visits[r] = self.visits.get(r, 0) + 1
+        for r in _FACING.findall(text):
+            if r not in self.receptacles:
+                self.receptacles.append(r)
+            if r != self.at:
+                self.prev_at = self.at
+            self.at = r
         for r, items in _ON.findall(text):
             self.contents[r] = _items(items)
         for r in _CLOSED.findall(text):

@@ -30,8 +30,9 @@ For every task (CIR paper, "Paired counterfactuals" and "Setup"):
    (:func:`agentstudies.recovery.decision_features`) from the transcript shown up to
    that point, plus the policy's own confidence at its last action.
 
-The agent sees only ``{"goal", "observation"}`` (goal sentence + latest shown text): never
-the expert plan, never the admissible list. Outcomes are the engine's native ``won``.
+The agent sees ``{"goal", "observation"}`` (goal sentence + latest shown text) and, for a
+checkpoint trained with it (``policy.admissible``, the shipped SFT / RL), the engine's
+admissible list at the true state (:func:`_shown`); never the expert plan. Outcomes are the engine's native ``won``.
 Seeds: env reset ``keyed_seed(seed, "env", task_id)``; policy stream via
 ``policy.reset(task_id, seed, role="eval")`` (the learned policy keys it on task, seed,
 role and checkpoint), identical in every branch of a task.
@@ -248,6 +249,17 @@ class _Branch:
     stats: tuple
 
 
+def _shown(env, policy, goal: str, text: str) -> dict[str, Any]:
+    """What the agent is shown: goal + latest shown text, plus the engine's current
+    admissible list for a policy that reads it (``policy.admissible``, the handoff
+    paper's setting; the list is the engine's at the true state, also in a stale-
+    observation condition, where only the observation text is stale)."""
+    obs: dict[str, Any] = {"goal": goal, "observation": text}
+    if getattr(policy, "admissible", False) is True:
+        obs["admissible_commands"] = env.admissible
+    return obs
+
+
 def _play(env, br: _Branch, goal: str, turn_cap: int, until_actions: int | None = None,
           keep: list | None = None) -> None:
     """Let the agent act until won / caps (or until the env has ``until_actions`` actions).
@@ -258,7 +270,7 @@ def _play(env, br: _Branch, goal: str, turn_cap: int, until_actions: int | None 
             return
         if keep is not None:
             keep.append(_clone_policy(br.policy))
-        a = br.policy.act({"goal": goal, "observation": br.shown})
+        a = br.policy.act(_shown(env, br.policy, goal, br.shown))
         br.turns += 1
         env.step(a)
         br.shown = env.observation
@@ -482,7 +494,7 @@ def _refeed(pol, goal: str, intro: str, f_actions, f_records, t0: int) -> tuple[
     shown = intro
     transcript = []
     for k in range(t0):
-        a = pol.act({"goal": goal, "observation": shown})
+        a = pol.act(_shown(env, pol, goal, shown))
         if a != f_actions[k]:
             raise ReplayMismatch(k + 1, "policy action", f_actions[k], a)
         shown = f_records[k + 1]["observation"]
