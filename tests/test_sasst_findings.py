@@ -1,0 +1,71 @@
+"""studies.sasst_findings.calibration_findings (issue 25) on synthetic Monte-Carlo summaries
+whose truth is known."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+from scipy import stats
+
+from agentstudies.findings import TABLE_COLUMNS
+from agentstudies.studies.sasst_findings import calibration_findings, paired_gap_interval
+
+GAP = "same-data selection covers less than the split"
+
+
+def _tables(cov_fixed=0.95, split_only=30, same_only=5, n5=1000, ff=0.005, fw=0.95, n=2000):
+    t4 = pd.DataFrame({"M": [500, 1000], "R": [5, 5], "rule": ["fixed", "fixed"], "coverage": [cov_fixed] * 2,
+                       "n_trials": [n // 2, n // 2]})
+    t5 = pd.DataFrame({"M": [1000], "split_only": [split_only], "same_only": [same_only], "n_trials": [n5]})
+    a4 = pd.DataFrame({"M": [1000], "familywise_coverage": [fw], "false_fragility": [ff], "n_trials": [n]})
+    return t4, t5, a4
+
+
+def test_planted_truths_reappear():
+    f = calibration_findings(*_tables(cov_fixed=0.99, fw=0.99, ff=0.005))
+    t = f.table().set_index("finding")
+    assert list(f.table().columns) == list(TABLE_COLUMNS)
+    assert t.loc[GAP, "verdict"] == "reappears"
+    assert t.loc["false fragility stays below alpha (M = 1000)", "verdict"] == "reappears"
+    assert t.loc["familywise coverage is at least nominal (M = 1000)", "verdict"] == "reappears"
+    assert t.loc["the fixed rule's one-sided bound covers at least at the nominal level", "verdict"] == "reappears"
+    # exact interval of 10 of 2000 by hand
+    ci = stats.binomtest(10, 2000).proportion_ci(0.95, method="exact")
+    row = t.loc["false fragility stays below alpha (M = 1000)"]
+    assert (row["ci_low"], row["ci_high"]) == pytest.approx((ci.low, ci.high))
+
+
+def test_nominal_coverage_and_no_gap_are_inconclusive():
+    f = calibration_findings(*_tables(cov_fixed=0.95, split_only=10, same_only=10, fw=0.95, ff=0.05))
+    assert f.verdict(GAP) == "inconclusive"
+    assert f.verdict("the fixed rule's one-sided bound covers at least at the nominal level") == "inconclusive"
+    assert f.verdict("false fragility stays below alpha (M = 1000)") == "inconclusive"
+
+
+def test_reversed_truths_are_contradicted():
+    f = calibration_findings(*_tables(cov_fixed=0.90, split_only=5, same_only=40, fw=0.90, ff=0.10))
+    assert f.verdict(GAP) == "contradicted"
+    assert f.verdict("false fragility stays below alpha (M = 1000)") == "contradicted"
+    assert f.verdict("familywise coverage is at least nominal (M = 1000)") == "contradicted"
+    assert f.verdict("the fixed rule's one-sided bound covers at least at the nominal level") == "contradicted"
+
+
+def test_paired_gap_interval_by_hand_and_level():
+    d, lo, hi = paired_gap_interval(30, 10, 400, level=0.9)
+    se = math.sqrt(40 - 20 ** 2 / 400) / 400
+    z = stats.norm.ppf(0.95)
+    assert (d, lo, hi) == pytest.approx((0.05, 0.05 - z * se, 0.05 + z * se))
+    wide = calibration_findings(*_tables(split_only=16, same_only=5, n5=400), level=0.99).table().set_index("finding")
+    narrow = calibration_findings(*_tables(split_only=16, same_only=5, n5=400), level=0.8).table().set_index("finding")
+    assert narrow.loc[GAP, "verdict"] == "reappears" and wide.loc[GAP, "verdict"] == "inconclusive"
+    assert wide.loc[GAP, "rule"].startswith("99% CI")
+    with pytest.raises(ValueError, match="split_only"):
+        paired_gap_interval(10, 5, 12)
+
+
+def test_missing_columns_are_named():
+    t4, t5, a4 = _tables()
+    with pytest.raises(KeyError, match="same_only"):
+        calibration_findings(t4, t5.drop(columns="same_only"), a4)
