@@ -129,7 +129,7 @@ ALL_BUDGET = {
     "agentstudies.envs": 0,
     "agentstudies.handoff": 30,    # target ~20: validators and plot helpers to submodules
     "agentstudies.recovery": 25,
-    "agentstudies.stats": 23,      # 19 committed + 4 being added in this round
+    "agentstudies.stats": 24,      # 19 + 4 added in this round + multiplier_maxima (replaces return_max)
     "agentstudies.studies": 3,
 }
 

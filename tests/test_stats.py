@@ -140,6 +140,32 @@ def test_multiplier_signs_and_perfect_correlation():
     assert same == pytest.approx(stats.norm.ppf(0.95), abs=0.02)
 
 
+def test_multiplier_maxima_are_the_draws_behind_the_critical_value():
+    """multiplier_maxima (which replaced return_max=True) returns, per draw, the maximum of
+    the signed studentized multiplier sums, computed here by hand with a degenerate slot
+    dropped; its level quantile is multiplier_critical_value on the same multipliers."""
+    rng = np.random.default_rng(31)
+    n, b = 40, 500
+    phi = np.column_stack([rng.normal(size=n), np.full(n, 2.0), rng.exponential(size=n)])
+    signs = np.array([1.0, 1.0, -1.0])
+    zeta = rng.standard_normal((b, n))
+    maxima = ast.multiplier_maxima(phi, signs, zeta=zeta)
+    by_hand = np.empty(b)
+    cols = [0, 2]  # column 1 is constant: no variance, left out
+    for d in range(b):
+        sums = [signs[c] * np.sum(zeta[d] * (phi[:, c] - phi[:, c].mean()))
+                / (np.sqrt(n) * phi[:, c].std()) for c in cols]
+        by_hand[d] = max(sums)
+    assert maxima.shape == (b,)
+    np.testing.assert_allclose(maxima, by_hand, rtol=1e-12)
+    crit = ast.multiplier_critical_value(phi, signs, level=0.9, zeta=zeta)
+    assert isinstance(crit, float) and crit == pytest.approx(np.quantile(by_hand, 0.9), rel=1e-12)
+    with pytest.raises(TypeError):
+        ast.multiplier_critical_value(phi, signs, zeta=zeta, return_max=True)  # the flag is gone
+    with pytest.raises(ValueError, match="zero contribution variance"):
+        ast.multiplier_maxima(np.ones((10, 2)), zeta=zeta[:, :10])
+
+
 def test_multiplier_rejects_all_degenerate():
     with pytest.raises(ValueError, match="zero contribution variance"):
         ast.multiplier_critical_value(np.zeros((10, 2)))

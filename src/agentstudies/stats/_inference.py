@@ -23,6 +23,7 @@ __all__ = [
     "contribution_se",
     "multiplier_draws",
     "multiplier_critical_value",
+    "multiplier_maxima",
     "bonferroni_t_critical",
     "pointwise_critical",
     "one_sided_bounds",
@@ -128,9 +129,8 @@ def multiplier_critical_value(
     n_draws: int = 2000,
     rng: np.random.Generator | int | None = None,
     zeta: np.ndarray | None = None,
-    return_max: bool = False,
     exact: bool = False,
-) -> float | tuple[float, np.ndarray]:
+) -> float:
     """Critical value of the studentized signed maximum by the Gaussian multiplier bootstrap.
 
     ``G*_m = N^{-1/2} sum_k zeta_k (Phi_hat_{k,m} - mean_m)``, ``zeta_k ~ N(0, 1)`` one per
@@ -150,8 +150,6 @@ def multiplier_critical_value(
     rng : Generator, seed or None
     zeta : array (B, N), optional
         Pre-drawn multipliers (overrides ``n_draws``/``rng``), to share across calls.
-    return_max : bool
-        Also return the ``B`` simulated maxima.
     exact : bool
         Draw the multiplier vector from its exact conditional law instead of through
         ``N`` cluster multipliers. Given the data, ``G*`` is exactly
@@ -162,9 +160,46 @@ def multiplier_critical_value(
 
     Returns
     -------
-    float critical value (and the maxima if requested). With ``m = 1`` it approaches the
-    normal quantile ``z_{level}``; with independent slots the Sidak quantile
-    ``z_{level^{1/m}}``.
+    float critical value: the ``level`` quantile of :func:`multiplier_maxima`. With
+    ``m = 1`` it approaches the normal quantile ``z_{level}``; with independent slots the
+    Sidak quantile ``z_{level^{1/m}}``. The simulated maxima themselves (formerly
+    ``return_max=True``, which changed the return type) come from :func:`multiplier_maxima`.
+
+    Raises
+    ------
+    ValueError
+        If every slot is degenerate (zero variance) or shapes disagree.
+
+    Source: SASST Theorem 1 (bootstrap part), Appendix C.5.
+    """
+    _check_level(level)
+    maxima = multiplier_maxima(phi, signs, n_draws=n_draws, rng=rng, zeta=zeta, exact=exact)
+    return float(np.quantile(maxima, level))
+
+
+def multiplier_maxima(
+    phi: np.ndarray,
+    signs: np.ndarray | None = None,
+    *,
+    n_draws: int = 2000,
+    rng: np.random.Generator | int | None = None,
+    zeta: np.ndarray | None = None,
+    exact: bool = False,
+) -> np.ndarray:
+    """The ``B`` simulated maxima ``max_m eta_m G*_m / sigma_hat_m`` of the Gaussian
+    multiplier bootstrap, over the non-degenerate slots: the draws whose ``level``
+    quantile :func:`multiplier_critical_value` returns (same arguments, same draws for
+    the same ``rng`` or ``zeta``).
+
+    Parameters
+    ----------
+    phi, signs, n_draws, rng, zeta, exact
+        As in :func:`multiplier_critical_value`.
+
+    Returns
+    -------
+    array (B,) of float: one maximum per multiplier draw (``B = n_draws``, or
+    ``zeta.shape[0]`` when ``zeta`` is given).
 
     Raises
     ------
@@ -177,7 +212,6 @@ def multiplier_critical_value(
     if phi.ndim == 1:
         phi = phi[:, None]
     n, m = phi.shape
-    _check_level(level)
     eta = np.ones(m) if signs is None else np.asarray(signs, dtype=float)
     if eta.shape != (m,) or not np.all(np.isin(eta, (-1.0, 1.0))):
         raise ValueError(f"signs must be {m} values in {{-1, +1}}; got {signs!r}")
@@ -197,8 +231,7 @@ def multiplier_critical_value(
         elif zeta.shape[1] != n:
             raise ValueError(f"zeta has {zeta.shape[1]} clusters, phi has {n}")
         maxima = np.max(zeta @ studentized, axis=1)
-    crit = float(np.quantile(maxima, level))
-    return (crit, maxima) if return_max else crit
+    return maxima
 
 
 def studentized_contributions(phi: np.ndarray, signs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
