@@ -17,7 +17,7 @@ with every request to another origin blocked. A page fails on
 * a display equation cut off (wider than its box, and the box does not scroll);
 * what a reader should never see (issue 29 item 6): a table cell reading ``nan``/``NaN``/
   ``inf``/``<NA>``/``None``; a table without a ``<caption>``; the same image twice on a
-  page; a raw ``$``, ``\\texttt`` (or another LaTeX command) or a format placeholder
+  page; a raw ``$`` (not a price like $50), ``\\texttt`` (or another LaTeX command) or a format placeholder
   (``{name:fmt}``, ``name_x:.4f``, ``(n_pool tasks)``) in the rendered text; a bullet list
   run into a paragraph (a literal "- " at a line start or after a sentence); a Python
   warning, error or traceback printed in a cell's output;
@@ -134,8 +134,10 @@ async () => {
   const tex = text.match(/\$[^$\n]{0,80}[\\^_][^$\n]{0,80}\$/);
   if (tex) raw.push('$...$ "' + tex[0].slice(0, 80) + '"');
   // LaTeX, dollars and format placeholders left as text
-  if (text.includes('$') && !raw.some(r => r.startsWith('$'))) {
-    const k = text.indexOf('$'); raw.push('raw $ in "' + text.slice(Math.max(0, k - 40), k + 40).replace(/\s+/g, ' ') + '"'); }
+  // a dollar not followed by a digit (a price like $50 is prose) is math left as text
+  const dollar = text.search(/\$(?![\d\s])/);
+  if (dollar >= 0 && !raw.some(r => r.startsWith('$'))) {
+    const k = dollar; raw.push('raw $ in "' + text.slice(Math.max(0, k - 40), k + 40).replace(/\s+/g, ' ') + '"'); }
   const cmd = text.match(/\\(texttt|textbf|emph|cite|mathrm|frac)\b/);
   if (cmd) raw.push('raw \\' + cmd[1]);
   const placeholders = [];
@@ -452,7 +454,7 @@ def test_the_checker_catches_what_it_claims(browser_available, tmp_path):
         "nan.html": '<table><caption>Table 1. t</caption><tr><td>NaN</td><td>&lt;NA&gt;</td></tr></table>',
         "nocap.html": '<table><tr><td>1</td></tr></table>',
         "twice.html": '<img src="dot.png"><p>again</p><img src="dot.png">',
-        "texttt.html": '<p>the \\texttt{inspect_ai} log costs $5</p>',
+        "texttt.html": '<p>the \\texttt{inspect_ai} log, a stray $d = 0.8 and a price of $5</p>',
         "placeholder.html": '<p>a gain of {paper_gain:.4f} and paper_gain:.4f over (n_pool tasks)</p>',
         "runin.html": '<p>Summary.\n- first point\n- second point</p>',
         "warning.html": '<div class="cell_output"><pre>/tmp/x.py:3: RuntimeWarning: invalid value</pre></div>',
@@ -475,7 +477,8 @@ def test_the_checker_catches_what_it_claims(browser_available, tmp_path):
     assert not any("without caption" in p for p in by_page["nan.html"])
     assert any("image shown twice: dot.png" in p for p in by_page["twice.html"])
     assert any("\\texttt" in p for p in by_page["texttt.html"])
-    assert any("raw $" in p for p in by_page["texttt.html"])
+    assert [p for p in by_page["texttt.html"] if "raw $" in p] == [
+        'texttt.html @ 390px: untypeset math: raw $ in "the \\texttt{inspect_ai} log, a stray $d = 0.8 and a price of $5"']
     assert sum("placeholder" in p for p in by_page["placeholder.html"]) == 3
     assert any("literal '- '" in p for p in by_page["runin.html"])
     assert any("RuntimeWarning" in p for p in by_page["warning.html"])
