@@ -288,3 +288,22 @@ def test_verify_retrain_flags_other_demonstrations(monkeypatch):
     # and the shipped final SFT weights are the logged last step
     assert shipped["sft_curve"]["weights_sha256"].iloc[-1] == tr.weights_digest(shipped["w_sft"])
     assert shipped["rl_curve"]["weights_sha256"].iloc[-1] == tr.weights_digest(shipped["w_rl"])
+
+
+def test_setting_summary_by_hand():
+    from scipy.stats import beta
+
+    rows = []
+    for st in ("with list", "without list"):
+        for k in range(10):
+            rows.append(dict(setting=st, checkpoint="RL", split="dev", task_id=f"t{k}", won=k < (7 if st == "with list" else 3),
+                             arrived=k < 8, n_invalid=(0 if st == "with list" else k)))
+    out = tr.setting_summary(pd.DataFrame(rows), n_draws=500).set_index("setting")
+    assert out.loc["with list", "success"] == 0.7 and out.loc["without list", "success"] == 0.3
+    assert out.loc["with list", "success_lo"] == pytest.approx(beta.ppf(0.025, 7, 4))
+    assert out.loc["with list", "success_hi"] == pytest.approx(beta.ppf(0.975, 8, 3))
+    assert out.loc["without list", "inadmissible"] == 4.5
+    assert out.loc["with list", ["inadmissible_lo", "inadmissible_hi"]].tolist() == [0.0, 0.0]
+    assert 0 < out.loc["without list", "inadmissible_lo"] < 4.5 < out.loc["without list", "inadmissible_hi"] < 9
+    with pytest.raises(KeyError, match="setting"):
+        tr.setting_summary(pd.DataFrame(rows).drop(columns="setting"))

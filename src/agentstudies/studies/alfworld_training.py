@@ -89,6 +89,7 @@ __all__ = [
     "plot_heldout_curves",
     "EVAL_COLUMNS",
     "NOLIST_SUFFIX",
+    "setting_summary",
     "dev_pool",
     "evaluation_digests",
     "training_findings",
@@ -717,6 +718,39 @@ def train_checkpoints(cfg: TrainingConfig, *, n_jobs: int = 1, evaluate: bool = 
 
 
 # ------------------------------------------------------------------ inference
+def setting_summary(ev: pd.DataFrame, *, level: float = 0.95, n_draws: int = 2000, seed: int = 0) -> pd.DataFrame:
+    """Success, arrival and inadmissible commands per episode by ``setting`` (with / without
+    the admissible list), checkpoint and split, with intervals (issue 26 item 1 ablation).
+
+    ``ev``: rows of :func:`evaluate_checkpoint` plus a ``setting`` column. Success and
+    arrival: share of episodes with the exact Clopper-Pearson ``level`` interval
+    (:func:`agentstudies.findings.binomial_interval`); inadmissible commands per episode:
+    mean with a percentile bootstrap over tasks (``n_draws`` draws). Returns one row per
+    (setting, checkpoint, split): ``n_episodes``, ``success``, ``success_lo``,
+    ``success_hi``, ``arrival``, ``arrival_lo``, ``arrival_hi`` (shares),
+    ``inadmissible``, ``inadmissible_lo``, ``inadmissible_hi`` (commands per episode).
+    Raises ``KeyError`` naming a missing column.
+    """
+    from agentstudies.findings import binomial_interval
+
+    for c in ("setting", "checkpoint", "split", "task_id", "won", "arrived", "n_invalid"):
+        if c not in ev.columns:
+            raise KeyError(f"setting_summary: missing column {c!r}")
+    rows = []
+    a = (1 - level) / 2
+    for (st, ck, sp), g in ev.groupby(["setting", "checkpoint", "split"], sort=False):
+        n = len(g)
+        s, slo, shi = binomial_interval(int(g["won"].astype(bool).sum()), n, level=level)
+        r, rlo, rhi = binomial_interval(int(g["arrived"].astype(bool).sum()), n, level=level)
+        per = g.groupby("task_id")["n_invalid"].mean().to_numpy(dtype=float)
+        rng = np.random.default_rng(keyed_seed(seed, "inadmissible", st, ck, sp))
+        draws = per[rng.integers(0, len(per), size=(n_draws, len(per)))].mean(axis=1)
+        rows.append(dict(setting=st, checkpoint=ck, split=sp, n_episodes=n, success=s, success_lo=slo, success_hi=shi,
+                         arrival=r, arrival_lo=rlo, arrival_hi=rhi, inadmissible=float(g["n_invalid"].mean()),
+                         inadmissible_lo=float(np.quantile(draws, a)), inadmissible_hi=float(np.quantile(draws, 1 - a))))
+    return pd.DataFrame(rows)
+
+
 def bootstrap_difference(
     df: pd.DataFrame, column: str, *, base: str = "SFT", treated: str = "RL", n_draws: int = 2000, seed: int = 0,
     level: float = 0.95,
