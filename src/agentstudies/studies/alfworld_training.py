@@ -90,6 +90,7 @@ __all__ = [
     "EVAL_COLUMNS",
     "NOLIST_SUFFIX",
     "setting_summary",
+    "compare_curves",
     "dev_pool",
     "evaluation_digests",
     "training_findings",
@@ -555,18 +556,28 @@ def verify_retrain(cfg: TrainingConfig | Mapping[str, Any], sft_curve: pd.DataFr
     relative (numpy's SIMD ``exp`` differs in the last bit between CPU kinds). Empty for
     ``steps=0``. A retrain on other problems or demonstrations moves the loss far beyond
     rounding error, so ``agrees`` still detects one."""
-    cols = ["step", "shipped", "retrained", "matches", "loss_shipped", "loss_retrained", "agrees"]
     if not isinstance(cfg, TrainingConfig):
         c = dict(cfg)
         c["eval_seeds"] = tuple(c.get("eval_seeds", (0,)))
         c.setdefault("admissible", False)  # configs logged before the field existed trained without the list
         cfg = TrainingConfig(**c)
     if steps <= 0:
-        return pd.DataFrame(columns=cols)
+        return pd.DataFrame(columns=["step", "shipped", "retrained", "matches", "loss_shipped", "loss_retrained",
+                                     "agrees"])
     games = training_pool(cfg.sft_tasks_per_type, cfg.train_seed, n_jobs=n_jobs, budget=cfg.budget)
     demos = collect_demonstrations(games, list(range(cfg.demo_seeds)), n_jobs=n_jobs, budget=cfg.budget,
                                    admissible=cfg.admissible)
     _, curve = train_sft(demos, steps, cfg.sft_lr, cfg.l2)
+    return compare_curves(curve, sft_curve)
+
+
+def compare_curves(curve: pd.DataFrame, shipped: pd.DataFrame) -> pd.DataFrame:
+    """Step-by-step comparison of a behaviour-cloning log ``curve`` (this run) with the
+    shipped log ``shipped`` (both with ``step, loss, weights_sha256``): the columns of
+    :func:`verify_retrain` (``matches`` bitwise, ``agrees`` bitwise or loss to
+    :data:`RETRAIN_LOSS_RTOL` relative). A step missing from the shipped log disagrees."""
+    cols = ["step", "shipped", "retrained", "matches", "loss_shipped", "loss_retrained", "agrees"]
+    sft_curve = shipped
     log = sft_curve.set_index("step")
     out = curve[["step", "weights_sha256", "loss"]].rename(
         columns={"weights_sha256": "retrained", "loss": "loss_retrained"})
