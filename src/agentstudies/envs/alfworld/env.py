@@ -281,7 +281,9 @@ def official_game_files(split: str, root: str | os.PathLike | None = None) -> li
 
     ``split`` is ``valid_seen``, ``valid_unseen`` or ``train``; ``root`` defaults to the
     ``ALFWORLD_DATA`` environment variable. Raises ``KeyError`` when neither is set.
-    Untested here (the official data cannot be downloaded in this workplace).
+    The official data cannot be downloaded in this workplace; the path is tested on a small
+    game written in the official layout (tests/test_alfworld_shared_location.py, two
+    receptacles at one location).
     """
     root = root or os.environ.get("ALFWORLD_DATA")
     if not root:
