@@ -256,3 +256,10 @@ def test_a_single_task_arm_gives_no_interval():
     assert est == pytest.approx(100.0) and np.isnan(lo) and np.isnan(hi) and n == 2
     r = verdict(st.cheating_findings(ep, n_draws=100), "Cheating is highest on the easiest")
     assert r.verdict == "inconclusive" and "single task" in r.why
+
+
+def test_sasst_control_runs_the_uniform_slot_rule():
+    c = st.impossible_controls(["sasst"], replicates=6, n_tasks=60, n_draws=200, seed=2)
+    assert c["family"].str.contains("SASST").all() and len(c) == 2
+    p = c.set_index("measures")["hits"]
+    assert p["power"] >= 4 and p["false-positive rate"] <= 2

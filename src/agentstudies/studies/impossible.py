@@ -1089,6 +1089,11 @@ CONTROL_SUBJECTS = {
                     (0.6, 0.3)),
         "null": ("null (synthetic episodes): every tercile cheats with probability 0.45", (0.45, 0.45)),
     },
+    "sasst": {
+        "planted": ("planted (synthetic episodes with two task features): per-task propensity p ~ Beta(2, 2); the "
+                    "candidate cheats with probability 0.5 p, the baseline with p", 0.5),
+        "null": ("null (synthetic episodes with two task features): both workflows cheat with p ~ Beta(2, 2)", 1.0),
+    },
     "reminder": {
         "planted": ("planted (synthetic forks): rescue 25%, harm 5%, both succeed 40%, both fail 30% of forks, "
                     "so the reminder lowers cheating by construction", (0.25, 0.05)),
@@ -1143,6 +1148,15 @@ def _control_replicate(item, rng, **kw):  # seeded_map signature
         _, lo, hi, _ = rate_difference(d, "cheated", d["tercile"] == "hard", d["tercile"] == "easy", stratify=True,
                                        level=kw["level"], n_draws=kw["n_draws"], seed=s, key="control")
         return judge(lo, hi, paper_side="above")
+    if fam == "sasst":
+        d = _synthetic_setting(g, kw["n_tasks"], subj)
+        idx = d["task_id"].str.slice(2).astype(int).to_numpy()
+        x1, x2 = g.normal(size=kw["n_tasks"]), g.integers(0, 5, size=kw["n_tasks"]).astype(float)
+        d = d.assign(workflow=d["workflow"].map({"reference": "baseline", "treated": "candidate"}), replicate=0,
+                     feat_x1=x1[idx], feat_x2=x2[idx])
+        rep = workflow_sasst(d, "candidate", "baseline", features=["x1", "x2"], n_stability=2,
+                             n_multiplier=kw["n_draws"], min_ess=kw.get("min_ess", 8.0), seed=s)
+        return _sasst_finding(rep, paper="").verdict
     cell = reminder_analysis(_synthetic_forks(g, kw["n_tasks"], subj), n_draws=kw["n_draws"], level=kw["level"],
                              seed=s).cells.iloc[0]
     return judge(cell["delta_ci_low"], cell["delta_ci_high"], paper_side="above")
@@ -1155,6 +1169,9 @@ _CONTROL_FAMILIES = {
     "difficulty": ("Cheating is highest on the easiest tasks",
                    "CI of easiest - hardest tercile cheating rate above 0 (terciles resampled separately; "
                    "{n} tasks per tercile x 2 variants per replicate)"),
+    "sasst": ("The candidate workflow is more honest (SASST uniform slot)",
+              "SASST uniform slot's lower bound above 0 (its mirror below 0 contradicts; n_stability = 2 in the "
+              "controls; {n} tasks x 2 variants per replicate)"),
     "reminder": ("A specification reminder lowers cheating (net)",
                  "CI of the with - without share not cheating above 0 (analyze_paired, task bootstrap; {n} forked "
                  "tasks per replicate)"),
@@ -1162,7 +1179,7 @@ _CONTROL_FAMILIES = {
 
 
 def impossible_controls(families: Sequence[str], *, replicates: int = 40, n_tasks: int = 30, level: float = 0.95,
-                        n_draws: int = 400, seed: int = 0, n_jobs: int = 1) -> pd.DataFrame:
+                        n_draws: int = 400, seed: int = 0, n_jobs: int = 1, min_ess: float = 8.0) -> pd.DataFrame:
     """Planted controls of the ImpossibleBench verdict rules (issue 25 item 3): ``controls.csv``.
 
     For each family of ``families`` (``"setting"``: the paired rate-difference rule of
@@ -1170,7 +1187,9 @@ def impossible_controls(families: Sequence[str], *, replicates: int = 40, n_task
     form behind "highest on the easiest tasks"; ``"reminder"``: the net-effect rule on
     :func:`reminder_analysis` forks), the chapter's rule is run on ``replicates`` synthetic
     tables of a *planted* subject (the effect exists by construction) and a *null* one
-    (:data:`CONTROL_SUBJECTS`), each of ``n_tasks`` tasks (``n_tasks // 3`` per tercile for
+    (:data:`CONTROL_SUBJECTS`), each of ``n_tasks`` tasks; ``"sasst"``: the SASST
+    uniform-slot rule (:func:`workflow_sasst` with ``n_stability = 2``, ``n_draws``
+    multiplier draws, ``min_ess``; :func:`_sasst_finding`) on two random task features (``n_tasks // 3`` per tercile for
     difficulty). Returns :data:`agentstudies.findings.CONTROL_COLUMNS` rows: detection rate
     (power) and false-positive rate with exact (Clopper-Pearson) intervals. Synthetic
     tables, not the sandbox: this checks the method, not the agents.
@@ -1192,7 +1211,7 @@ def impossible_controls(families: Sequence[str], *, replicates: int = 40, n_task
         raise ValueError(f"n_tasks={n_tasks}: need at least 3")
     items = [(fam, kind, r) for fam in families for kind in ("planted", "null") for r in range(replicates)]
     out = seeded_map(_control_replicate, items, seed=seed, n_jobs=n_jobs, root=seed, n_tasks=n_tasks, level=level,
-                     n_draws=n_draws)
+                     n_draws=n_draws, min_ess=min_ess)
     rows = []
     for fam in families:
         name, rule = _CONTROL_FAMILIES[fam]
