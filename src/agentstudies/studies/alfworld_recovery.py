@@ -249,14 +249,14 @@ class _Branch:
     stats: tuple
 
 
-def _shown(env, policy, goal: str, text: str) -> dict[str, Any]:
+def _shown(admissible: Callable[[], Sequence[str]], policy, goal: str, text: str) -> dict[str, Any]:
     """What the agent is shown: goal + latest shown text, plus the engine's current
     admissible list for a policy that reads it (``policy.admissible``, the handoff
     paper's setting; the list is the engine's at the true state, also in a stale-
     observation condition, where only the observation text is stale)."""
     obs: dict[str, Any] = {"goal": goal, "observation": text}
     if getattr(policy, "admissible", False) is True:
-        obs["admissible_commands"] = env.admissible
+        obs["admissible_commands"] = list(admissible())
     return obs
 
 
@@ -270,7 +270,7 @@ def _play(env, br: _Branch, goal: str, turn_cap: int, until_actions: int | None 
             return
         if keep is not None:
             keep.append(_clone_policy(br.policy))
-        a = br.policy.act(_shown(env, br.policy, goal, br.shown))
+        a = br.policy.act(_shown(lambda: env.admissible, br.policy, goal, br.shown))
         br.turns += 1
         env.step(a)
         br.shown = env.observation
@@ -494,7 +494,7 @@ def _refeed(pol, goal: str, intro: str, f_actions, f_records, t0: int) -> tuple[
     shown = intro
     transcript = []
     for k in range(t0):
-        a = pol.act(_shown(env, pol, goal, shown))
+        a = pol.act(_shown(lambda: f_records[k]["admissible"], pol, goal, shown))
         if a != f_actions[k]:
             raise ReplayMismatch(k + 1, "policy action", f_actions[k], a)
         shown = f_records[k + 1]["observation"]
