@@ -15,6 +15,15 @@ Training pool
     reuse training rooms). A problem is kept when the analytic expert's optimal plan at
     the start has 4--14 actions and wins when executed (no planner call).
 
+Development split and admissible list
+    The learning curves are evaluated on a separate development split (:func:`dev_pool`,
+    split key ``"dev"``, training floor plans, seed ``dev_seed``), checked by digest to
+    hold no training problem and no problem of any evaluation pool the handoff and
+    recovery studies load (:func:`evaluation_digests`); nothing in training reads an
+    evaluation pool. With ``admissible=True`` (the default, the handoff paper's setting)
+    the policy's candidates in demonstrations, rollouts and evaluations are the engine's
+    admissible list; ``admissible=False`` trains the no-list ablation (``*-nolist``).
+
 SFT -- behaviour cloning (the objective)
     Demonstrations are trajectories of the analytic optimal expert
     (:class:`agentstudies.envs.alfworld.expert.Expert`, which reads the engine state: it
