@@ -69,3 +69,35 @@ def test_missing_columns_are_named():
     t4, t5, a4 = _tables()
     with pytest.raises(KeyError, match="same_only"):
         calibration_findings(t4, t5.drop(columns="same_only"), a4)
+
+
+def _t11(rates, n=40):
+    return pd.DataFrame({"setting": list(rates), "trials": n, "abstention_or_failure": list(rates.values())})
+
+
+def test_feasibility_planted_none_and_reversed():
+    from agentstudies.studies.sasst_findings import feasibility_findings
+
+    planted = {"severe_concentration": 1.0, "density_only": 1.0, "split_support_only": 1.0,
+               "near_tied_rules": 0.95, "stable_positive_rule": 0.0}
+    f = feasibility_findings(_t11(planted))
+    assert f.counts()["reappears"] == 5 and list(f.table().columns) == list(TABLE_COLUMNS)
+    none = feasibility_findings(_t11({"near_tied_rules": 0.55}))  # 22 of 40: exact interval straddles 1/2
+    assert none.verdict("near tied rules: most trials abstain or fail") == "inconclusive"
+    rev = feasibility_findings(_t11({"severe_concentration": 0.9, "near_tied_rules": 0.1,
+                                     "stable_positive_rule": 0.5}))
+    assert rev.verdict("severe concentration: every trial abstains or fails a check") == "contradicted"
+    assert rev.verdict("near tied rules: most trials abstain or fail") == "contradicted"
+    assert rev.verdict("stable positive rule: no trial is blocked") == "contradicted"
+
+
+def test_feasibility_level_is_honoured():
+    from agentstudies.findings import binomial_interval
+    from agentstudies.studies.sasst_findings import feasibility_findings
+
+    name = "near tied rules: most trials abstain or fail"
+    for level in (0.8, 0.99):
+        row = feasibility_findings(_t11({"near_tied_rules": 0.65}), level=level).table().set_index("finding").loc[name]
+        assert (row["ci_low"], row["ci_high"]) == pytest.approx(binomial_interval(26, 40, level=level)[1:])
+    assert feasibility_findings(_t11({"near_tied_rules": 0.65}), level=0.8).verdict(name) == "reappears"
+    assert feasibility_findings(_t11({"near_tied_rules": 0.65}), level=0.99).verdict(name) == "inconclusive"

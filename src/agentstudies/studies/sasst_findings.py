@@ -18,7 +18,7 @@ import math
 import pandas as pd
 from scipy import stats
 
-__all__ = ["calibration_findings", "paired_gap_interval"]
+__all__ = ["calibration_findings", "feasibility_findings", "paired_gap_interval"]
 
 
 def paired_gap_interval(split_only: int, same_only: int, n: int, *, level: float = 0.95) -> tuple[float, float, float]:
@@ -118,3 +118,57 @@ def calibration_findings(t4: pd.DataFrame, t5: pd.DataFrame, a4: pd.DataFrame, *
                                      paper_side="above", threshold=nominal, level=level,
                                      quantity="familywise coverage (exact)", fmt=".4f"))
     return Findings.build(rows, seed=None, title="sasst_calibration findings", alpha=alpha, level=level)
+
+
+def feasibility_findings(t11: pd.DataFrame, *, level: float = 0.95):
+    """The feasibility chapter's findings (SASST Study C, Table 11), one per setting the
+    paper reports (values read from ``data/paper``):
+
+    - a paper rate of 1 (every trial abstains or fails a check): the paper's exact
+      criterion, every one of our trials does too (else contradicted);
+    - a paper rate of 0 (the stable positive rule is never blocked): exact, none of ours is;
+    - a rate strictly between (near-tied rules, 0.958): *most trials abstain*, the exact
+      interval of our abstention-or-failure rate lies above one half.
+
+    Parameters
+    ----------
+    t11 : :func:`sasst_feasibility.table11` (``setting, trials, abstention_or_failure``).
+
+    Returns
+    -------
+    :class:`agentstudies.findings.Findings`; settings absent from ``t11`` are skipped.
+
+    Raises
+    ------
+    KeyError
+        A missing column.
+    """
+    from agentstudies.findings import Findings, binomial_interval, exact_finding, interval_finding
+    from agentstudies.studies import paper_values
+
+    need = {"setting", "trials", "abstention_or_failure"}
+    if not need <= set(t11.columns):
+        raise KeyError(f"t11 lacks column(s) {sorted(need - set(t11.columns))}")
+    paper = paper_values("sasst_feasibility", "table11").set_index("setting")
+    ours = t11.set_index("setting")
+    rows = []
+    for setting, p in paper.iterrows():
+        if setting not in ours.index:
+            continue
+        n = int(ours.loc[setting, "trials"])
+        k = int(round(float(ours.loc[setting, "abstention_or_failure"]) * n))
+        prate = float(p["abstention_or_failure"])
+        ptxt = f"Table 11: abstention or failure {prate:g} ({p['recorded_check']})"
+        name = setting.replace("_", " ")
+        if prate == 1.0:
+            rows.append(exact_finding(f"{name}: every trial abstains or fails a check", ptxt, k / n, n,
+                                      holds=k == n, rule=f"all {n} trials blocked (ours: {k})"))
+        elif prate == 0.0:
+            rows.append(exact_finding(f"{name}: no trial is blocked", ptxt, k / n, n, holds=k == 0,
+                                      rule=f"0 of {n} trials blocked (ours: {k})"))
+        else:
+            rate, lo, hi = binomial_interval(k, n, level=level)
+            rows.append(interval_finding(f"{name}: most trials abstain or fail", ptxt, rate, lo, hi, n,
+                                         paper_side="above", threshold=0.5, level=level,
+                                         quantity="abstention-or-failure rate (exact)", fmt=".3f"))
+    return Findings.build(rows, seed=None, title="sasst_feasibility findings", level=level)
