@@ -101,3 +101,32 @@ def test_feasibility_level_is_honoured():
         assert (row["ci_low"], row["ci_high"]) == pytest.approx(binomial_interval(26, 40, level=level)[1:])
     assert feasibility_findings(_t11({"near_tied_rules": 0.65}), level=0.8).verdict(name) == "reappears"
     assert feasibility_findings(_t11({"near_tied_rules": 0.65}), level=0.99).verdict(name) == "inconclusive"
+
+
+def _t6(cov, n=400, settings=("a", "b")):
+    return pd.DataFrame([{"setting": s, "rule": r, "familywise_coverage": c, "n_trials": n}
+                         for r, c in cov.items() for s in settings])
+
+
+def test_small_clusters_planted_none_reversed_and_level():
+    from agentstudies.studies.sasst_findings import small_cluster_findings
+
+    g, b, t = "the gaussian band under-covers", "the bonferroni-t band is conservative", \
+        "the t-scaled band under-covers in its worst setting"
+    planted = small_cluster_findings(_t6({"gaussian": 0.90, "hc1": 0.91, "t-scaled": 0.92, "bonferroni-t": 0.98}))
+    assert planted.counts()["reappears"] == 4
+    none = small_cluster_findings(_t6({"gaussian": 0.95, "bonferroni-t": 0.95, "t-scaled": 0.95}))
+    assert {none.verdict(x) for x in (g, b, t)} == {"inconclusive"}
+    rev = small_cluster_findings(_t6({"gaussian": 0.99, "bonferroni-t": 0.90}))
+    assert rev.verdict(g) == "contradicted" and rev.verdict(b) == "contradicted"
+    cov = _t6({"gaussian": 0.935}, n=200)  # 374 of 400 pooled
+    for level in (0.5, 0.99):
+        row = small_cluster_findings(cov, level=level).table().set_index("finding").loc[g]
+        assert (row["ci_low"], row["ci_high"]) == pytest.approx(binomial_interval_(374, 400, level))
+    assert small_cluster_findings(cov, level=0.5).verdict(g) == "reappears"
+    assert small_cluster_findings(cov, level=0.99).verdict(g) == "inconclusive"
+
+
+def binomial_interval_(k, n, level):
+    ci = stats.binomtest(k, n).proportion_ci(level, method="exact")  # by hand, scipy directly
+    return ci.low, ci.high

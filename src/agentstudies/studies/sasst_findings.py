@@ -18,7 +18,7 @@ import math
 import pandas as pd
 from scipy import stats
 
-__all__ = ["calibration_findings", "feasibility_findings", "paired_gap_interval"]
+__all__ = ["calibration_findings", "feasibility_findings", "small_cluster_findings", "paired_gap_interval"]
 
 
 def paired_gap_interval(split_only: int, same_only: int, n: int, *, level: float = 0.95) -> tuple[float, float, float]:
@@ -172,3 +172,61 @@ def feasibility_findings(t11: pd.DataFrame, *, level: float = 0.95):
                                          paper_side="above", threshold=0.5, level=level,
                                          quantity="abstention-or-failure rate (exact)", fmt=".3f"))
     return Findings.build(rows, seed=None, title="sasst_feasibility findings", level=level)
+
+
+def small_cluster_findings(t6: pd.DataFrame, *, alpha: float = 0.05, level: float = 0.95):
+    """The small-cluster chapter's Table 6 findings (SASST Appendix D.3), one per band rule,
+    with the paper's ranges read from ``data/paper``:
+
+    - a paper range wholly below the nominal ``1 - alpha`` (Gaussian, HC1): *the rule
+      under-covers*, the exact interval of our familywise coverage pooled over the null
+      settings lies below ``1 - alpha``;
+    - a range wholly above (Bonferroni-t): *the rule is conservative*, the pooled interval
+      lies above;
+    - a range straddling it (t-scaled, "not uniformly adequate"): *the rule under-covers in
+      its worst setting*, the exact interval of the lowest setting's coverage lies below.
+
+    Parameters
+    ----------
+    t6 : :func:`sasst_small_clusters.summarize_table6` (``setting, rule,
+        familywise_coverage, n_trials``).
+
+    Returns
+    -------
+    :class:`agentstudies.findings.Findings`; rules absent from ``t6`` are skipped.
+
+    Raises
+    ------
+    KeyError
+        A missing column.
+    """
+    from agentstudies.findings import Findings, binomial_interval, interval_finding
+    from agentstudies.studies import paper_values
+
+    need = {"setting", "rule", "familywise_coverage", "n_trials"}
+    if not need <= set(t6.columns):
+        raise KeyError(f"t6 lacks column(s) {sorted(need - set(t6.columns))}")
+    nominal = 1.0 - alpha
+    rows = []
+    for p in paper_values("sasst_small_clusters", "table6").itertuples(index=False):
+        g = t6[(t6["rule"] == p.rule) & (t6["n_trials"] > 0)]
+        if not len(g):
+            continue
+        ptxt = f"Table 6: {p.familywise_low:g} to {p.familywise_high:g} ({p.reading})"
+        k = (g["familywise_coverage"] * g["n_trials"]).round().astype(int)
+        if p.familywise_high < nominal or p.familywise_low > nominal:
+            side = "below" if p.familywise_high < nominal else "above"
+            rate, lo, hi = binomial_interval(int(k.sum()), int(g["n_trials"].sum()), level=level)
+            what = "under-covers" if side == "below" else "is conservative"
+            rows.append(interval_finding(f"the {p.rule} band {what}", ptxt, rate, lo, hi, int(g["n_trials"].sum()),
+                                         paper_side=side, threshold=nominal, level=level,
+                                         quantity="familywise coverage pooled over the null settings (exact)",
+                                         fmt=".4f"))
+        else:
+            j = int(g["familywise_coverage"].to_numpy().argmin())
+            rate, lo, hi = binomial_interval(int(k.iloc[j]), int(g["n_trials"].iloc[j]), level=level)
+            rows.append(interval_finding(f"the {p.rule} band under-covers in its worst setting", ptxt, rate, lo, hi,
+                                         int(g["n_trials"].iloc[j]), paper_side="below", threshold=nominal,
+                                         level=level, quantity=f"familywise coverage in {g['setting'].iloc[j]} "
+                                                               "(lowest setting, exact)", fmt=".4f"))
+    return Findings.build(rows, seed=None, title="sasst_small_clusters findings", alpha=alpha, level=level)
