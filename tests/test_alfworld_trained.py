@@ -307,3 +307,23 @@ def test_setting_summary_by_hand():
     assert 0 < out.loc["without list", "inadmissible_lo"] < 4.5 < out.loc["without list", "inadmissible_hi"] < 9
     with pytest.raises(KeyError, match="setting"):
         tr.setting_summary(pd.DataFrame(rows).drop(columns="setting"))
+
+
+def test_save_keeps_the_two_settings_apart(tmp_path):
+    """A no-list run writes SFT-nolist / RL-nolist and *-nolist.csv logs and leaves the list
+    checkpoints' files alone; meta records the setting and the computed reward."""
+    from agentstudies.agents._alfworld_learned import hand_set_weights
+
+    w = hand_set_weights()
+    curve = pd.DataFrame({"step": [1], "loss": [1.0], "accuracy": [0.5], "weights_sha256": ["x"]})
+    for adm in (True, False):
+        run = tr.TrainingRun(w * (2 if adm else 3), w, curve.assign(loss=1.0 if adm else 2.0), curve, curve, curve,
+                             curve, {**tr.TrainingConfig(admissible=adm).as_dict()})
+        run.save(tmp_path)
+    assert pd.read_csv(tmp_path / "sft_curve.csv")["loss"].tolist() == [1.0]
+    assert pd.read_csv(tmp_path / "sft_curve-nolist.csv")["loss"].tolist() == [2.0]
+    w_list, m_list = load_weights("SFT", tmp_path)
+    w_nolist, m_nolist = load_weights("SFT-nolist", tmp_path)
+    assert np.array_equal(w_list, 2 * w) and np.array_equal(w_nolist, 3 * w)
+    assert m_list["admissible"] is True and m_nolist["admissible"] is False
+    assert "won x 0.95^T" in load_weights("RL", tmp_path)[1]["objective"]

@@ -682,15 +682,12 @@ class TrainingRun:
         from pathlib import Path
 
         d = Path(d)
-        self.sft_curve.to_csv(d / "sft_curve.csv", index=False)
-        self.rl_curve.to_csv(d / "rl_curve.csv", index=False)
-        self.evals.to_csv(d / "training_evals.csv", index=False)
-        self.demos.to_csv(d / "demonstrations.csv", index=False)
         from agentstudies._data import record
 
-        for name in ("sft_curve", "rl_curve", "training_evals", "demonstrations"):
-            if suffix:
-                (d / f"{name}.csv").replace(d / f"{name}{suffix}.csv")
+        tables = {"sft_curve": self.sft_curve, "rl_curve": self.rl_curve, "training_evals": self.evals,
+                  "demonstrations": self.demos}
+        for name, table in tables.items():  # a no-list run never touches the list checkpoints' logs
+            table.to_csv(d / f"{name}{suffix}.csv", index=False)
             record(d / f"{name}{suffix}.csv")  # data/SHA256SUMS follows a retrain into data/ (else a no-op)
 
 
