@@ -130,3 +130,30 @@ def test_small_clusters_planted_none_reversed_and_level():
 def binomial_interval_(k, n, level):
     ci = stats.binomtest(k, n).proportion_ci(level, method="exact")  # by hand, scipy directly
     return ci.low, ci.high
+
+
+def _q(**kw):
+    q = dict(weighted=-0.05, se=0.01, status="abstained", recovery_auc=0.98, registry_ceiling=0.99,
+             ceiling_target=0.974, n_confirmation=400)
+    return {**q, **kw}
+
+
+def test_real_features_planted_none_reversed_inert_and_level():
+    from agentstudies.studies.sasst_findings import real_features_findings
+
+    neg = "the frozen rule's weighted confirmation contrast is negative"
+    rec = "the frozen rule recovers the degraded subgroup as well as the paper's"
+    f = real_features_findings(_q())
+    assert f.counts()["reappears"] == 3
+    row = f.table().set_index("finding").loc[neg]
+    z = stats.norm.ppf(0.975)
+    assert (row["ci_low"], row["ci_high"]) == pytest.approx((-0.05 - z * 0.01, -0.05 + z * 0.01))
+    assert real_features_findings(_q(weighted=-0.01)).verdict(neg) == "inconclusive"
+    rev = real_features_findings(_q(weighted=0.05, status="confirmed"))
+    assert rev.verdict(neg) == "contradicted" and rev.verdict("the formal status is the paper's") == "contradicted"
+    inert = real_features_findings(_q(registry_ceiling=0.9)).table().set_index("finding").loc[rec]
+    assert inert["verdict"] == "not testable here" and "0.900" in inert["why"]
+    assert real_features_findings(_q(weighted=-0.025), level=0.9).verdict(neg) == "reappears"   # -0.025 + 1.645 se < 0
+    assert real_features_findings(_q(weighted=-0.025), level=0.99).verdict(neg) == "inconclusive"  # + 2.576 se > 0
+    with pytest.raises(KeyError, match="status"):
+        real_features_findings({k: v for k, v in _q().items() if k != "status"})

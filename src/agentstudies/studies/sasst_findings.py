@@ -18,7 +18,7 @@ import math
 import pandas as pd
 from scipy import stats
 
-__all__ = ["calibration_findings", "feasibility_findings", "small_cluster_findings", "paired_gap_interval"]
+__all__ = ["calibration_findings", "feasibility_findings", "small_cluster_findings", "real_features_findings", "paired_gap_interval"]
 
 
 def paired_gap_interval(split_only: int, same_only: int, n: int, *, level: float = 0.95) -> tuple[float, float, float]:
@@ -230,3 +230,52 @@ def small_cluster_findings(t6: pd.DataFrame, *, alpha: float = 0.05, level: floa
                                          level=level, quantity=f"familywise coverage in {g['setting'].iloc[j]} "
                                                                "(lowest setting, exact)", fmt=".4f"))
     return Findings.build(rows, seed=None, title="sasst_small_clusters findings", alpha=alpha, level=level)
+
+
+def real_features_findings(q: dict, *, level: float = 0.95):
+    """The real-features chapter's findings (SASST Study D, Table 12) from one run's
+    quantities (:func:`sasst_real_features.run_study_d` ``.quantities``), paper values read
+    from ``data/paper``:
+
+    - *the frozen rule's weighted confirmation contrast is negative*: the pointwise
+      ``level`` interval ``weighted ± z se`` lies below 0;
+    - *the formal status is the paper's*: exact, our SASST status equals the paper's
+      (``abstained``);
+    - *the frozen rule recovers the degraded subgroup as well as the paper's*: exact,
+      recovery AUC at least the paper's; ``not testable here`` when no rule of the
+      registry reaches it (measured: the registry's ceiling AUC).
+
+    Raises
+    ------
+    KeyError
+        A missing quantity (named).
+    """
+    from agentstudies.findings import Findings, exact_finding, interval_finding, untestable_finding
+    from agentstudies.studies import paper_values
+
+    need = ["weighted", "se", "status", "recovery_auc", "registry_ceiling", "ceiling_target", "n_confirmation"]
+    miss = [k for k in need if k not in q]
+    if miss:
+        raise KeyError(f"quantities lack {miss}")
+    p = paper_values("sasst_real_features", "table12").set_index("quantity")["paper"]
+    z = float(stats.norm.ppf(0.5 + level / 2))
+    w, se, n = float(q["weighted"]), float(q["se"]), int(q["n_confirmation"])
+    rows = [interval_finding("the frozen rule's weighted confirmation contrast is negative",
+                             f"Table 12: {p['weighted confirmation contrast']} {p['pointwise 95% interval']}",
+                             w, w - z * se, w + z * se, n, paper_side="below", level=level,
+                             quantity="weighted confirmation contrast (pointwise)", fmt=".4f")]
+    rows.append(exact_finding("the formal status is the paper's", f"Table 12: {p['formal status']}",
+                              float(q["status"] == p["formal status"]), n, holds=bool(q["status"] == p["formal status"]),
+                              rule=f"SASST status equals the paper's (ours: {q['status']})"))
+    name = "the frozen rule recovers the degraded subgroup as well as the paper's"
+    ceil, target = float(q["registry_ceiling"]), float(q["ceiling_target"])
+    if not ceil >= target:
+        rows.append(untestable_finding(name, f"Table 12: recovery AUC {p['recovery AUC']}", measured=ceil,
+                                       why=f"no rule of the registry reaches the paper's AUC {target:.3f} on this "
+                                           f"pool (ceiling {ceil:.3f})"))
+    else:
+        auc = float(q["recovery_auc"])
+        rows.append(exact_finding(name, f"Table 12: recovery AUC {p['recovery AUC']}", auc, n,
+                                  holds=bool(auc >= target), otherwise="inconclusive",
+                                  rule=f"recovery AUC at least the paper's {target:.3f}"))
+    return Findings.build(rows, seed=None, title="sasst_real_features findings", level=level)
