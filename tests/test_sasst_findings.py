@@ -157,3 +157,27 @@ def test_real_features_planted_none_reversed_inert_and_level():
     assert real_features_findings(_q(weighted=-0.025), level=0.99).verdict(neg) == "inconclusive"  # + 2.576 se > 0
     with pytest.raises(KeyError, match="status"):
         real_features_findings({k: v for k, v in _q().items() if k != "status"})
+
+
+def test_geometry_planted_none_reversed_and_level():
+    import numpy as np
+
+    from agentstudies.studies.sasst_findings import geometry_findings
+
+    def rec(mean, n=30, sd=0.05, mech="linear"):
+        a = mean + sd * np.linspace(-1.7, 1.7, n)
+        return pd.DataFrame({"mechanism": mech, "method": "kms", "auc": a})
+
+    name = "linear: the kms rule recovers the subgroup above chance"
+    f = geometry_findings(rec(0.6))
+    row = f.table().set_index("finding").loc[name]
+    a = rec(0.6)["auc"].to_numpy()
+    half = stats.t.ppf(0.975, 29) * a.std(ddof=1) / math.sqrt(30)
+    assert (row["ci_low"], row["ci_high"]) == pytest.approx((0.6 - half, 0.6 + half))
+    assert row["verdict"] == "reappears" and "0.602" in row["paper"]
+    assert geometry_findings(rec(0.5)).verdict(name) == "inconclusive"
+    assert geometry_findings(rec(0.4)).verdict(name) == "contradicted"
+    assert geometry_findings(rec(0.515, n=10), level=0.5).verdict(name) == "reappears"
+    assert geometry_findings(rec(0.515, n=10), level=0.99).verdict(name) == "inconclusive"
+    with pytest.raises(KeyError, match="mmd"):
+        geometry_findings(rec(0.6), method="mmd")

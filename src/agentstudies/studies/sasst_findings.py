@@ -18,7 +18,7 @@ import math
 import pandas as pd
 from scipy import stats
 
-__all__ = ["calibration_findings", "feasibility_findings", "small_cluster_findings", "real_features_findings", "paired_gap_interval"]
+__all__ = ["calibration_findings", "feasibility_findings", "small_cluster_findings", "real_features_findings", "geometry_findings", "paired_gap_interval"]
 
 
 def paired_gap_interval(split_only: int, same_only: int, n: int, *, level: float = 0.95) -> tuple[float, float, float]:
@@ -279,3 +279,48 @@ def real_features_findings(q: dict, *, level: float = 0.95):
                                   holds=bool(auc >= target), otherwise="inconclusive",
                                   rule=f"recovery AUC at least the paper's {target:.3f}"))
     return Findings.build(rows, seed=None, title="sasst_real_features findings", level=level)
+
+
+def geometry_findings(records: pd.DataFrame, *, method: str = "kms", level: float = 0.95):
+    """The geometry chapter's Table 9 findings (SASST Study B), one per mechanism: *the
+    ``method`` geometry's frozen rule recovers the planted subgroup above chance*, the
+    ``level`` interval of the mean held-out AUC over trials (mean ± t sem, t with
+    ``trials - 1`` degrees of freedom) lies above 0.5; the paper's AUC (read from
+    ``data/paper``) beside it. A mechanism with fewer than two trials gets a NaN interval
+    (inconclusive).
+
+    Parameters
+    ----------
+    records : Study B trial records (``mechanism, method, auc``; one row per trial).
+
+    Raises
+    ------
+    KeyError
+        A missing column, or ``method`` absent from the records.
+    """
+    from agentstudies.findings import Findings, interval_finding
+    from agentstudies.studies import paper_values
+
+    need = {"mechanism", "method", "auc"}
+    if not need <= set(records.columns):
+        raise KeyError(f"records lack column(s) {sorted(need - set(records.columns))}")
+    if method not in set(records["method"]):
+        raise KeyError(f"no records of method {method!r}; methods: {sorted(set(records['method']))}")
+    paper = paper_values("sasst_geometry", "table9").set_index("mechanism")
+    rows = []
+    for mech, g in records[records["method"] == method].groupby("mechanism", sort=False):
+        a = g["auc"].astype(float).dropna().to_numpy()
+        n = len(a)
+        mean = float(a.mean()) if n else float("nan")
+        if n >= 2:
+            half = float(stats.t.ppf(0.5 + level / 2, n - 1)) * float(a.std(ddof=1)) / math.sqrt(n)
+            lo, hi = mean - half, mean + half
+        else:
+            lo = hi = float("nan")
+        ptxt = (f"Table 9: {method} AUC {paper.loc[mech, method]:g}" if mech in paper.index and method in paper.columns
+                else "mechanism not in the paper's Table 9")
+        rows.append(interval_finding(f"{mech}: the {method} rule recovers the subgroup above chance", ptxt, mean, lo,
+                                     hi, n, paper_side="above", threshold=0.5, level=level,
+                                     quantity=f"mean held-out AUC of the {method} rule (t interval over trials)",
+                                     fmt=".3f"))
+    return Findings.build(rows, seed=None, title="sasst_geometry findings", method=method, level=level)
