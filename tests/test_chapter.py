@@ -287,8 +287,10 @@ def test_a_warning_becomes_a_note_and_is_kept_in_the_provenance(artifacts):
             warnings.simplefilter("always")
             warnings.showwarning = warnings.showwarning  # catch_warnings restores ours afterwards
             warnings.warn_explicit("share of draws excluded", RuntimeWarning, "/tmp/xyz123/mod.py", 3)
-        assert ch.warnings == ["runtime warning in mod.py: share of draws excluded"]
-        assert len(shown) == 1 and "Note from this run" in shown[0] and "/tmp/xyz123" not in shown[0]
+            warnings.warn_explicit("cohorts resampled apart", UserWarning, "/tmp/ipykernel_42/4168618696.py", 1)
+        assert ch.warnings == ["runtime warning in mod.py: share of draws excluded",
+                               "user warning in this chapter's code: cohorts resampled apart"]
+        assert len(shown) == 2 and "Note from this run" in shown[0] and "/tmp/xyz123" not in shown[0]
         assert "RuntimeWarning:" not in shown[0]
         assert ch.provenance()["warnings"] == ch.warnings
     finally:

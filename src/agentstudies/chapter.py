@@ -354,7 +354,8 @@ class Chapter:
 
         def show(message, category, filename, lineno, file=None, line=None):  # noqa: ARG001 - warnings API
             kind = re.sub(r"(?<!^)(?=[A-Z])", " ", category.__name__).lower()
-            where = Path(str(filename)).name
+            # a notebook cell's code lives in a temporary ipykernel_<pid>/<hash>.py file
+            where = "this chapter's code" if "ipykernel" in str(filename) else Path(str(filename)).name
             text = f"{kind} in {where}: {message}"
             self.warnings.append(text)
             display(HTML(f"<div class=\"agentstudies-run-note\"><p><strong>Note from this run</strong> "
