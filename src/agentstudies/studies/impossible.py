@@ -903,6 +903,9 @@ def cheating_findings(episodes: pd.DataFrame, testab: pd.DataFrame | None = None
 
     Source: ImpossibleBench (Zhong, Raghunathan & Carlini, 2025) Secs. 3-5 for the claims
     (:data:`PAPER_FINDINGS`, approximate); issue 25 for the verdict rules.
+
+    Length: one statement per paper claim (ten), in the paper's order, beside the two small
+    judges they share; split apart, a reader could no longer see which rule judges which claim.
     """
     from dataclasses import replace
 
