@@ -2,13 +2,15 @@
 error rates judged by exact intervals against the paper's stated targets.
 
 :func:`calibration_findings` reads the summaries of :mod:`agentstudies.studies.sasst_calibration`
-(Table 4, Table 5, Study A4). Every rate is a count of trials, so its interval is exact
+(Table 4, Table 5, Study A4); :func:`small_cluster_findings` Table 6, :func:`feasibility_findings`
+Table 11, :func:`geometry_findings` Table 9's trial records and :func:`real_features_findings`
+Study D's quantities (Table 12). Every rate is a count of trials, so its interval is exact
 (Clopper-Pearson, :func:`agentstudies.findings.binomial_interval`); the paired split vs
 same-data gap has a Wald interval from the discordant pairs (the same pairs McNemar's test
 uses). The targets are the paper's: nominal ``1 - alpha`` coverage and an ``alpha``
 false-fragility rate (SASST, Appendix D.1).
 
-Source: issue 25; SASST Appendix D.1 (Tables 4-5, Study A4).
+Source: issue 25; SASST Appendix D (Tables 4-12).
 """
 
 from __future__ import annotations
