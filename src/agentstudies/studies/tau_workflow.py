@@ -491,6 +491,9 @@ def stress_findings(reports: Mapping[str, SASSTReport], *, testab: pd.DataFrame 
     ------
     ValueError
         No report; a report without the ten slots of :func:`tau_slots`.
+
+    Length: one block per claim above, in that order, inside the loop over profiles; each
+    block is the claim's whole rule, so a reader checks a verdict against one place.
     """
     from agentstudies.findings import Findings, exact_finding, interval_finding, untestable_finding
 
