@@ -185,9 +185,10 @@ def test_reads_memo_key_determines_the_atoms_on_real_episodes():
             pol.reset(task_type, ep, role="eval")
             env.reset(ep)
             while not env.done:
-                env.step(pol.act({"goal": env.goal, "observation": env.observation}))
-                b = copy.deepcopy(pol.belief)
-                for c in L.candidate_commands(b) + ["examine " + (b.holding or "x 1"), "inventory"]:
+                env.step(pol.act(env.observe()))  # the shipped RL reads the admissible list
+                b = copy.deepcopy(pol.belief)  # shown_list set: the listed / own atoms are keyed too
+                extra = ["examine " + (b.holding or "x 1"), "inventory"]
+                for c in dict.fromkeys(pol.last_log["candidates"] + L.candidate_commands(b) + extra):
                     key = (L._context(b, (1 << 16) - 1), L._reads(b, c))
                     atoms = repr(L._atoms(b, c)) + repr(b.goal_tokens)
                     assert atoms_of_key.setdefault(key, atoms) == atoms, (key, atoms, atoms_of_key[key])
