@@ -196,24 +196,7 @@ class Belief:
         self.last_failed = NOTHING in text
         if self.last_failed and self.last_command is not None:
             self.failed.add(self.last_command)
-        m = _ROOM.search(text)
-        if m:
-            for r in _items(m.group(1)):
-                if r not in self.receptacles:
-                    self.receptacles.append(r)
-        for r in _ARRIVE.findall(text):
-            if r not in self.receptacles:
-                self.receptacles.append(r)
-            if r != self.at:
-                self.prev_at = self.at
-            self.at = r
-            self.visits[r] = self.visits.get(r, 0) + 1
-        for r in _FACING.findall(text):
-            if r not in self.receptacles:
-                self.receptacles.append(r)
-            if r != self.at:
-                self.prev_at = self.at
-            self.at = r
+        self._read_location(text)
         for r, items in _ON.findall(text):
             self.contents[r] = _items(items)
         for r in _CLOSED.findall(text):
@@ -252,6 +235,28 @@ class Belief:
         m = re.search(r"You are carrying: an? ([a-z]+ \d+)\.", text)
         if m:
             self.holding = m.group(1)
+
+    def _read_location(self, text: str) -> None:
+        """The room's receptacles, and where the agent now is: an arrival ("You arrive at
+        X") counts a visit; the raw ``look`` reply ("You are facing X") only places it."""
+        m = _ROOM.search(text)
+        if m:
+            for r in _items(m.group(1)):
+                if r not in self.receptacles:
+                    self.receptacles.append(r)
+        for r in _ARRIVE.findall(text):
+            if r not in self.receptacles:
+                self.receptacles.append(r)
+            if r != self.at:
+                self.prev_at = self.at
+            self.at = r
+            self.visits[r] = self.visits.get(r, 0) + 1
+        for r in _FACING.findall(text):
+            if r not in self.receptacles:
+                self.receptacles.append(r)
+            if r != self.at:
+                self.prev_at = self.at
+            self.at = r
 
     def record_command(self, command: str) -> None:
         """Remember a command the policy chose (counts only; effects come from texts)."""
