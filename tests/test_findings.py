@@ -153,3 +153,17 @@ def test_control_row():
     with pytest.raises(ValueError, match="unknown verdict"):
         control_row("fam", "planted", ["yes"], planted=True, rule="r")
     assert isinstance(pd.DataFrame([row, null]), pd.DataFrame)
+
+
+def test_controls_sentence_reads_planted_and_null_rows():
+    """The one controls sentence book-wide, on a hand-made two-row table."""
+    import pandas as pd
+
+    from agentstudies.findings import controls_sentence
+
+    t = pd.DataFrame([
+        dict(family="gap", planted=True, hits=9, replicates=10, rate=0.9, ci_low=0.555, ci_high=0.997),
+        dict(family="gap", planted=False, hits=1, replicates=10, rate=0.1, ci_low=0.003, ci_high=0.445),
+    ])
+    assert controls_sentence(t) == ("“gap”: found in 9 of 10 planted replicates (power 0.90 [0.56, 1.00]) and in "
+                                    "1 of 10 null replicates (false-positive rate 0.10 [0.00, 0.45]).")

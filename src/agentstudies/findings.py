@@ -53,6 +53,7 @@ __all__ = [
     "untestable_finding",
     "binomial_interval",
     "control_row",
+    "controls_sentence",
 ]
 
 #: The one verdict vocabulary of the book.
@@ -393,3 +394,24 @@ def control_row(family: str, subject: str, verdicts: Sequence[str], *, planted: 
     return dict(family=family, subject=subject, planted=bool(planted), rule=rule, replicates=len(verdicts),
                 hits=hits, rate=rate, ci_low=lo, ci_high=hi, level=level,
                 measures="power" if planted else "false-positive rate")
+
+
+def controls_sentence(controls) -> str:
+    """One sentence per control family of a ``controls.csv`` table (rows of
+    :func:`control_row`): how often the verdict rule found the effect on the *planted*
+    subject (power) and on the null one (false-positive rate), with their exact intervals.
+
+    Raises
+    ------
+    KeyError
+        A missing column of :data:`CONTROL_COLUMNS`; IndexError if a family lacks its
+        planted or its null row.
+    """
+    parts = []
+    for fam, g in controls.groupby("family", sort=False):
+        p, n = g[g["planted"]].iloc[0], g[~g["planted"]].iloc[0]
+        parts.append(f"“{fam}”: found in {p['hits']} of {p['replicates']} planted replicates (power "
+                     f"{p['rate']:.2f} [{p['ci_low']:.2f}, {p['ci_high']:.2f}]) and in {n['hits']} of "
+                     f"{n['replicates']} null replicates (false-positive rate {n['rate']:.2f} "
+                     f"[{n['ci_low']:.2f}, {n['ci_high']:.2f}]).")
+    return " ".join(parts)

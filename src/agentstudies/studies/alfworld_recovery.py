@@ -52,6 +52,7 @@ Tables of :class:`RecoveryStudy`:
 
 from __future__ import annotations
 
+from agentstudies.findings import controls_sentence
 import copy
 import math
 import re
@@ -1384,14 +1385,3 @@ def router_sentences(pipe: Mapping[str, Any]) -> dict[str, str]:
     return dict(blanket=blanket, leak=leak_s)
 
 
-def controls_sentence(controls: pd.DataFrame) -> str:
-    """One sentence per control family: power on the planted subject and false-positive
-    rate on the null one, with their intervals (from :func:`recovery_controls`)."""
-    parts = []
-    for fam, g in controls.groupby("family", sort=False):
-        p, n = g[g["planted"]].iloc[0], g[~g["planted"]].iloc[0]
-        parts.append(f"“{fam}”: found in {p['hits']} of {p['replicates']} planted replicates (power "
-                     f"{p['rate']:.2f} [{p['ci_low']:.2f}, {p['ci_high']:.2f}]) and in {n['hits']} of "
-                     f"{n['replicates']} null replicates (false-positive rate {n['rate']:.2f} "
-                     f"[{n['ci_low']:.2f}, {n['ci_high']:.2f}]).")
-    return " ".join(parts)

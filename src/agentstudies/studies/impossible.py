@@ -26,6 +26,7 @@ The paper's approximate headline numbers live in ``data/paper/impossible_cheatin
 
 from __future__ import annotations
 
+from agentstudies.findings import controls_sentence
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -1226,17 +1227,6 @@ def impossible_controls(families: Sequence[str], *, replicates: int = 40, n_task
     return pd.DataFrame(rows)
 
 
-def controls_sentence(controls: pd.DataFrame) -> str:
-    """One sentence per control family: power on the planted subject and false-positive
-    rate on the null one, with their exact intervals."""
-    parts = []
-    for fam, g in controls.groupby("family", sort=False):
-        p, n = g[g["planted"]].iloc[0], g[~g["planted"]].iloc[0]
-        parts.append(f"“{fam}”: found in {p['hits']} of {p['replicates']} planted replicates (power "
-                     f"{p['rate']:.2f} [{p['ci_low']:.2f}, {p['ci_high']:.2f}]) and in {n['hits']} of "
-                     f"{n['replicates']} null replicates (false-positive rate {n['rate']:.2f} "
-                     f"[{n['ci_low']:.2f}, {n['ci_high']:.2f}]).")
-    return " ".join(parts)
 
 
 def testability_sentence(testab: pd.DataFrame) -> str:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
+from agentstudies.findings import controls_sentence
 import numpy as np
 import pandas as pd
 
@@ -658,14 +659,3 @@ def stress_controls(*, replicates: int = 40, n_tasks: int = 40, n_seeds: int = 2
                          for kind in ("planted", "null")])
 
 
-def controls_sentence(controls: pd.DataFrame) -> str:
-    """One sentence per control family: power (planted) and false-positive rate (null)
-    with their exact intervals, from a ``controls.csv`` table."""
-    parts = []
-    for fam, g in controls.groupby("family", sort=False):
-        p, n = g[g["planted"]].iloc[0], g[~g["planted"]].iloc[0]
-        parts.append(f"“{fam}”: found in {p['hits']} of {p['replicates']} planted replicates (power "
-                     f"{p['rate']:.2f} [{p['ci_low']:.2f}, {p['ci_high']:.2f}]) and in {n['hits']} of "
-                     f"{n['replicates']} null replicates (false-positive rate {n['rate']:.2f} "
-                     f"[{n['ci_low']:.2f}, {n['ci_high']:.2f}]).")
-    return " ".join(parts)
