@@ -70,6 +70,8 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from agentstudies.results import _id_text  # one text form per id, shared by every method and importer
+
 __all__ = ["INSPECT_COLUMNS", "SCORE_RULE", "from_inspect_log", "pass_hat_k", "LogImportError"]
 
 #: Columns of the table returned by :func:`from_inspect_log`, in order.
@@ -498,17 +500,6 @@ def _apply_on_error(df: pd.DataFrame, on_error: str) -> pd.DataFrame:
         df = df.loc[~failed].reset_index(drop=True)
         df.attrs["excluded"] = excluded.to_dict("records")
     return df
-
-
-def _id_text(value: Any) -> str:
-    """One text form per id: ``5``, ``5.0``, ``np.int64(5)`` and ``"5"`` are all ``"5"``."""
-    if isinstance(value, (bool, np.bool_)):
-        return str(value)
-    if isinstance(value, (int, np.integer)):
-        return str(int(value))
-    if isinstance(value, (float, np.floating)) and float(value).is_integer():
-        return str(int(value))
-    return str(value)
 
 
 def _trial_scores(col: pd.Series, keys: pd.Series) -> np.ndarray:

@@ -13,6 +13,8 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from agentstudies.results import _id_text  # one text form per id, shared by every method and importer
+
 __all__ = ["ClusterData", "cluster_data", "split_clusters", "DISCOVERY", "CONFIRMATION"]
 
 DISCOVERY = "discovery"
@@ -230,17 +232,6 @@ def _feature_matrix(features: pd.DataFrame, cluster_ids: pd.Index, cluster: str,
             f"feature table has {len(extra)} cluster(s) without episodes, not used: {_preview(extra)}"
         )
     return F, list(feature_columns), extra
-
-
-def _id_text(value: object) -> str:
-    """One text form per id: ``5``, ``5.0``, ``np.int64(5)`` and ``"5"`` are all ``"5"``."""
-    if isinstance(value, (bool, np.bool_)):
-        return str(value)
-    if isinstance(value, (int, np.integer)):
-        return str(int(value))
-    if isinstance(value, (float, np.floating)) and float(value).is_integer():
-        return str(int(value))
-    return str(value)
 
 
 def _score_values(ep: pd.DataFrame, cluster: str, seed: str, system: str, score: str,
