@@ -18,7 +18,10 @@ statsmodels / econml result objects:
 ``provenance``
     a :class:`ResultProvenance` (package version, SHA-256 of the inputs, seed).
 
-Paper-shaped layouts (``table6()``, ``table2()``...) are named methods on the subclass.
+Paper-shaped layouts follow one convention (:class:`PaperTables`): a result that regenerates
+a paper's tables says which paper (``PAPER``) and answers ``result.table(6)`` with the
+paper's Table 6 as a tidy frame (``paper`` and ``this run`` columns where the paper has
+values); ``result.paper_tables()`` lists the numbers it can build.
 
 A subclass implements :meth:`Result._tidy` (and may override :meth:`Result.summary`)::
 
@@ -50,6 +53,7 @@ import pandas as pd
 from agentstudies import __version__
 
 __all__ = [
+    "PaperTables",
     "Result",
     "ResultProvenance",
     "TIDY_COLUMNS",
@@ -273,6 +277,51 @@ class Result:
 
     def __str__(self) -> str:
         return self.summary()
+
+
+class PaperTables:
+    """Mixin: the one paper-table convention (issue 22, item 2).
+
+    A result that regenerates tables of a paper sets the class attribute ``PAPER`` (the
+    paper's key in :mod:`agentstudies.paper_map`: ``"sasst"``, ``"handoff"``, ``"cir"``,
+    ``"impossiblebench"``, ``"tau"``) and implements one private method per table,
+    ``_table_<n>(self) -> pandas.DataFrame`` (``n`` the paper's table number, or a name
+    such as ``"router"`` for a layout the paper prints without a number). Callers use
+    :meth:`table` only, so ``handoff_result.table(6)`` and ``sasst_result.table(6)`` can
+    never be confused: each result belongs to one paper.
+
+    The frame returned is tidy (one row per cell group of the paper's table) and carries a
+    ``paper`` and a ``this run`` column where the paper prints values (``NaN`` where it
+    does not); ``frame.attrs["paper"]`` and ``frame.attrs["table"]`` name its source.
+    """
+
+    PAPER: str = ""
+
+    @classmethod
+    def paper_tables(cls) -> tuple[str, ...]:
+        """The table numbers (as text, numbers first in numeric order) this result builds."""
+        names = [n[len("_table_"):] for n in dir(cls) if n.startswith("_table_") and callable(getattr(cls, n))]
+        return tuple(sorted(names, key=lambda n: (not n.isdigit(), int(n) if n.isdigit() else 0, n)))
+
+    def table(self, number: int | str, **kwargs: Any) -> pd.DataFrame:
+        """The paper's Table ``number`` regenerated from this result.
+
+        Raises
+        ------
+        KeyError
+            Naming the paper and the tables this result can build, when ``number`` is not
+            one of them.
+        """
+        key = str(number).strip()
+        fn = getattr(self, f"_table_{key}", None)
+        if fn is None or not callable(fn):
+            raise KeyError(f"{type(self).__name__} regenerates {self.PAPER or 'no paper'}'s tables "
+                           f"{list(self.paper_tables())}, not {number!r}")
+        out = fn(**kwargs)
+        if isinstance(out, pd.DataFrame):
+            out.attrs.setdefault("paper", self.PAPER)
+            out.attrs.setdefault("table", key)
+        return out
 
 
 def _id_text(value: object) -> str:
