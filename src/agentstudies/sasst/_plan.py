@@ -61,6 +61,23 @@ def _softmax(x: np.ndarray, tau: float) -> np.ndarray:
     return e / e.sum(axis=-1, keepdims=True)
 
 
+def _ratio(num, den) -> np.ndarray:
+    """``num / den`` (broadcast), NaN where ``den == 0``, without a warning.
+
+    A zero denominator is a subset (all clusters, a scoring subset ``S_r`` or a held-out
+    subset ``E_r``) that carries no rule weight, e.g. a bootstrap resample drawing none of
+    its clusters or a frozen rule scoring all of them 0: the weighted mean there is
+    undefined, so it is NaN (as ``0 / 0`` was, but numpy warned "invalid value encountered
+    in divide" into chapter output). The support check rejects such a rule (its
+    :meth:`ComparisonPlan.min_split_share` is 0).
+    """
+    num = np.asarray(num, dtype=float)
+    den = np.asarray(den, dtype=float)
+    out = np.full(np.broadcast_shapes(num.shape, den.shape), np.nan)
+    np.divide(num, den, out=out, where=np.broadcast_to(den != 0, out.shape))
+    return out
+
+
 def _hard(x: np.ndarray) -> np.ndarray:
     out = np.zeros_like(x)
     idx = np.argmax(x, axis=-1)  # ties: first candidate in declared order
@@ -225,7 +242,7 @@ class ComparisonPlan:
     def _pieces(self, mu: np.ndarray):
         J, C, R = len(self.systems), len(self.candidates), self.n_splits
         den = mu[..., J]
-        theta = mu[..., :J] / den[..., None]
+        theta = _ratio(mu[..., :J], den[..., None])
         return J, C, R, den, theta
 
     def values(self, mu: np.ndarray) -> np.ndarray:
@@ -244,8 +261,8 @@ class ComparisonPlan:
             base = J + 1
             for r in range(R):
                 o = base + r * (2 * C + 2)
-                S = mu[..., o : o + C] / mu[..., o + C, None]
-                T = mu[..., o + C + 1 : o + 2 * C + 1] / mu[..., o + 2 * C + 1, None]
+                S = _ratio(mu[..., o : o + C], mu[..., o + C, None])
+                T = _ratio(mu[..., o + C + 1 : o + 2 * C + 1], mu[..., o + 2 * C + 1, None])
                 sel = sel + np.sum(select(S) * T, axis=-1) / R
         return np.concatenate([theta, np.asarray(sel)[..., None]], axis=-1)
 
@@ -267,7 +284,7 @@ class ComparisonPlan:
         out = np.zeros(C)
         for r in range(R):
             o = J + 1 + r * (2 * C + 2)
-            out += select(mu[o : o + C] / mu[o + C]) / R
+            out += select(_ratio(mu[o : o + C], mu[o + C])) / R
         return out
 
     def split_shares(self, S: np.ndarray, masks: np.ndarray, counts: np.ndarray | None = None) -> np.ndarray:
@@ -294,8 +311,9 @@ class ComparisonPlan:
         J, C, R, den, theta = self._pieces(mu)
         g = np.zeros(mu.shape)
         cj = c[:J]
-        g[..., :J] = cj / den[..., None]
-        g[..., J] = -np.sum(cj * theta, axis=-1) / den
+        inv = _ratio(1.0, den)
+        g[..., :J] = cj * inv[..., None]
+        g[..., J] = -np.sum(cj * theta, axis=-1) * inv
         if not self.has_selection or c[J] == 0.0:
             return g
         csel = c[J]
@@ -311,8 +329,8 @@ class ComparisonPlan:
                 y = np.sum(q * sc, axis=-1, keepdims=True)
                 dsel = q + q * (sc - y) / tau
             for a, j in enumerate(cidx):
-                g[..., j] += csel * dsel[..., a] / den
-                g[..., J] -= csel * dsel[..., a] * theta[..., j] / den
+                g[..., j] += csel * dsel[..., a] * inv
+                g[..., J] -= csel * dsel[..., a] * theta[..., j] * inv
             return g
         lam = 1.0 / R
         # the R split blocks of mu and g, (..., R, 2C + 2): [S-sums (C), S-den, E-sums (C), E-den]
@@ -321,8 +339,9 @@ class ComparisonPlan:
         assert np.may_share_memory(gb, g)
         bden = mb[..., C]
         eden = mb[..., 2 * C + 1]
-        S = mb[..., :C] / bden[..., None]
-        T = mb[..., C + 1 : 2 * C + 1] / eden[..., None]
+        binv, einv = _ratio(1.0, bden), _ratio(1.0, eden)
+        S = _ratio(mb[..., :C], bden[..., None])
+        T = _ratio(mb[..., C + 1 : 2 * C + 1], eden[..., None])
         if self.selection == "hard":
             q = _hard(S)
             dS = np.zeros_like(S)
@@ -331,10 +350,10 @@ class ComparisonPlan:
             y = np.sum(q * T, axis=-1, keepdims=True)
             dS = q * (T - y) / tau
         yr = np.sum(q * T, axis=-1)
-        gb[..., C + 1 : 2 * C + 1] += csel * lam * q / eden[..., None]
-        gb[..., 2 * C + 1] -= csel * lam * yr / eden
-        gb[..., :C] += csel * lam * dS / bden[..., None]
-        gb[..., C] -= csel * lam * np.sum(dS * S, axis=-1) / bden
+        gb[..., C + 1 : 2 * C + 1] += csel * lam * q * einv[..., None]
+        gb[..., 2 * C + 1] -= csel * lam * yr * einv
+        gb[..., :C] += csel * lam * dS * binv[..., None]
+        gb[..., C] -= csel * lam * np.sum(dS * S, axis=-1) * binv
         return g
 
     def min_split_share(self, mu: np.ndarray) -> float:
@@ -350,8 +369,8 @@ class ComparisonPlan:
         shares = []
         for r in range(self.n_splits):
             o = J + 1 + r * (2 * C + 2)
-            shares += [mu[o + C] / tot, mu[o + 2 * C + 1] / tot]
-        return float(np.min(shares))
+            shares += [mu[o + C], mu[o + 2 * C + 1]]
+        return float(np.min(shares) / tot) if tot > 0 else 0.0
 
     def to_dict(self) -> dict:
         """JSON-safe description (everything needed to rebuild the plan)."""
