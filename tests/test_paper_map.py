@@ -165,7 +165,7 @@ def test_where_prints_chapter_builder_artifact_and_paper_csv(capsys):
         assert text in out
     assert cli.main(["where", "SASST Table 6"]) == 0
     out = capsys.readouterr().out
-    assert "summarize_table6" in out and "data/paper/sasst_small_clusters_table6.csv" in out
+    assert "SmallClusterResult._table_6" in out and "data/paper/sasst_small_clusters_table6.csv" in out
     assert "match" not in out.splitlines()[0]
 
 

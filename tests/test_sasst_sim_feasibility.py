@@ -9,6 +9,7 @@ from scipy import stats
 
 from agentstudies.sasst import Slot, family_ess, rule_scores, support_constraints
 from agentstudies.studies import sasst_feasibility as fz
+from agentstudies.studies.sasst_tables import FeasibilityResult
 
 
 def _ess_density(n, k, lift):
@@ -147,7 +148,7 @@ def test_short_runs_record_the_intended_checks_and_ignore_n_jobs():
     # batch coincides with S_1 on the discovery side: a x8 lift keeps (n/2) / (9 n/2) = 1/9 in E_1
     np.testing.assert_allclose(split["min_split_share"], 1 / 9)
     assert split["reason"].str.contains("no candidate met the discovery constraints").all()
-    t = fz.table11(a)
+    t = FeasibilityResult(a).table(11)
     assert t.set_index("setting").loc["split_support_only", "abstention_or_failure"] == 1.0
 
 

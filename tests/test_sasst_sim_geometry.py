@@ -9,6 +9,7 @@ from sklearn.metrics import roc_auc_score
 
 from agentstudies.sasst import KMS
 from agentstudies.studies import sasst_geometry as gs
+from agentstudies.studies.sasst_tables import GeometryResult
 
 
 # ------------------------------------------------------------------------ AUC
@@ -83,7 +84,7 @@ def test_study_b_is_independent_of_n_jobs_and_scores_heldout_auc():
     # the no-radius slot sees every candidate of the full registry (density/ESS permitting)
     nr = a[a.method == "no_radius"]
     assert (nr["n_feasible"] <= nr["n_candidates"]).all()
-    t = gs.table9(a)
+    t = GeometryResult(study_b=a).table(9)
     assert t.loc[0, "kms"] == pytest.approx(a[a.method == "kms"]["auc"].mean())
 
 
@@ -175,7 +176,7 @@ def test_short_goal_subgroup_and_audit_records():
     assert (rec["n_candidates"] == 48).all()
     nr = rec[rec.geometry == "no_radius"]
     assert (nr["accepted_radius"] == 48).all()
-    t = gs.table10(rec)
+    t = GeometryResult(audit=rec).table(10)
     # mean over kernel seeds of per-seed means (one trial per seed here)
     want = rec[rec.geometry == "standardized"]["auc"].mean()
     assert t.set_index("geometry").loc["standardized", "auc"] == pytest.approx(want)

@@ -9,6 +9,7 @@ from scipy import stats
 from agentstudies.envs.tau import task_features
 from agentstudies.studies import sasst_small_clusters as S
 from agentstudies.studies._sasst_common import latent_probit_scores
+from agentstudies.studies.sasst_tables import SmallClusterResult
 from agentstudies.parallel import seeded_map
 
 RADII = (0.012, 0.018, 0.04)
@@ -178,7 +179,7 @@ def test_table6_summary_counts_families(pool, rules):
             if t == 1 and k == 3:
                 rec["bound_gaussian"] = -0.01  # an upper bound below the truth 0: miscovers
             recs.append(rec)
-    tab = S.summarize_table6(pd.DataFrame(recs), pool, rules).set_index("rule")
+    tab = SmallClusterResult(pool, rules, table6_records=pd.DataFrame(recs)).table(6).set_index("rule")
     assert tab.loc["gaussian", "familywise_coverage"] == 0.5
     assert tab.loc["bonferroni-t", "familywise_coverage"] == 1.0
 
@@ -190,9 +191,8 @@ def test_positive_control_trial_runs_the_full_protocol(pool, rules):
     assert set(df["status"]) <= {"confirmed", "not confirmed", "abstained", "failed feasibility", "failed discovery"}
     assert df["supported"].dtype == bool
     assert (df.loc[df["status"] == "confirmed", "supported"]).all()
-    tab = S.summarize_table8(pd.DataFrame([dict(r, trial=0) for r in recs]),
-                             pd.DataFrame([dict(r, trial=0) for r in recs]),
-                             pd.DataFrame([dict(r, trial=0) for r in recs]), S.target_index(rules))
+    one = pd.DataFrame([dict(r, trial=0) for r in recs])
+    tab = SmallClusterResult(pool, rules, S.target_index(rules), null40=one, null200=one, control=one).table(8)
     assert list(tab["gate"])[2] == "Target rule discovery, N = 200" and set(tab["result"]) <= {"pass", "fail"}
     # a confirmed status needs a supporting band: the status-level error cannot exceed the band level
     assert (tab["status_level"].dropna() <= tab["value"].iloc[:2] + 1e-12).all()

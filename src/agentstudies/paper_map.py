@@ -83,6 +83,7 @@ _CAL, _SC = "agentstudies.studies.sasst_calibration", "agentstudies.studies.sass
 _GEO, _TW = "agentstudies.studies.sasst_geometry", "agentstudies.studies.tau_workflow"
 _HO, _HOS = "agentstudies.handoff", "agentstudies.studies.alfworld_handoff"
 _AR = "agentstudies.studies.alfworld_recovery"
+_TAB = "agentstudies.studies.sasst_tables"  # SASST Tables 6-11 (results.PaperTables)
 _PRED = "predicting-the-interaction-from-independent-reach-and-solve-gaps-eq-9-figure-7"
 _ONE_PROFILE = "the smoke profile runs one simulated agent profile (Study F only)"
 _NO_PRED = "the smoke pools are too small for the per-type prediction (the chapter says so)"
@@ -123,22 +124,22 @@ ITEMS: tuple[PaperItem, ...] = (
               "signed-family familywise coverage and false fragility"),
     PaperItem("SASST", "Table 6", "sasst_small_clusters",
               "table-6-familywise-coverage-with-few-clusters-across-four-null-settings",
-              f"{_SC}.summarize_table6", ("table6.csv", "table6_coverage.png"), _p("sasst_small_clusters_table6"),
+              f"{_TAB}.SmallClusterResult._table_6", ("table6.csv", "table6_coverage.png"), _p("sasst_small_clusters_table6"),
               "forty-cluster familywise coverage of four inference rules"),
     PaperItem("SASST", "Table 7", "sasst_small_clusters", "table-7-power-for-a-stressed-effect",
-              f"{_SC}.summarize_table7", ("table7.csv", "table7_power.png"), _p("sasst_small_clusters_table7"),
+              f"{_TAB}.SmallClusterResult._table_7", ("table7.csv", "table7_power.png"), _p("sasst_small_clusters_table7"),
               "power for a -10 point stressed effect"),
     PaperItem("SASST", "Table 8", "sasst_small_clusters", "table-8-the-positive-control-and-its-five-gates",
-              f"{_SC}.summarize_table8", ("table8.csv",), _p("sasst_small_clusters_table8"),
+              f"{_TAB}.SmallClusterResult._table_8", ("table8.csv",), _p("sasst_small_clusters_table8"),
               "the positive control and its five gates"),
     PaperItem("SASST", "Table 9", "sasst_geometry", "table-9-held-out-auc",
-              f"{_GEO}.table9", ("table9.csv", "study_b_auc.png"), _p("sasst_geometry_table9"),
+              f"{_TAB}.GeometryResult._table_9", ("table9.csv", "study_b_auc.png"), _p("sasst_geometry_table9"),
               "Study B held-out AUC of KMS, MMD, max-sliced and no radius"),
     PaperItem("SASST", "Table 10", "sasst_geometry", "table-10-the-geometry-audit",
-              f"{_GEO}.table10", ("table10.csv",), _p("sasst_geometry_table10"),
+              f"{_TAB}.GeometryResult._table_10", ("table10.csv",), _p("sasst_geometry_table10"),
               "geometry and bandwidth audit on τ-bench features"),
     PaperItem("SASST", "Table 11", "sasst_feasibility", "table-11-abstention-or-failure-and-the-check-that-recorded-it",
-              "agentstudies.studies.sasst_feasibility.table11", ("table11.csv", "study_c_checks.png"),
+              f"{_TAB}.FeasibilityResult._table_11", ("table11.csv", "study_c_checks.png"),
               _p("sasst_feasibility_table11"), "Study C: which support or stability check blocks which rule"),
     PaperItem("SASST", "Table 12", "sasst_real_features", "sasst-on-the-pool",
               "agentstudies.studies.sasst_real_features.table12", ("table12.csv", "rule_scores.png"),
