@@ -1161,7 +1161,7 @@ def shared_verdict_cache() -> VerdictCache:
 
 def run_cached(sub: Submission, config: SandboxConfig = SandboxConfig()) -> RunOutcome:
     """:meth:`VerdictCache.run` on :func:`shared_verdict_cache` (same signature as
-    :func:`run_submission`, so it can be a :class:`~agentstudies.agents.MemoRunner`'s ``run``)."""
+    :func:`run_submission`, so it can be a :class:`~agentstudies.agents.impossible.MemoRunner`'s ``run``)."""
     return shared_verdict_cache().run(sub, config)
 
 
@@ -1173,11 +1173,24 @@ def run_many(subs: Sequence[Submission], config: SandboxConfig = SandboxConfig()
              n_jobs: int = 1, seed: int = 0) -> tuple[list[RunOutcome], float]:
     """Run submissions in parallel through :func:`agentstudies.parallel.seeded_map`.
 
-    Returns ``(outcomes in input order, throughput in runs per second)``.
+    Returns ``(outcomes in input order, throughput in runs per second)``; the outcomes do
+    not depend on ``n_jobs`` (every run is its own sandboxed process).
+
+    Workers are threads (``backend="threading"``), not processes: a run's work happens in
+    its sandboxed child process, and the runner thread only writes the task folder, waits
+    on the child and parses one line, so two threads keep two cores busy. Process workers
+    (loky) had to import the package and pay the once-per-process canary runs (~0.4 s)
+    each before their first run, which is why ``n_jobs=2`` gained nothing over ``n_jobs=1``
+    on 24-run batches (issue 31). The canary runs once, here, before any worker starts;
+    per-run uids are leased by ``flock`` (exclusive between threads too), and the result
+    pipe's descriptors are close-on-exec, so a concurrent run's child never holds them.
     """
     from agentstudies.parallel import seeded_map
 
     t0 = time.perf_counter()
-    out = seeded_map(_run_item, list(subs), seed=seed, n_jobs=n_jobs, config=config)
+    iso = _layer_info(config.wanted_layer())
+    if iso["layer"] != "none" and len(subs) > 1 and n_jobs != 1:
+        _canary(config, iso)             # once, before the threads start
+    out = seeded_map(_run_item, list(subs), seed=seed, n_jobs=n_jobs, backend="threading", config=config)
     dt = time.perf_counter() - t0
     return out, (len(subs) / dt if dt > 0 else float("nan"))
