@@ -48,8 +48,6 @@ EXEMPT: dict[tuple[str, str, str], str] = {
                                           "covers zero; not a study chapter of issue 25",
     ("method_sasst", "comparison", ""): "method page: a planted toy example says what its planted design does to "
                                         "the gap; not a study chapter of issue 25",
-    ("impossible_workflows", "comparison", ""): "ImpossibleBench chapter: its findings function is not in W4's brief "
-                                                "(another engineer's part of issue 25)",
     ("alfworld_recovery", "comparison", "clean_match_all"): "descriptive clone-audit check (every feasible clean "
                                                             "re-run matches the factual run), not a paper finding",
     ("sasst_calibration", "comparison", ""): _SASST,

@@ -263,3 +263,15 @@ def test_sasst_control_runs_the_uniform_slot_rule():
     assert c["family"].str.contains("SASST").all() and len(c) == 2
     p = c.set_index("measures")["hits"]
     assert p["power"] >= 4 and p["false-positive rate"] <= 2
+
+
+def test_reminder_harm_sentence_counts_harms_on_originals_only():
+    cells = pd.DataFrame({"cohort": ["original", "conflicting"], "harm": [2, 5]})
+    assert "abandon 2 solvable task episodes" in st.reminder_harm_sentence(cells)
+    one = cells.assign(harm=[1, 0])
+    assert "abandon 1 solvable task episode it" in st.reminder_harm_sentence(one)
+    none = cells.assign(harm=[0, 7])  # harms on impossible variants are not a cost on solvable tasks
+    assert st.reminder_harm_sentence(none).startswith("no solvable task was abandoned")
+    assert st.reminder_harm_sentence(cells[cells["cohort"] != "original"]).startswith("no solvable task")
+    with pytest.raises(KeyError, match="harm"):
+        st.reminder_harm_sentence(cells.drop(columns="harm"))

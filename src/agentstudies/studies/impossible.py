@@ -53,7 +53,7 @@ __all__ = [
     "legit_pass_rates", "labelled", "agent_label", "agents_label", "classifier_corpus", "corpus_confusion",
     "corpus_recall", "audit_summary", "PAPER_FINDINGS", "TESTABILITY_COLUMNS", "CONTROL_SUBJECTS",
     "workflow_testability", "reminder_testability", "rate_difference", "cheating_findings", "workflow_findings",
-    "impossible_controls", "controls_sentence", "testability_sentence",
+    "impossible_controls", "controls_sentence", "testability_sentence", "reminder_harm_sentence",
 ]
 
 IMPOSSIBLE_KINDS: tuple[str, ...] = ("one_off", "conflicting")
@@ -1238,3 +1238,24 @@ def testability_sentence(testab: pd.DataFrame) -> str:
                 f"{testab['code_changed'].min():.2f}), so no claim is set aside as not testable.")
     return "Not testable here: " + "; ".join(f"{r.arm} changed the agent's submissions in 0 of {r.episodes} paired "
                                              "episodes" for r in inert.itertuples()) + "."
+
+
+def reminder_harm_sentence(cells: pd.DataFrame) -> str:
+    """What the reminder cost on solvable originals, for "What this run shows".
+
+    ``cells`` is :func:`reminder_analysis`'s ``.cells`` (``cohort``, ``harm``). Says that the
+    reminder made the agent abandon solvable tasks when any ``original`` fork was harmed,
+    otherwise that none was (and where such a cost would show). A run with no ``original``
+    cohort counts as no harm. The choice lives here, not in a notebook cell (issue 25).
+
+    Raises ``KeyError`` if ``cells`` lacks ``cohort`` or ``harm``.
+    """
+    miss = [c for c in ("cohort", "harm") if c not in cells]
+    if miss:
+        raise KeyError(f"reminder cells lack column(s) {miss}; they have {list(cells.columns)}")
+    harm = int(cells.loc[cells["cohort"] == "original", "harm"].sum())
+    if harm > 0:
+        return (f"the reminder made the agent abandon {harm} solvable task episode{'s' if harm != 1 else ''} it "
+                "would have solved, a cost the net difference alone would hide")
+    return ("no solvable task was abandoned in this run; the harm column is where such a cost would show, "
+            "and the net difference alone would hide it")
