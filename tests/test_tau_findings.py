@@ -216,6 +216,32 @@ def test_audit_planted_routing_reappears_and_a_routing_bug_contradicts():
     assert f.verdict("every controller boundary check passes") == "contradicted"
 
 
+def test_controller_audit_table13_follows_the_paper_table_convention():
+    good = ca.audit_metrics(_replay(lambda v, c: v, lambda v, c: c == "confirmed"))
+    r = ca.ControllerAudit(good, _PAPER13)
+    t = r.table(13)
+    assert r.paper_tables() == ("13",) and t.attrs["paper"] == "tau" and t.attrs["table"] == "13"
+    assert list(t.columns) == ["workflow", "metric", "this run", "paper", "equal"] and len(t) == 12
+    # the gate's row by hand: it executes the 8 confirmed calls of 16, half of them valid
+    gate = t[t["workflow"] == "Confirmation gate"].set_index("metric")["this run"]
+    assert gate.tolist() == [0.5, 0.5, 1.0, 1.0] and t["equal"].all()
+    assert r.matches().tolist() == [True, True, True]
+    leaky = ca.audit_metrics(_replay(lambda v, c: True, lambda v, c: c == "confirmed"))
+    assert ca.ControllerAudit(leaky, _PAPER13).matches().to_dict() == {
+        "ReAct": True, "Plan + verifier": False, "Confirmation gate": True}
+    # a difference below the rounding counts as equal, above it not
+    near = good.copy()
+    near.loc["ReAct", "valid_approval"] = 1 - 1e-4
+    assert ca.ControllerAudit(near, _PAPER13).matches()["ReAct"]
+    assert not ca.ControllerAudit(near, _PAPER13, decimals=5).matches()["ReAct"]
+    with pytest.raises(KeyError, match="regenerates tau's tables"):
+        r.table(14)
+    with pytest.raises(KeyError, match="Confirmation gate"):
+        ca.ControllerAudit(good.drop(index="Confirmation gate"), _PAPER13)
+    with pytest.raises(KeyError, match="declined_blocked"):
+        ca.ControllerAudit(good.drop(columns="declined_blocked"), _PAPER13)
+
+
 def test_audit_episode_routing_exact_and_inert_controllers_not_testable():
     good = ca.audit_metrics(_replay(lambda v, c: v, lambda v, c: c == "confirmed"))
     ep = pd.DataFrame({"workflow": ["ReAct", "Plan + verifier", "Confirmation gate"],

@@ -93,7 +93,7 @@ _NO_STATE = "no RL-only win on an SFT-produced state at smoke scale (the chapter
 ITEMS: tuple[PaperItem, ...] = (
     # ---- SASST, App. D.7-D.8: τ²-bench
     PaperItem("SASST", "Table 13", "tau_controller_audit", "table-13-controller-replay-with-oracle-signals",
-              "agentstudies.studies.tau_controller_audit.controller_audit", ("table13.csv",),
+              "agentstudies.studies.tau_controller_audit.ControllerAudit._table_13", ("table13.csv",),
               _p("tau_controller_audit_table13"), "controller replay of the three workflows on real τ²-bench write calls"),
     PaperItem("SASST", "Table 14", "tau_workflow_stress", "table-14-across-profile-summary",
               f"{_TW}.summary_table", ("table14.csv",), _p("tau_workflow_stress_table14"),

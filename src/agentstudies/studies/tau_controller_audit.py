@@ -9,7 +9,7 @@ tool, :func:`controller_boundary_tests` runs the boundary and regression checks,
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import pandas as pd
@@ -23,6 +23,7 @@ from agentstudies.agents.controllers import (
     extract_mutation,
     make_controller,
 )
+from agentstudies.results import PaperTables
 from agentstudies.studies._paper import paper_values
 
 __all__ = [
@@ -38,7 +39,7 @@ __all__ = [
     "episode_counts",
     "audit_metrics",
     "TABLE13_METRICS",
-    "table13_matches",
+    "ControllerAudit",
     "audit_findings",
     "CONTROL_SUBJECTS",
     "audit_controls",
@@ -91,7 +92,7 @@ def audit_deck(seed: int = 0) -> list[DeckCard]:
     """
     import numpy as np
 
-    from agentstudies.agents.tau.mistakes import alter_arguments
+    from agentstudies.agents.tau import alter_arguments
     from agentstudies.envs.tau import load_tasks
 
     rng = np.random.default_rng(seed)
@@ -348,7 +349,7 @@ def audit_episodes(task_ids: list[str], *, seed: int = 0, n_jobs: int = 1, agent
     """The episode section's τ-bench episodes: every task under the three controllers.
 
     ``agent="simulated"`` runs the scripted ``profiles``; ``agent="llm:<provider/model>"``
-    runs an LLM agent (:class:`agentstudies.agents.LLMTauPolicy`, settings in
+    runs an LLM agent (:class:`agentstudies.agents.tau.LLMTauPolicy`, settings in
     ``llm_settings``, see :class:`agentstudies.agents.LLMSpec`) in their place, against the
     simulated verifier and consenting user of the controllers. One simulator seed
     (``seed``). Returns :func:`agentstudies.agents.tau.run_episodes`'s table (outcomes
@@ -389,22 +390,61 @@ def episode_counts(episodes: pd.DataFrame) -> pd.DataFrame:
 TABLE13_METRICS = ("invalid_block_recall", "valid_approval", "confirmed_executed", "declined_blocked")
 
 
-def table13_matches(audit: pd.DataFrame, paper: pd.DataFrame | None = None, *, decimals: int = 3) -> pd.Series:
-    """Per workflow: does this audit's Table 13 row equal the paper's in all four fractions
-    (rounded to ``decimals``)? ``audit`` is indexed by workflow (:func:`controller_audit` /
-    :func:`audit_metrics`); ``paper`` has a ``workflow`` column (default
-    :data:`PAPER_TABLE_13`). Returns a boolean Series indexed by workflow.
+@dataclass(frozen=True)
+class ControllerAudit(PaperTables):
+    """The controller audit beside the paper: SASST Appendix D.7, Table 13 (``PAPER = "tau"``).
 
-    Raises ``KeyError`` if a workflow or a metric is missing from either table."""
-    paper = PAPER_TABLE_13 if paper is None else paper
-    pp = paper.set_index("workflow")
-    miss = [w for w in WORKFLOWS if w not in audit.index or w not in pp.index]
-    if miss:
-        raise KeyError(f"workflow(s) {miss} missing from the audit or the paper's Table 13")
-    cols = list(TABLE13_METRICS)
-    ours = audit.loc[list(WORKFLOWS), cols].astype(float).round(decimals)
-    theirs = pp.loc[list(WORKFLOWS), cols].astype(float).round(decimals)
-    return (ours == theirs).all(axis=1)
+    ``audit`` is indexed by workflow with the four fractions of :data:`TABLE13_METRICS`
+    (:func:`controller_audit` / :func:`audit_metrics`; ``n_calls`` optional); ``paper`` has
+    a ``workflow`` column and the same four (default :data:`PAPER_TABLE_13`). ``decimals``:
+    the rounding at which a fraction equals the paper's.
+
+    ``table(13)`` is the tidy Table 13 (one row per workflow x metric: ``workflow, metric,
+    this run, paper, equal``); :meth:`matches` says per workflow whether all four equal the
+    paper's, the exact rule of :func:`audit_findings` and :func:`audit_controls`.
+
+    Raises
+    ------
+    KeyError
+        At construction, if a workflow of :data:`WORKFLOWS` or a metric is missing from
+        either table.
+    """
+
+    PAPER = "tau"
+
+    audit: pd.DataFrame
+    paper: pd.DataFrame = field(default_factory=lambda: PAPER_TABLE_13)
+    decimals: int = 3
+
+    def __post_init__(self) -> None:
+        pp = self.paper.set_index("workflow") if "workflow" in self.paper else self.paper
+        miss = [w for w in WORKFLOWS if w not in self.audit.index or w not in pp.index]
+        if miss:
+            raise KeyError(f"workflow(s) {miss} missing from the audit or the paper's Table 13")
+        cols = [c for c in TABLE13_METRICS if c not in self.audit.columns or c not in pp.columns]
+        if cols:
+            raise KeyError(f"Table 13 metric(s) {cols} missing from the audit or the paper's table")
+
+    def _both(self) -> tuple[pd.DataFrame, pd.DataFrame]:
+        pp = self.paper.set_index("workflow") if "workflow" in self.paper else self.paper
+        cols = list(TABLE13_METRICS)
+        return (self.audit.loc[list(WORKFLOWS), cols].astype(float),
+                pp.loc[list(WORKFLOWS), cols].astype(float))
+
+    def _table_13(self) -> pd.DataFrame:
+        """Table 13 tidy: ``workflow, metric, this run, paper, equal`` (12 rows, fractions
+        of the deck's calls; ``equal`` at ``decimals``)."""
+        ours, theirs = self._both()
+        rows = [{"workflow": w, "metric": m, "this run": float(ours.loc[w, m]), "paper": float(theirs.loc[w, m]),
+                 "equal": bool(round(ours.loc[w, m], self.decimals) == round(theirs.loc[w, m], self.decimals))}
+                for w in WORKFLOWS for m in TABLE13_METRICS]
+        return pd.DataFrame(rows)
+
+    def matches(self) -> pd.Series:
+        """Per workflow (index), does its Table 13 row equal the paper's in all four fractions
+        (rounded to ``decimals``)? A boolean Series."""
+        t = self._table_13()
+        return t.groupby("workflow", sort=False)["equal"].all().reindex(list(WORKFLOWS))
 
 
 def audit_findings(audit: pd.DataFrame, boundary: pd.DataFrame, episodes: pd.DataFrame | None = None,
@@ -431,13 +471,13 @@ def audit_findings(audit: pd.DataFrame, boundary: pd.DataFrame, episodes: pd.Dat
     Raises
     ------
     KeyError
-        A missing workflow / metric (:func:`table13_matches`), or ``boundary`` without
+        A missing workflow / metric (:class:`ControllerAudit`), or ``boundary`` without
         ``passed``, or ``episodes`` without ``workflow, blocked_calls, declined_calls``.
     """
     from agentstudies.findings import Findings, exact_finding, untestable_finding
 
     paper = PAPER_TABLE_13 if paper is None else paper
-    match = table13_matches(audit, paper)
+    match = ControllerAudit(audit, paper).matches()
     pp = paper.set_index("workflow")
     rows = []
     for w in WORKFLOWS:
