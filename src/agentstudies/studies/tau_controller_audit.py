@@ -549,7 +549,7 @@ def audit_controls(*, replicates: int = 40, level: float = 0.95, seed: int = 0) 
     Each replicate draws a deck (:func:`audit_deck` with seed ``seed + r``: other argument
     alterations) and replays it through the three controllers' decisions with the
     *planted* reviewers (oracle verifier, recorded consent) or the *null* ones (random
-    answers; :data:`CONTROL_SUBJECTS`), then applies :func:`table13_matches` -- the rule
+    answers; :data:`CONTROL_SUBJECTS`), then applies :meth:`ControllerAudit.matches` -- the rule
     of :func:`audit_findings` -- to the Plan + verifier and the gate rows. Returns
     :data:`agentstudies.findings.CONTROL_COLUMNS` rows (power on the planted subject,
     false-positive rate on the null one, exact Clopper-Pearson intervals).
@@ -568,7 +568,7 @@ def audit_controls(*, replicates: int = 40, level: float = 0.95, seed: int = 0) 
         deck = audit_deck(seed=seed + r)
         for kind in out:
             rng = np.random.default_rng(keyed_seed(seed, "audit_control", kind, r))
-            m = table13_matches(audit_metrics(_decision_replay(deck, kind, rng)))
+            m = ControllerAudit(audit_metrics(_decision_replay(deck, kind, rng))).matches()
             out[kind].append({w: "reappears" if bool(m[w]) else "contradicted" for w in ("Plan + verifier",
                                                                                         "Confirmation gate")})
     rows = []
