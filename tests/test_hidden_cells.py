@@ -52,8 +52,6 @@ EXEMPT: dict[tuple[str, str, str], str] = {
                                                             "re-run matches the factual run), not a paper finding",
     ("sasst_calibration", "comparison", ""): _SASST,
     ("sasst_calibration", "quantile", ""): _SASST + "; a Monte-Carlo error band uses 1.96",
-    ("sasst_feasibility", "comparison", ""): _SASST,
-    ("sasst_feasibility", "quantile", ""): _SASST + "; a Monte-Carlo error band uses 1.96",
     ("sasst_real_features", "comparison", ""): _SASST,
     ("sasst_small_clusters", "comparison", ""): _SASST,
 }
