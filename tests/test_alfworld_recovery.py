@@ -456,3 +456,71 @@ def test_router_findings_not_testable_when_no_outcome_can_change():
     rows = t[t.index.str.startswith("CIR")]
     assert (rows["verdict"] == "not testable here").all()
     assert rows["why"].str.contains("changed the outcome in 0 of 144").sum() == 5
+
+
+# ------------------------------------------------------------------ the stale-list rule (issue 26)
+class ListReadingPolicy(ReadingPolicy):
+    """ReadingPolicy that declares it reads the admissible list and logs every (shown
+    text, shown list) pair in a class-level log (shared by its deep copies)."""
+
+    admissible = True
+    log: list = []
+
+    def act(self, observation):
+        ListReadingPolicy.log.append((observation["observation"], tuple(observation["admissible_commands"])))
+        return super().act({k: observation[k] for k in ("goal", "observation")})
+
+
+def _true_lists(game, actions, seed, action_cap):
+    """Admissible list after each of ``actions`` (index 0: after reset), by stepping a fresh engine."""
+    from agentstudies.envs.alfworld.env import AlfworldEnv
+    from agentstudies.parallel import keyed_seed
+
+    env = AlfworldEnv(budget=action_cap)
+    try:
+        env.load_game(game)
+        env.reset(int(keyed_seed(seed, "env", str(game["task_id"])).generate_state(1)[0] % (2 ** 31)), action_cap)
+        lists, texts = [tuple(env.admissible)], [env.observation]
+        for a in actions:
+            env.step(a)
+            lists.append(tuple(env.admissible))
+            texts.append(env.observation)
+        return lists, texts
+    finally:
+        env.close()
+
+
+def test_stale_condition_shows_the_stale_list_and_refresh_the_current_one():
+    pools = ar.cohort_pools({"primary": 1}, task_types=["pick_and_place_simple", "look_at_obj_in_light",
+                                                       "pick_clean_then_place_in_recep"])
+    kw = dict(seed=0, conditions=("clean", "stale-2"), delays=(0,), operations=("refresh", "ablated"),
+              router_delays=(), cap_scale=0.5, trace=True)
+    checked = 0
+    for game in pools["primary"]:
+        out = {}
+        for mode in ar.STALE_ADMISSIBLE:
+            ListReadingPolicy.log = []
+            out[mode] = (ar.run_task(game, ListReadingPolicy(), stale_admissible=mode, **kw), list(ListReadingPolicy.log))
+        res, log = out["stale"]
+        if not res["task"]["feasible"]:
+            continue
+        t0 = res["task"]["t0"]
+        base = {b["condition"]: b for b in res["branches"] if b["delay"] is None}
+        lists, texts = _true_lists(game, base["clean"]["actions"][:t0], 0, 32)
+        if lists[t0 - 2] == lists[t0]:
+            continue  # the two states share a list: nothing distinguishes the rules here
+        stale = base["stale-2"]
+        assert stale["admissible_shown"] == list(lists[t0 - 2])  # stale text comes with its own list
+        assert base["clean"]["admissible_shown"] == list(lists[t0])
+        assert (texts[t0 - 2], lists[t0 - 2]) in log  # ... and that is what the agent was given
+        forks = {(b["condition"], b["operation"]): b for b in res["branches"] if b["delay"] == 0}
+        assert forks[("stale-2", "refresh")]["admissible_shown"] == list(lists[t0])  # refresh: current list
+        assert forks[("stale-2", "ablated")]["admissible_shown"] == list(lists[t0 - 2])  # hidden reply: list kept
+        cur = {b["condition"]: b for b in out["current"][0]["branches"] if b["delay"] is None}
+        assert cur["stale-2"]["admissible_shown"] == list(lists[t0])  # the ablation: the true state's list
+        assert (texts[t0 - 2], lists[t0]) in out["current"][1]
+        checked += 1
+        break
+    assert checked >= 1, "no feasible task whose stale and current lists differ"
+    with pytest.raises(ValueError, match="stale_admissible"):
+        ar.run_task(pools["primary"][0], ListReadingPolicy(), stale_admissible="fresh")

@@ -31,8 +31,28 @@ For every task (CIR paper, "Paired counterfactuals" and "Setup"):
    that point, plus the policy's own confidence at its last action.
 
 The agent sees ``{"goal", "observation"}`` (goal sentence + latest shown text) and, for a
-checkpoint trained with it (``policy.admissible``, the shipped SFT / RL), the engine's
-admissible list at the true state (:func:`_shown`); never the expert plan. Outcomes are the engine's native ``won``.
+checkpoint trained with it (``policy.admissible``, the shipped SFT / RL), the admissible
+list that came with the shown observation (:func:`_shown`); never the expert plan.
+Outcomes are the engine's native ``won``.
+
+**A stale observation comes with its own list** (``stale_admissible="stale"``, default).
+The CIR paper ("Paired counterfactuals: same state, with vs without refresh") defines
+the observation condition as what the harness *shows*: "stale: replace it with an
+earlier state's observation", with the environment unchanged. For an agent whose
+observation includes the admissible commands, the earlier state's observation is its
+text *and* the list the engine returned with it (recorded per step, ``records[k]
+["admissible"]``); showing the true state's list beside a stale text would leak the
+fresh state the condition is meant to withhold (measured: with the shipped list
+checkpoints, which choose among the listed commands, refresh then changed the next
+action in 0 of 406 quick-profile forks). So under ``stale-k`` the agent sees ``o_{t0-k}``
+and its list until its next action returns a real observation (with the current list);
+a refresh appends the current observation and shows the current list; ``ablated`` and
+``replan`` return no observation, so the shown list stays as it was. ``clean`` and
+``missing`` (only the text content is replaced) show the current list. A command chosen
+from a stale list may be inadmissible in the true state: the engine answers it
+("Nothing happens.", one environment action), as ALFWorld does -- the agent learns from
+the reply; it is not an error. ``stale_admissible="current"`` is the earlier behaviour
+(the true state's list beside the stale text), kept as the ablation.
 Seeds: env reset ``keyed_seed(seed, "env", task_id)``; policy stream via
 ``policy.reset(task_id, seed, role="eval")`` (the learned policy keys it on task, seed,
 role and checkpoint), identical in every branch of a task.
@@ -58,7 +78,7 @@ import math
 import re
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -77,6 +97,7 @@ __all__ = [
     "PAPER_COHORT_SIZES",
     "POLICY_FEATURES",
     "LOOK_FORMATS",
+    "STALE_ADMISSIBLE",
     "format_reply",
     "REPLAN_TEXT",
     "RecoveryStudy",
@@ -241,23 +262,38 @@ def _policy_stats(policy) -> tuple[float, float]:
 
 @dataclass
 class _Branch:
-    """Mutable state of one branch: engine snapshot, policy, shown text, transcript."""
+    """Mutable state of one branch: policy, shown text, transcript, and ``admissible``:
+    the admissible list shown with ``shown`` (the list recorded when the shown observation
+    was produced -- under a stale condition the earlier state's list, see
+    :data:`STALE_ADMISSIBLE`)."""
 
     policy: Any
     shown: str
     turns: int
     transcript: list
     stats: tuple
+    admissible: tuple = ()
+
+    def copy(self) -> "_Branch":
+        return _Branch(_clone_policy(self.policy), self.shown, self.turns, [dict(x) for x in self.transcript],
+                       self.stats, self.admissible)
 
 
-def _shown(admissible: Callable[[], Sequence[str]], policy, goal: str, text: str) -> dict[str, Any]:
-    """What the agent is shown: goal + latest shown text, plus the engine's current
-    admissible list for a policy that reads it (``policy.admissible``, the handoff
-    paper's setting; the list is the engine's at the true state, also in a stale-
-    observation condition, where only the observation text is stale)."""
+#: What admissible list a stale observation comes with (``run_task(stale_admissible=...)``):
+#: ``"stale"`` (default) the list recorded with that earlier observation -- the observation
+#: *and* its list describe the earlier state; ``"current"`` the engine's list at the true
+#: state (the earlier behaviour, kept as an ablation: the list leaks the fresh state).
+STALE_ADMISSIBLE: tuple[str, ...] = ("stale", "current")
+
+
+def _shown(admissible: Sequence[str], policy, goal: str, text: str) -> dict[str, Any]:
+    """What the agent is shown: goal + latest shown text, plus -- for a policy that reads
+    it (``policy.admissible``, the handoff paper's setting) -- the admissible list that
+    came with the shown observation (:attr:`_Branch.admissible`: the current state's list,
+    or under a stale condition the earlier state's, see :data:`STALE_ADMISSIBLE`)."""
     obs: dict[str, Any] = {"goal": goal, "observation": text}
     if getattr(policy, "admissible", False) is True:
-        obs["admissible_commands"] = list(admissible())
+        obs["admissible_commands"] = list(admissible)
     return obs
 
 
@@ -271,10 +307,11 @@ def _play(env, br: _Branch, goal: str, turn_cap: int, until_actions: int | None 
             return
         if keep is not None:
             keep.append(_clone_policy(br.policy))
-        a = br.policy.act(_shown(lambda: env.admissible, br.policy, goal, br.shown))
+        a = br.policy.act(_shown(br.admissible, br.policy, goal, br.shown))
         br.turns += 1
-        env.step(a)
+        env.step(a)  # a command inadmissible here is answered by the engine ("Nothing happens."), not an error
         br.shown = env.observation
+        br.admissible = tuple(env.admissible)
         br.transcript.append({"action": a, "observation": br.shown})
         br.stats = _policy_stats(br.policy)
 
@@ -303,6 +340,8 @@ def _apply(env, br: _Branch, op: str, refresh_commands: Sequence[str] = ("look",
                 replies.append(format_reply(env.observation, look_format))
         # no action left for the query: nothing can be appended
         extra = ("\n".join(replies) if op == "refresh" else ABLATED_TEXT) if replies else ""
+        if op == "refresh" and replies:  # the returned observation comes with the current list
+            br.admissible = tuple(env.admissible)  # (ablated hides it: the agent keeps what it had)
     elif op == "replan":
         extra = REPLAN_TEXT
     else:
@@ -335,6 +374,7 @@ def run_task(
     intervention_fraction: float = 0.25,
     refresh_commands: Sequence[str] = ("look",),
     look_format: str = "raw",
+    stale_admissible: str = "stale",
     trace: bool = False,
 ) -> dict[str, Any]:
     """Run the whole protocol on one task (module docstring). Returns ``{"task": row,
@@ -362,6 +402,8 @@ def run_task(
         raise ValueError(f"refresh_commands={refresh_commands!r}: expected a non-empty list of commands")
     if look_format not in LOOK_FORMATS:
         raise ValueError(f"look_format={look_format!r}; expected one of {LOOK_FORMATS}")
+    if stale_admissible not in STALE_ADMISSIBLE:
+        raise ValueError(f"stale_admissible={stale_admissible!r}; expected one of {STALE_ADMISSIBLE}")
     turn_cap = max(1, int(round(49 * cap_scale)))
     action_cap = max(1, int(round(64 * cap_scale)))
     env = _env(action_cap)
@@ -375,7 +417,7 @@ def run_task(
     intro = env.observation
     pol = copy.deepcopy(policy)
     pol.reset(task_id, seed, role="eval")
-    fact = _Branch(pol, intro, 0, [], (1.0, 0.0))
+    fact = _Branch(pol, intro, 0, [], (1.0, 0.0), tuple(env.admissible))
     calls_model = hasattr(policy, "episode_record")
     fact_copies: list | None = [] if calls_model else None
     _play(env, fact, goal, turn_cap, keep=fact_copies)
@@ -411,34 +453,37 @@ def run_task(
     fork_snap = env.snapshot()
     fork_stats = _policy_stats(pol)
     obs_after = [r["observation"] for r in f_records]  # o_0 .. o_L (o_k after action k)
+    adm_after = [tuple(r["admissible"]) for r in f_records]  # the list recorded with o_k
     matches = None
     for cond in conditions:
+        adm = adm_after[t0]
         if cond == "clean":
             text = obs_after[t0]
         elif cond == "missing":
             text = MISSING_TEXT
         else:
-            text = obs_after[t0 - int(cond.split("-")[1])]
+            k = int(cond.split("-")[1])
+            text = obs_after[t0 - k]
+            if stale_admissible == "stale":
+                adm = adm_after[t0 - k]
         env.restore(fork_snap)
         tr = [dict(x) for x in transcript]
         tr[-1] = {"action": tr[-1]["action"], "observation": text}
-        br = _Branch(_clone_policy(pol), text, t0, tr, fork_stats)
+        br = _Branch(_clone_policy(pol), text, t0, tr, fork_stats, adm)
         # no-recovery branch, cloned at every delay / decision point on the way
         points = sorted(set(int(d) for d in delays) | set(int(d) for d in router_delays))
         snaps: dict[int, tuple] = {}
         for d in points:
             _play(env, br, goal, turn_cap, until_actions=t0 + d)
             ended = env.won or env.remaining_budget <= 0 or br.turns >= turn_cap or len(env.actions) < t0 + d
-            snaps[d] = (None if ended else env.snapshot(), _Branch(_clone_policy(br.policy), br.shown, br.turns,
-                                                                      [dict(x) for x in br.transcript], br.stats),
-                        ended)
+            snaps[d] = (None if ended else env.snapshot(), br.copy(), ended)
         _play(env, br, goal, turn_cap)
         y0 = bool(env.won)
         base_actions = env.actions
         rec0 = llm_record(br.policy) if calls_model else {}
         if trace:
             out["branches"].append(dict(condition=cond, delay=None, operation=None, actions=env.actions,
-                                        fork_key=None, shown=None))
+                                        fork_key=None, shown=None, admissible_shown=list(adm)))
         if cond == "clean":
             matches = env.actions == f_actions
         y_with: dict[tuple[int, str], tuple[bool, bool, bool]] = {}
@@ -453,11 +498,11 @@ def run_task(
                     continue
                 env.restore(snap)
                 fork_key = env.state_key() if trace else None
-                b = _Branch(_clone_policy(sb.policy), sb.shown, sb.turns, [dict(x) for x in sb.transcript], sb.stats)
+                b = sb.copy()
                 n_before = len(env.actions)
                 _apply(env, b, op, refresh_commands, look_format)
                 n_query = len(env.actions) - n_before
-                shown_after = b.shown
+                shown_after, adm_shown = b.shown, list(b.admissible)
                 _play(env, b, goal, turn_cap)
                 acts = env.actions
                 agent_acts = acts[:n_before] + acts[n_before + n_query:]
@@ -466,7 +511,7 @@ def run_task(
                                    llm_record(b.policy) if calls_model else {})
                 if trace:
                     out["branches"].append(dict(condition=cond, delay=d, operation=op, actions=env.actions,
-                                                fork_key=fork_key, shown=shown_after))
+                                                fork_key=fork_key, shown=shown_after, admissible_shown=adm_shown))
         for d in delays:
             for op in operations:
                 y1, active, changed, nxt, rec1 = y_with[(int(d), op)]
@@ -495,7 +540,7 @@ def _refeed(pol, goal: str, intro: str, f_actions, f_records, t0: int) -> tuple[
     shown = intro
     transcript = []
     for k in range(t0):
-        a = pol.act(_shown(lambda: f_records[k]["admissible"], pol, goal, shown))
+        a = pol.act(_shown(f_records[k]["admissible"], pol, goal, shown))
         if a != f_actions[k]:
             raise ReplayMismatch(k + 1, "policy action", f_actions[k], a)
         shown = f_records[k + 1]["observation"]
@@ -514,7 +559,8 @@ def _fork_record(rec0: Mapping[str, Any], rec1: Mapping[str, Any]) -> dict[str, 
 def _task_item(item, rng, **kw):  # seeded_map signature; the task's seeds are keyed, rng unused
     game, design = item
     return run_task(game, kw["policy"], seed=kw["root_seed"], cap_scale=kw["cap_scale"],
-                    refresh_commands=kw["refresh_commands"], look_format=kw["look_format"], **design)
+                    refresh_commands=kw["refresh_commands"], look_format=kw["look_format"],
+                    stale_admissible=kw["stale_admissible"], **design)
 
 
 # ------------------------------------------------------------------ study
@@ -569,6 +615,7 @@ def run_recovery_study(
     designs: Mapping[str, Mapping[str, Sequence]] | None = None,
     refresh_commands: Sequence[str] = ("look",),
     look_format: str = "raw",
+    stale_admissible: str = "stale",
     n_jobs: int = 1,
 ) -> RecoveryStudy:
     """Run the protocol on every cohort's pool (module docstring).
@@ -590,6 +637,9 @@ def run_recovery_study(
         paper: verbatim) or ``"arrival"`` (the harness rewrites ALFWorld's look reply
         "You are facing the X" as "You arrive at X." -- for agents that only parse the
         arrival form; a harness-side formatting choice, reported with the results).
+    stale_admissible : the admissible list shown with a stale observation
+        (:data:`STALE_ADMISSIBLE`): ``"stale"`` (default) the list recorded with that
+        earlier observation; ``"current"`` the true state's list (ablation; module docstring).
     n_jobs : parallel tasks (:func:`agentstudies.parallel.seeded_map`); tables do not
         depend on it. A policy that calls a model (an
         :class:`agentstudies.agents.LLMAlfworldPolicy`, e.g. from
@@ -603,9 +653,11 @@ def run_recovery_study(
     ``llm_errors_without`` / ``llm_limit_without`` of the no-recovery branch). A failed
     call is flagged there and the branch scored by the engine; nothing is dropped.
 
-    Raises ``ValueError`` for an empty pool set, an unknown cohort without a design, or
-    duplicate task ids.
+    Raises ``ValueError`` for an empty pool set, an unknown cohort without a design,
+    duplicate task ids or an unknown ``stale_admissible``.
     """
+    if stale_admissible not in STALE_ADMISSIBLE:
+        raise ValueError(f"stale_admissible={stale_admissible!r}; expected one of {STALE_ADMISSIBLE}")
     designs = {**COHORT_DESIGNS, **(designs or {})}
     items = []
     for cohort, games in pools.items():
@@ -625,7 +677,8 @@ def run_recovery_study(
         n_jobs = 1
     t0 = time.perf_counter()
     res = seeded_map(_task_item, items, seed=seed, n_jobs=n_jobs, policy=policy, cap_scale=cap_scale, root_seed=seed,
-                     refresh_commands=tuple(refresh_commands), look_format=look_format)
+                     refresh_commands=tuple(refresh_commands), look_format=look_format,
+                     stale_admissible=stale_admissible)
     wall = time.perf_counter() - t0
     tasks = pd.DataFrame([r["task"] for r in res])
     paired = pd.DataFrame([x for r in res for x in r["paired"]],
@@ -636,7 +689,7 @@ def run_recovery_study(
     dec = pd.DataFrame([x for r in res for x in r["decisions"]])
     timing = dict(wall_seconds=wall, worker_seconds=float(sum(r["seconds"] for r in res)), tasks=len(items))
     params = dict(seed=seed, cap_scale=cap_scale, n_jobs=n_jobs, refresh_commands=list(refresh_commands),
-                  look_format=look_format, designs={k: {kk: list(vv) for kk, vv in v.items()}
+                  look_format=look_format, stale_admissible=stale_admissible, designs={k: {kk: list(vv) for kk, vv in v.items()}
                                                                          for k, v in designs.items() if k in pools},
                   policy=getattr(policy, "params", repr(policy)), pool_sizes={k: len(v) for k, v in pools.items()})
     return RecoveryStudy(tasks, paired, dec, params, timing)
