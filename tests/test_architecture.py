@@ -45,6 +45,8 @@ LAYER_OF = {
     "book": "top",  # the pipeline behind runner: model, kernel, execute, schedule, build
     "cli": "top",
     "booksite": "top",
+    "booktable": "top",
+    "paper_compare": "top",
     "paper_runs": "top",
     "paper_map": "top",
     "episodes": "top",

@@ -18,7 +18,8 @@ A Sphinx extension (listed in ``book/_config.yml`` as ``agentstudies.booksite``)
 Both directives are generic over the table of contents: a new chapter appears in both
 indexes without any edit here. The pure functions :func:`results_index`,
 :func:`paper_items_index` and :func:`exercise_index` return plain data and are tested
-without Sphinx.
+without Sphinx. The paper comparisons (:func:`compare_tables`, :func:`paper_counterparts`,
+:func:`paper_items_index`) live in ``agentstudies.paper_compare`` and are re-exported here.
 
 The artifacts root is ``$AGENTSTUDIES_ARTIFACTS`` if set, else ``<root>/artifacts``;
 ``<root>`` is the folder above ``book/``.
@@ -35,12 +36,14 @@ from typing import Any
 import nbformat
 import pandas as pd
 
+from agentstudies.paper_compare import (  # noqa: F401 - re-exported: the comparisons moved out
+    TABLE_SUFFIXES, PaperItemRow, compare_tables, paper_counterparts, paper_items_index)
+
 __all__ = [
     "TableEntry", "FigureEntry", "ChapterResults", "Exercise", "PaperItemRow",
     "SyllabusRow", "syllabus", "results_index", "paper_items_index", "exercise_index", "compare_tables", "paper_counterparts", "setup",
 ]
 
-TABLE_SUFFIXES = (".csv",)
 FIGURE_SUFFIXES = (".png", ".svg", ".jpg")
 _PAPER_REF = re.compile(r"\b(Figure|Fig\.?|Tables?|Eq\.|Equation)\s*(\d+[a-z]?)", re.I)
 
@@ -97,103 +100,6 @@ class Exercise:
     chapter: str
     number: int
     text: str
-
-
-# ------------------------------------------------------------------------ paper tables
-def paper_counterparts(chapter: str, tables: list[str], paper_dir: Path | None,
-                       artifacts: Path | None = None) -> dict[str, Path]:
-    """Map a chapter's table names to the CSV holding the paper's values.
-
-    Rules, in order: ``<artifacts>/<name>_paper.csv`` beside the table;
-    ``<paper_dir>/<chapter>_<name>.csv``; else ``<paper_dir>/<chapter>_<key>.csv`` where
-    ``<name>`` starts with ``<key>_`` (``table2a_reach`` <- ``table2a``), the longest such
-    key, and only if no table is named ``<key>`` exactly.
-    """
-    out: dict[str, Path] = {}
-    keys: dict[str, Path] = {}
-    if paper_dir is not None and paper_dir.is_dir():
-        prefix = f"{chapter}_"
-        keys = {p.stem[len(prefix):]: p for p in sorted(paper_dir.glob(f"{prefix}*.csv"))}
-    names = set(tables)
-    for name in tables:
-        if name.endswith("_paper"):
-            continue
-        if artifacts is not None and (artifacts / f"{name}_paper.csv").is_file():
-            out[name] = artifacts / f"{name}_paper.csv"
-        elif name in keys:
-            out[name] = keys[name]
-        else:
-            cands = [k for k in keys if name.startswith(f"{k}_") and k not in names]
-            if cands:
-                out[name] = keys[max(cands, key=len)]
-    return out
-
-
-def compare_tables(ours: pd.DataFrame, paper: pd.DataFrame) -> str:
-    """A one-line, computed comparison of our table with the paper's (no judgement typed).
-
-    Value columns are the numeric columns of the same name in both tables with a float in
-    at least one of them. Key columns are the shortest prefix (in the paper's column
-    order) of the other shared columns that identifies the paper's rows uniquely; rows are
-    matched on them (with no key, by position if both tables have as many rows). For each
-    value column the line gives the largest absolute difference and, where the paper gives
-    an interval (``<col>_low``/``<col>_high``), how many of our values fall inside it; each
-    remaining shared text column (e.g. a status) is reported as "equal in k of n".
-    Returns a plain reason when nothing can be compared.
-    """
-    common = [c for c in paper.columns if c in ours.columns]
-    if not common:
-        return "no shared columns (compare in the chapter)"
-
-    def numeric(df: pd.DataFrame, c: str) -> bool:
-        return pd.api.types.is_numeric_dtype(df[c]) and not pd.api.types.is_bool_dtype(df[c])
-
-    value_cols = [c for c in common if numeric(ours, c) and numeric(paper, c)
-                  and (pd.api.types.is_float_dtype(ours[c]) or pd.api.types.is_float_dtype(paper[c]))]
-    if not value_cols:
-        return "no shared numeric columns (compare in the chapter)"
-    others = [c for c in common if c not in value_cols]
-    keys: list[str] = []
-    for c in others:
-        keys.append(c)
-        if not paper.duplicated(subset=keys).any():
-            break
-    else:
-        if keys and paper.duplicated(subset=keys).any():
-            keys = []
-    texts = [c for c in others if c not in keys]
-    intervals = [f"{v}_{s}" for v in value_cols for s in ("low", "high") if f"{v}_{s}" in paper.columns]
-    a = ours[keys + value_cols + texts].copy()
-    b = paper[keys + value_cols + texts + [c for c in intervals if c not in keys + value_cols + texts]].copy()
-    if keys:
-        for k in keys:
-            a[k], b[k] = a[k].astype(str), b[k].astype(str)
-        merged = a.merge(b.add_suffix("__paper").rename(columns={f"{k}__paper": k for k in keys}),
-                         on=keys, how="inner")
-    elif len(a) == len(b):
-        merged = pd.concat([a.reset_index(drop=True), b.add_suffix("__paper").reset_index(drop=True)], axis=1)
-    else:
-        return "no shared key columns (compare in the chapter)"
-    if merged.empty:
-        return "no matching rows (this run's settings differ from the paper's)"
-    parts = []
-    for v in value_cols:
-        diff = (merged[v] - merged[f"{v}__paper"]).abs().dropna()
-        if diff.empty:
-            continue
-        text = f"{v}: max |this run − paper| = {diff.max():.3g}"
-        lo, hi = f"{v}_low__paper", f"{v}_high__paper"
-        if lo in merged and hi in merged:
-            inside = int(((merged[v] >= merged[lo]) & (merged[v] <= merged[hi])).sum())
-            text += f", inside the paper's interval in {inside} of {len(merged)}"
-        parts.append(text)
-    for t in texts:
-        same = int((merged[t].astype(str) == merged[f"{t}__paper"].astype(str)).sum())
-        parts.append(f"{t}: equal in {same} of {len(merged)}")
-    if not parts:
-        return "no overlapping values (compare in the chapter)"
-    on = ", ".join(keys) if keys else "row order"
-    return f"{len(merged)} row(s) matched on {on}; " + "; ".join(parts)
 
 
 # -------------------------------------------------------------------------- notebooks
@@ -295,60 +201,6 @@ def results_index(root: Path | str, artifacts: Path | str | None = None,
                 entry.figures.append(FigureEntry(p.stem, None, "", _paper_refs(p.stem), p))
         out.append(entry)
     return out
-
-
-@dataclass
-class PaperItemRow:
-    """One row of the results index: a paper item of ``agentstudies.paper_map`` in this build.
-
-    ``written`` lists the entry's artifact files present under ``artifacts/<chapter>/``
-    and ``missing`` those absent; ``comparison`` is :func:`compare_tables` of the first
-    written CSV with the paper CSV ("" when either is absent).
-    """
-
-    paper: str
-    item: str
-    chapter: str
-    anchor: str
-    what: str
-    builder: str
-    written: list[Path] = field(default_factory=list)
-    missing: list[str] = field(default_factory=list)
-    paper_csv: Path | None = None
-    comparison: str = ""
-
-
-def paper_items_index(root: Path | str, artifacts: Path | str | None = None,
-                      items: Any = None) -> list[PaperItemRow]:
-    """The rows of the results index, one per entry of the paper-quantity map, in its order.
-
-    ``root`` holds ``data/paper/``; ``artifacts`` defaults to ``$AGENTSTUDIES_ARTIFACTS``
-    or ``<root>/artifacts``; ``items`` defaults to ``agentstudies.paper_map.ITEMS``. A
-    chapter not executed yet gives rows whose artifacts are all ``missing`` (not an
-    error); an unreadable CSV gives a comparison "not comparable (<error type>)".
-    """
-    from agentstudies import paper_map
-
-    root = Path(root)
-    art = Path(artifacts or os.environ.get("AGENTSTUDIES_ARTIFACTS") or root / "artifacts")
-    rows = []
-    for it in paper_map.ITEMS if items is None else items:
-        row = PaperItemRow(it.paper, it.item, it.chapter, it.anchor, it.what, it.builder,
-                           paper_csv=root / it.paper_csv if it.paper_csv else None)
-        for name in it.artifacts:
-            path = art / it.chapter / name
-            if path.is_file():
-                row.written.append(path)
-            else:
-                row.missing.append(name)
-        table = next((p for p in row.written if p.suffix in TABLE_SUFFIXES), None)
-        if table is not None and row.paper_csv is not None and row.paper_csv.is_file():
-            try:
-                row.comparison = compare_tables(pd.read_csv(table), pd.read_csv(row.paper_csv))
-            except Exception as exc:  # noqa: BLE001 - reported, never hidden
-                row.comparison = f"not comparable ({type(exc).__name__})"
-        rows.append(row)
-    return rows
 
 
 _HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
