@@ -9,11 +9,17 @@ share the runs, so each chapter executes once per ``make test``.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
 from agentstudies import runner
+
+#: The suite tests computation, not a user's cross-build cache (issue 31): the ALFWorld
+#: user cache (``agentstudies.envs.alfworld.usercache.CACHE_ENV``) is off in every test
+#: and chapter run of the session unless a test turns it on (tests/test_alfworld_usercache.py).
+os.environ["AGENTSTUDIES_CACHE"] = "off"
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -228,6 +228,9 @@ def _translate(domain: str, problem: str, optimize: bool = False):
     of a reset). It is kept in memory and, where :data:`SCRATCH_ENV` names a folder,
     on disk (zlib-compressed pickle, written atomically, keyed by the inputs and the
     translator's version); an unreadable file is ignored and the problem translated.
+    Across builds it is kept in the user cache (:mod:`.usercache`: checksummed, keyed by
+    the package and engine versions; a corrupt entry is reported and recomputed), looked
+    up after memory and the scratch folder.
     """
     blob = "\0".join([_TRANSLATOR_VERSION, domain, problem, "opt" if optimize else ""])
     key = hashlib.sha256(blob.encode()).hexdigest()
@@ -235,24 +238,35 @@ def _translate(domain: str, problem: str, optimize: bool = False):
     if hit is not None:
         _SAS.move_to_end(key)
         return hit
+    from agentstudies.envs.alfworld import usercache
+
     path = _disk_path(key)
+    from_scratch = False
     if path is not None and path.is_file():
         try:
             hit = pickle.loads(zlib.decompress(path.read_bytes()))
+            from_scratch = True
         except Exception:  # noqa: BLE001 - a torn or foreign file: translate instead
             hit = None
-    if hit is None:
+    if hit is None and usercache.cache_folder() is not None:
+        ukey = usercache.entry_key("alfworld-sas", domain, problem, "opt" if optimize else "")
+        hit = usercache.get("alfworld-sas", ukey)
+        if hit is None:
+            with preserve_argv():
+                hit = fast_downward.pddl2sas(domain, problem, optimize=optimize)
+            usercache.put("alfworld-sas", ukey, hit)
+    elif hit is None:
         with preserve_argv():
             hit = fast_downward.pddl2sas(domain, problem, optimize=optimize)
-        if path is not None:
-            try:
-                path.parent.mkdir(exist_ok=True)
-                fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-                with os.fdopen(fd, "wb") as fh:
-                    fh.write(zlib.compress(pickle.dumps(hit, protocol=pickle.HIGHEST_PROTOCOL), 1))
-                os.replace(tmp, path)
-            except OSError:
-                pass
+    if path is not None and not from_scratch:
+        try:
+            path.parent.mkdir(exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(zlib.compress(pickle.dumps(hit, protocol=pickle.HIGHEST_PROTOCOL), 1))
+            os.replace(tmp, path)
+        except OSError:
+            pass
     _SAS[key] = hit
     if len(_SAS) > _SAS_MAX:
         _SAS.popitem(last=False)

@@ -494,8 +494,35 @@ def generate_game(
     (validation still runs); ``attempt`` forces one attempt (used to rebuild stored
     pools).
 
+    A checked game (``check=True``) is pure in its arguments (``env`` aside, which only
+    lends the engine), so it is kept across builds in the user cache
+    (:mod:`.usercache`, keyed by every argument and the package / engine versions,
+    checksummed; a corrupt entry is reported and the game generated again).
+
     Raises ``RuntimeError`` if ``max_attempts`` attempts all fail.
     """
+    if check:
+        from agentstudies.envs.alfworld import usercache
+
+        if usercache.cache_folder() is not None:
+            key = usercache.entry_key("alfworld-game", repr((split, task_type, int(index), int(seed), int(budget),
+                                                             int(min_plan_length), int(max_plan_length),
+                                                             int(max_attempts),
+                                                             None if layouts is None else tuple(map(int, layouts)),
+                                                             None if attempt is None else int(attempt))))
+            game = usercache.get("alfworld-game", key)
+            if game is None:
+                game = _generate_game(split, task_type, index, seed, budget, min_plan_length, max_plan_length,
+                                      max_attempts, check, env, layouts, attempt)
+                usercache.put("alfworld-game", key, game)
+            return game
+    return _generate_game(split, task_type, index, seed, budget, min_plan_length, max_plan_length, max_attempts,
+                          check, env, layouts, attempt)
+
+
+def _generate_game(split, task_type, index, seed, budget, min_plan_length, max_plan_length, max_attempts, check,
+                   env, layouts, attempt):
+    """:func:`generate_game` without the cache."""
     last = None
     attempts = [attempt] if attempt is not None else range(max_attempts)
     for a in attempts:
