@@ -358,3 +358,50 @@ def test_the_books_syllabus_covers_every_chapter_in_sidebar_order():
     assert all(r.difficulty in booksite.DIFFICULTY for r in rows)
     weeks = [r.week for r in rows]
     assert weeks == sorted(weeks) and max(weeks) <= 14
+
+
+# ------------------------------------------------------------------ one numbering
+def _numbering_env(tmp_path, numbers):
+    from types import SimpleNamespace
+
+    from docutils import nodes
+
+    (tmp_path / "book").mkdir()
+    (tmp_path / "book" / "_toc.yml").write_text(
+        "format: jb-book\nroot: intro\nchapters:\n- file: chapters/a\n- file: chapters/b\n")
+    std = SimpleNamespace(get_enumerable_node_type=lambda n: "table" if isinstance(n, nodes.table) else
+                          "figure" if isinstance(n, nodes.figure) else None)
+    env = SimpleNamespace(srcdir=str(tmp_path / "book"), toc_fignumbers=numbers, get_domain=lambda name: std)
+    return SimpleNamespace(env=env)
+
+
+def test_one_numbering_counts_rendered_and_sphinx_tables_per_chapter_in_page_order(tmp_path):
+    """Chapter b is the 2nd in the TOC: kernel "Table 1.", Sphinx "Table 6", kernel "Table 2."
+    and a book-wide "Fig. 25" become Table 2.1, 2.2, 2.3 and Figure 2.1 (counted by hand)."""
+    from docutils import nodes
+
+    numbers = {"chapters/b": {"table": {"md": (6,)}, "figure": {"fx": (25,)}}}
+    app = _numbering_env(tmp_path, numbers)
+    page = nodes.container()
+    first = nodes.raw("", "<table><caption>Table 1. ours</caption></table>", format="html")
+    second = nodes.raw("", "<div><caption>Table 2. more</caption></div>", format="html")
+    page += [first, nodes.table(ids=["md"]), nodes.figure(ids=["fx"]), nodes.figure(ids=[]), second]
+    booksite._one_numbering(app, page, "chapters/b")
+    assert "<caption>Table 2.1. ours</caption>" in first.astext()
+    assert numbers["chapters/b"]["table"]["md"] == (2, 2)
+    assert "<caption>Table 2.3. more</caption>" in second.astext()
+    assert numbers["chapters/b"]["figure"] == {"fx": (2, 1)}  # an unnumbered figure stays so
+
+
+def test_one_numbering_on_a_page_that_is_not_a_chapter_has_no_prefix(tmp_path):
+    from docutils import nodes
+
+    numbers = {"intro": {"table": {"t": (1,)}}}
+    app = _numbering_env(tmp_path, numbers)
+    page = nodes.container()
+    raw = nodes.raw("", "<caption>Table 4. x</caption>", format="html")
+    page += [raw, nodes.table(ids=["t"])]
+    booksite._one_numbering(app, page, "intro")
+    assert "Table 1. x" in raw.astext() and numbers["intro"]["table"]["t"] == (2,)
+    assert booksite.chapter_number(tmp_path, "chapters/a") == 1
+    assert booksite.chapter_number(tmp_path, "chapters/zz") is None

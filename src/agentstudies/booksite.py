@@ -11,6 +11,8 @@ A Sphinx extension (listed in ``book/_config.yml`` as ``agentstudies.booksite``)
   or ``artifacts/<chapter>/<table>_paper.csv``) and a computed comparison where the two
   tables share key and value columns;
 * adds the directive ``{exercise-index}``: the exercises of every chapter, linked;
+* numbers tables and figures in one scheme, "Table c.k" / "Figure c.k" on chapter ``c``
+  (:func:`_one_numbering`);
 * switches off ``sphinx_thebe`` (Jupyter Book loads it unconditionally; its inline
   ``const THEBE_JS_URL`` script and a CDN URL are added to every page, twice on some
   builds, which throws "Identifier 'THEBE_JS_URL' has already been declared").
@@ -607,6 +609,54 @@ def _make_directive(builder):
     return _Index
 
 
+# ------------------------------------------------------------------ one numbering
+_KERNEL_TABLE_NUMBER = re.compile(r"<caption>Table \d+\. ")
+
+
+def chapter_number(root: Path | str, docname: str) -> int | None:
+    """1-based position of ``chapters/<name>`` in the sidebar's order (the syllabus "#");
+    None for a page that is not a chapter (intro, syllabus, glossary, ...)."""
+    from agentstudies.runner import toc_chapters
+
+    name = docname.removeprefix("chapters/")
+    chapters = toc_chapters(root) if docname.startswith("chapters/") else []
+    return chapters.index(name) + 1 if name in chapters else None
+
+
+def _one_numbering(app, doctree, docname):
+    """The book's one numbering of tables and figures: "Table c.k" / "Figure c.k" on chapter c.
+
+    Sphinx numbers captioned Markdown tables and ``{glue:figure}`` figures book-wide
+    ("Fig. 25", "Table 6"), while :func:`agentstudies.booktable.render_table` numbers the
+    kernel's tables from 1 ("Table 1."): two schemes on one page. Here, when a page is
+    resolved, every numbered table (Sphinx's or a rendered ``<caption>Table k.``) and every
+    numbered figure gets ``c.k`` in page order, ``c`` the chapter's place in the sidebar
+    (just ``k`` on a page that is not a chapter). A paper's own numbers stay in the caption
+    text ("the paper's Figure 9").
+    """
+    from docutils import nodes
+
+    numbers = app.env.toc_fignumbers.setdefault(docname, {})
+    std = app.env.get_domain("std")
+    chap = chapter_number(_root_of(app.env), docname)
+    count = {"table": 0, "figure": 0}
+
+    def next_number(kind: str) -> tuple[int, ...]:
+        count[kind] += 1
+        return ((chap,) if chap else ()) + (count[kind],)
+
+    for node in list(doctree.findall(lambda n: isinstance(n, (nodes.table, nodes.figure, nodes.raw)))):
+        if isinstance(node, nodes.raw):
+            if node.get("format") == "html" and _KERNEL_TABLE_NUMBER.search(node.astext()):
+                text = _KERNEL_TABLE_NUMBER.sub(
+                    lambda m: "<caption>Table " + ".".join(map(str, next_number("table"))) + ". ", node.astext())
+                node.children[:] = [nodes.Text(text)]
+            continue
+        kind = std.get_enumerable_node_type(node)
+        if kind in count and node["ids"] and node["ids"][0] in numbers.get(kind, {}):
+            numbers[kind][node["ids"][0]] = next_number(kind)
+
+
 def _always_outdated(app, env, added, changed, removed):
     """Pages with a generated index are re-read on every build (artifacts change)."""
     return [d for d, meta in env.metadata.items() if meta.get("agentstudies-generated")]
@@ -628,4 +678,5 @@ def setup(app):
     app.add_directive("syllabus", _make_directive(_syllabus_nodes))
     app.connect("config-inited", _disable_thebe)
     app.connect("env-get-outdated", _always_outdated)
+    app.connect("doctree-resolved", _one_numbering)
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}
