@@ -240,7 +240,8 @@ INTERNAL: dict[str, tuple[str, ...]] = {
     "sasst_calibration": ("registry_truths.csv", "table4_details.csv", "table5_*.csv", "timing.csv"),
     "sasst_small_clusters": ("table6_details.csv", "table6_t_readings.csv", "timing.csv"),
     "sasst_geometry": ("study_b_*.csv", "audit_*.csv", "bandwidth_diagnostic.csv", "table10_seeds_*.csv"),
-    "sasst_feasibility": ("study_c_*.csv", "table11_stability_modes.csv", "checks_by_stage.csv"),
+    "sasst_feasibility": ("study_c_*.csv", "table11_stability_modes.csv", "checks_by_stage.csv",
+                          "controls.csv", "testability.csv"),
     "sasst_real_features": ("score_tensor_summary.csv", "report_*.csv", "table12_*.csv"),
     # the handoff chapter's inputs, listings and LLM side study
     "alfworld_handoff": ("assignments.csv", "llm_*.csv", "controls.csv", "testability.csv"),

@@ -234,7 +234,8 @@ def feasibility_trial(item: tuple[str, int], rng: np.random.Generator, *, cfg: F
     """One Study C trial of one setting; returns the stress slot's status and checks.
 
     The record has ``setting, trial, status, stage, checks, reason`` (the engine's
-    ``reason`` column), ``ess, max_density, min_split_share, stability, estimate``.
+    ``reason`` column), ``rule, ess, max_density, min_split_share, stability, estimate`` and
+    ``uniform_estimate`` (the uniform slot's estimate of the same contrast on the same tasks).
     """
     setting, trial = item
     n = cfg.n_tasks
@@ -269,7 +270,7 @@ def feasibility_trial(item: tuple[str, int], rng: np.random.Generator, *, cfg: F
     return {"setting": setting, "trial": trial, "status": row["status"], "stage": stage, "checks": checks,
             "reason": row["reason"], "rule": row["rule"], "ess": row["ess"], "max_density": row["max_density"],
             "min_split_share": share, "stability": row["stability"],
-            "estimate": row["estimate"]}
+            "estimate": row["estimate"], "uniform_estimate": rep.table.loc["uniform", "estimate"]}
 
 
 def run_feasibility(cfg: FeasibilityConfig, n_trials: int, *, seed: int | np.random.SeedSequence = 0, n_jobs: int = 1,

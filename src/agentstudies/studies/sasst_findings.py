@@ -20,7 +20,7 @@ import math
 import pandas as pd
 from scipy import stats
 
-__all__ = ["calibration_findings", "feasibility_findings", "small_cluster_findings", "real_features_findings", "geometry_findings", "paired_gap_interval"]
+__all__ = ["calibration_findings", "feasibility_findings", "feasibility_testability", "feasibility_controls", "small_cluster_findings", "real_features_findings", "geometry_findings", "paired_gap_interval"]
 
 
 def paired_gap_interval(split_only: int, same_only: int, n: int, *, level: float = 0.95) -> tuple[float, float, float]:
@@ -122,6 +122,26 @@ def calibration_findings(t4: pd.DataFrame, t5: pd.DataFrame, a4: pd.DataFrame, *
     return Findings.build(rows, seed=None, title="sasst_calibration findings", alpha=alpha, level=level)
 
 
+def _feasibility_finding(setting: str, k: int, n: int, prate: float, check: str, *, level: float = 0.95):
+    """The feasibility rule for one setting: ``k`` of ``n`` trials blocked against the
+    paper's rate ``prate`` (exact criterion at 0 and 1, the exact interval above one half
+    in between; see :func:`feasibility_findings`)."""
+    from agentstudies.findings import binomial_interval, exact_finding, interval_finding
+
+    ptxt = f"Table 11: abstention or failure {prate:g} ({check})"
+    name = setting.replace("_", " ")
+    if prate == 1.0:
+        return exact_finding(f"{name}: every trial abstains or fails a check", ptxt, k / n, n,
+                             holds=k == n, rule=f"all {n} trials blocked (ours: {k})")
+    if prate == 0.0:
+        return exact_finding(f"{name}: no trial is blocked", ptxt, k / n, n, holds=k == 0,
+                             rule=f"0 of {n} trials blocked (ours: {k})")
+    rate, lo, hi = binomial_interval(k, n, level=level)
+    return interval_finding(f"{name}: most trials abstain or fail", ptxt, rate, lo, hi, n,
+                            paper_side="above", threshold=0.5, level=level,
+                            quantity="abstention-or-failure rate (exact)", fmt=".3f")
+
+
 def feasibility_findings(t11: pd.DataFrame, *, level: float = 0.95):
     """The feasibility chapter's findings (SASST Study C, Table 11), one per setting the
     paper reports (values read from ``data/paper``):
@@ -134,7 +154,8 @@ def feasibility_findings(t11: pd.DataFrame, *, level: float = 0.95):
 
     Parameters
     ----------
-    t11 : :func:`sasst_feasibility.table11` (``setting, trials, abstention_or_failure``).
+    t11 : ``FeasibilityResult(records).table(11)`` (:mod:`agentstudies.studies.sasst_tables`;
+          ``setting, trials, abstention_or_failure``).
 
     Returns
     -------
@@ -145,7 +166,7 @@ def feasibility_findings(t11: pd.DataFrame, *, level: float = 0.95):
     KeyError
         A missing column.
     """
-    from agentstudies.findings import Findings, binomial_interval, exact_finding, interval_finding
+    from agentstudies.findings import Findings
     from agentstudies.studies import paper_values
 
     need = {"setting", "trials", "abstention_or_failure"}
@@ -159,20 +180,8 @@ def feasibility_findings(t11: pd.DataFrame, *, level: float = 0.95):
             continue
         n = int(ours.loc[setting, "trials"])
         k = int(round(float(ours.loc[setting, "abstention_or_failure"]) * n))
-        prate = float(p["abstention_or_failure"])
-        ptxt = f"Table 11: abstention or failure {prate:g} ({p['recorded_check']})"
-        name = setting.replace("_", " ")
-        if prate == 1.0:
-            rows.append(exact_finding(f"{name}: every trial abstains or fails a check", ptxt, k / n, n,
-                                      holds=k == n, rule=f"all {n} trials blocked (ours: {k})"))
-        elif prate == 0.0:
-            rows.append(exact_finding(f"{name}: no trial is blocked", ptxt, k / n, n, holds=k == 0,
-                                      rule=f"0 of {n} trials blocked (ours: {k})"))
-        else:
-            rate, lo, hi = binomial_interval(k, n, level=level)
-            rows.append(interval_finding(f"{name}: most trials abstain or fail", ptxt, rate, lo, hi, n,
-                                         paper_side="above", threshold=0.5, level=level,
-                                         quantity="abstention-or-failure rate (exact)", fmt=".3f"))
+        rows.append(_feasibility_finding(str(setting), k, n, float(p["abstention_or_failure"]),
+                                         str(p["recorded_check"]), level=level))
     return Findings.build(rows, seed=None, title="sasst_feasibility findings", level=level)
 
 
@@ -190,7 +199,7 @@ def small_cluster_findings(t6: pd.DataFrame, *, alpha: float = 0.05, level: floa
 
     Parameters
     ----------
-    t6 : :func:`sasst_small_clusters.summarize_table6` (``setting, rule,
+    t6 : ``SmallClusterResult.table(6)`` (:mod:`agentstudies.studies.sasst_tables`; ``setting, rule,
         familywise_coverage, n_trials``).
 
     Returns
@@ -326,3 +335,104 @@ def geometry_findings(records: pd.DataFrame, *, method: str = "kms", level: floa
                                      quantity=f"mean held-out AUC of the {method} rule (t interval over trials)",
                                      fmt=".3f"))
     return Findings.build(rows, seed=None, title="sasst_geometry findings", method=method, level=level)
+
+
+#: Columns of :func:`feasibility_testability` (``testability.csv``).
+TESTABILITY_COLUMNS: tuple[str, ...] = ("setting", "trials", "rule_frozen", "admitted_by_every_check",
+                                        "estimand_changed", "changed_of_frozen")
+
+#: Planted controls of the feasibility rule: family -> (planted setting, null setting, paper
+#: rate whose rule is judged, subject labels). The planted registry holds only x10 lifts on
+#: 3% flags, so the density cap blocks every candidate by construction unless no flagged
+#: task is drawn (then the rule is uniform and rightly passes); the null registry holds
+#: axis tilts on continuous features that every support check admits.
+FEASIBILITY_CONTROL_FAMILIES: dict[str, tuple[str, str, float, str, str]] = {
+    "the support checks block every concentrated rule": (
+        "density_only", "stable_positive_rule", 1.0,
+        "planted: x10 lifts on 3% flags only (density cap blocks them once a flagged task is drawn)",
+        "null: axis tilts on continuous features (support checks admit them)"),
+}
+
+
+def feasibility_testability(records: pd.DataFrame, *, tol: float | None = None) -> pd.DataFrame:
+    """Was each Study C setting able to test its claim? (issue 25 item 2): ``testability.csv``.
+
+    Per setting of the trial records (:func:`agentstudies.studies.sasst_feasibility.run_feasibility`):
+    ``rule_frozen`` - share of trials in which discovery admitted a rule (the support
+    checks of discovery did not stop it); ``admitted_by_every_check`` - share not blocked
+    (status neither abstained nor failed); ``estimand_changed`` - share in which the
+    frozen rule's reweighting moved the stressed estimate away from the uniform one by
+    more than ``tol`` (default :data:`agentstudies._tolerances.EXACT_TOL`) on the same
+    confirmation tasks; ``changed_of_frozen`` - the same share among trials with a frozen
+    rule (NaN when none). Columns :data:`TESTABILITY_COLUMNS`.
+
+    Raises
+    ------
+    KeyError
+        A missing column (``setting, status, stage, estimate, uniform_estimate``).
+    """
+    from agentstudies._tolerances import EXACT_TOL
+
+    need = ["setting", "status", "stage", "estimate", "uniform_estimate"]
+    miss = [c for c in need if c not in records.columns]
+    if miss:
+        raise KeyError(f"records lack column(s) {miss} (uniform_estimate: rerun with this version)")
+    tol = EXACT_TOL if tol is None else float(tol)
+    blocked = {"abstained", "failed feasibility", "failed discovery"}
+    rows = []
+    for setting, g in records.groupby("setting", sort=False):
+        frozen = g["stage"] != "discovery"
+        moved = ((g["estimate"] - g["uniform_estimate"]).abs() > tol) & frozen
+        rows.append({"setting": setting, "trials": len(g), "rule_frozen": float(frozen.mean()),
+                     "admitted_by_every_check": float((~g["status"].isin(blocked)).mean()),
+                     "estimand_changed": float(moved.mean()),
+                     "changed_of_frozen": float(moved[frozen].mean()) if frozen.any() else float("nan")})
+    return pd.DataFrame(rows, columns=list(TESTABILITY_COLUMNS))
+
+
+def feasibility_controls(cfg=None, *, replicates: int = 20, trials: int = 5, level: float = 0.95, seed: int = 0,
+                         n_jobs: int = 1, backend: str = "loky", n_stability: int = 5) -> pd.DataFrame:
+    """Planted controls of the feasibility chapter's verdict rule (issue 25 item 3): ``controls.csv``.
+
+    For each family of :data:`FEASIBILITY_CONTROL_FAMILIES`, ``replicates`` replicates of
+    ``trials`` Study C trials of the *planted* setting (the claim holds by construction)
+    and of the *null* one (it does not) are drawn with ``cfg``
+    (:class:`~agentstudies.studies.sasst_feasibility.FeasibilityConfig`, default settings)
+    but ``n_stability`` discovery resamples (the stability check is not the claim's, and
+    it is the costly part). Each replicate is judged by the chapter's own rule for the
+    paper's rate (:func:`feasibility_findings`: at a paper rate of 1 every trial must be
+    blocked). Returns :data:`agentstudies.findings.CONTROL_COLUMNS` rows: detection rate
+    (power) on the planted subject and false-positive rate on the null one, with exact
+    (Clopper-Pearson) ``level`` intervals. Simulated trials, labelled *planted* / *null*.
+
+    Raises
+    ------
+    ValueError
+        Fewer than 2 replicates or fewer than 1 trial per replicate.
+    """
+    import numpy as np
+
+    from agentstudies.findings import control_row
+    from agentstudies.studies import sasst_feasibility as fz
+
+    if replicates < 2:
+        raise ValueError(f"replicates={replicates}: need at least 2")
+    if trials < 1:
+        raise ValueError(f"trials={trials}: need at least 1")
+    base = (cfg or fz.FeasibilityConfig()).to_dict()
+    ccfg = fz.FeasibilityConfig(**{**base, "n_stability": int(n_stability)})
+    seq = np.random.SeedSequence([int(seed), 11])
+    rows = []
+    for fam, (planted, null, prate, p_label, n_label) in FEASIBILITY_CONTROL_FAMILIES.items():
+        rec = fz.run_feasibility(ccfg, replicates * trials, seed=seq, n_jobs=n_jobs, backend=backend,
+                                 settings=(planted, null))
+        blocked = rec["status"].isin(["abstained", "failed feasibility", "failed discovery"])
+        rep = rec["trial"] // trials
+        for setting, label, is_planted in ((planted, p_label, True), (null, n_label, False)):
+            k = blocked[rec["setting"] == setting].groupby(rep[rec["setting"] == setting]).sum()
+            verdicts = [_feasibility_finding(setting, int(kr), trials, prate, "control", level=level).verdict
+                        for kr in k]
+            rows.append(control_row(fam, label, verdicts, planted=is_planted, level=level,
+                                    rule=f"all {trials} trials of a replicate blocked (feasibility_findings at "
+                                         f"paper rate {prate:g})"))
+    return pd.DataFrame(rows)
