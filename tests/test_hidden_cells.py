@@ -53,7 +53,6 @@ EXEMPT: dict[tuple[str, str, str], str] = {
     ("sasst_calibration", "comparison", ""): _SASST,
     ("sasst_calibration", "quantile", ""): _SASST + "; a Monte-Carlo error band uses 1.96",
     ("sasst_real_features", "comparison", ""): _SASST,
-    ("sasst_small_clusters", "comparison", ""): _SASST,
 }
 
 

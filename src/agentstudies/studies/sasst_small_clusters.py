@@ -5,6 +5,8 @@ family, forty confirmation clusters - on frozen τ-bench task features. Here the
 the 164 τ²-bench retail and airline tasks of :mod:`agentstudies.envs.tau`, with their
 real pre-execution features (:func:`~agentstudies.envs.tau.task_features`); the workflow
 *outcomes* are simulated (no agent runs), so every table is labelled *simulated*.
+This module runs the trials; the tables are built from its records by
+:class:`agentstudies.studies.sasst_tables.SmallClusterResult` (``result.table(6)`` ... ``(8)``).
 
 Choices the paper leaves open, fixed here (and in the chapter ``sasst_small_clusters``)
 ------------------------------------------------------------------------------------
@@ -98,15 +100,12 @@ __all__ = [
     "positive_control_setting",
     "pool_truths",
     "audit_trial",
-    "summarize_table6",
     "t_quantile_bounds",
     "T_QUANTILE",
     "PowerDesign",
     "power_designs",
     "power_trial",
-    "summarize_table7",
     "positive_control_trial",
-    "summarize_table8",
     "run_table6",
     "run_table7",
     "split_designs",
@@ -451,28 +450,6 @@ def t_quantile_bounds(records: pd.DataFrame, n_clusters: int = 40, n_slots: int 
     return pd.Series(out, index=records.index, name=f"bound_{T_QUANTILE}")
 
 
-def summarize_table6(records: pd.DataFrame, pool: TauPool, rules: Sequence[Rule],
-                     methods: Sequence[str] = METHODS) -> pd.DataFrame:
-    """Table 6: familywise coverage per null setting and inference rule, with MC intervals.
-
-    Truths come from :func:`pool_truths` (0 for every slot and rule in a null setting,
-    computed rather than assumed). A trial's family covers when every support-feasible
-    slot's signed bound satisfies ``eta (Delta - B) >= 0``. ``methods`` name the
-    ``bound_<method>`` columns to read (:data:`T_QUANTILE` after :func:`t_quantile_bounds`).
-    """
-    rows = []
-    for name, g in records.groupby("setting", sort=False):
-        truth = pool_truths(pool, rules, null_setting(name, pool), _F_CONTRASTS)
-        fw = _familywise(g, truth, methods)
-        for m in methods:
-            k, n = int(fw[m].sum()), len(fw)
-            lo, hi = proportion_interval(k, n)
-            rows.append({"setting": name, "rule": m, "familywise_coverage": k / n, "n_trials": n,
-                         "mc_low": lo, "mc_high": hi,
-                         "mean_feasible_slots": float(g.groupby("trial")["feasible"].sum().mean())})
-    return pd.DataFrame(rows)
-
-
 # ------------------------------------------------------------------ Table 7
 @dataclass(frozen=True)
 class PowerDesign:
@@ -579,29 +556,6 @@ def power_trial(
     return [rec]
 
 
-def summarize_table7(records: pd.DataFrame, excluded: Sequence[PowerDesign], pool: TauPool) -> pd.DataFrame:
-    """Table 7: power (upper bound < 0) of the target slot per design and method.
-
-    Excluded designs (density ratio above ``kappa``) appear with ``excluded = True`` and
-    no power.
-    """
-    rows = []
-    for (n, e), g in records.groupby(["n_clusters", "ess_design"], sort=False):
-        row = {"clusters": int(n), "stressed_ess": int(e), "max_density": float(g["max_density"].median()),
-               "pool_density": len(pool) / PowerDesign(n, e).subgroup_size(len(pool)), "excluded": False,
-               "n_trials": len(g)}
-        for m in ("gaussian", "bonferroni-t"):
-            k = int((g[f"bound_{m}"] < 0).sum())
-            lo, hi = proportion_interval(k, len(g))
-            key = "gaussian_power" if m == "gaussian" else "bonferroni_t_power"
-            row.update({key: k / len(g), f"{key}_low": lo, f"{key}_high": hi})
-        rows.append(row)
-    for d in excluded:
-        rows.append({"clusters": d.n_clusters, "stressed_ess": d.ess, "max_density": d.density,
-                     "pool_density": len(pool) / d.subgroup_size(len(pool)), "excluded": True, "n_trials": 0})
-    return pd.DataFrame(rows)
-
-
 # ------------------------------------------------------------------ Table 8
 def positive_control_trial(
     trial: int,
@@ -640,42 +594,6 @@ def positive_control_trial(
                      "supported": bool(np.isfinite(row["bound"]) and s.sign * (row["bound"] - row["threshold"]) > 0),
                      "status": row["status"]})
     return recs
-
-
-def summarize_table8(null40: pd.DataFrame, null200: pd.DataFrame, pc: pd.DataFrame, target: int) -> pd.DataFrame:
-    """Table 8's five gates with Clopper-Pearson Monte-Carlo intervals.
-
-    * null familywise error (the gate value): share of null trials in which some slot's
-      Bonferroni-t band supports its claim - a false claim at the band level, whatever the
-      stability; ``status_level`` is the share in which some slot's *status* is
-      ``confirmed`` (which also needs stability, so it can only be smaller);
-    * target-rule discovery: the ``r3`` stressed rule is the planted target;
-    * conditional confirmation: ``r3: PV - ReAct`` is *confirmed* given the target;
-    * end-to-end detection: the target is discovered and the slot confirmed.
-    """
-    def rate(k, n):
-        lo, hi = proportion_interval(k, n)
-        return k / n if n else np.nan, lo, hi, n
-
-    rows = []
-    for label, df in (("Null familywise error, N = 40", null40), ("Null familywise error, N = 200", null200)):
-        any_sup = df.groupby("trial")["supported"].any()
-        any_conf = (df["status"] == CONFIRMED).groupby(df["trial"]).any()
-        rows.append((label, *rate(int(any_sup.sum()), len(any_sup)), float(any_conf.mean()), "at most 0.075", "le",
-                     0.075))
-    t = pc[pc["slot"] == TARGET_SLOT].set_index("trial")
-    hit = t["rule_index"] == target
-    conf = t["status"] == CONFIRMED
-    rows.append(("Target rule discovery, N = 200", *rate(int(hit.sum()), len(t)), np.nan, "at least 0.600", "ge", 0.6))
-    rows.append(("Conditional confirmation, N = 200", *rate(int((conf & hit).sum()), int(hit.sum())), np.nan,
-                 "at least 0.700", "ge", 0.7))
-    rows.append(("End to end detection, N = 200", *rate(int((conf & hit).sum()), len(t)), np.nan, "at least 0.500",
-                 "ge", 0.5))
-    df = pd.DataFrame(rows, columns=["gate", "value", "mc_low", "mc_high", "n_trials", "status_level", "required",
-                                     "op", "limit"])
-    df["result"] = np.where(np.where(df["op"] == "le", df["value"] <= df["limit"], df["value"] >= df["limit"]),
-                            "pass", "fail")
-    return df.drop(columns=["op", "limit"])
 
 
 # ------------------------------------------------------------------ drivers
