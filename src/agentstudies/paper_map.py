@@ -142,7 +142,7 @@ ITEMS: tuple[PaperItem, ...] = (
               f"{_TAB}.FeasibilityResult._table_11", ("table11.csv", "study_c_checks.png"),
               _p("sasst_feasibility_table11"), "Study C: which support or stability check blocks which rule"),
     PaperItem("SASST", "Table 12", "sasst_real_features", "sasst-on-the-pool",
-              "agentstudies.studies.sasst_real_features.table12", ("table12.csv", "rule_scores.png"),
+              "agentstudies.studies.sasst_real_features.StudyDRuns._table_12", ("table12.csv", "rule_scores.png"),
               _p("sasst_real_features_table12"), "Study D on a real text pool with an injected degradation"),
     # ---- Handoff (checkpoint handoff, Reach x Solve)
     PaperItem("Handoff", "Table 1", "alfworld_handoff", "table-1-endpoint-success-for-the-four-reacher-solver-assignments",
