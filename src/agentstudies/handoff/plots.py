@@ -152,13 +152,15 @@ def plot_reach_solve(result: HandoffResult, *, splits: list[str] | None = None, 
 
 def plot_prediction(prediction: InteractionPrediction, *, label: str = "", ax=None):
     """Figure 7: predicted (Eq. 9) against observed interaction per task type, y = x dashed,
-    overall point as a black diamond."""
+    overall point as a black diamond. Each task type has its own marker, named in the
+    legend below the axes (text beside the points overlapped where types lie close)."""
     b = prediction.by_type
-    fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(4.6, 4.4))
+    fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(4.6, 5.6))
     x, y = 100 * b["predicted"].to_numpy(float), 100 * b["observed"].to_numpy(float)
-    ax.scatter(x, y, color=_COLORS[1], zorder=3)
-    for xi, yi, t in zip(x, y, b["task_type"]):
-        ax.annotate(str(t).replace("_", " "), (xi, yi), fontsize=7, xytext=(3, 3), textcoords="offset points")
+    markers, colors = "osv^<>PX*hd", sns.color_palette("colorblind", max(len(b), 1)).as_hex()
+    for k, (xi, yi, t) in enumerate(zip(x, y, b["task_type"])):
+        ax.scatter([xi], [yi], marker=markers[k % len(markers)], color=colors[k], zorder=3,
+                   label=str(t).replace("_", " "))
     o = prediction.overall.set_index("estimand")
     ax.scatter([100 * o.loc["predicted", "estimate"]], [100 * o.loc["observed", "estimate"]], marker="D",
                color="k", s=50, zorder=4, label="overall")
@@ -169,18 +171,24 @@ def plot_prediction(prediction: InteractionPrediction, *, label: str = "", ax=No
     ax.set_ylim(lo, hi)
     ax.set_xlabel("predicted interaction, Eq. 9 (points)")
     ax.set_ylabel("observed interaction (points)")
-    ax.legend(frameon=False, fontsize=8, loc="lower right")
+    ax.legend(frameon=False, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2)
     ax.set_title(_title("Predicted vs observed interaction by task type", label), fontsize=10)
     fig.tight_layout()
     return fig
 
 
 def plot_residuals(prediction: InteractionPrediction, *, label: str = "", ax=None):
-    """Figure 9: per-type residual observed - predicted (positive = external profile underpredicts)."""
+    """Figure 9: per-type residual observed - predicted (positive = external profile underpredicts),
+    with the bootstrap interval of each residual (``residual_low`` / ``residual_high`` of
+    ``prediction.by_type``) drawn as an error bar."""
     b = prediction.by_type.sort_values("residual")
     fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(5, 0.45 * len(b) + 1.2))
     y = np.arange(len(b))
-    ax.barh(y, 100 * b["residual"].to_numpy(float), color=_COLORS[0])
+    r = 100 * b["residual"].to_numpy(float)
+    lo, hi = 100 * b["residual_low"].to_numpy(float), 100 * b["residual_high"].to_numpy(float)
+    ax.barh(y, r, color=_COLORS[0], alpha=0.6)
+    ax.errorbar(r, y, xerr=np.vstack([np.clip(r - lo, 0, None), np.clip(hi - r, 0, None)]), fmt="none",
+                ecolor="k", capsize=3, lw=1)
     ax.axvline(0, color="grey", lw=0.8)
     ax.set_yticks(y, [str(t).replace("_", " ") for t in b["task_type"]], fontsize=8)
     ax.set_xlabel("residual, observed - predicted (points)")
