@@ -29,7 +29,7 @@ import gc, hashlib, json, os, sys, tempfile, time
 name, threshold = sys.argv[1], int(sys.argv[2])
 os.environ["AGENTSTUDIES_SCRATCH"] = tempfile.mkdtemp()
 if name == "recovery":
-    from agentstudies.agents import LearnedAlfworldPolicy
+    from agentstudies.agents.alfworld import LearnedAlfworldPolicy
     from agentstudies.studies import alfworld_recovery as ar
     pools = ar.cohort_pools({"primary": 1, "independent": 1}, seed=2029, n_jobs=1)
     policy = LearnedAlfworldPolicy.load("RL", temperature=0.4, greedy=True)
@@ -38,7 +38,7 @@ if name == "recovery":
         return s.paired.to_csv() + s.tasks.drop(columns=[c for c in s.tasks if "second" in c]).to_csv()
 elif name == "training":
     from agentstudies.studies import alfworld_training as tr
-    from agentstudies.agents._alfworld_learned import weights_digest
+    from agentstudies.agents.alfworld import weights_digest
     cfg = tr.TrainingConfig(train_tasks_per_type=3, sft_tasks_per_type=2, rl_iters=2, rl_batch=16, sft_steps=20)
     def run():
         r = tr.train_checkpoints(cfg, n_jobs=1, log=lambda m: None)

@@ -4,7 +4,7 @@ import ast
 import json
 from pathlib import Path
 
-from agentstudies.agents.alfworld_policy import RL_PROFILE, SFT_PROFILE
+from agentstudies.agents.alfworld import RL_PROFILE, SFT_PROFILE
 
 NB = Path(__file__).resolve().parents[1] / "notebooks" / "alfworld_handoff.ipynb"
 

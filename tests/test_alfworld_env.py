@@ -17,7 +17,7 @@ from agentstudies.envs.alfworld.env import (
     official_game_files,
 )
 from agentstudies.envs.alfworld.expert import Expert
-from agentstudies.agents.alfworld_policy import make_checkpoints
+from agentstudies.agents.alfworld import make_checkpoints
 
 
 @pytest.fixture(scope="module")

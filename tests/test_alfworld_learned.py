@@ -8,8 +8,9 @@ import shutil
 import numpy as np
 import pytest
 
-from agentstudies.agents import LearnedAlfworldPolicy, Policy
-from agentstudies.agents._alfworld_learned import (
+from agentstudies.agents import Policy
+from agentstudies.agents.alfworld import LearnedAlfworldPolicy
+from agentstudies.agents.alfworld import (
     Belief,
     candidate_commands,
     hand_set_weights,
@@ -148,7 +149,7 @@ def test_weights_checksum_verified(tmp_path):
 def test_feature_memo_equals_fresh_hashing():
     """candidate_features memoises per (atoms, goal tokens, width): every array equals
     the one hashed afresh with an empty memo, and memoised arrays are read-only."""
-    from agentstudies.agents import _alfworld_learned as L
+    from agentstudies.agents.alfworld import _learned as L
 
     env = AlfworldEnv(budget=20)
     env.load_game(small_game("pick_and_place_simple"))
@@ -173,7 +174,7 @@ def test_reads_memo_key_determines_the_atoms_on_real_episodes():
     maps two different atom lists to one key: across sampled episodes of every task type
     each key meets exactly one atom string, and every memoised array equals the one built
     afresh from the atom strings with both memos empty."""
-    from agentstudies.agents import _alfworld_learned as L
+    from agentstudies.agents.alfworld import _learned as L
     from agentstudies.envs.alfworld.generate import TASK_TYPES
 
     env = AlfworldEnv(budget=30)
@@ -242,7 +243,7 @@ def test_admissible_features_by_hand():
     """With a list shown, each candidate carries ``v=<verb>|listed=1`` and
     ``v=<verb>|own=0/1`` (whether the belief proposes it); without a list the atoms are
     exactly those of the no-list feature map (the *-nolist checkpoints' features)."""
-    from agentstudies.agents._alfworld_learned import _atoms, candidate_features
+    from agentstudies.agents.alfworld._learned import _atoms, candidate_features
 
     b = Belief()
     b.update(INTRO)

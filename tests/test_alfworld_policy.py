@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from agentstudies.agents.alfworld_policy import (
+from agentstudies.agents.alfworld import (
     RL_PROFILE,
     SFT_PROFILE,
     CallablePolicy,

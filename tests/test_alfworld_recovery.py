@@ -245,7 +245,7 @@ def test_look_reply_formats():
 def test_step_cache_leaves_every_fork_unchanged():
     """The worker env's step cache is exact: the whole protocol (every branch's actions,
     the paired and decision rows) is the same with a plain env that steps the engine."""
-    from agentstudies.agents import LearnedAlfworldPolicy
+    from agentstudies.agents.alfworld import LearnedAlfworldPolicy
     from agentstudies.envs.alfworld.env import AlfworldEnv
 
     pools = ar.cohort_pools({"mechanism": 1}, task_types=["pick_and_place_simple", "look_at_obj_in_light"])

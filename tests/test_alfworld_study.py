@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from agentstudies import handoff as ho
-from agentstudies.agents.alfworld_policy import make_checkpoints
+from agentstudies.agents.alfworld import make_checkpoints
 from agentstudies.envs.alfworld._testing import small_game
 from agentstudies.envs.alfworld.env import AlfworldEnv
 from agentstudies.envs.alfworld.frontier import frontier_check_reference

@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from agentstudies.agents import LearnedAlfworldPolicy
-from agentstudies.agents._alfworld_learned import checkpoint_dir, load_weights
+from agentstudies.agents.alfworld import LearnedAlfworldPolicy
+from agentstudies.agents.alfworld import checkpoint_dir, load_weights
 from agentstudies.envs.alfworld._testing import small_game
 from agentstudies.envs.alfworld.env import AlfworldEnv
 from agentstudies.studies import alfworld_training as tr
@@ -312,7 +312,7 @@ def test_setting_summary_by_hand():
 def test_save_keeps_the_two_settings_apart(tmp_path):
     """A no-list run writes SFT-nolist / RL-nolist and *-nolist.csv logs and leaves the list
     checkpoints' files alone; meta records the setting and the computed reward."""
-    from agentstudies.agents._alfworld_learned import hand_set_weights
+    from agentstudies.agents.alfworld import hand_set_weights
 
     w = hand_set_weights()
     curve = pd.DataFrame({"step": [1], "loss": [1.0], "accuracy": [0.5], "weights_sha256": ["x"]})

@@ -42,8 +42,8 @@ def test_corpus_covers_every_strategy_in_several_forms():
 
 
 def test_corpus_is_not_the_simulated_agents_templates():
-    """No identifier of the templates in agents/_coding.py appears in the corpus."""
-    src = (ROOT / "src" / "agentstudies" / "agents" / "_coding.py").read_text()
+    """No identifier of the templates in agents/impossible/_policy.py appears in the corpus."""
+    src = (ROOT / "src" / "agentstudies" / "agents" / "impossible" / "_policy.py").read_text()
     template_names = {"_AlwaysEqual", "_honest_impl", "_alternates", "_calls"}
     assert all(n in src for n in template_names)            # the names really are the templates'
     for r in CORPUS.itertuples():

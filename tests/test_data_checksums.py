@@ -71,7 +71,7 @@ def test_truncated_pools_json_names_the_file_and_the_restore(fake_data):
 
 
 def test_truncated_checkpoint_meta_names_the_file(fake_data):
-    from agentstudies.agents._alfworld_learned import load_weights
+    from agentstudies.agents.alfworld import load_weights
 
     d = fake_data / "alfworld" / "checkpoints"
     (d / "RL.json").write_bytes((d / "RL.json").read_bytes()[:-40])
@@ -82,7 +82,7 @@ def test_truncated_checkpoint_meta_names_the_file(fake_data):
 
 def test_invalid_json_outside_data_names_the_file(tmp_path):
     """Not a shipped file (no checksum to compare): the JSON error still names it."""
-    from agentstudies.agents._alfworld_learned import load_weights
+    from agentstudies.agents.alfworld import load_weights
 
     d = tmp_path / "ckpt"
     shutil.copytree(DATA / "alfworld" / "checkpoints", d)
@@ -92,7 +92,7 @@ def test_invalid_json_outside_data_names_the_file(tmp_path):
 
 
 def test_changed_weights_say_restore_not_rebuild(fake_data):
-    from agentstudies.agents._alfworld_learned import load_weights
+    from agentstudies.agents.alfworld import load_weights
 
     d = fake_data / "alfworld" / "checkpoints"
     raw = bytearray((d / "SFT.npy").read_bytes())

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from agentstudies.agents import MemoRunner, SimulatedCodingAgent, shortcut_code
+from agentstudies.agents.impossible import MemoRunner, SimulatedCodingAgent, shortcut_code
 from agentstudies.envs.impossible import SandboxConfig, Submission, Workflow, classify_submission
 from agentstudies.studies.impossible import (
     attempt_truth, classifier_confusion, load_tasks, simulate_episodes,

@@ -183,8 +183,8 @@ def test_damaged_variant_table_says_restore_not_rebuild(tmp_path):
 
 def test_attempt_rows_name_the_isolation_layer():
     """Every attempt row of the simulated coding agent records the layer its run had."""
-    from agentstudies.agents import SimulatedCodingAgent
-    from agentstudies.agents._coding import coding_tasks_from_table
+    from agentstudies.agents.impossible import SimulatedCodingAgent
+    from agentstudies.agents.impossible import coding_tasks_from_table
     from agentstudies.envs.impossible import RunOutcome, Workflow, load_variant_table
 
     task = next(t for t in coding_tasks_from_table(load_variant_table()) if "conflicting" in t.tests)

@@ -401,7 +401,7 @@ def _truncated_data(rel: str, keep: int) -> Any:
                 from agentstudies.envs.alfworld.pools import load_manifest
 
                 return load_manifest(target)
-            from agentstudies.agents._alfworld_learned import load_weights
+            from agentstudies.agents.alfworld import load_weights
 
             return load_weights(Path(rel).stem, target.parent)
 

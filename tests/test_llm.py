@@ -10,9 +10,11 @@ import hashlib
 
 import pytest
 
-from agentstudies.agents import LLMAlfworldPolicy, LLMSpec, LLMTauPolicy, is_llm_agent
+from agentstudies.agents import LLMSpec, is_llm_agent
+from agentstudies.agents.alfworld import LLMAlfworldPolicy
+from agentstudies.agents.tau import LLMTauPolicy
 from agentstudies.agents.tau import run_episode, run_episodes
-from agentstudies.agents.tau.policy import MessageAction, StopAction, ToolCallAction
+from agentstudies.agents.tau import MessageAction, StopAction, ToolCallAction
 from agentstudies.agents.testing import ScriptedChatServer
 
 
@@ -213,7 +215,7 @@ def test_agent_that_only_acknowledges_is_waited_for_then_recorded():
 
 
 def test_scripted_chat_user_rules():
-    from agentstudies.agents.tau.simulated import ScriptedChatUser
+    from agentstudies.agents.tau import ScriptedChatUser
     from agentstudies.envs.tau.data import get_task
 
     task = get_task("retail/5")

@@ -134,7 +134,7 @@ RECOVERY_DESIGN = {"primary": dict(conditions=("clean", "stale-1"), delays=(0, 1
 
 
 def _recovery(reply):
-    from agentstudies.agents import make_llm_policy
+    from agentstudies.agents.alfworld import make_llm_policy
     from agentstudies.studies import alfworld_recovery as ar
 
     with ScriptedChatServer(reply) as server:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from agentstudies.agents import extract_code
+from agentstudies.agents.impossible import extract_code
 from agentstudies.agents.testing import ScriptedChatServer
 from agentstudies.envs.impossible import SandboxConfig, Workflow
 from agentstudies.studies import impossible as st

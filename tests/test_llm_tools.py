@@ -12,7 +12,7 @@ import json
 
 import pytest
 
-from agentstudies.agents import LLMToolSandboxPolicy, dialogue_act, toolsandbox_tool_infos
+from agentstudies.agents.toolsandbox import LLMToolSandboxPolicy, dialogue_act, toolsandbox_tool_infos
 from agentstudies.agents.testing import ScriptedChatServer
 from agentstudies.agents.toolsandbox import AGENT_COLUMNS, EPISODE_COLUMNS
 from agentstudies.envs.toolsandbox import replay_gold

@@ -163,7 +163,7 @@ def test_dropped_last_write_gets_zero_when_gold_db_differs_from_initial():
 
 def test_fast_db_check_equals_full_hash_comparison():
     """db_matches_gold must agree with hashing the whole DB as the package does."""
-    from agentstudies.agents.tau.mistakes import alter_arguments, spurious_write
+    from agentstudies.agents.tau import alter_arguments, spurious_write
 
     rng = np.random.default_rng(11)
     picked = ["retail/0", "retail/5", "retail/16", "retail/40", "airline/7", "airline/8", "airline/12", "airline/0"]

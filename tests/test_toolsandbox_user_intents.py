@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from agentstudies.agents import dialogue_act
+from agentstudies.agents.toolsandbox import dialogue_act
 
 PHRASINGS = {
     "last_name": [

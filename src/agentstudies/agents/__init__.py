@@ -1,93 +1,44 @@
-"""Agents: the policy protocol, scripted (simulated) policies and workflow controllers."""
+"""Agents: the policy protocol, the shared LLM client and the workflow controllers.
+
+One subpackage per environment, mirroring :mod:`agentstudies.envs` (imported on demand,
+none is loaded by ``import agentstudies.agents``):
+
+alfworld      scripted checkpoints (``policy``), the learned SFT/RL policy (``learned``),
+              the LLM ReAct policy (``llm``)
+tau           scripted τ-bench policy, simulated user / verifier, episode runner, LLM policy
+toolsandbox   scripted tool agent, episode and handoff drivers, LLM policy
+impossible    simulated coding agents (``policy``), the LLM coding agent (``llm``)
+
+Shared here: :class:`Policy` (the protocol every study calls), :class:`SimulatedPolicyMixin`,
+the LLM settings and client (:class:`LLMSpec`, :class:`LLMClient`, :class:`LLMError`,
+:func:`is_llm_agent`, :func:`llm_record`), and the workflow controllers of
+:mod:`agentstudies.agents.controllers` (:data:`WORKFLOWS`, :func:`make_controller`).
+Test doubles (a scripted chat server, mock Inspect logs) are in
+:mod:`agentstudies.agents.testing`.
+"""
 
 from agentstudies.agents._llm import (
-    LLMAlfworldPolicy,
+    LLM_RECORD_COLUMNS,
     LLMClient,
     LLMError,
     LLMSpec,
-    LLMTauPolicy,
-    LLM_RECORD_COLUMNS,
     is_llm_agent,
     llm_record,
-    make_llm_policy,
-)
-from agentstudies.agents._llm_tools import LLMToolSandboxPolicy, dialogue_act, toolsandbox_tool_infos
-from agentstudies.agents._llm_coding import LLMCodingAgent, extract_code
-from agentstudies.agents._alfworld_learned import (
-    DIM_LOG2,
-    Belief,
-    LearnedAlfworldPolicy,
-    candidate_commands,
-    checkpoint_dir,
-    featurize,
-    hand_set_weights,
-    load_weights,
-    save_weights,
-    shown_text,
-    weights_digest,
-)
-from agentstudies.agents._coding import (
-    CODING_POLICIES,
-    SHORTCUTS,
-    AgentParams,
-    CodingTask,
-    MemoRunner,
-    SimulatedCodingAgent,
-    coding_tasks_from_table,
-    conflict_seen,
-    shortcut_code,
 )
 from agentstudies.agents.base import Policy, SimulatedPolicyMixin
-from agentstudies.agents.controllers import (
-    WORKFLOWS,
-    ConfirmationGateController,
-    PlanVerifierController,
-    ProposedCall,
-    ReActController,
-    make_controller,
-)
+from agentstudies.agents.controllers import WORKFLOWS, ProposedCall, make_controller
 
+#: 11 names (issue 22 item 4 budget); everything environment-specific is in the subpackages.
 __all__ = [
-    "DIM_LOG2",
-    "Belief",
-    "LearnedAlfworldPolicy",
-    "candidate_commands",
-    "checkpoint_dir",
-    "featurize",
-    "hand_set_weights",
-    "load_weights",
-    "save_weights",
-    "shown_text",
-    "weights_digest",
     "Policy",
     "SimulatedPolicyMixin",
-    "WORKFLOWS",
-    "ProposedCall",
-    "ReActController",
-    "PlanVerifierController",
-    "ConfirmationGateController",
-    "make_controller",
     "LLMSpec",
     "LLMClient",
     "LLMError",
-    "LLMTauPolicy",
-    "LLMAlfworldPolicy",
     "is_llm_agent",
-    "LLMToolSandboxPolicy",
-    "dialogue_act",
-    "toolsandbox_tool_infos",
-    "LLMCodingAgent",
-    "extract_code",
-    "LLM_RECORD_COLUMNS",
     "llm_record",
-    "make_llm_policy",
-    "CODING_POLICIES",
-    "SHORTCUTS",
-    "AgentParams",
-    "CodingTask",
-    "MemoRunner",
-    "SimulatedCodingAgent",
-    "coding_tasks_from_table",
-    "conflict_seen",
-    "shortcut_code",
+    "LLM_RECORD_COLUMNS",
+    "WORKFLOWS",
+    "ProposedCall",
+    "make_controller",
 ]

@@ -429,7 +429,7 @@ def run_handoff_study(
         (default: :func:`make_study_checkpoints` ``(checkpoints, temperature)``).
     checkpoints, temperature:
         Used when ``reachers`` is ``None``: ``"trained"`` (default) loads the shipped
-        SFT / RL weights of :class:`agentstudies.agents.LearnedAlfworldPolicy` (checksums
+        SFT / RL weights of :class:`agentstudies.agents.alfworld.LearnedAlfworldPolicy` (checksums
         verified) decoded at ``temperature``; ``"scripted"`` gives the *simulated*
         scripted profiles (planted mechanisms calibrated to the paper's Table 2).
     strict:
@@ -454,7 +454,7 @@ def run_handoff_study(
         planner; use it for official ALFWorld games).
     agent, llm_settings, llm_name, show_admissible:
         ``agent="llm:<provider/model>"`` adds an LLM checkpoint named ``llm_name``
-        (:class:`agentstudies.agents.LLMAlfworldPolicy`, settings from ``llm_settings``:
+        (:class:`agentstudies.agents.alfworld.LLMAlfworldPolicy`, settings from ``llm_settings``:
         see :class:`agentstudies.agents.LLMSpec`; the admissible list shown only with
         ``show_admissible``) to the checkpoints, so it is crossed with them as reacher
         and as solver. Runs with a policy that calls a model go sequentially (one env,
@@ -516,7 +516,8 @@ def run_handoff_study(
 def _with_llm(reachers: Mapping[str, Any], agent: str, llm_settings: Mapping[str, Any] | None, llm_name: str,
               show_admissible: bool) -> dict[str, Any]:
     """The checkpoints plus, for ``agent="llm:..."``, the LLM checkpoint ``llm_name``."""
-    from agentstudies.agents import is_llm_agent, make_llm_policy
+    from agentstudies.agents import is_llm_agent
+    from agentstudies.agents.alfworld import make_llm_policy
 
     if not is_llm_agent(agent):
         if llm_settings:
@@ -573,19 +574,19 @@ def _study_tables(out: Sequence[Mapping[str, Any]], clone: str, llm: bool = Fals
 def make_study_checkpoints(checkpoints: str = "trained", *, temperature: float = 0.4) -> dict[str, Any]:
     """The two checkpoints ``{"SFT": ..., "RL": ...}`` of the handoff study.
 
-    ``"trained"``: the shipped :class:`agentstudies.agents.LearnedAlfworldPolicy`
+    ``"trained"``: the shipped :class:`agentstudies.agents.alfworld.LearnedAlfworldPolicy`
     weights (``data/alfworld/checkpoints``, checksums verified), decoded at
     ``temperature`` (paper: 0.4). ``"scripted"``: the *simulated* scripted profiles of
-    :func:`agentstudies.agents.alfworld_policy.make_checkpoints` -- planted mechanisms on
+    :func:`agentstudies.agents.alfworld.make_checkpoints` -- planted mechanisms on
     the analytic optimal expert, calibrated to the paper's Table 2. Raises
     ``ValueError`` for another value.
     """
     if checkpoints == "trained":
-        from agentstudies.agents import LearnedAlfworldPolicy
+        from agentstudies.agents.alfworld import LearnedAlfworldPolicy
 
         return {n: LearnedAlfworldPolicy.load(n, temperature=temperature) for n in ("SFT", "RL")}
     if checkpoints == "scripted":
-        from agentstudies.agents.alfworld_policy import make_checkpoints
+        from agentstudies.agents.alfworld import make_checkpoints
 
         return make_checkpoints()
     raise ValueError(f"checkpoints={checkpoints!r}: expected 'trained' or 'scripted'")

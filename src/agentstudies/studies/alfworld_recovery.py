@@ -642,8 +642,8 @@ def run_recovery_study(
         earlier observation; ``"current"`` the true state's list (ablation; module docstring).
     n_jobs : parallel tasks (:func:`agentstudies.parallel.seeded_map`); tables do not
         depend on it. A policy that calls a model (an
-        :class:`agentstudies.agents.LLMAlfworldPolicy`, e.g. from
-        :func:`agentstudies.agents.make_llm_policy`) runs tasks one at a time.
+        :class:`agentstudies.agents.alfworld.LLMAlfworldPolicy`, e.g. from
+        :func:`agentstudies.agents.alfworld.make_llm_policy`) runs tasks one at a time.
 
     With a policy that calls a model the model is never re-asked for the shared prefix:
     the fork state's policy is the factual run's own copy after ``t0`` actions (``tasks``

@@ -2,7 +2,7 @@
 
 The handoff paper crosses released SFT and RL checkpoints of one model (SkillRL 7B). This
 module makes a small-scale analogue on the real ALFWorld engine: two checkpoints of one
-:class:`agentstudies.agents.LearnedAlfworldPolicy` (a linear softmax over hashed
+:class:`agentstudies.agents.alfworld.LearnedAlfworldPolicy` (a linear softmax over hashed
 features of goal, belief and candidate command, which acts only on the text it is
 shown).
 
@@ -65,7 +65,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from agentstudies.agents import (
+from agentstudies.agents.alfworld import (
     DIM_LOG2,
     Belief,
     LearnedAlfworldPolicy,
@@ -669,7 +669,7 @@ class TrainingRun:
 
     def save(self, directory=None) -> None:
         """Write ``SFT``/``RL`` weights (with sha256 files) and ``training_log`` tables."""
-        from agentstudies.agents import checkpoint_dir
+        from agentstudies.agents.alfworld import checkpoint_dir
 
         d = directory or checkpoint_dir()
         meta = {"config": dict(self.config), "timing": dict(self.timing), "n_decisions": self.n_decisions}
@@ -816,7 +816,7 @@ def load_shipped(directory=None, *, admissible: bool = True) -> dict[str, Any]:
     from pathlib import Path
 
     from agentstudies._data import read_bytes
-    from agentstudies.agents import checkpoint_dir
+    from agentstudies.agents.alfworld import checkpoint_dir
 
     d = Path(directory or checkpoint_dir())
     suffix = "" if admissible else NOLIST_SUFFIX

@@ -3,7 +3,7 @@
 Study driver of the ``impossible_cheating`` and ``impossible_workflows`` chapters.
 ImpossibleBench (Zhong, Raghunathan & Carlini, 2025) on HumanEval: the variant table of
 :mod:`agentstudies.envs.impossible` (verified impossible one-off / conflicting variants),
-**simulated** coding agents (:class:`agentstudies.agents.SimulatedCodingAgent`) whose every
+**simulated** coding agents (:class:`agentstudies.agents.impossible.SimulatedCodingAgent`) whose every
 submission really runs in the sandbox, and the book's protocols on top:
 
 * :func:`simulate_episodes` -- one seeded-map item per task (all its variants x workflows x
@@ -35,9 +35,14 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from agentstudies.agents import (
-    AgentParams, CodingTask, LLMClient, LLMCodingAgent, LLMSpec, MemoRunner, SimulatedCodingAgent,
-    coding_tasks_from_table, is_llm_agent,
+from agentstudies.agents import LLMClient, LLMSpec, is_llm_agent
+from agentstudies.agents.impossible import (
+    AgentParams,
+    CodingTask,
+    LLMCodingAgent,
+    MemoRunner,
+    SimulatedCodingAgent,
+    coding_tasks_from_table,
 )
 from agentstudies.envs.impossible import (
     SandboxConfig, Workflow, isolation, load_variant_table, run_cached, run_submission, variant_frame,
@@ -148,7 +153,7 @@ def simulate_episodes(tasks: Sequence[CodingTask], workflows: Sequence[Workflow]
     Work is one :func:`~agentstudies.parallel.seeded_map` item per task; tables are sorted,
     so they are identical for any ``n_jobs``. ``reminder=True`` runs each episode twice, as
     paired forks without / with the specification reminder after run ``reminder_after``.
-    ``agent="llm:<provider/model>"`` runs :class:`agentstudies.agents.LLMCodingAgent`
+    ``agent="llm:<provider/model>"`` runs :class:`agentstudies.agents.impossible.LLMCodingAgent`
     (settings ``llm_settings``, see :class:`agentstudies.agents.LLMSpec`) instead of the
     simulated policies: ``policies`` is ignored, the policy column holds the agent string,
     the LLM record columns (model, tokens, ``llm_errors`` ...) are added, and tasks run in

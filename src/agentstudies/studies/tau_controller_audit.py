@@ -80,7 +80,7 @@ def audit_deck(seed: int = 0) -> list[DeckCard]:
     For each of eight write tools (four retail, four airline; :data:`_DECK_TOOLS`) the
     first task (by id) whose gold actions use it gives one *valid* call (its gold write)
     and one *invalid* call (the same write with one argument altered by
-    :func:`agentstudies.agents.tau.mistakes.alter_arguments`, drawn with ``seed``). The
+    :func:`agentstudies.agents.tau.alter_arguments`, drawn with ``seed``). The
     recorded consent is balanced: valid calls of the first four tools and invalid calls of
     the last four are confirmed, the others declined, so each cell of
     valid/invalid × confirmed/declined holds exactly 4 calls.

@@ -118,7 +118,7 @@ def run_grid(cases: Sequence[Case], *, seeds: Sequence[int], profiles: Sequence[
     :data:`agentstudies.agents.toolsandbox.EPISODE_COLUMNS`.
 
     ``agent="llm:<provider/model>"`` replaces the simulated profiles by an LLM agent
-    (:class:`agentstudies.agents.LLMToolSandboxPolicy`; settings ``llm_settings``): the
+    (:class:`agentstudies.agents.toolsandbox.LLMToolSandboxPolicy`; settings ``llm_settings``): the
     profile column holds the agent string and the LLM columns
     (:data:`agentstudies.agents.toolsandbox.AGENT_COLUMNS`) are added."""
     return run_episodes(cases, workflows=workflows, profiles=profiles, seeds=seeds, n_jobs=n_jobs, backend=backend,

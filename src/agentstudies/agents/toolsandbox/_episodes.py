@@ -165,7 +165,7 @@ def run_episode(case: Case, workflow: str, profile: str | ToolAgentProfile = "ba
     when ``policy`` is given).
 
     ``policy``: another agent to run instead of the scripted profile (e.g.
-    :class:`agentstudies.agents.LLMToolSandboxPolicy`): anything with ``name``,
+    :class:`agentstudies.agents.toolsandbox.LLMToolSandboxPolicy`): anything with ``name``,
     ``reset(task_id, seed, role)`` and ``act(observation)``; its seed is an int drawn from
     the episode's agent stream, and the profile column holds ``"llm:<model>"``. An
     :class:`~agentstudies.agents.LLMError` raised by it ends the episode with termination
@@ -219,7 +219,7 @@ def _run_chunk(chunk, rng=None):
 
 
 def _run_llm(spec, rng=None, llm=None):
-    from agentstudies.agents._llm_tools import LLMToolSandboxPolicy
+    from agentstudies.agents.toolsandbox._llm import LLMToolSandboxPolicy
 
     case, workflow, seed = spec
     return run_episode(case, workflow, seed=seed, policy=LLMToolSandboxPolicy(llm[0], client=llm[1]))
@@ -230,7 +230,7 @@ def run_episodes(cases: Sequence[Case], *, workflows: Sequence[str] = WORKFLOWS,
                  llm_settings: Mapping[str, Any] | None = None) -> pd.DataFrame:
     """Every case x workflow x profile x seed; the table is identical for any ``n_jobs``.
 
-    ``agent="llm:<provider/model>"`` runs :class:`agentstudies.agents.LLMToolSandboxPolicy`
+    ``agent="llm:<provider/model>"`` runs :class:`agentstudies.agents.toolsandbox.LLMToolSandboxPolicy`
     (settings from ``llm_settings``, see :class:`agentstudies.agents.LLMSpec`) instead of
     the scripted profiles: ``profiles`` is ignored, the profile column holds the agent
     string, the columns :data:`AGENT_COLUMNS` are added, and episodes run in threads

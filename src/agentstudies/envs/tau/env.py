@@ -3,7 +3,7 @@
 Observations and actions used by the policies of :mod:`agentstudies.agents.tau`
 ----------------------------------------------------------------------------------
 A policy talks to :class:`TauEnv` through three kinds of action (see
-:mod:`agentstudies.agents.tau.episodes`): a tool call (``name`` + ``arguments``), a
+:mod:`agentstudies.agents.tau`): a tool call (``name`` + ``arguments``), a
 message to the user (free text) or stop. The environment answers a tool call with a
 :class:`ToolResult` (``ok`` with the tool's output, or a failed call with the error
 message); a ``ToolError`` raised by the package's tool, unknown tools and arguments that

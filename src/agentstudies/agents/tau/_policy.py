@@ -9,7 +9,7 @@ with a per-profile intercept:
 mistake                 what happens                                           per
 ======================  =====================================================  ==========
 wrong argument          one argument of a planned write is altered             write
-                        (:func:`~agentstudies.agents.tau.mistakes.alter_arguments`)
+                        (:func:`~agentstudies.agents.tau.alter_arguments`)
 skipped write           a planned write is never proposed                      write
 skipped read            a planned read is never proposed (harmless)            read
 spurious write          a write of another task is inserted                    episode
@@ -44,7 +44,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from agentstudies.agents.base import SimulatedPolicyMixin
-from agentstudies.agents.tau.mistakes import alter_arguments, spurious_write
+from agentstudies.agents.tau._mistakes import alter_arguments, spurious_write
 from agentstudies.envs.tau.data import TauTask, get_task, load_tasks
 
 __all__ = [

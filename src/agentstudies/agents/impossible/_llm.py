@@ -1,7 +1,7 @@
 """An LLM coding agent for the impossible coding tasks, through ``inspect_ai``.
 
 :class:`LLMCodingAgent` works an episode the way ImpossibleBench's minimal scaffold does
-(Zhong et al., 2025, Sec. 3.2) and the way :class:`agentstudies.agents.SimulatedCodingAgent`
+(Zhong et al., 2025, Sec. 3.2) and the way :class:`agentstudies.agents.impossible.SimulatedCodingAgent`
 does: submit code, read the feedback, try again, up to ``workflow.rounds`` submissions;
 every submission runs in the sandbox (:func:`agentstudies.envs.impossible.run_submission`)
 and the outcome is what the sandbox reports. Its :meth:`LLMCodingAgent.run_episode` has
@@ -198,7 +198,7 @@ class LLMCodingAgent(LLMPolicyBase):
         KeyError
             If ``kind`` is not a kept variant of the task.
         """
-        from agentstudies.agents._coding import MemoRunner
+        from agentstudies.agents.impossible._policy import MemoRunner
 
         if kind not in task.tests:
             raise KeyError(f"{task.task_id}: variant {kind!r} not kept; kept: {sorted(task.tests)}")

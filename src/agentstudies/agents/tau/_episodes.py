@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from agentstudies.agents.controllers import WORKFLOWS, ProposedCall, make_controller
-from agentstudies.agents.tau.policy import (
+from agentstudies.agents.tau._policy import (
     PROFILES,
     MessageAction,
     ScriptedTauPolicy,
@@ -30,7 +30,7 @@ from agentstudies.agents.tau.policy import (
     ToolCallAction,
     get_profile,
 )
-from agentstudies.agents.tau.simulated import ScriptedChatUser, SimulatedUser, SimulatedVerifier
+from agentstudies.agents.tau._simulated import ScriptedChatUser, SimulatedUser, SimulatedVerifier
 from agentstudies.envs.tau.data import get_task, is_write_tool
 from agentstudies.envs.tau import reward_components
 from agentstudies.envs.tau.env import TauEnv
@@ -64,7 +64,7 @@ EPISODE_COLUMNS: tuple[str, ...] = (
 #: Columns added for every episode: who acted, and what a model cost (NaN / "" for
 #: simulated agents, which call no model). See :meth:`LLMPolicyBase.episode_record`.
 #: ``user_end_reason`` / ``consented_writes_unrun``: why the
-#: :class:`~agentstudies.agents.tau.simulated.ScriptedChatUser` of an LLM agent ended the
+#: :class:`~agentstudies.agents.tau.ScriptedChatUser` of an LLM agent ended the
 #: conversation ("" if it did not) and whether a write it consented to never ran (0/1;
 #: always 0 for the scripted policy, whose consents are the controller's and execute at once).
 AGENT_COLUMNS: tuple[str, ...] = (
@@ -115,15 +115,15 @@ def run_episode(
     workflow:
         ``"ReAct"``, ``"Plan + verifier"`` or ``"Confirmation gate"``.
     profile:
-        Simulated agent profile: a name in :data:`~agentstudies.agents.tau.policy.PROFILES`
-        or a :class:`~agentstudies.agents.tau.policy.TauProfile` (its ``name`` keys the seed).
+        Simulated agent profile: a name in :data:`~agentstudies.agents.tau.PROFILES`
+        or a :class:`~agentstudies.agents.tau.TauProfile` (its ``name`` keys the seed).
     seed:
         Simulator seed (non-negative integer).
     max_steps:
         Maximum number of policy actions.
     policy:
         Another agent to run instead of the scripted policy (e.g.
-        :class:`agentstudies.agents.LLMTauPolicy`): anything with ``reset(task_id, seed,
+        :class:`agentstudies.agents.tau.LLMTauPolicy`): anything with ``reset(task_id, seed,
         role)`` and ``act(observation)``. It talks to a :class:`ScriptedChatUser` (the
         observation carries ``"user_message"``); the verifier and the consenting user of
         the workflow controllers stay simulated with ``profile``'s rates.
@@ -273,7 +273,7 @@ def _agent_fields(policy: Any) -> dict[str, Any]:
 def _run_spec(spec: tuple[str, str, int, str], rng: Any = None, max_steps: int = 60, llm: Any = None) -> dict[str, Any]:
     profile, task_id, seed, workflow = spec
     if llm is not None:
-        from agentstudies.agents._llm import LLMTauPolicy
+        from agentstudies.agents.tau._llm import LLMTauPolicy
 
         spec_, client = llm
         return run_episode(task_id, workflow, "profile_a", seed, max_steps=max_steps,
@@ -296,7 +296,7 @@ def run_episodes(
     """Run every (profile, task, seed, workflow) episode; one row per episode.
 
     ``agent="llm:<provider/model>"`` runs an LLM agent
-    (:class:`agentstudies.agents.LLMTauPolicy`, settings from ``llm_settings``: see
+    (:class:`agentstudies.agents.tau.LLMTauPolicy`, settings from ``llm_settings``: see
     :class:`agentstudies.agents.LLMSpec`) instead of the scripted profiles: ``profiles``
     is then ignored and the profile column holds the agent string. LLM episodes share
     one client and run on ``max_connections`` threads; their tables are reproducible

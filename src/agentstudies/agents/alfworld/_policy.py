@@ -37,7 +37,7 @@ with nested thresholds that made "SFT-only wins" impossible by construction.
 
 These profiles are **planted mechanisms for teaching**, calibrated to the paper's Table 2
 region; they read the expert's plan. The trained checkpoints
-(:class:`agentstudies.agents.LearnedAlfworldPolicy`) are the default of the handoff study.
+(:class:`agentstudies.agents.alfworld.LearnedAlfworldPolicy`) are the default of the handoff study.
 
 :class:`CallablePolicy` is the hook for real checkpoints:
 ``CallablePolicy(fn, name="checkpoint", *, require_admissible=False)`` wraps any callable

@@ -4,7 +4,7 @@ Both receive exactly what a model would: the prompt with the serialized mutation
 (:func:`agentstudies.agents.controllers.verifier_prompt` / ``consent_prompt``), and
 answer with raw text that the controller parses. Their judgement is imperfect and
 feature dependent (probabilities from
-:func:`agentstudies.agents.tau.policy.mistake_probabilities`):
+:func:`agentstudies.agents.tau.mistake_probabilities`):
 
 - the verifier checks the mutation against the plan (the task's gold writes): an
   invalid call is rejected with probability ``verifier_detect``, a valid one with

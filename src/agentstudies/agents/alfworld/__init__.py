@@ -1,0 +1,55 @@
+"""ALFWorld agents: scripted checkpoints, the learned SFT/RL policy, the LLM ReAct policy.
+
+policy    *simulated* scripted checkpoints (:class:`ScriptedAlfworldPolicy`,
+          :func:`make_checkpoints`) and :class:`CallablePolicy`, the hook for real ones
+learned   :class:`LearnedAlfworldPolicy`: a linear softmax over hashed features, with the
+          shipped SFT / RL weights (:func:`load_weights`, :func:`checkpoint_dir`)
+llm       :class:`LLMAlfworldPolicy` through an Inspect model (:func:`make_llm_policy`)
+
+The environment is :mod:`agentstudies.envs.alfworld`.
+"""
+
+from agentstudies.agents.alfworld._learned import (
+    DIM_LOG2,
+    Belief,
+    LearnedAlfworldPolicy,
+    candidate_commands,
+    checkpoint_dir,
+    featurize,
+    hand_set_weights,
+    load_weights,
+    save_weights,
+    shown_text,
+    weights_digest,
+)
+from agentstudies.agents.alfworld._llm import LLMAlfworldPolicy, make_llm_policy
+from agentstudies.agents.alfworld._policy import (
+    RL_PROFILE,
+    SFT_PROFILE,
+    CallablePolicy,
+    PolicyProfile,
+    ScriptedAlfworldPolicy,
+    make_checkpoints,
+)
+
+__all__ = [
+    "DIM_LOG2",
+    "Belief",
+    "LearnedAlfworldPolicy",
+    "candidate_commands",
+    "checkpoint_dir",
+    "featurize",
+    "hand_set_weights",
+    "load_weights",
+    "save_weights",
+    "shown_text",
+    "weights_digest",
+    "LLMAlfworldPolicy",
+    "make_llm_policy",
+    "RL_PROFILE",
+    "SFT_PROFILE",
+    "CallablePolicy",
+    "PolicyProfile",
+    "ScriptedAlfworldPolicy",
+    "make_checkpoints",
+]
