@@ -113,3 +113,46 @@ def test_small_cluster_summary_uses_the_nominal_level_and_the_paper_values():
     assert "2.0% (N = 40)" in out["t8_status"]
     with pytest.raises(ValueError, match="n_trials"):
         small_cluster_summary(t6, t6q, t7, t8, paper6, paper7, paper8, methods=rules, n_trials=0)
+
+
+def _t9(values, best):
+    methods = ["kms", "mmd", "max_sliced", "no_radius", "linear_only"]
+    rows = [{"mechanism": m, **dict(zip(methods, v)), "best": b} for (m, v), b in zip(values.items(), best)]
+    return pd.DataFrame(rows), methods
+
+
+def test_geometry_b_summary_counts_agreement_ranks_and_the_ceiling_threshold():
+    from agentstudies.studies.sasst_summaries import geometry_b_summary
+
+    mech = ["linear", "xor", "circular", "policy_by_tool"]
+    t9, methods = _t9({"linear": [0.9, 0.8, 0.7, 0.6, 0.95], "xor": [0.5, 0.6, 0.5, 0.5, 0.5],
+                       "circular": [0.55, 0.5, 0.5, 0.5, 0.5], "policy_by_tool": [0.7, 0.8, 0.9, 0.6, 0.65]},
+                      ["linear_only", "mmd", "kms", "max_sliced"])
+    paper9 = t9.assign(best=["linear_only", "kms", "kms", "kms"])
+    ceil = pd.DataFrame({"full registry": [0.99, 0.85, 0.92, 0.97]}, index=mech)
+    diag = pd.DataFrame({"mean feasible candidates": [10, 20, 30, 40, 50]}, index=methods)
+    out = geometry_b_summary(t9, paper9, ceil, diag, mechanisms=mech, methods=methods)
+    assert "agrees with the paper on 2 of 4 mechanisms" in out["b_best"]  # linear and circular
+    # linear_only is best of 5 on linear (rank 1); on policy_by_tool kms, mmd, max_sliced beat 0.65 -> rank 4
+    assert "ranks 1 of 5 on linear, 4 of 5 on policy_by_tool" in out["b_linear"]
+    assert "*xor* 0.85 (cannot test recovery)" in out["b_can_test"]
+    assert "*circular* 0.92 (can test recovery)" in out["b_can_test"]
+    strict = geometry_b_summary(t9, paper9, ceil, diag, mechanisms=mech, methods=methods, min_ceiling=0.95)
+    assert "*circular* 0.92 (cannot test recovery)" in strict["b_can_test"] and "at least 0.95" in strict["b_can_test"]
+    assert "ceiling of 0.85 to 0.92" in out["b_nonlinear"]
+    assert out["b_radius"] == "Mean feasible candidates: kms 10, mmd 20, max_sliced 30, no_radius 40, linear_only 50."
+    with pytest.raises(KeyError, match="best"):
+        geometry_b_summary(t9.drop(columns="best"), paper9, ceil, diag, mechanisms=mech, methods=methods)
+
+
+def test_geometry_audit_summary():
+    from agentstudies.studies.sasst_summaries import geometry_audit_summary
+
+    t10 = pd.DataFrame({"geometry": ["a", "b", "no_radius"], "auc": [0.6, 0.7, 0.8],
+                        "correct_recovery": [0.2, 0.2, 0.5]})
+    paper10 = t10.assign(auc=[0.5, 0.5, 0.9], correct_recovery=[0.0, 0.0, 0.9])
+    budget = pd.DataFrame({"target_within": [1.0, 0.0]}, index=["a", "b"])
+    s = geometry_audit_summary(t10, paper10, budget, geometries=["a", "b"])["a_sentence"]
+    assert s.startswith("The target tilt lies within the budget in 1 of 2 geometries")
+    assert "Held-out AUC with a budget is 0.60 to 0.70 against 0.80 without a radius (paper 0.50 against 0.90)" in s
+    assert "correct recovery 0.20 with a budget and 0.50 without (paper 0.00 and 0.90)" in s

@@ -78,7 +78,6 @@ __all__ = [
     "pilot_radii",
     "study_b_trial",
     "run_study_b",
-    "table9",
     "PAPER_TABLE9",
     "STRUCTURED_COLUMNS",
     "AUDIT_GEOMETRIES",
@@ -92,7 +91,6 @@ __all__ = [
     "discovery_outside_radii",
     "audit_trial",
     "run_geometry_audit",
-    "table10",
     "PAPER_TABLE10",
     "bandwidth_diagnostic",
     "PAPER_BANDWIDTH_SIMILARITY",
@@ -421,14 +419,6 @@ def run_study_b(cfg: StudyBConfig, n_trials: int, *, seed: int | np.random.SeedS
     items = [(m, t) for m in mechanisms for t in range(n_trials)]
     res = seeded_map(study_b_trial, items, seed=trial_seq, n_jobs=n_jobs, backend=backend, cfg=cfg, radii=radii)
     return pd.DataFrame([r for rows in res for r in rows]), radii
-
-
-def table9(records: pd.DataFrame) -> pd.DataFrame:
-    """Mean held-out AUC per mechanism (rows) and method (columns), plus the best method."""
-    t = records.pivot_table(index="mechanism", columns="method", values="auc", aggfunc="mean")
-    t = t.reindex(index=[m for m in MECHANISMS if m in t.index], columns=list(METHODS))
-    t["best"] = t[list(METHODS)].idxmax(axis=1)
-    return t.reset_index()
 
 
 # ----------------------------------------------------------------------------- audit (Table 10)
@@ -767,25 +757,6 @@ def run_geometry_audit(features: pd.DataFrame, emb: Sequence[str], cfg: AuditCon
     res = seeded_map(audit_trial, n_trials, seed=_fresh(seed), n_jobs=n_jobs, backend=backend,
                      features=features, emb=list(emb), radii=radii, cfg=cfg)
     return pd.DataFrame([r for rows in res for r in rows]), radii
-
-
-def table10(records: pd.DataFrame) -> pd.DataFrame:
-    """Mean accepted rules, correct rule recovery and held-out AUC per geometry: the common
-    budget (target inside it here: the labelled contrast), the budget that excludes the
-    target (``<geometry>, target outside budget``: the paper's setting) and no radius.
-
-    Means are taken over trials within each kernel seed, then over kernel seeds.
-    """
-    per_seed = records.groupby(["geometry", "kernel_seed"])[["accepted", "accepted_radius", "correct",
-                                                             "length_axis", "target_feasible", "auc"]].mean()
-    t = per_seed.groupby(level="geometry").mean()
-    rows = list(AUDIT_GEOMETRIES) + [outside_name(m) for m in AUDIT_GEOMETRIES] + ["no_radius"]
-    t = t.reindex([r for r in rows if r in t.index])
-    t = t.rename(columns={"accepted": "accepted_rules", "correct": "correct_recovery",
-                          "accepted_radius": "within_radius", "target_feasible": "target_admitted"})
-    t = t.rename(columns={"length_axis": "goal_length_recovery"})
-    return t[["accepted_rules", "within_radius", "target_admitted", "correct_recovery", "goal_length_recovery",
-              "auc"]].reset_index()
 
 
 # ----------------------------------------------------------------------------- bandwidth

@@ -29,7 +29,7 @@ import pandas as pd
 
 from agentstudies.studies._sasst_common import proportion_interval
 
-__all__ = ["feasibility_summary", "small_cluster_summary", "rate_beside_paper", "pct_range"]
+__all__ = ["feasibility_summary", "small_cluster_summary", "geometry_b_summary", "geometry_audit_summary", "rate_beside_paper", "pct_range"]
 
 SUPPORT_SETTINGS = ("severe_concentration", "density_only", "split_support_only")
 
@@ -214,3 +214,78 @@ def small_cluster_summary(t6: pd.DataFrame, t6q: pd.DataFrame, t7: pd.DataFrame,
         raise ValueError(f"level must lie in (0, 1); got {level}")
     return {**_t6_sentences(t6, t6q, paper6, methods, n_trials, level, t_quantile),
             **_t7_sentences(t7, paper7), **_t8_sentences(t8, paper8)}
+
+
+def _arange(values) -> str:
+    vals = np.asarray(values, float).ravel()
+    vals = vals[np.isfinite(vals)]
+    if not len(vals):
+        return "—"
+    lo, hi = f"{vals.min():.2f}", f"{vals.max():.2f}"
+    return lo if lo == hi else f"{lo} to {hi}"
+
+
+def geometry_b_summary(t9: pd.DataFrame, paper9: pd.DataFrame, ceil: pd.DataFrame, diag: pd.DataFrame, *,
+                       mechanisms: Sequence[str], methods: Sequence[str], min_ceiling: float = 0.9) -> dict[str, str]:
+    """Sentences of the geometry chapter's Study B (Table 9).
+
+    ``t9``: ``GeometryResult.table(9)`` (``mechanism``, one column per method, ``best``);
+    ``paper9``: the paper's Table 9 with its ``best`` column; ``ceil``: per mechanism
+    (index) the registry ceiling (``full registry``); ``diag``: per method (index)
+    ``mean feasible candidates``. ``min_ceiling``: the full-registry ceiling (held-out AUC)
+    from which a mechanism counts as able to test recovery (a design choice, stated in the
+    sentence). Returns ``b_can_test``, ``b_best``, ``b_linear``, ``b_nonlinear`` and
+    ``b_radius``. Raises ``KeyError`` naming a missing column.
+    """
+    methods = list(methods)
+    _need(t9, ["mechanism", "best", *methods], "t9")
+    _need(paper9, ["mechanism", "best", *methods], "paper9")
+    _need(ceil, ["full registry"], "ceil")
+    _need(diag, ["mean feasible candidates"], "diag")
+    t9i, p9 = t9.set_index("mechanism"), paper9.set_index("mechanism")
+    out = {"b_can_test": "Full-registry ceiling per mechanism: " + "; ".join(
+        f"*{m}* {ceil.loc[m, 'full registry']:.2f} "
+        f"({['cannot', 'can'][int(ceil.loc[m, 'full registry'] >= min_ceiling)]} test recovery)" for m in mechanisms)
+        + f" (a ceiling of at least {min_ceiling:g} counts as able). The earlier registry without the pairwise "
+          "tilts (`StudyBConfig(quadratic=False)`) cannot express XOR or the disc, so its AUC there measured the "
+          "registry, not the geometry."}
+    agree = sum(int(t9i.loc[m, "best"] == p9.loc[m, "best"]) for m in mechanisms if m in p9.index)
+    out["b_best"] = ("The best method here: " + "; ".join(
+        f"*{m}* {t9i.loc[m, 'best']} (paper {p9.loc[m, 'best']})" for m in mechanisms)
+        + f". The winner agrees with the paper on {agree} of {len(mechanisms)} mechanisms.")
+    lin = [m for m in ("linear", "policy_by_tool") if m in t9i.index]
+    non = [m for m in ("xor", "circular") if m in t9i.index]
+    ranks = ", ".join(f"{int((t9i.loc[m, methods] > t9i.loc[m, 'linear_only']).sum()) + 1} of {len(methods)} on {m}"
+                      for m in lin)
+    out["b_linear"] = (f"On *linear* and *policy by tool* the methods reach AUC {_arange(t9i.loc[lin, methods])} "
+                       f"(paper {_arange(p9.loc[lin, methods])}); the restricted linear registry ranks {ranks}.")
+    out["b_nonlinear"] = (f"On *XOR* and *circular* they reach {_arange(t9i.loc[non, methods])} "
+                          f"(paper {_arange(p9.loc[non, methods])}), against a full-registry ceiling of "
+                          f"{_arange(ceil.loc[non, 'full registry'])}.")
+    out["b_radius"] = "Mean feasible candidates: " + ", ".join(
+        f"{m} {diag.loc[m, 'mean feasible candidates']:.0f}" for m in methods) + "."
+    return out
+
+
+def geometry_audit_summary(t10: pd.DataFrame, paper10: pd.DataFrame, budget: pd.DataFrame, *,
+                           geometries: Sequence[str]) -> dict[str, str]:
+    """The geometry audit's sentence (Table 10): ``a_sentence``.
+
+    ``t10`` / ``paper10``: Table 10 and the paper's (``geometry, auc, correct_recovery``,
+    with a ``no_radius`` row); ``budget``: per audit geometry (index) the mean
+    ``target_within``. Raises ``KeyError`` naming a missing column.
+    """
+    _need(t10, ["geometry", "auc", "correct_recovery"], "t10")
+    _need(paper10, ["geometry", "auc", "correct_recovery"], "paper10")
+    _need(budget, ["target_within"], "budget")
+    t10i, p10 = t10.set_index("geometry"), paper10.set_index("geometry")
+    geo = list(geometries)
+    inside = int((budget["target_within"] > 0).sum())
+    return {"a_sentence": (
+        f"The target tilt lies within the budget in {inside} of {len(geo)} geometries here "
+        f"(the paper: outside the budget in every geometry). Held-out AUC with a budget is "
+        f"{_arange(t10i.loc[geo, 'auc'])} against {t10i.loc['no_radius', 'auc']:.2f} without a radius (paper "
+        f"{_arange(p10.loc[geo, 'auc'])} against {p10.loc['no_radius', 'auc']:.2f}); correct recovery "
+        f"{_arange(t10i.loc[geo, 'correct_recovery'])} with a budget and "
+        f"{t10i.loc['no_radius', 'correct_recovery']:.2f} without (paper {_arange(p10.loc[geo, 'correct_recovery'])} "
+        f"and {p10.loc['no_radius', 'correct_recovery']:.2f}).")}
