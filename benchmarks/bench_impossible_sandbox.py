@@ -10,6 +10,8 @@ a shared machine hits every variant alike):
   ratio        new_bwrap / old (target <= 1.5, issue 23)
 Per layer (seconds per process start, median):
   python       the bare interpreter (``python -S -c pass``)
+  python_harness_imports  + the harness's stdlib imports (ast, json, ... and the modules
+               preloaded for tests before the audit hook: typing, socket, random, ...)
   bwrap_namespaces  the same in fresh namespaces (bwrap, the host's root bound whole)
   bwrap_view   + the allowlist mounts
   bwrap_uid_drop  + setpriv to the run's uid: the layer as runs use it
@@ -90,6 +92,12 @@ def _layer_costs(reps: int) -> dict:
     out = {}
     py = sb._interpreter()
     out["python"] = _median_time(lambda: subprocess.run([py, "-S", "-c", "pass"], check=True), reps)
+    # the harness's stdlib imports (its own, and the modules preloaded for tests before the
+    # audit hook), as the sandbox starts the interpreter: the largest part of the harness
+    imports = ";".join(line.split("#")[0].strip() for line in sb._HARNESS.splitlines()
+                       if line.strip().startswith("import "))
+    out["python_harness_imports"] = _median_time(
+        lambda: subprocess.run([py, "-S", "-s", "-B", "-c", imports], check=True), reps)
     try:
         iso = sb._layer_info("bwrap")
     except sb.SandboxFault:
