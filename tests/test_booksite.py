@@ -405,3 +405,58 @@ def test_one_numbering_on_a_page_that_is_not_a_chapter_has_no_prefix(tmp_path):
     assert "Table 1. x" in raw.astext() and numbers["intro"]["table"]["t"] == (2,)
     assert booksite.chapter_number(tmp_path, "chapters/a") == 1
     assert booksite.chapter_number(tmp_path, "chapters/zz") is None
+
+
+# ------------------------------------------------------------------ results index: each figure once, gaps in context
+def test_results_index_lists_a_figure_saved_under_another_name_once(tmp_path):
+    """A glued figure whose PNG is saved as another name (``ch.figure(key, fig, name)`` or
+    ``save_figure(fig, name)`` then ``glue(key, fig)``) is one figure, not a glued one plus a PNG."""
+    from agentstudies.paper_compare import results_index
+
+    art = tmp_path / "artifacts" / "alpha"
+    art.mkdir(parents=True)
+    for name in ("figure9_res", "by_cat", "by_aug", "orphan"):
+        (art / f"{name}.png").write_bytes(b"\x89PNG")
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell('ch.figure("fig_res", fig, "figure9_res")'),
+                nbformat.v4.new_code_cell('ch.save_figure(fig, "by_cat")\n_ = ch.glue("fig_cat", fig)\n'
+                                          'ch.save_figure(fig, "by_aug")\n_ = ch.glue("fig_aug", fig)'),
+                nbformat.v4.new_markdown_cell("\n".join(f"```{{glue:figure}} {k}\n:name: {k}\nCaption.\n```"
+                                                        for k in ("fig_res", "fig_cat", "fig_aug")))]
+    (tmp_path / "notebooks").mkdir()
+    nbformat.write(nb, tmp_path / "notebooks" / "alpha.ipynb")
+    (entry,) = results_index(tmp_path, artifacts=tmp_path / "artifacts", chapters=["alpha"])
+    files = {f.name: (f.file.name if f.file else None) for f in entry.figures}
+    assert files == {"fig_res": "figure9_res.png", "fig_cat": "by_cat.png", "fig_aug": "by_aug.png",
+                     "orphan": "orphan.png"}
+
+
+def test_largest_gap_names_the_cell_both_values_and_the_unit():
+    from agentstudies.paper_compare import largest_gap
+
+    ours = pd.DataFrame({"M": [500, 1000], "coverage": [0.93, 0.90], "bias": [0.01, 0.02]})
+    paper = pd.DataFrame({"M": [500, 1000], "coverage": [0.95, 0.95], "bias": [0.0, 0.0]})
+    # gaps: coverage 0.02, 0.05; bias 0.01, 0.02 -> the largest is coverage at M = 1000
+    assert largest_gap(ours, paper) == ("coverage at M = 1000: this run 0.9, paper 0.95 "
+                                        "(|gap| 0.05, in the column's own unit; 4 finite cells compared)")
+    share = pd.DataFrame({"k": ["a", "b"], "rate": [0.40, 0.82]})
+    percent = pd.DataFrame({"k": ["a", "b"], "rate": [45.0, 80.0]})  # gaps 5 and 2 points after x100
+    line = largest_gap(share, percent)
+    assert line.startswith("rate at k = a: this run 40, paper 45 (|gap| 5, this run's share × 100")
+    inf = pd.DataFrame({"k": ["a", "b"], "v": [float("inf"), 1.5]})
+    assert "v at k = b" in largest_gap(inf, pd.DataFrame({"k": ["a", "b"], "v": [0.5, 1.0]}))
+    assert largest_gap(ours, pd.DataFrame({"x": [1.0]})).startswith("no shared columns")
+
+
+def test_differs_because_reads_profile_and_simulated_label(tmp_path):
+    import json
+
+    from agentstudies.paper_compare import differs_because
+
+    prov = tmp_path / "provenance.json"
+    prov.write_text(json.dumps({"run": {"profile": "quick"}, "simulated": "synthetic data with a planted effect"}))
+    assert differs_because(prov) == ["smaller scale (quick profile)",
+                                     "simulated: synthetic data with a planted effect", "planted design"]
+    prov.write_text(json.dumps({"run": {"profile": "paper"}, "simulated": ""}))
+    assert differs_because(prov) == []
+    assert differs_because(tmp_path / "missing.json") == ["not run in this build"]

@@ -29,71 +29,19 @@ The artifacts root is ``$AGENTSTUDIES_ARTIFACTS`` if set, else ``<root>/artifact
 
 from __future__ import annotations
 
-import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import nbformat
-import pandas as pd
-
 from agentstudies.paper_compare import (  # noqa: F401 - re-exported: the comparisons moved out
-    TABLE_SUFFIXES, PaperItemRow, compare_tables, paper_counterparts, paper_items_index)
+    TABLE_SUFFIXES, ChapterResults, FigureEntry, PaperItemRow, TableEntry, _read_notebook, compare_tables,
+    paper_counterparts, paper_items_index, results_index)
 
 __all__ = [
     "TableEntry", "FigureEntry", "ChapterResults", "Exercise", "PaperItemRow",
     "SyllabusRow", "syllabus", "results_index", "paper_items_index", "exercise_index", "compare_tables", "paper_counterparts", "setup",
 ]
-
-FIGURE_SUFFIXES = (".png", ".svg", ".jpg")
-_PAPER_REF = re.compile(r"\b(Figure|Fig\.?|Tables?|Eq\.|Equation)\s*(\d+[a-z]?)", re.I)
-
-
-def _paper_refs(text: str) -> str:
-    """"Figure 3, Table 4" from a caption or a file stem like ``table4_coverage``."""
-    out: list[str] = []
-    for word, num in _PAPER_REF.findall(text.replace("_", " ")):
-        w = word.lower().rstrip(".s")
-        name = {"fig": "Figure", "figure": "Figure", "table": "Table", "eq": "Eq.", "equation": "Eq."}.get(w, word)
-        ref = f"{name} {num}"
-        if ref not in out:
-            out.append(ref)
-    return ", ".join(out)
-
-
-@dataclass
-class TableEntry:
-    """One regenerated table: ``name`` (file stem), its shape, and its paper counterpart."""
-
-    name: str
-    path: Path
-    shape: tuple[int, int]
-    paper: Path | None = None
-    comparison: str = ""
-
-
-@dataclass
-class FigureEntry:
-    """One figure: glue ``key`` (or file stem), label, caption and the paper item it mirrors."""
-
-    name: str
-    label: str | None = None
-    caption: str = ""
-    paper_ref: str = ""
-    file: Path | None = None
-
-
-@dataclass
-class ChapterResults:
-    """The tables and figures of one chapter (in TOC order)."""
-
-    chapter: str
-    tables: list[TableEntry] = field(default_factory=list)
-    figures: list[FigureEntry] = field(default_factory=list)
-    executed: bool = False
-    paper_run: str = ""  # label of an archived paper-profile run (data/paper_runs/), if any
-
 
 @dataclass
 class Exercise:
@@ -102,107 +50,6 @@ class Exercise:
     chapter: str
     number: int
     text: str
-
-
-# -------------------------------------------------------------------------- notebooks
-_GLUE_FIGURE = re.compile(r"^(`{3,}|:{3,})\{glue:figure\}\s+(\S+)\s*$")
-
-
-def _glued_figures(nb: Any) -> list[FigureEntry]:
-    """``{glue:figure}`` blocks of the markdown cells: key, ``:name:`` and caption."""
-    figures = []
-    for cell in nb.cells:
-        if cell.cell_type != "markdown":
-            continue
-        lines = cell.source.splitlines()
-        i = 0
-        while i < len(lines):
-            m = _GLUE_FIGURE.match(lines[i].strip())
-            if not m:
-                i += 1
-                continue
-            fence, key = m.group(1), m.group(2)
-            label, caption = None, []
-            i += 1
-            while i < len(lines) and lines[i].strip() != fence:
-                line = lines[i].strip()
-                if line.startswith(":name:"):
-                    label = line.removeprefix(":name:").strip()
-                elif not line.startswith(":") and line:
-                    caption.append(line)
-                i += 1
-            text = " ".join(caption)
-            figures.append(FigureEntry(key, label, text, _paper_refs(text)))
-            i += 1
-    return figures
-
-
-def _read_notebook(book: Path, root: Path, chapter: str) -> tuple[Any | None, bool]:
-    executed = book / "chapters" / f"{chapter}.ipynb"
-    source = root / "notebooks" / f"{chapter}.ipynb"
-    for path, is_exec in ((executed, True), (source, False)):
-        if path.is_file():
-            try:
-                return nbformat.read(path, as_version=4), is_exec
-            except Exception:  # noqa: BLE001 - an unreadable notebook is reported as missing
-                continue
-    return None, False
-
-
-def results_index(root: Path | str, artifacts: Path | str | None = None,
-                  chapters: list[str] | None = None) -> list[ChapterResults]:
-    """Every regenerated table and figure of every TOC chapter, with paper counterparts.
-
-    ``root`` holds ``book/`` (with ``_toc.yml`` and executed ``chapters/``), ``notebooks/``
-    and ``data/paper/``; ``artifacts`` defaults to ``$AGENTSTUDIES_ARTIFACTS`` or
-    ``<root>/artifacts``. Tables are the chapter's CSV artifacts (``*_paper.csv`` files
-    are shown as counterparts, not as tables); figures are the ``{glue:figure}`` blocks of
-    the executed notebook plus PNG artifacts not already covered by a glued figure key.
-    A chapter without artifacts yields an entry with empty lists (not an error).
-    """
-    from agentstudies.runner import toc_chapters
-
-    root = Path(root)
-    art = Path(artifacts or os.environ.get("AGENTSTUDIES_ARTIFACTS") or root / "artifacts")
-    paper_dir = root / "data" / "paper"
-    out = []
-    for chapter in chapters if chapters is not None else toc_chapters(root):
-        folder = art / chapter
-        entry = ChapterResults(chapter)
-        files = sorted(folder.iterdir()) if folder.is_dir() else []
-        csvs = [p for p in files if p.suffix in TABLE_SUFFIXES]
-        names = [p.stem for p in csvs]
-        papers = paper_counterparts(chapter, names, paper_dir, folder)
-        for p in csvs:
-            if p.stem.endswith("_paper") and p.stem.removesuffix("_paper") in names:
-                continue
-            try:
-                df = pd.read_csv(p)
-            except Exception:  # noqa: BLE001 - an empty/odd CSV is still listed
-                df = pd.DataFrame()
-            t = TableEntry(p.stem, p, df.shape, papers.get(p.stem))
-            if t.paper is not None:
-                try:
-                    t.comparison = compare_tables(df, pd.read_csv(t.paper))
-                except Exception as exc:  # noqa: BLE001 - reported, never hidden
-                    t.comparison = f"not comparable ({type(exc).__name__})"
-            entry.tables.append(t)
-        if (root / "data" / "paper_runs" / chapter).is_dir():
-            from agentstudies.paper_runs import ChecksumError, load_run
-
-            try:
-                entry.paper_run = load_run(chapter, root).label
-            except (FileNotFoundError, ChecksumError) as exc:
-                entry.paper_run = f"archived paper-profile run unusable: {exc}"
-        nb, entry.executed = _read_notebook(root / "book", root, chapter)
-        if nb is not None:
-            entry.figures = _glued_figures(nb)
-        glued = {f.name for f in entry.figures}
-        for p in files:
-            if p.suffix in FIGURE_SUFFIXES and p.stem not in glued:
-                entry.figures.append(FigureEntry(p.stem, None, "", _paper_refs(p.stem), p))
-        out.append(entry)
-    return out
 
 
 _HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
@@ -472,58 +319,69 @@ def _anchor_link(env: Any, chapter: str, anchor: str, text: str):
 
 
 def _paper_items_nodes(env: Any) -> list[Any]:
-    """The paper-item rows, grouped by paper: one list item per table or figure."""
+    """The paper-item table: one row per table or figure of ``agentstudies.paper_map``.
+
+    Columns: paper, item, the chapter's section or figure (a link to its anchor), what this
+    build regenerated (artifact files), the largest gap with its context
+    (:func:`agentstudies.paper_compare.largest_gap`: column, row, both values, unit) and why
+    this run can differ from the paper (profile, simulated label, planted design, from the
+    chapter's ``provenance.json``). "paper: a figure only" only where the map has no CSV.
+    """
     from docutils import nodes
 
-    from agentstudies.paper_map import PAPERS
-
     root = _root_of(env)
-    top = nodes.bullet_list()
     rows = paper_items_index(root)
-    for paper in dict.fromkeys(r.paper for r in rows):
-        item = nodes.list_item()
-        item += nodes.paragraph("", "", nodes.strong("", paper), nodes.Text(f" — {PAPERS[paper][0]}"))
-        sub = nodes.bullet_list()
-        for r in (r for r in rows if r.paper == paper):
-            p = nodes.paragraph()
-            p += nodes.strong("", r.item)
-            p += nodes.Text(": ")
-            p += _anchor_link(env, r.chapter, r.anchor, r.chapter)
-            p += nodes.Text(f" — {r.what}; ")
-            if r.written:
-                p += nodes.Text("regenerated: ")
-                for i, path in enumerate(r.written):
-                    p += nodes.Text(", " if i else "")
-                    p += nodes.literal("", path.name)
-            if r.missing:
-                p += nodes.Text(("; " if r.written else "") + f"not in this build: {', '.join(r.missing)}")
-            p += nodes.Text("; paper: ")
-            if r.paper_csv is not None:
-                p += nodes.literal("", _rel(r.paper_csv, root))
-                p += nodes.Text(f" — {r.comparison}" if r.comparison else "")
-            else:
-                p += nodes.Text("a figure only")
-            li = nodes.list_item()
-            li += p
-            sub += li
-        item += sub
-        top += item
-    return [top]
+    heads = ["paper", "item", "where", "regenerated", "largest gap (this run − paper)", "why it can differ"]
+    table = nodes.table(classes=["results-paper-items"])
+    table += nodes.title("", f"Every paper table and figure this book regenerates ({len(rows)} items), "
+                             "from the paper-quantity map; values from this build.")
+    group = nodes.tgroup(cols=len(heads))
+    table += group
+    group += [nodes.colspec(colwidth=w) for w in (8, 8, 16, 16, 30, 22)]
+    thead = nodes.thead()
+    thead += nodes.row("", *[nodes.entry("", nodes.paragraph("", h)) for h in heads])
+    group += thead
+    body = nodes.tbody()
+    for r in rows:
+        regen = nodes.paragraph()
+        for i, path in enumerate(r.written):
+            regen += nodes.Text(", " if i else "")
+            regen += nodes.literal("", path.name)
+        if r.missing:
+            regen += nodes.Text(("; " if r.written else "") + f"not in this build: {', '.join(r.missing)}")
+        if r.paper_csv is None:
+            gap = "paper: a figure only (no values to compare)"
+        elif not r.written:
+            gap = f"paper: {_rel(r.paper_csv, root)}; nothing regenerated in this build"
+        else:
+            gap = f"{r.gap or r.comparison or 'compare in the chapter'} (paper: {_rel(r.paper_csv, root)})"
+        cells = [nodes.paragraph("", r.paper), nodes.paragraph("", r.item),
+                 nodes.paragraph("", "", _anchor_link(env, r.chapter, r.anchor, f"{r.chapter}: {r.what}")),
+                 regen, nodes.paragraph("", gap), nodes.paragraph("", "; ".join(r.reasons) or "–")]
+        body += nodes.row("", *[nodes.entry("", c) for c in cells])
+    group += body
+    return [table]
 
 
 def _results_nodes(env: Any) -> list[Any]:
     from docutils import nodes
 
+    from agentstudies.paper_map import ITEMS
+
     root = _root_of(env)
+    mapped = {(it.chapter, a) for it in ITEMS for a in it.artifacts} | {(it.chapter, it.anchor) for it in ITEMS}
     top = nodes.bullet_list()
     for entry in results_index(root):
+        entry.tables = [t for t in entry.tables if (entry.chapter, t.path.name) not in mapped]
+        entry.figures = [f for f in entry.figures if (entry.chapter, f.label) not in mapped
+                         and (entry.chapter, f.file.name if f.file else f"{f.name}.png") not in mapped]
         item = nodes.list_item()
         para = nodes.paragraph()
         para += nodes.strong("", "", _doc_link(f"chapters/{entry.chapter}"))
         n_paper = sum(t.paper is not None for t in entry.tables)
         para += nodes.Text(
-            f" — {len(entry.tables)} table(s), {len(entry.figures)} figure(s); "
-            f"{n_paper} table(s) with a paper counterpart"
+            f" — {len(entry.tables)} further table(s), {len(entry.figures)} further figure(s); "
+            f"{n_paper} with a paper counterpart"
             + ("" if entry.executed else " (not executed yet)")
             + (f"; {entry.paper_run} archived in data/paper_runs/" if entry.paper_run else "")
         )
@@ -539,7 +397,7 @@ def _results_nodes(env: Any) -> list[Any]:
                 p += nodes.literal("", _rel(t.paper, root))
                 p += nodes.Text(f" — {t.comparison}")
             else:
-                p += nodes.Text("none")
+                p += nodes.Text("none (this repository's own table)")
             li += p
             sub += li
         for f in entry.figures:
@@ -556,7 +414,7 @@ def _results_nodes(env: Any) -> list[Any]:
         if len(sub):
             item += sub
         top += item
-    return [*_paper_items_nodes(env), nodes.rubric("", "Every table and figure, by chapter"), top]
+    return [*_paper_items_nodes(env), nodes.rubric("", "Everything else each chapter wrote"), top]
 
 
 def _text_with_math(text: str):

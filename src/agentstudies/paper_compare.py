@@ -9,7 +9,8 @@ functions only; the paper's values are read from CSV (``data/paper/`` or a chapt
 * for the results index (``agentstudies.booksite``): :func:`paper_counterparts` (which
   paper CSV belongs to a chapter's table), :func:`compare_tables` (a computed one-line
   comparison) and :func:`paper_items_index` (one :class:`PaperItemRow` per entry of the
-  paper-quantity map ``agentstudies.paper_map``).
+  paper-quantity map ``agentstudies.paper_map``) and :func:`results_index` (every table
+  and figure a chapter wrote, each figure once, with its paper counterpart).
 
 ``agentstudies.chapter`` and ``agentstudies.booksite`` re-export these names, so existing
 ``from agentstudies.chapter import stack_paper`` keeps working.
@@ -18,17 +19,70 @@ functions only; the paper's values are read from CSV (``data/paper/`` or a chapt
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import nbformat
+import numpy as np
 import pandas as pd
 
-__all__ = ["beside_paper", "stack_paper", "paper_counterparts", "compare_tables",
-           "PaperItemRow", "paper_items_index", "TABLE_SUFFIXES"]
+__all__ = ["beside_paper", "stack_paper", "paper_counterparts", "compare_tables", "largest_gap", "differs_because",
+           "PaperItemRow", "paper_items_index", "TABLE_SUFFIXES",
+           "TableEntry", "FigureEntry", "ChapterResults", "results_index"]
 
 #: File suffixes of a table artifact.
 TABLE_SUFFIXES = (".csv",)
+FIGURE_SUFFIXES = (".png", ".svg", ".jpg")
+_PAPER_REF = re.compile(r"\b(Figure|Fig\.?|Tables?|Eq\.|Equation)\s*(\d+[a-z]?)", re.I)
+
+
+def _paper_refs(text: str) -> str:
+    """"Figure 3, Table 4" from a caption or a file stem like ``table4_coverage``."""
+    out: list[str] = []
+    for word, num in _PAPER_REF.findall(text.replace("_", " ")):
+        w = word.lower().rstrip(".s")
+        name = {"fig": "Figure", "figure": "Figure", "table": "Table", "eq": "Eq.", "equation": "Eq."}.get(w, word)
+        ref = f"{name} {num}"
+        if ref not in out:
+            out.append(ref)
+    return ", ".join(out)
+
+
+@dataclass
+class TableEntry:
+    """One regenerated table: ``name`` (file stem), its shape, and its paper counterpart."""
+
+    name: str
+    path: Path
+    shape: tuple[int, int]
+    paper: Path | None = None
+    comparison: str = ""
+
+
+@dataclass
+class FigureEntry:
+    """One figure: glue ``key`` (or file stem), label, caption and the paper item it mirrors."""
+
+    name: str
+    label: str | None = None
+    caption: str = ""
+    paper_ref: str = ""
+    file: Path | None = None
+
+
+@dataclass
+class ChapterResults:
+    """The tables and figures of one chapter (in TOC order)."""
+
+    chapter: str
+    tables: list[TableEntry] = field(default_factory=list)
+    figures: list[FigureEntry] = field(default_factory=list)
+    executed: bool = False
+    paper_run: str = ""  # label of an archived paper-profile run (data/paper_runs/), if any
+
+
 
 
 def beside_paper(
@@ -112,18 +166,10 @@ def paper_counterparts(chapter: str, tables: list[str], paper_dir: Path | None,
     return out
 
 
-def compare_tables(ours: pd.DataFrame, paper: pd.DataFrame) -> str:
-    """A one-line, computed comparison of our table with the paper's (no judgement typed).
-
-    Value columns are the numeric columns of the same name in both tables with a float in
-    at least one of them. Key columns are the shortest prefix (in the paper's column
-    order) of the other shared columns that identifies the paper's rows uniquely; rows are
-    matched on them (with no key, by position if both tables have as many rows). For each
-    value column the line gives the largest absolute difference and, where the paper gives
-    an interval (``<col>_low``/``<col>_high``), how many of our values fall inside it; each
-    remaining shared text column (e.g. a status) is reported as "equal in k of n".
-    Returns a plain reason when nothing can be compared.
-    """
+def _matched(ours: pd.DataFrame, paper: pd.DataFrame) -> tuple[pd.DataFrame, list[str], list[str], list[str]] | str:
+    """Rows of ours and the paper's matched (see :func:`compare_tables`): ``(merged, keys,
+    value columns, text columns)``, the paper's columns suffixed ``__paper``; or the plain
+    reason why nothing can be compared."""
     common = [c for c in paper.columns if c in ours.columns]
     if not common:
         return "no shared columns (compare in the chapter)"
@@ -159,6 +205,25 @@ def compare_tables(ours: pd.DataFrame, paper: pd.DataFrame) -> str:
         return "no shared key columns (compare in the chapter)"
     if merged.empty:
         return "no matching rows (this run's settings differ from the paper's)"
+    return merged, keys, value_cols, texts
+
+
+def compare_tables(ours: pd.DataFrame, paper: pd.DataFrame) -> str:
+    """A one-line, computed comparison of our table with the paper's (no judgement typed).
+
+    Value columns are the numeric columns of the same name in both tables with a float in
+    at least one of them. Key columns are the shortest prefix (in the paper's column
+    order) of the other shared columns that identifies the paper's rows uniquely; rows are
+    matched on them (with no key, by position if both tables have as many rows). For each
+    value column the line gives the largest absolute difference and, where the paper gives
+    an interval (``<col>_low``/``<col>_high``), how many of our values fall inside it; each
+    remaining shared text column (e.g. a status) is reported as "equal in k of n".
+    Returns a plain reason when nothing can be compared.
+    """
+    match = _matched(ours, paper)
+    if isinstance(match, str):
+        return match
+    merged, keys, value_cols, texts = match
     parts = []
     for v in value_cols:
         diff = (merged[v] - merged[f"{v}__paper"]).abs().dropna()
@@ -179,13 +244,52 @@ def compare_tables(ours: pd.DataFrame, paper: pd.DataFrame) -> str:
     return f"{len(merged)} row(s) matched on {on}; " + "; ".join(parts)
 
 
+def largest_gap(ours: pd.DataFrame, paper: pd.DataFrame) -> str:
+    """The largest |this run − paper| over all matched cells, with its context (one sentence).
+
+    "coverage at M = 500, rule = fixed: this run 0.912, paper 0.95 (|gap| 0.038, in the
+    column's own unit; 8 finite cells compared)": the column, the key of the row (or its
+    position when rows are matched by order), both values and how many cells were compared
+    (an infinite difference is not a gap: skipped). A column that is a share (all
+    |values| <= 1) in this run but reads above 1.5 in the paper is compared as a percent
+    (×100), and the sentence says so. Rows are matched as in :func:`compare_tables`;
+    returns that function's plain reason when nothing can be compared, "no overlapping
+    values" when every pair has a missing side.
+    """
+    match = _matched(ours, paper)
+    if isinstance(match, str):
+        return match
+    merged, keys, value_cols, _ = match
+    best, n, scaled = None, 0, []
+    for v in value_cols:
+        ours_v, theirs = merged[v].astype(float), merged[f"{v}__paper"].astype(float)
+        if ours_v.abs().max() <= 1 and theirs.abs().max() > 1.5:  # a share beside a percent
+            ours_v, merged[v] = 100 * ours_v, 100 * ours_v
+            scaled.append(v)
+        diff = (ours_v - theirs).abs().replace(np.inf, np.nan)
+        n += int(diff.notna().sum())
+        if diff.notna().any() and (best is None or diff.max() > best[0]):
+            best = (float(diff.max()), v, int(diff.fillna(-1.0).to_numpy().argmax()))
+    if best is None:
+        return "no overlapping values (compare in the chapter)"
+    gap, col, i = best
+    row = merged.iloc[i]
+    where = ", ".join(f"{k} = {row[k]}" for k in keys) if keys else f"row {i + 1}"
+    unit = ("this run's share × 100, the paper's column reads as percent" if col in scaled
+            else "in the column's own unit")
+    return (f"{col} at {where}: this run {row[col]:.3g}, paper {row[f'{col}__paper']:.3g} "
+            f"(|gap| {gap:.3g}, {unit}; {n} finite cells compared)")
+
+
 @dataclass
 class PaperItemRow:
     """One row of the results index: a paper item of ``agentstudies.paper_map`` in this build.
 
     ``written`` lists the entry's artifact files present under ``artifacts/<chapter>/``
     and ``missing`` those absent; ``comparison`` is :func:`compare_tables` of the first
-    written CSV with the paper CSV ("" when either is absent).
+    written CSV with the paper CSV ("" when either is absent) and ``gap`` its
+    :func:`largest_gap`; ``reasons`` why this run's values can differ from the paper's,
+    read from the chapter's ``provenance.json`` (:func:`differs_because`).
     """
 
     paper: str
@@ -198,6 +302,8 @@ class PaperItemRow:
     missing: list[str] = field(default_factory=list)
     paper_csv: Path | None = None
     comparison: str = ""
+    gap: str = ""
+    reasons: list[str] = field(default_factory=list)
 
 
 def paper_items_index(root: Path | str, artifacts: Path | str | None = None,
@@ -226,9 +332,159 @@ def paper_items_index(root: Path | str, artifacts: Path | str | None = None,
         table = next((p for p in row.written if p.suffix in TABLE_SUFFIXES), None)
         if table is not None and row.paper_csv is not None and row.paper_csv.is_file():
             try:
-                row.comparison = compare_tables(pd.read_csv(table), pd.read_csv(row.paper_csv))
+                ours, theirs = pd.read_csv(table), pd.read_csv(row.paper_csv)
+                row.comparison, row.gap = compare_tables(ours, theirs), largest_gap(ours, theirs)
             except Exception as exc:  # noqa: BLE001 - reported, never hidden
-                row.comparison = f"not comparable ({type(exc).__name__})"
+                row.comparison = row.gap = f"not comparable ({type(exc).__name__})"
+        row.reasons = differs_because(art / it.chapter / "provenance.json")
         rows.append(row)
     return rows
 
+
+
+def differs_because(provenance: Path) -> list[str]:
+    """Why a chapter's values can differ from the paper's, read from its ``provenance.json``.
+
+    "smaller scale (quick profile)" unless the run used the ``paper`` profile; "simulated:
+    <the chapter's simulated label>" when it declares one; "planted design" when that label
+    says the effect was planted. A chapter not run yet (no file, or unreadable JSON) gives
+    ``["not run in this build"]``.
+    """
+    import json
+
+    try:
+        prov = json.loads(Path(provenance).read_text())
+    except (OSError, ValueError):
+        return ["not run in this build"]
+    out = []
+    profile = (prov.get("run") or {}).get("profile", "unknown")
+    if profile != "paper":
+        out.append(f"smaller scale ({profile} profile)")
+    sim = str(prov.get("simulated") or "").strip()
+    if sim:
+        out.append(f"simulated: {sim}")
+        if "planted" in sim.lower():
+            out.append("planted design")
+    return out
+
+
+# -------------------------------------------------------------------------- notebooks
+_GLUE_FIGURE = re.compile(r"^(`{3,}|:{3,})\{glue:figure\}\s+(\S+)\s*$")
+
+
+def _glued_figures(nb: Any) -> list[FigureEntry]:
+    """``{glue:figure}`` blocks of the markdown cells: key, ``:name:`` and caption."""
+    figures = []
+    for cell in nb.cells:
+        if cell.cell_type != "markdown":
+            continue
+        lines = cell.source.splitlines()
+        i = 0
+        while i < len(lines):
+            m = _GLUE_FIGURE.match(lines[i].strip())
+            if not m:
+                i += 1
+                continue
+            fence, key = m.group(1), m.group(2)
+            label, caption = None, []
+            i += 1
+            while i < len(lines) and lines[i].strip() != fence:
+                line = lines[i].strip()
+                if line.startswith(":name:"):
+                    label = line.removeprefix(":name:").strip()
+                elif not line.startswith(":") and line:
+                    caption.append(line)
+                i += 1
+            text = " ".join(caption)
+            figures.append(FigureEntry(key, label, text, _paper_refs(text)))
+            i += 1
+    return figures
+
+
+_SAVE_CALL = re.compile(r"""\.save_figure\(\s*(\w+)\s*,\s*["']([^"']+)["']""")
+_GLUE_CALL = re.compile(r"""\.glue\(\s*["']([^"']+)["']\s*,\s*(\w+)\s*\)""")
+_FIGURE_CALL = re.compile(r"""\.figure\(\s*["']([^"']+)["']\s*,\s*[^,()]+,\s*["']([^"']+)["']""")
+
+
+def _read_notebook(book: Path, root: Path, chapter: str) -> tuple[Any | None, bool]:
+    executed = book / "chapters" / f"{chapter}.ipynb"
+    source = root / "notebooks" / f"{chapter}.ipynb"
+    for path, is_exec in ((executed, True), (source, False)):
+        if path.is_file():
+            try:
+                return nbformat.read(path, as_version=4), is_exec
+            except Exception:  # noqa: BLE001 - an unreadable notebook is reported as missing
+                continue
+    return None, False
+
+
+def results_index(root: Path | str, artifacts: Path | str | None = None,
+                  chapters: list[str] | None = None) -> list[ChapterResults]:
+    """Every regenerated table and figure of every TOC chapter, with paper counterparts.
+
+    ``root`` holds ``book/`` (with ``_toc.yml`` and executed ``chapters/``), ``notebooks/``
+    and ``data/paper/``; ``artifacts`` defaults to ``$AGENTSTUDIES_ARTIFACTS`` or
+    ``<root>/artifacts``. Tables are the chapter's CSV artifacts (``*_paper.csv`` files
+    are shown as counterparts, not as tables); figures are the ``{glue:figure}`` blocks of
+    the executed notebook plus PNG artifacts not already covered by a glued figure key.
+    A chapter without artifacts yields an entry with empty lists (not an error).
+    """
+    from agentstudies.runner import toc_chapters
+
+    root = Path(root)
+    art = Path(artifacts or os.environ.get("AGENTSTUDIES_ARTIFACTS") or root / "artifacts")
+    paper_dir = root / "data" / "paper"
+    out = []
+    for chapter in chapters if chapters is not None else toc_chapters(root):
+        folder = art / chapter
+        entry = ChapterResults(chapter)
+        files = sorted(folder.iterdir()) if folder.is_dir() else []
+        csvs = [p for p in files if p.suffix in TABLE_SUFFIXES]
+        names = [p.stem for p in csvs]
+        papers = paper_counterparts(chapter, names, paper_dir, folder)
+        for p in csvs:
+            if p.stem.endswith("_paper") and p.stem.removesuffix("_paper") in names:
+                continue
+            try:
+                df = pd.read_csv(p)
+            except Exception:  # noqa: BLE001 - an empty/odd CSV is still listed
+                df = pd.DataFrame()
+            t = TableEntry(p.stem, p, df.shape, papers.get(p.stem))
+            if t.paper is not None:
+                try:
+                    t.comparison = compare_tables(df, pd.read_csv(t.paper))
+                except Exception as exc:  # noqa: BLE001 - reported, never hidden
+                    t.comparison = f"not comparable ({type(exc).__name__})"
+            entry.tables.append(t)
+        if (root / "data" / "paper_runs" / chapter).is_dir():
+            from agentstudies.paper_runs import ChecksumError, load_run
+
+            try:
+                entry.paper_run = load_run(chapter, root).label
+            except (FileNotFoundError, ChecksumError) as exc:
+                entry.paper_run = f"archived paper-profile run unusable: {exc}"
+        nb, entry.executed = _read_notebook(root / "book", root, chapter)
+        saved_as: dict[str, str] = {}
+        if nb is not None:
+            entry.figures = _glued_figures(nb)
+            for c in (c for c in nb.cells if c.cell_type == "code"):
+                saved_as |= dict(_FIGURE_CALL.findall(c.source))  # ch.figure(key, fig, name): name.png
+                calls = sorted([(m.start(), "save", m.group(1), m.group(2)) for m in _SAVE_CALL.finditer(c.source)]
+                               + [(m.start(), "glue", m.group(2), m.group(1)) for m in _GLUE_CALL.finditer(c.source)])
+                saved: dict[str, str] = {}  # ch.save_figure(fig, name) ... ch.glue(key, fig), in cell order
+                for _, kind, var, text in calls:
+                    if kind == "save":
+                        saved[var] = text
+                    elif var in saved:
+                        saved_as[text] = saved[var]
+        for f in entry.figures:  # the PNG a glued figure was saved as: ch.figure(key, fig, name),
+            for stem in (saved_as.get(f.name), f.name, f.name.removeprefix("fig_")):  # or save_figure
+                if stem and (folder / f"{stem}.png").is_file():
+                    f.file = folder / f"{stem}.png"
+                    break
+        glued = {f.name for f in entry.figures} | {f.file.stem for f in entry.figures if f.file}
+        for p in files:
+            if p.suffix in FIGURE_SUFFIXES and p.stem not in glued:
+                entry.figures.append(FigureEntry(p.stem, None, "", _paper_refs(p.stem), p))
+        out.append(entry)
+    return out
