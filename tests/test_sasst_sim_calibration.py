@@ -213,7 +213,7 @@ def test_table5_summary_matches_scipy_binomial_mcnemar():
         for proc, cov in (("split", split[t]), ("same data", same[t])):
             rows.append({"trial": t, "M": 100, "procedure": proc, "feasible": True, "rule_index": 2,
                          "estimate": truth[2] + (-0.01 if cov else -1.0), "se": 0.1, "crit_upper": 1.0})
-    out = C.summarize_table5(pd.DataFrame(rows), DESIGN, NPTS).iloc[0]
+    out = C.StudyAResult(DESIGN, table5=pd.DataFrame(rows), n_points=NPTS).table(5).iloc[0]
     assert out["split_coverage"] == pytest.approx(38 / 40)
     assert out["same_data_coverage"] == pytest.approx(31 / 40)
     assert (out["split_only"], out["same_only"]) == (9, 2)
@@ -239,7 +239,7 @@ def test_a4_truths_and_false_fragility_accounting():
                 est = -0.5
             rows.append({"trial": t, "M": 100, "slot": s.name, "sign": s.sign, "feasible": True, "rule_index": 0,
                          "estimate": est, "se": 0.1, "crit": 2.0})
-    out = C.summarize_a4(pd.DataFrame(rows), DESIGN, NPTS).iloc[0]
+    out = C.StudyAResult(DESIGN, a4=pd.DataFrame(rows), n_points=NPTS).table("a4").iloc[0]
     assert out["familywise_coverage"] == 0.5 and out["false_fragility"] == 0.5
 
 
@@ -255,7 +255,7 @@ def test_fixed_oracle_pointwise_coverage_is_nominal_at_moderate_size():
     n = 1000
     recs = C.run_table4(design=DESIGN, M_values=[800], R_values=[5], n_trials=n, n_draws=500, seed=11,
                         truth_points=NPTS)
-    row = C.summarize_table4(recs, DESIGN, NPTS).set_index("rule").loc["fixed"]
+    row = C.StudyAResult(DESIGN, table4=recs, n_points=NPTS).table(4).set_index("rule").loc["fixed"]
     assert row["n_trials"] == n
     assert abs(row["coverage"] - 0.95) < 3 * np.sqrt(0.95 * 0.05 / n)
 
@@ -280,3 +280,35 @@ def test_lean_trial_records_equal_the_full_report():
         assert rec["feasible"] == bool(row["discovery_feasible"] and row["confirmation_feasible"])
         assert rec["ess"] == row["ess"] or (np.isnan(rec["ess"]) and np.isnan(row["ess"]))
         assert lean.rows[name]["status"] == row["status"]
+
+
+def test_study_a_result_builds_its_tables_by_paper_number_and_names_missing_records():
+    res = C.StudyAResult(DESIGN, n_points=NPTS)
+    assert res.paper_tables() == ("4", "5", "a4") and res.PAPER == "sasst"
+    with pytest.raises(ValueError, match="no table4 records"):
+        res.table(4)
+    with pytest.raises(KeyError, match="not 12"):
+        res.table(12)
+
+
+def test_large_m_check_is_the_fixed_rows_of_table4_and_archives_as_a_checked_paper_run(tmp_path):
+    from agentstudies.paper_runs import ChecksumError, load_run
+
+    kw = dict(design=DESIGN, M_values=[200], n_trials=6, n_draws=200, seed=3, truth_points=NPTS)
+    got = C.large_m_check(**kw)
+    recs = C.run_table4(design=DESIGN, M_values=[200], R_values=[5], n_trials=6, n_draws=200, seed=3,
+                        truth_points=NPTS)
+    want = C.StudyAResult(DESIGN, table4=recs, n_points=NPTS).table(4).set_index("rule").loc["fixed"]
+    row = got.iloc[0]
+    assert list(got.columns) == list(C.LARGE_M_COLUMNS) and len(got) == 1
+    assert row["coverage"] == want["coverage"] and row["n_trials"] == want["n_trials"]
+    assert row["mc_se"] == pytest.approx(np.sqrt(want["coverage"] * (1 - want["coverage"]) / want["n_trials"]))
+    folder = C.archive_large_m_check(tmp_path / "sasst_calibration_large_m", **kw)
+    run = load_run("sasst_calibration_large_m", folder=folder)  # verifies SHA256SUMS
+    assert run.parameters["n_trials"] == 6 and run.wall_time_s > 0
+    pd.testing.assert_frame_equal(run.table("large_m"), got, check_dtype=False)
+    (folder / "large_m.csv").write_text((folder / "large_m.csv").read_text().replace("200", "201", 1))
+    with pytest.raises(ChecksumError, match="large_m.csv"):
+        load_run("sasst_calibration_large_m", folder=folder)
+    with pytest.raises(ValueError, match="n_trials"):
+        C.large_m_check(design=DESIGN, M_values=[200], n_trials=1)

@@ -48,12 +48,17 @@ Targets are computed independently of any estimator: :func:`population_means` in
 follows in closed form, ``softmax(m^g / tau)^T m^g - m^g_baseline``, because every
 scoring and held-out ratio of the plan has the same population limit ``m^g``. The truth
 of a learned rule is that of the rule actually selected in the trial.
+
+Length: one module because the design, the three trial kinds, their summaries
+(:class:`StudyAResult`) and the large-M check share the design's cached rules and
+population truths; split it when a fourth study reuses them.
 """
 
 from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -87,6 +92,7 @@ from agentstudies.studies._sasst_common import (
     proportion_interval,
     run_trials,
 )
+from agentstudies.results import PaperTables
 from agentstudies.stats import contribution_se
 from agentstudies.studies._paper import paper_note, paper_values
 
@@ -108,9 +114,10 @@ __all__ = [
     "run_table4",
     "run_table5",
     "run_a4",
-    "summarize_table4",
-    "summarize_table5",
-    "summarize_a4",
+    "StudyAResult",
+    "large_m_check",
+    "archive_large_m_check",
+    "LARGE_M_COLUMNS",
     "PAPER_TABLE4",
     "PAPER_TABLE5",
     "PAPER_A4",
@@ -561,7 +568,7 @@ def _truths(design: StudyADesign, which: str, n_points: int, contrast=None) -> n
     return population_contrasts(design, population_means(design, which, n_points), contrast)
 
 
-def summarize_table4(records: pd.DataFrame, design: StudyADesign, n_points: int = 2**21) -> pd.DataFrame:
+def _summarize_table4(records: pd.DataFrame, design: StudyADesign, n_points: int = 2**21) -> pd.DataFrame:
     """Table 4: one-sided pointwise coverage (fragility direction), bias and SE ratio.
 
     ``coverage`` is the share of trials with ``Delta(g_hat) <= estimate + crit * se``
@@ -593,7 +600,7 @@ def summarize_table4(records: pd.DataFrame, design: StudyADesign, n_points: int 
     return pd.DataFrame(rows)
 
 
-def summarize_table5(records: pd.DataFrame, design: StudyADesign, n_points: int = 2**21,
+def _summarize_table5(records: pd.DataFrame, design: StudyADesign, n_points: int = 2**21,
                      level: float = 0.95) -> pd.DataFrame:
     """Table 5: split vs same-data coverage of the worst-tercile upper bound, paired.
 
@@ -625,7 +632,7 @@ def summarize_table5(records: pd.DataFrame, design: StudyADesign, n_points: int 
     return pd.DataFrame(rows)
 
 
-def summarize_a4(records: pd.DataFrame, design: StudyADesign, n_points: int = 2**21) -> pd.DataFrame:
+def _summarize_a4(records: pd.DataFrame, design: StudyADesign, n_points: int = 2**21) -> pd.DataFrame:
     """Study A4: familywise coverage of the six-slot signed band and false-fragility rate.
 
     Familywise coverage: every support-feasible slot's signed bound lies on the correct
@@ -657,6 +664,123 @@ def summarize_a4(records: pd.DataFrame, design: StudyADesign, n_points: int = 2*
         rows.append({"M": int(M), "familywise_coverage": k / n, "fw_mc_low": c_lo, "fw_mc_high": c_hi,
                      "false_fragility": f / n, "ff_mc_low": f_lo, "ff_mc_high": f_hi, "n_trials": n})
     return pd.DataFrame(rows)
+
+
+@dataclass(frozen=True)
+class StudyAResult(PaperTables):
+    """Trial records of one Study A run and the design they were drawn from.
+
+    ``table(4)``, ``table(5)`` and ``table("a4")`` (:class:`~agentstudies.results.PaperTables`,
+    paper ``"sasst"``) summarise ``table4`` / ``table5`` / ``a4`` records (from
+    :func:`run_table4`, :func:`run_table5`, :func:`run_a4`); the population truths are
+    integrated over ``n_points`` quasi-random feature points. Table 4: one-sided pointwise
+    coverage (fragility direction) with its exact Monte-Carlo interval, the opposite
+    bound's coverage, bias, SE ratio, oracle share, per ``M, R, rule``. Table 5: split vs
+    same-data coverage of the worst-tercile upper bound, the paired gap, its one-sided
+    ``level`` lower bound and McNemar's p per ``M``. A4: familywise coverage and
+    false-fragility rate of the six-slot signed band per ``M``.
+
+    Raises
+    ------
+    ValueError
+        From :meth:`table` when the records that table needs were not given.
+    """
+
+    PAPER = "sasst"
+    design: StudyADesign
+    table4: pd.DataFrame | None = None
+    table5: pd.DataFrame | None = None
+    a4: pd.DataFrame | None = None
+    n_points: int = 2**21
+    level: float = 0.95
+
+    def _records(self, name: str) -> pd.DataFrame:
+        rec = getattr(self, name)
+        if rec is None:
+            raise ValueError(f"this StudyAResult holds no {name} records (pass {name}=run_{name if name == 'a4' else name}(...))")
+        return rec
+
+    def _table_4(self) -> pd.DataFrame:
+        return _summarize_table4(self._records("table4"), self.design, self.n_points)
+
+    def _table_5(self) -> pd.DataFrame:
+        return _summarize_table5(self._records("table5"), self.design, self.n_points, self.level)
+
+    def _table_a4(self) -> pd.DataFrame:
+        return _summarize_a4(self._records("a4"), self.design, self.n_points)
+
+
+#: Columns of :func:`large_m_check` (the fixed oracle rule's Table 4 row per ``M``).
+LARGE_M_COLUMNS = ("M", "R", "n_trials", "coverage", "mc_se", "mc_low", "mc_high", "lower_coverage",
+                   "se_ratio", "bias")
+
+
+def large_m_check(*, design: StudyADesign, M_values: Sequence[int] = (1000, 4000, 16000), n_trials: int = 1000,
+                  R: int = 5, n_draws: int = 2000, seed: int = 777, n_jobs: int = 1,
+                  truth_points: int = 2**21) -> pd.DataFrame:
+    """Table 4's fixed oracle rule at larger ``M``: is its under-coverage finite-sample? (issue 30)
+
+    Runs :func:`run_table4` (``R`` only) and keeps the ``fixed`` rows of ``table(4)``:
+    one-sided (fragility) coverage with its Monte-Carlo standard error
+    ``mc_se = sqrt(c (1 - c) / n_trials)`` and exact interval, the opposite bound's
+    coverage, the SE ratio and the bias. A coverage that rises to 95 % as ``M`` grows,
+    with the SE ratio near 1, is a finite-sample effect, not a bug.
+
+    Returns a frame with columns :data:`LARGE_M_COLUMNS`, one row per ``M``.
+
+    Raises
+    ------
+    ValueError
+        On an empty ``M_values`` or ``n_trials < 2``.
+    """
+    if not M_values or n_trials < 2:
+        raise ValueError(f"need at least one M and n_trials >= 2; got {list(M_values)}, {n_trials}")
+    recs = run_table4(design=design, M_values=list(M_values), R_values=[int(R)], n_trials=n_trials, n_draws=n_draws,
+                      seed=seed, n_jobs=n_jobs, truth_points=truth_points)
+    t = StudyAResult(design, table4=recs, n_points=truth_points).table(4)
+    t = t[t["rule"] == "fixed"].copy()
+    t["mc_se"] = np.sqrt(t["coverage"] * (1 - t["coverage"]) / t["n_trials"])
+    return t[list(LARGE_M_COLUMNS)].reset_index(drop=True)
+
+
+def archive_large_m_check(folder: str | Path, **kwargs: Any) -> Path:
+    """Run :func:`large_m_check` and archive it as a paper run readable by
+    :func:`agentstudies.paper_runs.load_run` (``folder`` e.g.
+    ``data/paper_runs/sasst_calibration_large_m``): ``large_m.csv``, ``provenance.json``
+    (start time, wall time, parameters, versions) and ``SHA256SUMS``. ``kwargs`` go to
+    :func:`large_m_check` (``design`` defaults to :class:`StudyADesign()`).
+
+    Command (about 10 s per trial at M = 16,000 on one busy core)::
+
+        python -c "from agentstudies.studies.sasst_calibration import archive_large_m_check as a; \\
+                   a('data/paper_runs/sasst_calibration_large_m', M_values=[16000], n_trials=1000)"
+    """
+    import datetime
+    import hashlib
+    import json
+    import platform
+    import time
+
+    import agentstudies
+
+    kwargs.setdefault("design", StudyADesign())
+    out = Path(folder)
+    out.mkdir(parents=True, exist_ok=True)
+    started = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S%z")
+    t0 = time.perf_counter()
+    table = large_m_check(**kwargs)
+    wall = time.perf_counter() - t0
+    table.to_csv(out / "large_m.csv", index=False)
+    params = {k: (list(v) if isinstance(v, (tuple, list)) else v) for k, v in kwargs.items() if k != "design"}
+    params["design"] = repr(kwargs["design"])
+    prov = {"chapter": "sasst_calibration", "check": "large_m_check", "started": started, "wall_time_s": round(wall, 1),
+            "parameters": params, "agentstudies_version": getattr(agentstudies, "__version__", ""),
+            "numpy": np.__version__, "pandas": pd.__version__, "python": platform.python_version()}
+    (out / "provenance.json").write_text(json.dumps(prov, indent=1, sort_keys=True, default=str) + "\n")
+    files = ("large_m.csv", "provenance.json")
+    (out / "SHA256SUMS").write_text("".join(f"{hashlib.sha256((out / f).read_bytes()).hexdigest()}  {f}\n"
+                                            for f in files))
+    return out
 
 
 # ------------------------------------------------------------------ the paper's values (labelled "paper")
