@@ -98,7 +98,7 @@ def bench_max_sliced(n: int = 1000, d: int = 6, n_candidates: int = 40, seed: in
     """A Study-B-sized radius screen: 40 candidate weightings of 1,000 discovery tasks."""
     import ot
 
-    from agentstudies.sasst import MaxSliced
+    from agentstudies.sasst.geometry import MaxSliced
 
     rng = np.random.default_rng(seed)
     X = rng.standard_normal((n, d))

@@ -25,7 +25,8 @@ import yaml
 
 from agentstudies import cli, handoff as ho
 from agentstudies.handoff import testing as ho_testing
-from agentstudies.sasst import SASST, ComparisonPlan, Slot, ThresholdFamily
+from agentstudies.sasst import SASST, ComparisonPlan, Slot
+from agentstudies.sasst.rules import ThresholdFamily
 
 SYSTEMS = ("ReAct", "PV", "Gate")
 

@@ -59,7 +59,8 @@ def test_rows_match_the_log_samples_one_to_one(tau2_logs):
 
 def test_sasst_accepts_the_converted_table(tau2_logs):
     from agentstudies.envs.tau import task_features
-    from agentstudies.sasst import SASST, ComparisonPlan, Slot, ThresholdFamily
+    from agentstudies.sasst import SASST, ComparisonPlan, Slot
+    from agentstudies.sasst.rules import ThresholdFamily
 
     df = from_inspect_log(tau2_logs, task_id="retail/{id}", workflow="metadata:workflow")
     features = task_features(text_encoder="tfidf-svd").loc[df["task_id"].unique()].select_dtypes("number")

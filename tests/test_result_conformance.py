@@ -44,7 +44,8 @@ def _handoff_tables():
 
 
 def _sasst_report():
-    from agentstudies.sasst import SASST, ComparisonPlan, Slot, ThresholdFamily
+    from agentstudies.sasst import SASST, ComparisonPlan, Slot
+    from agentstudies.sasst.rules import ThresholdFamily
 
     rng = np.random.default_rng(0)
     n, systems = 40, ("ReAct", "PV")

@@ -9,24 +9,20 @@ import pytest
 from scipy import stats
 from scipy.stats import wasserstein_distance
 
-from agentstudies.sasst import (
-    KMS,
-    MMD,
-    SASST,
+from agentstudies.sasst import SASST, ClusterData, ComparisonPlan, Slot
+from agentstudies.sasst.geometry import KMS, MMD, MaxSliced
+from agentstudies.sasst.rules import (
     AxisTiltFamily,
-    ClusterData,
-    ComparisonPlan,
     CompositeFamily,
     DirectionTiltFamily,
     FixedFamily,
-    MaxSliced,
-    Slot,
     ThresholdFamily,
     ThresholdRule,
     rule_from_dict,
-    slot_status,
 )
-from agentstudies.sasst import top_set_jaccard, weight_correlation, weighted_w1_same_support
+from agentstudies.sasst.statuses import slot_status
+from agentstudies.sasst.geometry import weighted_w1_same_support
+from agentstudies.sasst.rules import top_set_jaccard, weight_correlation
 
 SYSTEMS = ("ReAct", "PV", "Gate")
 
@@ -437,7 +433,7 @@ def test_radius_screen_selects_what_the_full_distance_vector_selects(tie_rule, f
 
 
 def test_score_matrix_rows_are_rule_scores_and_errors_name_the_rule():
-    from agentstudies.sasst import AxisTiltFamily, UniformRule, rule_scores, score_matrix
+    from agentstudies.sasst.rules import AxisTiltFamily, UniformRule, rule_scores, score_matrix
 
     rng = np.random.default_rng(6)
     names = ("a", "b", "c")
@@ -461,8 +457,13 @@ def test_score_matrix_shares_a_familys_standardization_and_equals_each_rules_own
     # the caller's features must stay writeable
     from dataclasses import dataclass
 
-    from agentstudies.sasst import (BumpFamily, DirectionTiltFamily, ProjectionTiltRule, QuadraticTiltFamily,
-                                    score_matrix)
+    from agentstudies.sasst.rules import (
+        BumpFamily,
+        DirectionTiltFamily,
+        ProjectionTiltRule,
+        QuadraticTiltFamily,
+        score_matrix,
+    )
     from agentstudies.sasst._geometry import Standardizer
 
     @dataclass(frozen=True, eq=False)

@@ -8,18 +8,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from agentstudies.sasst import (
-    KMS,
-    SASST,
-    STATUSES,
-    ClusterData,
-    ComparisonPlan,
-    FixedFamily,
-    Slot,
-    ThresholdFamily,
-    ThresholdRule,
-    cluster_data,
-)
+from agentstudies.sasst import SASST, STATUSES, ClusterData, ComparisonPlan, Slot, cluster_data
+from agentstudies.sasst.geometry import KMS
+from agentstudies.sasst.rules import FixedFamily, ThresholdFamily, ThresholdRule
 
 SYSTEMS = ("ReAct", "PV", "Gate")
 
@@ -117,7 +108,7 @@ def test_soft_selection_is_the_cross_fitted_softmax_beside_the_hard_argmax():
 def test_stability_refit_reruns_the_family_on_each_resample():
     # brute force: rerun discovery (family refit, Eq. 2 argmin) on each bootstrap resample
     from agentstudies.parallel import keyed_seed
-    from agentstudies.sasst import top_set_jaccard
+    from agentstudies.sasst.rules import top_set_jaccard
     from agentstudies.stats import bootstrap_counts
 
     data = _data(n=40, seed=2)
@@ -157,7 +148,7 @@ def test_stability_refit_reruns_the_family_on_each_resample():
 def test_quadratic_tilts_express_xor_and_the_disc_and_round_trip():
     from scipy.stats import rankdata
 
-    from agentstudies.sasst import QuadraticTiltFamily, rule_from_dict
+    from agentstudies.sasst.rules import QuadraticTiltFamily, rule_from_dict
 
     rng = np.random.default_rng(5)
     X = rng.normal(size=(400, 3))

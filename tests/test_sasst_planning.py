@@ -6,14 +6,8 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from agentstudies.sasst import (
-    ThresholdFamily,
-    ThresholdRule,
-    coverage_check,
-    family_ess,
-    required_ess,
-    stressed_power,
-)
+from agentstudies.sasst.planning import coverage_check, family_ess, required_ess, stressed_power
+from agentstudies.sasst.rules import ThresholdFamily, ThresholdRule
 
 
 def test_family_ess_matches_the_closed_form_of_a_two_level_rule():

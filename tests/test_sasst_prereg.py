@@ -13,20 +13,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from agentstudies.sasst import (
-    KMS,
+from agentstudies.sasst import SASST, ComparisonPlan, Preregistration, Slot, cluster_data
+from agentstudies.sasst.geometry import KMS, geometry_from_state, geometry_state
+from agentstudies.sasst.rules import (
     RULE_KINDS,
-    SASST,
     AxisTiltFamily,
-    ComparisonPlan,
     FixedFamily,
-    Preregistration,
     Rule,
-    Slot,
     ThresholdFamily,
-    cluster_data,
-    geometry_from_state,
-    geometry_state,
     register_rule,
     rule_from_dict,
 )
@@ -114,7 +108,8 @@ def test_preregistration_confirms_in_a_fresh_process_like_the_in_memory_run(tmp_
     f2.to_csv(tmp_path / "f2.csv")
     script = textwrap.dedent(f"""
         import dataclasses, numpy as np, pandas as pd
-        from agentstudies.sasst import Preregistration, Rule, register_rule
+        from agentstudies.sasst import Preregistration
+        from agentstudies.sasst.rules import Rule, register_rule
 
         @register_rule
         @dataclasses.dataclass(frozen=True, eq=False)
@@ -150,7 +145,8 @@ def test_preregistration_confirms_in_a_fresh_process_like_the_in_memory_run(tmp_
 
 # ----------------------------------------------------------------------------- issue 30, item 1
 # A pre-registration that binds: each change below must be refused with the field named.
-from agentstudies.sasst import SHIFT_TOLERANCE, PreregistrationError  # noqa: E402
+from agentstudies.sasst import PreregistrationError  # noqa: E402
+from agentstudies.sasst.geometry import SHIFT_TOLERANCE
 
 
 def _shaped(f):

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 from scipy.stats import wasserstein_distance
 
-from agentstudies.sasst import ThresholdFamily
-from agentstudies.sasst import calibrate_radii, candidate_distances
+from agentstudies.sasst.rules import ThresholdFamily
+from agentstudies.sasst.geometry import calibrate_radii, candidate_distances
 
 
 def test_one_dimensional_max_sliced_distances_are_scipy_w1():

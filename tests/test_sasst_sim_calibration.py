@@ -263,7 +263,7 @@ def test_fixed_oracle_pointwise_coverage_is_nominal_at_moderate_size():
 def test_lean_trial_records_equal_the_full_report():
     # the trials read SASST.confirm_records; the same discovery through SASST.confirm gives
     # the same numbers in its report table (read by slot name, not position)
-    from agentstudies.sasst import FixedFamily
+    from agentstudies.sasst.rules import FixedFamily
 
     design = C.StudyADesign()
     data = design.simulate(400, np.random.default_rng(11))

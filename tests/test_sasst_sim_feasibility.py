@@ -7,7 +7,10 @@ import pytest
 
 from scipy import stats
 
-from agentstudies.sasst import Slot, family_ess, rule_scores, support_constraints
+from agentstudies.sasst import Slot
+from agentstudies.sasst.geometry import support_constraints
+from agentstudies.sasst.planning import family_ess
+from agentstudies.sasst.rules import rule_scores
 from agentstudies.studies import sasst_feasibility as fz
 from agentstudies.studies.sasst_tables import FeasibilityResult
 

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 from sklearn.metrics import roc_auc_score
 
-from agentstudies.sasst import KMS
+from agentstudies.sasst.geometry import KMS
 from agentstudies.studies import sasst_geometry as gs
 from agentstudies.studies.sasst_tables import GeometryResult
 

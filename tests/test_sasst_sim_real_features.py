@@ -11,7 +11,7 @@ import pytest
 from sklearn.metrics import roc_auc_score
 
 from agentstudies.sasst import split_clusters
-from agentstudies.sasst import rule_from_dict, rule_scores
+from agentstudies.sasst.rules import rule_from_dict, rule_scores
 from agentstudies.studies import sasst_real_features as rf
 
 

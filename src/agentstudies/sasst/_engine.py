@@ -45,7 +45,7 @@ from agentstudies.stats import INFERENCE_METHODS, bootstrap_counts, joint_bounds
 __all__ = [
     "SASST", "STABILITY_MODES", "Discovery", "FrozenRule", "SASSTReport", "rule_scores", "score_matrix",
     "support_constraints",
-    "top_set_jaccard", "weight_correlation",
+    "top_set_jaccard", "top_weighted_sets", "weight_correlation",
 ]
 
 #: Stability variants: refit the slot's family on each resample, or keep the fitted registry.
@@ -124,11 +124,16 @@ def rule_scores(rule: Rule, X: np.ndarray, feature_names: Sequence[str]) -> np.n
     return score_matrix([rule], X, feature_names)[0]
 
 
-def _top_sets(s: np.ndarray, top_fraction: float) -> np.ndarray:
+def top_weighted_sets(s: np.ndarray, top_fraction: float) -> np.ndarray:
     """Rows' top-weighted sets ``{i: s_i >= q_{1-f}(s)}``, ties included, but never the
     rule's baseline level: when more than ``1 - f`` of the scores tie at the minimum (a rule
     that up-weights fewer than ``f`` of the tasks), the set is the up-weighted tasks, not
-    every task. A constant row's set is every task."""
+    every task. A constant row's set is every task.
+
+    ``s``: scores, shape (G, n) (one row per rule); ``top_fraction``: ``f`` in (0, 1].
+    Returns a boolean mask of shape (G, n); the engine's resample stability compares
+    these sets (:func:`top_set_jaccard`).
+    """
     q = np.quantile(s, 1 - top_fraction, axis=1, keepdims=True)
     lo = s.min(axis=1, keepdims=True)
     constant = s.max(axis=1, keepdims=True) <= lo
@@ -138,13 +143,13 @@ def _top_sets(s: np.ndarray, top_fraction: float) -> np.ndarray:
 def top_set_jaccard(a: np.ndarray, b: np.ndarray, top_fraction: float) -> np.ndarray:
     """Jaccard overlap of top-weighted sets ``{i: s_i >= q_{1-f}(s)}`` (ties included;
     the baseline level of a rule that up-weights fewer than ``f`` of the tasks is excluded,
-    see :func:`_top_sets`).
+    see :func:`top_weighted_sets`).
 
     ``a`` is (n,), ``b`` is (n,) or (G, n); returns a float or (G,).
     """
     a = np.asarray(a, float)
     b2 = np.atleast_2d(np.asarray(b, float))
-    out = _jaccard(_top_sets(a[None, :], top_fraction)[0], _top_sets(b2, top_fraction))
+    out = _jaccard(top_weighted_sets(a[None, :], top_fraction)[0], top_weighted_sets(b2, top_fraction))
     return out if np.ndim(b) == 2 else float(out[0])
 
 
@@ -866,7 +871,7 @@ class SASST:
         if not refit:  # one registry for every resample: its agreement with s0 once
             corr_all = weight_correlation(s0, S)  # (G,)
             jac_all = top_set_jaccard(s0, S, self.top_fraction)  # (G,)
-        top0 = _top_sets(s0[None, :], self.top_fraction)[0]
+        top0 = top_weighted_sets(s0[None, :], self.top_fraction)[0]
         corr = np.zeros(B)
         jac = np.zeros(B)
         for b in range(B):
@@ -891,7 +896,7 @@ class SASST:
             gb = _select(loc, feas, ess, dist, slot.tie_rule, slot.tolerance)
             if gb >= 0 and refit:  # agreement of the refitted registry's choice only (row-wise: same values)
                 corr[b] = weight_correlation(s0, S[gb:gb + 1])[0]
-                jac[b] = _jaccard(top0, _top_sets(S[gb:gb + 1], self.top_fraction))[0]  # = top_set_jaccard
+                jac[b] = _jaccard(top0, top_weighted_sets(S[gb:gb + 1], self.top_fraction))[0]  # = top_set_jaccard
             elif gb >= 0:
                 corr[b] = corr_all[gb]
                 jac[b] = jac_all[gb]

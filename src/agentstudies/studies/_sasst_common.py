@@ -28,7 +28,8 @@ from scipy import stats as _st
 from statsmodels.stats.proportion import proportion_confint
 
 from agentstudies.parallel import seeded_map
-from agentstudies.sasst import SASST, ClusterData, Discovery, Rule
+from agentstudies.sasst import SASST, ClusterData, Discovery
+from agentstudies.sasst.rules import Rule
 from agentstudies.stats import multiplier_critical_value, studentized_contributions
 
 __all__ = [

@@ -519,7 +519,8 @@ def workflow_sasst(episodes: pd.DataFrame, candidate: str, baseline: str, *, fea
     (sign +1) and a threshold-stressed fragility slot (sign -1: is the advantage gone on
     some task type?). Returns the :class:`~agentstudies.sasst.SASSTReport`.
     """
-    from agentstudies.sasst import SASST, ComparisonPlan, Slot, ThresholdFamily
+    from agentstudies.sasst import SASST, ComparisonPlan, Slot
+    from agentstudies.sasst.rules import ThresholdFamily
 
     imp = episodes[episodes["kind"].isin(IMPOSSIBLE_KINDS) & episodes["workflow"].isin([candidate, baseline])].copy()
     if imp.empty:

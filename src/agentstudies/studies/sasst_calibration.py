@@ -68,19 +68,9 @@ from scipy.stats import qmc
 from statsmodels.stats.contingency_tables import mcnemar
 
 from agentstudies.parallel import keyed_seed
-from agentstudies.sasst import (
-    SASST,
-    SELECTED,
-    ClusterData,
-    ComparisonPlan,
-    FixedFamily,
-    ProjectionTiltRule,
-    Rule,
-    Slot,
-    Standardizer,
-    UniformRule,
-    rule_scores,
-)
+from agentstudies.sasst import SASST, SELECTED, ClusterData, ComparisonPlan, Slot
+from agentstudies.sasst.geometry import Standardizer
+from agentstudies.sasst.rules import FixedFamily, ProjectionTiltRule, Rule, UniformRule, rule_scores
 from agentstudies.studies._sasst_common import (
     Confirmed,
     confirm_lean,

@@ -45,20 +45,14 @@ import pandas as pd
 from scipy import stats
 
 from agentstudies.parallel import seeded_map
-from agentstudies.sasst import (
+from agentstudies.sasst import SASST, ClusterData, ComparisonPlan, Slot
+from agentstudies.sasst.rules import AxisTiltFamily, FixedFamily, RuleFamily, ThresholdRule
+from agentstudies.sasst.statuses import (
     ABSTAINED,
     CONFIRMED,
     FAILED_DISCOVERY,
     FAILED_FEASIBILITY,
     NOT_CONFIRMED,
-    SASST,
-    AxisTiltFamily,
-    ClusterData,
-    ComparisonPlan,
-    FixedFamily,
-    RuleFamily,
-    Slot,
-    ThresholdRule,
 )
 from agentstudies.studies._paper import paper_values
 from agentstudies.studies.sasst_geometry import _fresh

@@ -36,25 +36,24 @@ import pandas as pd
 from scipy import optimize, stats
 
 from agentstudies.parallel import seeded_map
-from agentstudies.sasst import (
+from agentstudies.sasst import SASST, ClusterData, ComparisonPlan, Slot
+from agentstudies.sasst.geometry import (
     KMS,
     MMD,
-    SASST,
-    AxisTiltFamily,
-    BumpFamily,
-    ClusterData,
-    ComparisonPlan,
-    CompositeFamily,
-    DirectionTiltFamily,
     Geometry,
     MaxSliced,
-    QuadraticTiltFamily,
-    RuleFamily,
-    Slot,
     Standardizer,
     candidate_distances,
     median_bandwidth,
     rbf_similarity_median,
+)
+from agentstudies.sasst.rules import (
+    AxisTiltFamily,
+    BumpFamily,
+    CompositeFamily,
+    DirectionTiltFamily,
+    QuadraticTiltFamily,
+    RuleFamily,
     rule_scores,
 )
 from agentstudies.studies._paper import paper_note, paper_values
@@ -306,7 +305,7 @@ def registry_distances(family: RuleFamily, X: np.ndarray, columns: Sequence[str]
     """Distances (G,) between uniform weights and each registry rule's weights on ``X``.
 
     The registry and the geometry are fitted on ``X`` (features only: score-blind);
-    this is :func:`agentstudies.sasst.candidate_distances`.
+    this is :func:`agentstudies.sasst.geometry.candidate_distances`.
     """
     return candidate_distances(np.asarray(X, dtype=float), list(columns), family, geometry)
 

@@ -39,21 +39,15 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from agentstudies.sasst import (
-    CONFIRMATION,
-    DISCOVERY,
-    KMS,
-    SASST,
+from agentstudies.sasst import CONFIRMATION, DISCOVERY, SASST, ComparisonPlan, SASSTReport, Slot
+from agentstudies.sasst.geometry import KMS, Standardizer
+from agentstudies.sasst.rules import (
     BumpFamily,
-    ComparisonPlan,
     CompositeFamily,
     DirectionTiltFamily,
     ItemBumpFamily,
     ProjectionTiltRule,
     RuleFamily,
-    SASSTReport,
-    Slot,
-    Standardizer,
     rule_from_dict,
     rule_scores,
     top_weighted_sets,
@@ -335,7 +329,7 @@ def top_weighted_overlap(scores: np.ndarray, subgroup: np.ndarray, top_fraction:
 
     The top-weighted set is ``{i: s_i >= q_{1 - top_fraction}(s)}`` (ties included, a
     non-constant rule's baseline level excluded), the same definition as the engine's
-    stability metric (:func:`agentstudies.sasst.top_set_jaccard`).
+    stability metric (:func:`agentstudies.sasst.rules.top_set_jaccard`).
     """
     s = np.asarray(scores, dtype=float)
     g = np.asarray(subgroup, dtype=bool)
@@ -357,7 +351,7 @@ class NeighbourhoodDirectionFamily(RuleFamily):
     discovery neighbours (itself included; mean ``xbar_k``) and the whole discovery set
     (mean ``xbar``, covariance ``Sigma``, ridge ``s = shrinkage * trace(Sigma) / d``). The
     rule is the paper's linear direction tilt (SASST C.1: a frozen projection, an
-    exponential tilt, clipped: :class:`~agentstudies.sasst.ProjectionTiltRule`), the
+    exponential tilt, clipped: :class:`~agentstudies.sasst.rules.ProjectionTiltRule`), the
     projection centred and scaled by its discovery mean and standard deviation. Every
     direction is fitted on discovery *features* only (score-blind, label-blind): the
     neighbourhoods stand in for the subgroup a tilt could express.

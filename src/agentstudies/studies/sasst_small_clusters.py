@@ -20,7 +20,7 @@ Choices the paper leaves open, fixed here (and in the chapter ``sasst_small_clus
   for the KMS geometry (24 columns).
 * Registry (:func:`registry`, 32 fixed rules): for every structured feature, emphasize
   tasks above or at/below its pool median (airline: 0.5) by a factor 2 or 5
-  (:class:`~agentstudies.sasst.ThresholdRule`). Thresholds are frozen on the pool's
+  (:class:`~agentstudies.sasst.rules.ThresholdRule`). Thresholds are frozen on the pool's
   features (score-blind) so that a rule's identity is comparable across trials.
 * Ten slots (:func:`study_f_slots`, the Study F structure): 2 uniform (PV - ReAct,
   Gate - ReAct, lower bounds), 6 stressed (both contrasts at three KMS radii
@@ -58,21 +58,10 @@ import pandas as pd
 from scipy import stats as _st
 
 from agentstudies.parallel import keyed_seed
-from agentstudies.sasst import (
-    CONFIRMED,
-    SASST,
-    SELECTED,
-    ClusterData,
-    ComparisonPlan,
-    Discovery,
-    FixedFamily,
-    FrozenRule,
-    Rule,
-    Slot,
-    ThresholdRule,
-    make_geometry,
-    rule_scores,
-)
+from agentstudies.sasst import SASST, SELECTED, ClusterData, ComparisonPlan, Discovery, Slot
+from agentstudies.sasst.geometry import make_geometry
+from agentstudies.sasst.rules import FixedFamily, FrozenRule, Rule, ThresholdRule, rule_scores
+from agentstudies.sasst.statuses import CONFIRMED
 from agentstudies.studies._sasst_common import (
     Confirmed,
     StepRule,

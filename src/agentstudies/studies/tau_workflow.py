@@ -24,19 +24,9 @@ import pandas as pd
 from agentstudies.parallel import keyed_seed
 from agentstudies.results import renamed_keyword
 from agentstudies.stats import paired_cluster_bootstrap, percentile_interval
-from agentstudies.sasst import (
-    SASST,
-    SELECTED,
-    STATUSES,
-    ComparisonPlan,
-    CompositeFamily,
-    DirectionTiltFamily,
-    RuleFamily,
-    SASSTReport,
-    Slot,
-    ThresholdFamily,
-    calibrate_radii,
-)
+from agentstudies.sasst import SASST, SELECTED, STATUSES, ComparisonPlan, SASSTReport, Slot
+from agentstudies.sasst.geometry import calibrate_radii
+from agentstudies.sasst.rules import CompositeFamily, DirectionTiltFamily, RuleFamily, ThresholdFamily
 
 __all__ = [
     "WORKFLOWS",

@@ -306,7 +306,8 @@ def run_sasst(episodes: pd.DataFrame, features: pd.DataFrame, *, seed: int = 0, 
     KeyError
         Missing columns; ValueError from the engine on invalid tables.
     """
-    from agentstudies.sasst import SASST, ComparisonPlan, ThresholdFamily, split_clusters
+    from agentstudies.sasst import SASST, ComparisonPlan, split_clusters
+    from agentstudies.sasst.rules import ThresholdFamily
 
     need = ["case_id", "seed", "workflow", "similarity", "category"]
     missing = [c for c in need if c not in episodes.columns]
