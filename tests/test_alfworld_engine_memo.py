@@ -258,8 +258,8 @@ def test_handoff_tables_equal_without_the_engine_memos(monkeypatch):
     monkeypatch.setattr(ah, "frontier_check", _frontier_check_before)
     plain = run()
     assert int(fast.trajectories["arrived"].sum()) > 0
-    for name, table in fast.tables().items():
-        assert table.equals(plain.tables()[name]), name
+    for name, table in fast.frames().items():
+        assert table.equals(plain.frames()[name]), name
 
 
 def _shape(obj, seen=None, originals=None):

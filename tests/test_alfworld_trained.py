@@ -11,7 +11,7 @@ from agentstudies.agents.alfworld import checkpoint_dir, load_weights
 from agentstudies.envs.alfworld._testing import small_game
 from agentstudies.envs.alfworld.env import AlfworldEnv
 from agentstudies.studies import alfworld_training as tr
-from agentstudies.studies.alfworld_handoff import run_handoff_study, table8, table8_state
+from agentstudies.studies.alfworld_handoff import run_handoff_study
 
 GAMES = [small_game("pick_and_place_simple"), small_game("pick_heat_then_place_in_recep"),
          small_game("look_at_obj_in_light")]
@@ -163,8 +163,16 @@ def test_trained_study_assignments_identities(trained_study):
     assert trained_study.params["checkpoints"] == "trained"
 
 
+def _study_of(episodes, actions):
+    from agentstudies.studies.alfworld_handoff import HandoffStudy
+
+    empty = pd.DataFrame()
+    return HandoffStudy(trajectories=empty, steps=empty, episodes=episodes, clone_audit=empty, actions=actions)
+
+
 def test_table8_rule_by_hand():
-    """The prespecified rule, checked on a hand-made episode table."""
+    """The prespecified rule, checked on a hand-made episode table, through the paper-table
+    convention (``HandoffStudy.table(8)``, state in ``attrs["state"]``)."""
     rows = []
     for tid, tt, sft_solved, rl_solved, bridge in [
         ("u-two-00", "pick_two_obj_and_place", False, True, False),
@@ -176,16 +184,20 @@ def test_table8_rule_by_hand():
             rows.append(dict(split="valid_unseen", task_id=tid, task_type=tt, seed=0, reacher="SFT", solver=solver,
                              arrived=True, solved=solved, endpoint=int(solved), bridge=br, arrival_step=5))
     ep = pd.DataFrame(rows)
-    st = table8_state(ep)
-    assert st["task_id"] == "u-pick-02"
-    ep2 = ep[ep["task_id"] != "u-pick-02"]
-    assert table8_state(ep2)["task_id"] == "u-two-00"  # next simplest type in ALFWorld's order
-    acts = pd.DataFrame([dict(split="valid_unseen", task_id="u-pick-02", seed=0, reacher="SFT", solver=s, role="solver",
+    acts = pd.DataFrame([dict(split="valid_unseen", task_id=t, seed=0, reacher="SFT", solver=s, role="solver",
                               step=k, shown="Your task is to: x.\nYou pick up the pencil 1.", candidates='["look"]',
-                              command="look", valid=True) for s in ("SFT", "RL") for k in (1, 2)])
-    t8 = table8(acts, st)
+                              command="look", valid=True)
+                         for t in ("u-pick-02", "u-two-00") for s in ("SFT", "RL") for k in (1, 2)])
+    t8 = _study_of(ep, acts).table(8)
+    assert t8.attrs["state"]["task_id"] == "u-pick-02" and t8.attrs["paper"] == "handoff"
     assert list(t8["solver"]) == ["SFT", "SFT", "RL", "RL"]
     assert t8["shown (last line)"].iloc[0] == "You pick up the pencil 1."
+    ep2 = ep[ep["task_id"] != "u-pick-02"]
+    assert _study_of(ep2, acts).table(8).attrs["state"]["task_id"] == "u-two-00"  # next simplest type
+    none = _study_of(ep[ep["task_id"] == "u-pick-03"], acts).table(8)  # SFT solved: no state qualifies
+    assert none.attrs["state"] is None and none.empty
+    with pytest.raises(KeyError, match="handoff"):
+        _study_of(ep, acts).table(6)  # Table 6 is InteractionPrediction's, not the study's
 
 
 def test_start_state_on_frontier_is_refused():

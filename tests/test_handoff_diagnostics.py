@@ -49,6 +49,9 @@ def test_budget_levels_by_hand():
     reach = res.reach.set_index("reacher")["mean_actions"]
     assert reach["SFT"] == pytest.approx((10 + 7 * 48) / 8)
     assert reach["RL"] == pytest.approx((5 + 12 + 40 + 8 + 20 + 3 + 48 + 48) / 8)
+    t7 = res.table(7)  # the paper-table convention (Table 7 layout)
+    assert t7.attrs["paper"] == "handoff"
+    assert t7.set_index(["reacher", "budget"])["arrival"][("RL", 16)] == pytest.approx(4 / 8)
 
 
 def test_budget_intervals_match_a_loop():

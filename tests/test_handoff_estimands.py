@@ -112,6 +112,12 @@ def test_hand_worked_full_analysis():
     assert bt[("B", "arrival_treated")] == pytest.approx(1.0)
     # type A: J(RL,RL)=3/4 (t1s0,t1s1,t2s0), J(RL,SFT)=2/4, J(SFT,RL)=1/4, J(SFT,SFT)=0
     assert bt[("A", "interaction")] == pytest.approx((3 / 4 - 2 / 4) - (1 / 4 - 0))
+    t2 = res.table(2)  # the paper-table convention: Tables 1-2 layout, named by paper
+    assert t2.attrs["paper"] == "handoff" and t2.attrs["table"] == "2"
+    j = t2.set_index(["reacher", "solver"])["endpoint"]
+    assert j[("RL", "RL")] - j[("RL", "SFT")] - j[("SFT", "RL")] + j[("SFT", "SFT")] == pytest.approx(0.25)
+    with pytest.raises(KeyError, match=r"handoff's tables \['2'\]"):
+        res.table(6)
 
 
 def test_hand_worked_solve_stages():

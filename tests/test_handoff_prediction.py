@@ -58,7 +58,7 @@ def test_eq9_matches_direct_loop(samples, weights):
         assert bt.loc[k, "observed"] == pytest.approx(ok, abs=1e-12)
         assert bt.loc[k, "arrival_gap"] == pytest.approx(dA, abs=1e-12)
         assert bt.loc[k, "ext_conversion_gap"] == pytest.approx(dC, abs=1e-12)
-    table6 = res.table6()
+    table6 = res.table(6)
     assert table6["task_type"].iloc[-1] == "overall" and np.isnan(table6["arrival_gap"].iloc[-1])
 
 

@@ -62,7 +62,7 @@ from agentstudies.handoff._boot import (
     warn_flagged,
 )
 from agentstudies.handoff._validate import check_strata, validate_steps, validate_trajectories
-from agentstudies.results import make_provenance, renamed_keyword, tidy_rows
+from agentstudies.results import PaperTables, make_provenance, renamed_keyword, tidy_rows
 
 __all__ = [
     "BudgetDiagnostic",
@@ -111,13 +111,13 @@ def default_invalid_action(action: str | None) -> bool:
 
 # ------------------------------------------------------------------- budget
 @dataclass(frozen=True, eq=False, kw_only=True)
-class BudgetDiagnostic(HandoffResultBase):
+class BudgetDiagnostic(PaperTables, HandoffResultBase):
     """Arrival within early-action budgets (Table 7, Figure 10) and by action (Figure 2).
 
     ``to_frame()`` is the tidy table: stratum ``split``, estimands
     ``arrival[<reacher>@<budget>]`` and the contrasts (``<treated>@b - <base>@b`` and the
     cross-budget ones), two-sided percentile intervals, ``n`` = trajectories per
-    reacher. ``table7()`` is the per-budget arrival layout.
+    reacher. ``table(7)`` is the per-budget arrival layout (``PAPER = "handoff"``).
 
     Attributes
     ----------
@@ -134,6 +134,8 @@ class BudgetDiagnostic(HandoffResultBase):
         ``split, reacher, n, arrival, mean_actions`` (Table 2a: mean actions to arrival
         or stopping = arrival_step if arrived, else n_actions).
     """
+
+    PAPER = "handoff"
 
     levels: pd.DataFrame
     contrasts: pd.DataFrame
@@ -155,7 +157,7 @@ class BudgetDiagnostic(HandoffResultBase):
         lv["level"] = self.level
         return tidy_rows(pd.concat([lv, ct], ignore_index=True), strata=("split",))
 
-    def table7(self) -> pd.DataFrame:
+    def _table_7(self) -> pd.DataFrame:
         """Arrival within each budget per split and reacher (Table 7 layout)."""
         return self.levels.copy()
 

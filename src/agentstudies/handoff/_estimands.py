@@ -47,7 +47,7 @@ from agentstudies.handoff._boot import (
     tidy_estimates,
     warn_flagged,
 )
-from agentstudies.results import make_provenance, renamed_keyword, tidy_rows
+from agentstudies.results import PaperTables, make_provenance, renamed_keyword, tidy_rows
 from agentstudies.handoff._validate import check_strata, validate_episodes
 
 __all__ = [
@@ -488,7 +488,7 @@ def solve_stages(
 
 # ------------------------------------------------------------------ result object
 @dataclass(frozen=True, eq=False, kw_only=True)
-class HandoffResult(HandoffResultBase):
+class HandoffResult(PaperTables, HandoffResultBase):
     """Reach / Solve / interaction estimates of one or more splits, with intervals.
 
     ``to_frame()`` is the tidy table: strata ``split, task_type`` (``task_type`` is
@@ -496,7 +496,8 @@ class HandoffResult(HandoffResultBase):
     :data:`BY_TYPE_ESTIMANDS`), then ``symbol, source, n_draws, n_excluded,
     excluded_share, flagged, n_tasks, n_states`` and the tidy columns (two-sided
     percentile intervals, ``n`` = tasks resampled). ``get(estimand, split=None,
-    task_type="all")``; ``table2()`` is the assignments layout of Tables 1-2.
+    task_type="all")``; ``table(2)`` (:class:`~agentstudies.results.PaperTables`, ``PAPER = "handoff"``) is the
+    assignments layout of Tables 1-2.
 
     Attributes
     ----------
@@ -522,6 +523,8 @@ class HandoffResult(HandoffResultBase):
         bootstrap settings; params : all of them; provenance : package version,
         SHA-256 of the validated episodes, seed.
     """
+
+    PAPER = "handoff"
 
     assignments: pd.DataFrame
     estimates: pd.DataFrame
@@ -554,7 +557,7 @@ class HandoffResult(HandoffResultBase):
         keys.setdefault("task_type", "all")
         return super().get(estimand, **keys)
 
-    def table2(self) -> pd.DataFrame:
+    def _table_2(self) -> pd.DataFrame:
         """The four reacher x solver assignments with intervals (Tables 1-2 layout)."""
         return self.assignments.copy()
 

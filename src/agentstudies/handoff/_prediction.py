@@ -43,7 +43,7 @@ from agentstudies.handoff._boot import (
 )
 from agentstudies.handoff._estimands import _div, _interaction, _rates, episode_task_stats
 from agentstudies.handoff._validate import check_strata, validate_episodes
-from agentstudies.results import make_provenance, renamed_keyword, tidy_rows
+from agentstudies.results import PaperTables, make_provenance, renamed_keyword, tidy_rows
 
 __all__ = ["InteractionPrediction", "predict_interaction", "prediction_design", "prediction_replicates"]
 
@@ -195,13 +195,13 @@ def prediction_replicates(design: _Design, counts: np.ndarray) -> pd.DataFrame:
 
 
 @dataclass(frozen=True, eq=False, kw_only=True)
-class InteractionPrediction(HandoffResultBase):
+class InteractionPrediction(PaperTables, HandoffResultBase):
     """Eq. 9 prediction of the interaction, observed value and residual (Table 6).
 
     ``to_frame()`` is the tidy table: stratum ``task_type`` (``"all"`` for the weighted
     overall values), estimands ``observed, predicted, residual`` (overall, with
     intervals) and per type the :data:`_PER_TYPE` quantities (intervals for ``observed,
-    predicted, residual``), ``n`` = target tasks. ``table6()`` is the paper's layout.
+    predicted, residual``), ``n`` = target tasks. ``table(6)`` is the paper's layout (``PAPER = "handoff"``).
 
     Attributes
     ----------
@@ -217,6 +217,8 @@ class InteractionPrediction(HandoffResultBase):
     seed, level, empty_threshold : settings; provenance : version, SHA-256 of the
     target and external tables, seed.
     """
+
+    PAPER = "handoff"
 
     overall: pd.DataFrame
     by_type: pd.DataFrame
@@ -248,7 +250,7 @@ class InteractionPrediction(HandoffResultBase):
         keys.setdefault("task_type", "all")
         return super().get(estimand, **keys)
 
-    def table6(self) -> pd.DataFrame:
+    def _table_6(self) -> pd.DataFrame:
         """Table 6 layout: per-type rows plus an ``overall`` row (undefined cells NaN)."""
         o = self.overall.set_index("estimand")
         row = {"task_type": "overall", "p_k": 1.0}

@@ -70,10 +70,11 @@ from agentstudies.envs.alfworld.expert import Expert
 from agentstudies.envs.alfworld.frontier import frontier_check
 from agentstudies.envs.alfworld.generate import TASK_TYPES
 from agentstudies.parallel import seeded_map
+from agentstudies.results import PaperTables
 
 __all__ = [
     "run_handoff_study", "make_study_checkpoints", "HandoffStudy", "TRAJECTORY_COLUMNS", "STEP_COLUMNS",
-    "EPISODE_COLUMNS", "ACTION_COLUMNS", "AUDIT_COLUMNS", "table8_state", "table8", "handoff_findings",
+    "EPISODE_COLUMNS", "ACTION_COLUMNS", "AUDIT_COLUMNS", "TABLE8_COLUMNS", "handoff_findings",
     "PAPER_FINDINGS", "llm_checkpoint_tables", "solver_testability", "SOLVER_TESTABILITY_COLUMNS",
     "handoff_controls", "HANDOFF_CONTROL_SUBJECTS",
 ]
@@ -93,6 +94,8 @@ EPISODE_COLUMNS = [
 ACTION_COLUMNS = [
     "split", "task_id", "seed", "reacher", "solver", "role", "step", "shown", "candidates", "command", "valid",
 ]
+#: Columns of Table 8 (``HandoffStudy.table(8)``).
+TABLE8_COLUMNS = ["solver", "step", "command", "valid", "n_candidates", "shown (last line)"]
 AUDIT_COLUMNS = [
     "split", "clone", "arrivals", "replays", "replays_passed", "replays_failed", "solver_pairs",
     "solver_pairs_equal_inputs",
@@ -100,8 +103,16 @@ AUDIT_COLUMNS = [
 
 
 @dataclass(frozen=True)
-class HandoffStudy:
-    """Tables of one handoff study plus parameters and timing (seconds)."""
+class HandoffStudy(PaperTables):
+    """Tables of one handoff study plus parameters and timing (seconds).
+
+    ``frames()`` are its five raw tables; ``table(8)`` (:class:`~agentstudies.results.PaperTables`,
+    ``PAPER = "handoff"``) is the paper's Table 8 from the ``actions`` log, on the state the
+    prespecified rule picks (:func:`_table8_state`; ``attrs["state"]`` holds that state's
+    base-solver episode row, ``None`` and an empty frame when no state qualifies).
+    """
+
+    PAPER = "handoff"
 
     trajectories: pd.DataFrame
     steps: pd.DataFrame
@@ -111,8 +122,8 @@ class HandoffStudy:
     timing: Mapping[str, float] = field(default_factory=dict)
     actions: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=ACTION_COLUMNS))
 
-    def tables(self) -> dict[str, pd.DataFrame]:
-        """The five tables by name."""
+    def frames(self) -> dict[str, pd.DataFrame]:
+        """The five raw tables by name (the paper's tables: :meth:`table`)."""
         return {
             "trajectories": self.trajectories,
             "steps": self.steps,
@@ -130,6 +141,17 @@ class HandoffStudy:
         c = e.assign(solved=e["solved"].astype(float)).groupby(["split", "reacher", "solver"])["solved"].mean()
         c = c.unstack("solver").add_prefix("conversion_")
         return a.join(c)
+
+    def _table_8(self, *, base: str = "SFT", treated: str = "RL",
+                 splits: Sequence[str] = ("valid_unseen", "valid_seen")) -> pd.DataFrame:
+        """Table 8: the ``base`` and ``treated`` solvers' actions on the state chosen by
+        :func:`_table8_state` (columns of :func:`_table8`); ``attrs["state"]`` is the
+        state's episode row, or ``None`` (and the frame empty) if no state qualifies."""
+        state = _table8_state(self.episodes, base=base, treated=treated, splits=splits)
+        out = (_table8(self.actions, state, solvers=(base, treated)) if state is not None else
+               pd.DataFrame(columns=TABLE8_COLUMNS))
+        out.attrs["state"] = state
+        return out
 
 
 _WORKER: dict[str, Any] = {}
@@ -592,7 +614,7 @@ def make_study_checkpoints(checkpoints: str = "trained", *, temperature: float =
     raise ValueError(f"checkpoints={checkpoints!r}: expected 'trained' or 'scripted'")
 
 
-def table8_state(episodes: pd.DataFrame, *, base: str = "SFT", treated: str = "RL",
+def _table8_state(episodes: pd.DataFrame, *, base: str = "SFT", treated: str = "RL",
                  splits: Sequence[str] = ("valid_unseen", "valid_seen")) -> pd.Series | None:
     """The handoff state of Table 8, chosen by the paper's prespecified rule (Appendix D).
 
@@ -618,7 +640,7 @@ def table8_state(episodes: pd.DataFrame, *, base: str = "SFT", treated: str = "R
     return None
 
 
-def table8(actions: pd.DataFrame, state: pd.Series, *, solvers: Sequence[str] = ("SFT", "RL")) -> pd.DataFrame:
+def _table8(actions: pd.DataFrame, state: pd.Series, *, solvers: Sequence[str] = ("SFT", "RL")) -> pd.DataFrame:
     """Table 8: the two solvers' actions on one cloned state (from the ``actions`` log).
 
     One row per (solver, step): solver, step, command, valid, n_candidates, and the last
@@ -635,7 +657,7 @@ def table8(actions: pd.DataFrame, state: pd.Series, *, solvers: Sequence[str] = 
             last = [ln for ln in str(r["shown"]).splitlines() if ln.strip()]
             rows.append({"solver": sname, "step": int(r["step"]), "command": r["command"], "valid": bool(r["valid"]),
                          "n_candidates": len(json.loads(r["candidates"])), "shown (last line)": last[-1] if last else ""})
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows, columns=TABLE8_COLUMNS)
 
 
 #: The handoff paper's ALFWorld valid_unseen values behind :func:`handoff_findings`
