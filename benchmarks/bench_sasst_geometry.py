@@ -29,6 +29,7 @@ def main(argv: list[str] | None = None) -> dict:
 
     from agentstudies.studies import sasst_feasibility as fz
     from agentstudies.studies import sasst_geometry as gs
+    from agentstudies.studies import sasst_geometry_audit as ga
 
     out: dict[str, float] = {}
     cfg_b = gs.StudyBConfig()
@@ -38,12 +39,12 @@ def main(argv: list[str] | None = None) -> dict:
         gs.study_b_trial((gs.MECHANISMS[t % 4], t), np.random.default_rng(t), cfg=cfg_b, radii=radii)
     out["study_b_s_per_trial"] = (time.perf_counter() - t0) / args.trials
 
-    feats, _, emb = gs.tau_audit_features(args.encoder)
-    cfg_a = gs.AuditConfig()
-    rad_a = gs.audit_radii(feats, emb, cfg_a)
+    feats, _, emb = ga.tau_audit_features(args.encoder)
+    cfg_a = ga.AuditConfig()
+    rad_a = ga.audit_radii(feats, emb, cfg_a)
     t0 = time.perf_counter()
     for t in range(args.trials):
-        gs.audit_trial(t, np.random.default_rng(t), features=feats, emb=emb, radii=rad_a, cfg=cfg_a)
+        ga.audit_trial(t, np.random.default_rng(t), features=feats, emb=emb, radii=rad_a, cfg=cfg_a)
     out["audit_s_per_trial"] = (time.perf_counter() - t0) / args.trials
 
     cfg_c = fz.FeasibilityConfig()

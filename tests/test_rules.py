@@ -191,7 +191,6 @@ LONG_MODULES_PENDING: dict[str, str] = {
     "studies/alfworld_recovery.py": "pools, fork harness, router pipeline, report: being split (issue 22 item 3)",
     "studies/alfworld_training.py": "SFT and RL training of the two ALFWorld checkpoints, not yet split",
     "studies/impossible.py": "the impossible coding tasks study driver (two chapters), not yet split",
-    "studies/sasst_geometry.py": "SASST Study B and the geometry audit (Tables 9-10), not yet split",
 }
 
 

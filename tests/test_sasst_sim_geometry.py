@@ -9,6 +9,7 @@ from sklearn.metrics import roc_auc_score
 
 from agentstudies.sasst.geometry import KMS
 from agentstudies.studies import sasst_geometry as gs
+from agentstudies.studies import sasst_geometry_audit as ga
 from agentstudies.studies.sasst_tables import GeometryResult
 
 
@@ -100,10 +101,10 @@ def test_pilot_radius_admits_the_declared_share_of_the_pilot_registry():
 # ------------------------------------------------------------------------ audit geometries
 def _frame(n=60, seed=8):
     rng = np.random.default_rng(seed)
-    S = rng.normal(size=(n, len(gs.STRUCTURED_COLUMNS))) * np.arange(1, len(gs.STRUCTURED_COLUMNS) + 1)
+    S = rng.normal(size=(n, len(ga.STRUCTURED_COLUMNS))) * np.arange(1, len(ga.STRUCTURED_COLUMNS) + 1)
     E = rng.normal(size=(n, 20))
     E /= np.linalg.norm(E, axis=1, keepdims=True)
-    cols = list(gs.STRUCTURED_COLUMNS) + [f"emb_{j:02d}" for j in range(20)]
+    cols = list(ga.STRUCTURED_COLUMNS) + [f"emb_{j:02d}" for j in range(20)]
     return pd.DataFrame(np.column_stack([S, E]), columns=cols), [f"emb_{j:02d}" for j in range(20)]
 
 
@@ -114,7 +115,7 @@ def test_prescaled_kms_equals_kms_on_standardized_input():
     w /= w.sum(1, keepdims=True)
     u = np.full(40, 1 / 40)
     a = KMS(seed=4).fit(X).distance(X, u, w)
-    b = gs.PreScaledKMS(seed=4).fit(Xs).distance(Xs, u, w)
+    b = ga.PreScaledKMS(seed=4).fit(Xs).distance(Xs, u, w)
     np.testing.assert_allclose(a, b, rtol=1e-9)
 
 
@@ -122,43 +123,43 @@ def test_feature_maps_of_the_audit():
     f, emb = _frame()
     X = f.to_numpy()
     names = list(f.columns)
-    cfg = gs.AuditConfig(n_pca=3)
-    S = f[list(gs.STRUCTURED_COLUMNS)].to_numpy()
+    cfg = ga.AuditConfig(n_pca=3)
+    S = f[list(ga.STRUCTURED_COLUMNS)].to_numpy()
     E = f[emb].to_numpy()
     u = np.full(len(f), 1 / len(f))
     w = np.random.default_rng(11).random((2, len(f)))
     w /= w.sum(1, keepdims=True)
     # structured only == KMS on the structured block
-    g = gs._audit_geometry("structured", names, emb, 3, cfg).fit(X)
+    g = ga._audit_geometry("structured", names, emb, 3, cfg).fit(X)
     np.testing.assert_allclose(g.distance(X, u, w), KMS(seed=3).fit(S).distance(S, u, w), rtol=1e-9)
     # standardized == KMS on [structured, embedding]
-    g = gs._audit_geometry("standardized", names, emb, 3, cfg).fit(X)
+    g = ga._audit_geometry("standardized", names, emb, 3, cfg).fit(X)
     SE = np.column_stack([S, E])
     np.testing.assert_allclose(g.distance(X, u, w), KMS(seed=3).fit(SE).distance(SE, u, w), rtol=1e-9)
     # normalized + structured keeps the unit-norm embedding rows unchanged
-    g = gs._audit_geometry("normalized_structured", names, emb, 3, cfg).fit(X)
-    np.testing.assert_allclose(g.features(X)[:, len(gs.STRUCTURED_COLUMNS):], E)
+    g = ga._audit_geometry("normalized_structured", names, emb, 3, cfg).fit(X)
+    np.testing.assert_allclose(g.features(X)[:, len(ga.STRUCTURED_COLUMNS):], E)
     # PCA + structured: the components are the leading principal scores (up to sign)
-    g = gs._audit_geometry("pca_structured", names, emb, 3, cfg).fit(X)
-    P = g.features(X)[:, len(gs.STRUCTURED_COLUMNS):]
+    g = ga._audit_geometry("pca_structured", names, emb, 3, cfg).fit(X)
+    P = g.features(X)[:, len(ga.STRUCTURED_COLUMNS):]
     Ec = E - E.mean(0)
     U, sv, _ = np.linalg.svd(Ec, full_matrices=False)
     for k in range(3):
         assert abs(np.corrcoef(P[:, k], U[:, k])[0, 1]) == pytest.approx(1.0, abs=1e-8)
     with pytest.raises(ValueError, match="unknown feature geometry"):
-        gs.FeatureMapGeometry(mode="spherical")
+        ga.FeatureMapGeometry(mode="spherical")
 
 
 def test_short_goal_subgroup_and_audit_records():
     f, emb = _frame(n=48)
     f["scenario_words"] = np.arange(48, dtype=float)
-    g = gs.short_goal_subgroup(f)
+    g = ga.short_goal_subgroup(f)
     assert g.sum() == int(np.sum(np.arange(48) <= np.quantile(np.arange(48), 0.25)))
-    cfg = gs.AuditConfig(n_kernel_seeds=2, n_pca=3)
-    rec, radii = gs.run_geometry_audit(f, emb, cfg, 2, seed=1)
-    assert len(radii) == 2 * len(gs.AUDIT_GEOMETRIES)
-    outside = {gs.outside_name(m) for m in gs.AUDIT_GEOMETRIES}
-    assert set(rec["geometry"]) == set(gs.AUDIT_GEOMETRIES) | outside | {"no_radius"}
+    cfg = ga.AuditConfig(n_kernel_seeds=2, n_pca=3)
+    rec, radii = ga.run_geometry_audit(f, emb, cfg, 2, seed=1)
+    assert len(radii) == 2 * len(ga.AUDIT_GEOMETRIES)
+    outside = {ga.outside_name(m) for m in ga.AUDIT_GEOMETRIES}
+    assert set(rec["geometry"]) == set(ga.AUDIT_GEOMETRIES) | outside | {"no_radius"}
     # the outside-budget rows: no target tilt is within the radius, so none is admitted or selected
     assert (radii["radius_outside"] < radii["target_distance_min"]).all()
     assert (radii["radius_outside"] <= radii["radius"]).all()
@@ -167,10 +168,10 @@ def test_short_goal_subgroup_and_audit_records():
     # ... because the budget is set where it is checked: on the discovery half, every target
     # tilt's discovery distance (the engine's own, from the candidate table) exceeds it
     assert (out["radius"] < out["target_distance"]).all()
-    inside = rec[rec.geometry.isin(gs.AUDIT_GEOMETRIES)].set_index(["trial", "geometry"])
+    inside = rec[rec.geometry.isin(ga.AUDIT_GEOMETRIES)].set_index(["trial", "geometry"])
     for r in out.itertuples():
-        m = r.geometry.removesuffix(gs.OUTSIDE)
-        want = min(inside.loc[(r.trial, m), "radius"], (1 - gs.OUTSIDE_MARGIN) * r.target_distance)
+        m = r.geometry.removesuffix(ga.OUTSIDE)
+        want = min(inside.loc[(r.trial, m), "radius"], (1 - ga.OUTSIDE_MARGIN) * r.target_distance)
         assert r.radius == pytest.approx(want, rel=1e-12)
     # the registry is the fixed axis registry: 12 columns x 2 signs x 2 strengths
     assert (rec["n_candidates"] == 48).all()
@@ -186,7 +187,7 @@ def test_short_goal_subgroup_and_audit_records():
 def test_bandwidth_diagnostic_closed_forms():
     rng = np.random.default_rng(12)
     A = rng.normal(size=(6, 3))  # 15 pairs: the median is one pair's value
-    diag = gs.bandwidth_diagnostic({"a": A}).iloc[0]
+    diag = ga.bandwidth_diagnostic({"a": A}).iloc[0]
     d2 = [np.sum((A[i] - A[j]) ** 2) for i in range(6) for j in range(i + 1, 6)]
     assert diag["similarity_unit"] == pytest.approx(np.median(np.exp(-np.array(d2) / 2)))
     assert diag["similarity_median"] == pytest.approx(np.exp(-0.5))
@@ -194,7 +195,7 @@ def test_bandwidth_diagnostic_closed_forms():
     # standardized d-dim features: E||x_i - x_j||^2 = 2d, so unit-bandwidth similarity ~ exp(-d)
     B = rng.normal(size=(200, 400))
     B = (B - B.mean(0)) / B.std(0)
-    diag = gs.bandwidth_diagnostic({"b": B}).iloc[0]
+    diag = ga.bandwidth_diagnostic({"b": B}).iloc[0]
     assert diag["log10_similarity_unit"] == pytest.approx(-400 / np.log(10), rel=0.05)
 
 

@@ -61,13 +61,11 @@ from agentstudies.parallel import keyed_seed
 from agentstudies.sasst import SASST, SELECTED, ClusterData, ComparisonPlan, Discovery, Slot
 from agentstudies.sasst.geometry import make_geometry
 from agentstudies.sasst.rules import FixedFamily, FrozenRule, Rule, ThresholdRule, rule_scores
-from agentstudies.sasst.statuses import CONFIRMED
 from agentstudies.studies._sasst_common import (
     Confirmed,
     StepRule,
     confirm_lean,
     latent_probit_scores,
-    proportion_interval,
     run_trials,
 )
 from agentstudies.stats import joint_bounds

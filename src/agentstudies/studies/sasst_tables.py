@@ -27,18 +27,18 @@ import numpy as np
 import pandas as pd
 
 from agentstudies.results import PaperTables
+from agentstudies.sasst.statuses import ABSTAINED, CONFIRMED, FAILED_DISCOVERY, FAILED_FEASIBILITY, NOT_CONFIRMED
 from agentstudies.studies import sasst_feasibility as _fz
 from agentstudies.studies import sasst_geometry as _gs
+from agentstudies.studies import sasst_geometry_audit as _ga
 from agentstudies.studies import sasst_small_clusters as _sc
 from agentstudies.studies._sasst_common import proportion_interval
 
 __all__ = ["SmallClusterResult", "GeometryResult", "FeasibilityResult"]
 
-#: Trial statuses of the SASST engine (the values of :data:`agentstudies.sasst` status
-#: constants, read from the study module that imports them).
-_CONFIRMED = _sc.CONFIRMED
-_BLOCKED = (_fz.ABSTAINED, _fz.FAILED_FEASIBILITY, _fz.FAILED_DISCOVERY)
-_STATUSES = (_fz.CONFIRMED, _fz.NOT_CONFIRMED, _fz.ABSTAINED, _fz.FAILED_FEASIBILITY, _fz.FAILED_DISCOVERY)
+#: Statuses that block a slot (Table 11's "abstention or failure"), and Table 11's columns.
+_BLOCKED = (ABSTAINED, FAILED_FEASIBILITY, FAILED_DISCOVERY)
+_STATUSES = (CONFIRMED, NOT_CONFIRMED, ABSTAINED, FAILED_FEASIBILITY, FAILED_DISCOVERY)
 
 
 def _need(obj: Any, name: str, table: int) -> Any:
@@ -145,12 +145,12 @@ class SmallClusterResult(PaperTables):
         rows = []
         for label, df in (("Null familywise error, N = 40", null40), ("Null familywise error, N = 200", null200)):
             any_sup = df.groupby("trial")["supported"].any()
-            any_conf = (df["status"] == _CONFIRMED).groupby(df["trial"]).any()
+            any_conf = (df["status"] == CONFIRMED).groupby(df["trial"]).any()
             rows.append((label, *rate(int(any_sup.sum()), len(any_sup)), float(any_conf.mean()), "at most 0.075",
                          "le", 0.075))
         t = pc[pc["slot"] == _sc.TARGET_SLOT].set_index("trial")
         hit = t["rule_index"] == self.target
-        conf = t["status"] == _CONFIRMED
+        conf = t["status"] == CONFIRMED
         rows.append(("Target rule discovery, N = 200", *rate(int(hit.sum()), len(t)), np.nan, "at least 0.600",
                      "ge", 0.6))
         rows.append(("Conditional confirmation, N = 200", *rate(int((conf & hit).sum()), int(hit.sum())), np.nan,
@@ -198,8 +198,8 @@ class GeometryResult(PaperTables):
         per_seed = records.groupby(["geometry", "kernel_seed"])[["accepted", "accepted_radius", "correct",
                                                                  "length_axis", "target_feasible", "auc"]].mean()
         t = per_seed.groupby(level="geometry").mean()
-        geos = _gs.AUDIT_GEOMETRIES
-        rows = list(geos) + [_gs.outside_name(m) for m in geos] + ["no_radius"]
+        geos = _ga.AUDIT_GEOMETRIES
+        rows = list(geos) + [_ga.outside_name(m) for m in geos] + ["no_radius"]
         t = t.reindex([r for r in rows if r in t.index])
         t = t.rename(columns={"accepted": "accepted_rules", "correct": "correct_recovery",
                               "accepted_radius": "within_radius", "target_feasible": "target_admitted",
