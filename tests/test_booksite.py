@@ -13,6 +13,7 @@ import re
 from pathlib import Path
 
 import nbformat
+import numpy as np
 import pandas as pd
 import pytest
 import yaml
@@ -460,3 +461,80 @@ def test_differs_because_reads_profile_and_simulated_label(tmp_path):
     prov.write_text(json.dumps({"run": {"profile": "paper"}, "simulated": ""}))
     assert differs_because(prov) == []
     assert differs_because(tmp_path / "missing.json") == ["not run in this build"]
+
+
+# ------------------------------------------------------------------ glossary vs method pages
+#: Glossary entries whose definition states a sign or a direction; each is checked below
+#: against the method page that states the same thing (issue 29 item 4).
+_DIRECTION = re.compile(r"\b(positive|negative|larger|smaller|below|above|low|high|fails? without|"
+                        r"succeeds? without|increases?|decreases?)\b", re.I)
+_OUTCOMES = re.compile(r"\b(fail|succeed)s?\s+without\b.*?\b(fail|succeed)s?\s+with\b", re.S)
+
+
+def _glossary() -> dict[str, str]:
+    body = (BOOK / "glossary.md").read_text().split("```{glossary}", 1)[1].split("```", 1)[0]
+    entries = re.findall(r"^(\S[^\n]*)\n((?:  [^\n]*\n?)+)", body, flags=re.M)
+    return {term.strip(): " ".join(line.strip() for line in text.splitlines()) for term, text in entries}
+
+
+def _page(name: str) -> str:
+    nb = nbformat.read(REPO / "notebooks" / f"{name}.ipynb", as_version=4)
+    return " ".join(" ".join(c.source.split()) for c in nb.cells if c.cell_type == "markdown")
+
+
+def test_every_glossary_sign_or_direction_agrees_with_its_method_page():
+    """Each glossary entry that states a sign or direction says what its method page says:
+    the order of outcomes without / with recovery (rescue, harm), the threshold below which
+    a SASST claim is abstained, the ESS formula whose low values mean few tasks dominate,
+    the interaction's sign. A new entry stating a direction fails until it is checked here."""
+    gloss = _glossary()
+    checked = {"Rescue", "Harm", "Abstained", "Stability", "Effective sample size", "Interaction"}
+    stating = {t for t, text in gloss.items() if _DIRECTION.search(re.sub(r"\$[^$]*\$", "", text))}
+    assert stating <= checked, f"glossary entries stating a direction with no check: {sorted(stating - checked)}"
+    assert {"Rescue", "Harm", "Interaction"} <= stating  # the regex still sees the known ones
+    recovery = _page("method_recovery")
+    for term in ("Rescue", "Harm"):
+        g = _OUTCOMES.search(gloss[term]).groups()
+        page = re.search(rf"{{term}}`{term.lower()}` \(([^)]*)\)", recovery)
+        assert page, f"method_recovery no longer defines {term.lower()} in parentheses"
+        assert _OUTCOMES.search(page.group(1)).groups() == g, term
+    assert _OUTCOMES.search(gloss["Rescue"]).groups() == ("fail", "succeed")
+    assert _OUTCOMES.search(gloss["Harm"]).groups() == ("succeed", "fail")
+    sasst = _page("method_sasst")
+    assert "Below the threshold the claim is *abstained*" in sasst
+    assert "below the predeclared threshold" in gloss["Abstained"] and "abstained" in gloss["Stability"]
+    assert "Jaccard" in gloss["Stability"] and "Jaccard" in sasst  # one definition of stability
+    ess = r"\mathrm{ESS} = (\sum_k \omega_k)^2 / \sum_k \omega_k^2"
+    assert ess in gloss["Effective sample size"] and ess in sasst
+    from agentstudies.stats import effective_sample_size
+
+    even, peaked = effective_sample_size(np.ones(10)), effective_sample_size(np.r_[91.0, np.ones(9)])
+    assert even == pytest.approx(10) and peaked == pytest.approx(100**2 / (91**2 + 9))  # 1.2: one task dominates
+    assert "low ESS means a few tasks dominate" in gloss["Effective sample size"]
+    handoff = _page("method_handoff")
+    assert "positive when that arrival-weighted gain is larger under the RL reacher" in gloss["Interaction"]
+    assert "positive when the two roles are coupled" not in gloss["Interaction"] + handoff
+
+
+def test_citations_have_authors_and_one_year_agreeing_with_the_prose():
+    """One citation form: every bibliography entry has an author field (the handoff paper,
+    whose copy names none, by its title as an anonymous work, with a note saying so) and one
+    year; a typed "Name et al., YYYY" anywhere in the book uses that entry's year."""
+    bib = (BOOK / "references.bib").read_text()
+    entries = re.findall(r"^@\w+\{([^,]+),(.*?)^\}", bib, flags=re.M | re.S)
+    years: dict[str, set[str]] = {}
+    for key, body in entries:
+        author = re.search(r"^\s*author\s*=\s*\{(.+)\},?\s*$", body, flags=re.M)
+        assert author and author.group(1).strip("{} "), f"{key}: no author"
+        found = re.findall(r"^\s*year\s*=\s*\{(\d{4})\}", body, flags=re.M)
+        assert len(found) == 1, f"{key}: {len(found)} year fields"
+        last = re.split(r",| and ", author.group(1).strip("{}"))[0].strip()
+        years.setdefault(last, set()).add(found[0])
+    handoff = dict(entries)["handoff2026"]
+    assert "Reach or Solve?" in handoff and "not named in the copy we reproduce" in handoff
+    texts = [p.read_text() for p in [*(REPO / "notebooks").glob("*.ipynb"), *BOOK.glob("*.md"), REPO / "README.md"]]
+    typed = {m for t in texts for m in re.findall(r"\b([A-Z][a-z]+) et al\.,? \(?(\d{4})", t)}
+    assert typed, "no typed citation found: the pattern is broken"
+    for name, year in typed:
+        if name in years:
+            assert year in years[name], f"'{name} et al., {year}' but the bibliography says {sorted(years[name])}"
