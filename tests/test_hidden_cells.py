@@ -38,7 +38,8 @@ HIDDEN = {"hide-input", "hide-cell", "remove-cell", "remove-input"}
 
 #: Chapters whose verdicts come from a library findings function: every code cell is scanned.
 CONVERTED = ("tau_workflow_stress", "tau_controller_audit", "tau_published_runs", "alfworld_training",
-             "inspect_logs", "alfworld_handoff", "alfworld_recovery")
+             "inspect_logs", "alfworld_handoff", "alfworld_recovery", "sasst_feasibility", "sasst_geometry",
+             "sasst_small_clusters")
 
 #: (chapter, kind, text in the flagged line; "" = any) -> why it is still allowed.
 _SASST = ("SASST chapter: findings.csv now comes from studies.sasst_findings, but its older hidden summary "
