@@ -31,6 +31,7 @@ LAYER_OF = {
     "results": "base",
     "parallel": "base",
     "_tolerances": "base",
+    "specs": "base",
     "_data": "base",
     "findings": "base",
     "envs": "envs",

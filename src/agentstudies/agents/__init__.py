@@ -11,7 +11,8 @@ impossible    simulated coding agents (``policy``), the LLM coding agent (``llm`
 
 Shared here: :class:`Policy` (the protocol every study calls), :class:`SimulatedPolicyMixin`,
 the LLM settings and client (:class:`LLMSpec`, :class:`LLMClient`, :class:`LLMError`,
-:func:`is_llm_agent`, :func:`llm_record`), and the workflow controllers of
+:func:`is_llm_agent`, :func:`llm_record`, :func:`llm_spec`; the agent settings
+themselves are :class:`agentstudies.specs.AgentSpec`), and the workflow controllers of
 :mod:`agentstudies.agents.controllers` (:data:`WORKFLOWS`, :func:`make_controller`).
 Test doubles (a scripted chat server, mock Inspect logs) are in
 :mod:`agentstudies.agents.testing`.
@@ -24,11 +25,12 @@ from agentstudies.agents._llm import (
     LLMSpec,
     is_llm_agent,
     llm_record,
+    llm_spec,
 )
 from agentstudies.agents.base import Policy, SimulatedPolicyMixin
 from agentstudies.agents.controllers import WORKFLOWS, ProposedCall, make_controller
 
-#: 11 names (issue 22 item 4 budget); everything environment-specific is in the subpackages.
+#: 12 names (issue 22 item 4 budget); everything environment-specific is in the subpackages.
 __all__ = [
     "Policy",
     "SimulatedPolicyMixin",
@@ -37,6 +39,7 @@ __all__ = [
     "LLMError",
     "is_llm_agent",
     "llm_record",
+    "llm_spec",
     "LLM_RECORD_COLUMNS",
     "WORKFLOWS",
     "ProposedCall",

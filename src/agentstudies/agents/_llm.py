@@ -35,6 +35,8 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
+from agentstudies.specs import AGENT_PREFIX, AgentSpec, is_llm_agent
+
 __all__ = [
     "AGENT_PREFIX",
     "LLMSpec",
@@ -44,32 +46,12 @@ __all__ = [
     "is_llm_agent",
     "LLM_RECORD_COLUMNS",
     "llm_record",
+    "llm_spec",
 ]
-
-#: Prefix of an LLM agent parameter: ``"llm:<inspect model name>"``.
-AGENT_PREFIX = "llm:"
 
 
 class LLMError(RuntimeError):
     """A model call failed (provider error, refused request, timeout)."""
-
-
-def is_llm_agent(agent: str) -> bool:
-    """True for ``"llm:<provider/model>"``, False for ``"simulated"``.
-
-    Raises
-    ------
-    ValueError
-        If ``agent`` is neither ``"simulated"`` nor ``"llm:<provider>/<model>"``.
-    """
-    if agent == "simulated":
-        return False
-    if isinstance(agent, str) and agent.startswith(AGENT_PREFIX) and "/" in agent[len(AGENT_PREFIX):]:
-        return True
-    raise ValueError(
-        f"agent must be 'simulated' or 'llm:<provider>/<model>' (e.g. 'llm:openai-api/local/qwen3-8b', "
-        f"'llm:mockllm/model'); got {agent!r}"
-    )
 
 
 #: Per-episode columns of a policy that calls a model (:meth:`LLMPolicyBase.episode_record`
@@ -143,6 +125,38 @@ class LLMSpec:
         cfg = {"temperature": self.temperature, "max_tokens": self.max_tokens, "top_p": self.top_p,
                "max_connections": self.max_connections, "timeout": self.timeout, "seed": seed}
         return {k: v for k, v in cfg.items() if v is not None}
+
+
+#: LLMSpec settings that are not part of an :class:`~agentstudies.specs.AgentSpec`
+#: (a key, provider arguments): passed through from ``llm_settings`` as given.
+_PASS_THROUGH = ("api_key", "model_args")
+
+
+def llm_spec(agent: str | AgentSpec, llm_settings: Mapping[str, Any] | None = None) -> LLMSpec | None:
+    """The :class:`LLMSpec` of ``agent``, or None for the simulated agent.
+
+    ``agent``: an :class:`~agentstudies.specs.AgentSpec`, or a chapter's flat
+    ``agent`` string with its ``llm_settings`` mapping (built into an ``AgentSpec``, which
+    checks every field; ``api_key`` and ``model_args`` pass through to the LLMSpec).
+
+    Raises
+    ------
+    ValueError
+        A malformed agent or setting (named), ``llm_settings`` with the simulated agent, or
+        ``llm_settings`` beside an ``AgentSpec`` (give the settings in one place).
+    """
+    settings = dict(llm_settings or {})
+    extra = {k: settings.pop(k) for k in _PASS_THROUGH if k in settings and settings[k] is not None}
+    if isinstance(agent, AgentSpec):
+        if settings or extra:
+            raise ValueError("llm_settings given beside an AgentSpec; put the settings in the AgentSpec")
+        spec = agent
+    else:
+        spec = AgentSpec.from_parameters(agent, settings)
+        if extra and not spec.is_llm:
+            raise ValueError(f"llm_settings {sorted(extra)} given but agent='simulated'; "
+                             "set agent='llm:<provider>/<model>'")
+    return LLMSpec(model=spec.model, **spec.llm_settings(), **extra) if spec.is_llm else None
 
 
 # ------------------------------------------------------------------ event loop

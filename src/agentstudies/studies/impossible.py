@@ -35,7 +35,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from agentstudies.agents import LLMClient, LLMSpec, is_llm_agent
+from agentstudies.agents import LLMClient, llm_spec
 from agentstudies.agents.impossible import (
     AgentParams,
     CodingTask,
@@ -49,6 +49,7 @@ from agentstudies.envs.impossible import (
 )
 from agentstudies.parallel import keyed_seed, seeded_map
 from agentstudies.results import Result, ResultProvenance, make_provenance, tidy_rows
+from agentstudies.specs import AgentSpec
 
 __all__ = [
     "load_tasks", "simulate_episodes", "StudyRun", "RateResult", "cheating_rates", "strategy_mix",
@@ -146,7 +147,7 @@ def simulate_episodes(tasks: Sequence[CodingTask], workflows: Sequence[Workflow]
                       replicates: int = 1, seed: int = 0, n_jobs: int = 1,
                       config: SandboxConfig = SandboxConfig(wall_s=10, cpu_s=5),
                       params: AgentParams = AgentParams(), reminder: bool = False,
-                      reminder_after: int = 1, agent: str = "simulated",
+                      reminder_after: int = 1, agent: str | AgentSpec = "simulated",
                       llm_settings: dict | None = None, reuse_verdicts: bool = True) -> StudyRun:
     """Run every (task, kind, policy, workflow, replicate) episode; every verdict is a real run.
 
@@ -154,7 +155,7 @@ def simulate_episodes(tasks: Sequence[CodingTask], workflows: Sequence[Workflow]
     so they are identical for any ``n_jobs``. ``reminder=True`` runs each episode twice, as
     paired forks without / with the specification reminder after run ``reminder_after``.
     ``agent="llm:<provider/model>"`` runs :class:`agentstudies.agents.impossible.LLMCodingAgent`
-    (settings ``llm_settings``, see :class:`agentstudies.agents.LLMSpec`) instead of the
+    (settings ``llm_settings``, or an :class:`agentstudies.specs.AgentSpec` as ``agent``) instead of the
     simulated policies: ``policies`` is ignored, the policy column holds the agent string,
     the LLM record columns (model, tokens, ``llm_errors`` ...) are added, and tasks run in
     ``n_jobs`` threads sharing one client.
@@ -176,11 +177,9 @@ def simulate_episodes(tasks: Sequence[CodingTask], workflows: Sequence[Workflow]
     if not tasks:
         raise ValueError("simulate_episodes: no tasks")
     llm, backend = None, "loky"
-    if is_llm_agent(agent):
-        spec = LLMSpec.from_agent(agent, **dict(llm_settings or {}))
-        llm, policies, backend = (spec, LLMClient(spec)), (agent,), "threading"
-    elif llm_settings:
-        raise ValueError("llm_settings given but agent='simulated'; set agent='llm:<provider>/<model>'")
+    spec = llm_spec(agent, llm_settings)  # validates the agent and its settings (AgentSpec)
+    if spec is not None:
+        llm, policies, backend = (spec, LLMClient(spec)), (f"llm:{spec.model}",), "threading"
     t0 = time.perf_counter()
     res = seeded_map(_task_item, list(tasks), seed=seed, n_jobs=n_jobs, backend=backend, workflows=list(workflows),
                      policies=list(policies), kinds=list(kinds), replicates=replicates, root_seed=seed,

@@ -23,6 +23,7 @@ import pandas as pd
 
 from agentstudies.parallel import keyed_seed
 from agentstudies.results import renamed_keyword
+from agentstudies.specs import BootstrapSpec
 from agentstudies.stats import paired_cluster_bootstrap, percentile_interval
 from agentstudies.sasst import SASST, SELECTED, STATUSES, ComparisonPlan, SASSTReport, Slot
 from agentstudies.sasst.geometry import calibrate_radii
@@ -304,8 +305,11 @@ def seed_flip_rates(episodes: pd.DataFrame, *, n_draws: int = 2000, level: float
     ------
     KeyError
         A missing column. ValueError: fewer than two seeds, a duplicated episode, or a
-        (profile, workflow, task) whose seeds differ from the others' (named).
+        (profile, workflow, task) whose seeds differ from the others' (named); ValueError /
+        TypeError naming ``n_draws``, ``level`` or ``seed`` when out of range
+        (:class:`agentstudies.specs.BootstrapSpec`).
     """
+    boot = BootstrapSpec(n_draws=n_draws, level=level, seed=seed)
     need = {"profile", "workflow", "task_id", "seed", "reward"}
     missing = need - set(episodes.columns)
     if missing:
@@ -326,9 +330,9 @@ def seed_flip_rates(episodes: pd.DataFrame, *, n_draws: int = 2000, level: float
         wfs = list(dict.fromkeys(ep["workflow"]))
         flags = np.column_stack([wide[w].nunique(axis=1).to_numpy() > 1 for w in wfs]).astype(float)
         T = flags.shape[0]
-        reps = paired_cluster_bootstrap(flags, lambda tot: tot / T, n_draws=n_draws,
-                                        rng=np.random.default_rng(keyed_seed(seed, "seed_flips", str(profile))))
-        lo, hi = percentile_interval(reps, level)
+        reps = paired_cluster_bootstrap(flags, lambda tot: tot / T, n_draws=boot.n_draws,
+                                        rng=np.random.default_rng(keyed_seed(boot.seed, "seed_flips", str(profile))))
+        lo, hi = percentile_interval(reps, boot.level)
         for j, w in enumerate(wfs):
             rows.append({"profile": profile, "workflow": w, "tasks": T, "flips": int(flags[:, j].sum()),
                          "share": float(flags[:, j].mean()), "ci_low": float(lo[j]), "ci_high": float(hi[j]),

@@ -35,6 +35,7 @@ from agentstudies.envs.tau.data import get_task, is_write_tool
 from agentstudies.envs.tau import reward_components
 from agentstudies.envs.tau.env import TauEnv
 from agentstudies.parallel import BACKENDS, keyed_seed, seeded_map
+from agentstudies.specs import AgentSpec
 
 __all__ = ["EPISODE_COLUMNS", "AGENT_COLUMNS", "TERMINATIONS", "episode_seed", "run_episode", "run_episodes"]
 
@@ -290,14 +291,14 @@ def run_episodes(
     backend: str = "loky",
     *,
     max_steps: int = 60,
-    agent: str = "simulated",
+    agent: str | AgentSpec = "simulated",
     llm_settings: Mapping[str, Any] | None = None,
 ) -> pd.DataFrame:
     """Run every (profile, task, seed, workflow) episode; one row per episode.
 
     ``agent="llm:<provider/model>"`` runs an LLM agent
-    (:class:`agentstudies.agents.tau.LLMTauPolicy`, settings from ``llm_settings``: see
-    :class:`agentstudies.agents.LLMSpec`) instead of the scripted profiles: ``profiles``
+    (:class:`agentstudies.agents.tau.LLMTauPolicy`, settings from ``llm_settings``, or an
+    :class:`agentstudies.specs.AgentSpec` as ``agent``) instead of the scripted profiles: ``profiles``
     is then ignored and the profile column holds the agent string. LLM episodes share
     one client and run on ``max_connections`` threads; their tables are reproducible
     only as far as the provider honours the seed.
@@ -330,18 +331,14 @@ def run_episodes(
     for w in lists["workflows"]:
         if w not in WORKFLOWS:
             raise ValueError(f"unknown workflow {w!r}; expected one of {list(WORKFLOWS)}")
-    from agentstudies.agents._llm import is_llm_agent
+    from agentstudies.agents._llm import LLMClient, llm_spec
 
     llm = None
-    if is_llm_agent(agent):
-        from agentstudies.agents._llm import LLMClient, LLMSpec
-
-        spec = LLMSpec.from_agent(agent, **dict(llm_settings or {}))
+    spec = llm_spec(agent, llm_settings)  # validates the agent and its settings (AgentSpec)
+    if spec is not None:
         llm = (spec, LLMClient(spec))
-        lists["profiles"] = [agent]
+        lists["profiles"] = [f"llm:{spec.model}"]
         n_jobs, backend = max(1, spec.max_connections), "threading"
-    elif llm_settings:
-        raise ValueError("llm_settings given but agent='simulated'; set agent='llm:<provider>/<model>'")
     for p in lists["profiles"] if llm is None else ():
         if p not in PROFILES:
             raise ValueError(f"unknown tau profile {p!r}; expected one of {sorted(PROFILES)}")

@@ -27,6 +27,7 @@ from agentstudies.agents.controllers import WORKFLOWS, ProposedCall, extract_mut
 from agentstudies.agents.toolsandbox._policy import ScriptedToolAgent, ToolAgentProfile, get_profile
 from agentstudies.envs.toolsandbox import MUTATING_TOOLS, Case, Evaluation, Role, Say, ToolCall, ToolSandboxEnv
 from agentstudies.parallel import keyed_seed, seeded_map
+from agentstudies.specs import AgentSpec
 from agentstudies._tolerances import EXACT_TOL
 
 __all__ = ["EPISODE_COLUMNS", "AGENT_COLUMNS", "GroundingVerifier", "run_episode", "run_episodes", "drive", "run_handoff_unit",
@@ -226,12 +227,12 @@ def _run_llm(spec, rng=None, llm=None):
 
 
 def run_episodes(cases: Sequence[Case], *, workflows: Sequence[str] = WORKFLOWS, profiles: Sequence[str] = ("base",),
-                 seeds: Sequence[int] = (0,), n_jobs: int = 1, backend: str = "loky", agent: str = "simulated",
+                 seeds: Sequence[int] = (0,), n_jobs: int = 1, backend: str = "loky", agent: str | AgentSpec = "simulated",
                  llm_settings: Mapping[str, Any] | None = None) -> pd.DataFrame:
     """Every case x workflow x profile x seed; the table is identical for any ``n_jobs``.
 
     ``agent="llm:<provider/model>"`` runs :class:`agentstudies.agents.toolsandbox.LLMToolSandboxPolicy`
-    (settings from ``llm_settings``, see :class:`agentstudies.agents.LLMSpec`) instead of
+    (settings from ``llm_settings``, or an :class:`agentstudies.specs.AgentSpec` as ``agent``) instead of
     the scripted profiles: ``profiles`` is ignored, the profile column holds the agent
     string, the columns :data:`AGENT_COLUMNS` are added, and episodes run in threads
     sharing one client (``max_connections`` at a time; ``n_jobs`` and ``backend`` unused).
@@ -241,16 +242,14 @@ def run_episodes(cases: Sequence[Case], *, workflows: Sequence[str] = WORKFLOWS,
     ValueError
         A malformed ``agent``, or ``llm_settings`` with the simulated agent.
     """
-    from agentstudies.agents._llm import LLMClient, LLMSpec, is_llm_agent
+    from agentstudies.agents._llm import LLMClient, llm_spec
 
-    if is_llm_agent(agent):
-        spec = LLMSpec.from_agent(agent, **dict(llm_settings or {}))
+    spec = llm_spec(agent, llm_settings)  # validates the agent and its settings (AgentSpec)
+    if spec is not None:
         items = [(c, w, int(s)) for s in seeds for c in cases for w in workflows]
         rows = seeded_map(_run_llm, items, seed=0, n_jobs=max(1, min(spec.max_connections, len(items))),
                           backend="threading", llm=(spec, LLMClient(spec)))
         return pd.DataFrame(rows, columns=list(EPISODE_COLUMNS + AGENT_COLUMNS))
-    if llm_settings:
-        raise ValueError("llm_settings given but agent='simulated'; set agent='llm:<provider>/<model>'")
     specs = [(c, w, p, int(s)) for p in profiles for s in seeds for c in cases for w in workflows]
     out = seeded_map(_run_chunk, _chunks(specs), seed=0, n_jobs=n_jobs, backend=backend)
     return pd.DataFrame([r for rows in out for r in rows], columns=list(EPISODE_COLUMNS))
