@@ -17,7 +17,7 @@ with every request to another origin blocked. A page fails on
 * a display equation cut off (wider than its box, and the box does not scroll);
 * what a reader should never see (issue 29 item 6): a table cell reading ``nan``/``NaN``/
   ``inf``/``<NA>``/``None``; a table without a ``<caption>``; the same image twice on a
-  page; a raw ``$`` (not a price like $50), ``\\texttt`` (or another LaTeX command) or a format placeholder
+  page; a table or figure number used twice on a page; a raw ``$`` (not a price like $50), ``\\texttt`` (or another LaTeX command) or a format placeholder
   (``{name:fmt}``, ``name_x:.4f``, ``(n_pool tasks)``) in the rendered text; a bullet list
   run into a paragraph (a literal "- " at a line start or after a sentence); a Python
   warning, error or traceback printed in a cell's output;
@@ -167,6 +167,15 @@ async () => {
       uncaptioned.push(head.slice(0, 60));
     }
   }
+  // one numbering: no table or figure number twice on a page ("Table 1." beside a Sphinx "Table 1")
+  const numbered = {}, dupNumbers = [];
+  for (const c of article.querySelectorAll('table > caption, figcaption')) {
+    const m = c.textContent.trim().match(/^(Table|Figure|Fig\.)\s+(\d+(?:\.\d+)*)/);
+    if (!m) continue;
+    const key = (m[1] === 'Table' ? 'Table ' : 'Figure ') + m[2];
+    if (numbered[key] && !dupNumbers.includes(key)) dupNumbers.push(key);
+    numbered[key] = true;
+  }
   // the same picture twice on one page
   const seen = {}, dupImgs = [];
   for (const i of article.querySelectorAll('img')) {
@@ -223,7 +232,7 @@ async () => {
   // figures shown at under 60 % of their pixel width: label text may be hard to read
   const shrunk = imgs.filter(i => i.naturalWidth > 0 && i.clientWidth > 0 && i.clientWidth / i.naturalWidth < 0.6)
                      .map(i => i.getAttribute('src') + ' at ' + Math.round(100 * i.clientWidth / i.naturalWidth) + '%');
-  return {broken, raw, shrunk, placeholders, runins, badCells, uncaptioned, dupImgs, warnings,
+  return {broken, raw, shrunk, placeholders, runins, badCells, uncaptioned, dupImgs, dupNumbers, warnings,
           clippedMath, nextHref, syllabus, pageWidth: doc.scrollWidth, window: W,
           columnOverflow: col.scrollWidth - col.clientWidth, wide, scrolledTables: scrolled,
           tables: article.querySelectorAll('table').length,
@@ -303,6 +312,7 @@ def check_book(html: Path, shots: Path | None = SHOTS, widths=WIDTHS,
                                      f"{sorted(set(state['badCells']))}")
                     found += [f"table without caption: starts \"{x}\"" for x in state["uncaptioned"][:5]]
                     found += [f"image shown twice: {x}" for x in state["dupImgs"]]
+                    found += [f"number used twice on the page: {x}" for x in state["dupNumbers"]]
                     found += [f"warning or traceback in an output: {x}" for x in state["warnings"]]
                     found += [f"equation cut off: {x}" for x in state["clippedMath"][:3]]
                     nexts.setdefault(rel, state["nextHref"])
@@ -454,6 +464,9 @@ def test_the_checker_catches_what_it_claims(browser_available, tmp_path):
         "nan.html": '<table><caption>Table 1. t</caption><tr><td>NaN</td><td>&lt;NA&gt;</td></tr></table>',
         "nocap.html": '<table><tr><td>1</td></tr></table>',
         "twice.html": '<img src="dot.png"><p>again</p><img src="dot.png">',
+        "dupnum.html": ('<table><caption>Table 2.1. ours</caption><tr><td>1</td></tr></table>'
+                        '<table><caption><span>Table 2.1 </span>a markdown table</caption><tr><td>2</td></tr></table>'
+                        '<table><caption>Table 2.2. next</caption><tr><td>3</td></tr></table>'),
         "texttt.html": '<p>the \\texttt{inspect_ai} log, a stray $d = 0.8 and a price of $5</p>',
         "placeholder.html": '<p>a gain of {paper_gain:.4f} and paper_gain:.4f over (n_pool tasks)</p>',
         "runin.html": '<p>Summary.\n- first point\n- second point</p>',
@@ -476,6 +489,8 @@ def test_the_checker_catches_what_it_claims(browser_available, tmp_path):
     assert any("without caption" in p for p in by_page["nocap.html"])
     assert not any("without caption" in p for p in by_page["nan.html"])
     assert any("image shown twice: dot.png" in p for p in by_page["twice.html"])
+    assert [p for p in by_page["dupnum.html"] if "used twice" in p] == [
+        "dupnum.html @ 390px: number used twice on the page: Table 2.1"]
     assert any("\\texttt" in p for p in by_page["texttt.html"])
     assert [p for p in by_page["texttt.html"] if "raw $" in p] == [
         'texttt.html @ 390px: untypeset math: raw $ in "the \\texttt{inspect_ai} log, a stray $d = 0.8 and a price of $5"']
