@@ -42,8 +42,6 @@ CONVERTED = ("tau_workflow_stress", "tau_controller_audit", "tau_published_runs"
              "sasst_small_clusters")
 
 #: (chapter, kind, text in the flagged line; "" = any) -> why it is still allowed.
-_SASST = ("SASST chapter: findings.csv now comes from studies.sasst_findings, but its older hidden summary "
-          "cell (the SASST engineer's prose, Monte-Carlo bands and comparisons) was left to its owner")
 EXEMPT: dict[tuple[str, str, str], str] = {
     ("method_handoff", "comparison", ""): "method page: a worked Eq. 9 example says whether its residual interval "
                                           "covers zero; not a study chapter of issue 25",
@@ -51,9 +49,6 @@ EXEMPT: dict[tuple[str, str, str], str] = {
                                         "the gap; not a study chapter of issue 25",
     ("alfworld_recovery", "comparison", "clean_match_all"): "descriptive clone-audit check (every feasible clean "
                                                             "re-run matches the factual run), not a paper finding",
-    ("sasst_calibration", "comparison", ""): _SASST,
-    ("sasst_calibration", "quantile", ""): _SASST + "; a Monte-Carlo error band uses 1.96",
-    ("sasst_real_features", "comparison", ""): _SASST,
 }
 
 

@@ -312,3 +312,40 @@ def test_large_m_check_is_the_fixed_rows_of_table4_and_archives_as_a_checked_pap
         load_run("sasst_calibration_large_m", folder=folder)
     with pytest.raises(ValueError, match="n_trials"):
         C.large_m_check(design=DESIGN, M_values=[200], n_trials=1)
+
+
+def _t4_rows(cov_fixed, cov_learned, n=200):
+    rows = []
+    for M in (500, 1000):
+        for rule, c in (("fixed", cov_fixed), ("learned", cov_learned)):
+            lo, hi = stats.beta.ppf(0.025, c * n, n - c * n + 1), stats.beta.ppf(0.975, c * n + 1, n - c * n)
+            rows.append({"M": M, "R": 5, "rule": rule, "coverage": c, "n_trials": n, "mc_low": lo, "mc_high": hi,
+                         "lower_coverage": 0.96, "bias": 0.0, "emp_se": 0.01, "mean_se": 0.01, "se_ratio": 1.0,
+                         "oracle_share": 0.5, "n_failed": 0})
+    return pd.DataFrame(rows)
+
+
+def test_study_a_sentences_honour_level_and_read_the_paper():
+    t4 = _t4_rows(0.93, 0.96)
+    t5 = pd.DataFrame({"M": [1000], "split_coverage": [0.95], "same_data_coverage": [0.90], "gap": [0.05],
+                       "gap_lower_bound": [0.02], "mcnemar_p": [0.01], "split_only": [12], "same_only": [2],
+                       "n_trials": [200]})
+    a4 = pd.DataFrame({"M": [1000], "familywise_coverage": [0.95], "fw_mc_low": [0.9], "fw_mc_high": [0.98],
+                       "false_fragility": [0.0], "ff_mc_low": [0.0], "ff_mc_high": [0.02], "n_trials": [200]})
+    s95 = C.study_a_sentences(t4, t5, t5, t5.iloc[:0], a4, n_trials=200)
+    # |learned - fixed| = 3 points; twice the 95% Monte-Carlo half-width of a coverage at n = 200 is
+    # 2 * 1.96 * sqrt(.95 * .05 / 200) = 6.0 points (within); at level 0.5 it is 2 * 0.674 * sqrt(.25 / 200) = 4.8
+    assert "3.0 points (within" in s95["t4_learned_vs_fixed"]
+    assert f"{100 * 2 * 1.959964 * np.sqrt(0.95 * 0.05 / 200):.1f} points" in s95["t4_learned_vs_fixed"]
+    s50 = C.study_a_sentences(t4, t5, t5, t5.iloc[:0], a4, n_trials=200, level=0.5)
+    assert f"{100 * 2 * stats.norm.ppf(0.75) * np.sqrt(0.25 / 200):.1f} points" in s50["t4_learned_vs_fixed"]
+    # fixed upper 93% < 95% < opposite 96%: the skew sentence; at level 0.97 no shortfall between them
+    assert s95["t4_skewed"] is False  # the learned rule (96%) covers: not skewed
+    assert "skewed estimator" in s95["t4_fixed"]
+    assert "no one-sided shortfall" in C.study_a_sentences(t4, t5, t5, t5.iloc[:0], a4, n_trials=200,
+                                                           level=0.97)["t4_fixed"]
+    # the paper's A4 values are read from data/paper
+    pa = C.PAPER_A4.set_index("M")["familywise_coverage"]
+    assert f"{100 * pa.loc[1000]:.1f}%" in s95["a4_sentence"] and s95["t5_qualitative"] is True
+    with pytest.raises(ValueError, match="level"):
+        C.study_a_sentences(t4, t5, t5, t5.iloc[:0], a4, n_trials=200, level=1.5)

@@ -232,3 +232,17 @@ def test_ceiling_is_computed_from_the_registry_and_bounded_by_the_in_sample_orac
     assert 0.5 < got["registry_ceiling"] < 1.0  # the case is informative, not degenerate
     with pytest.raises(ValueError, match="one class"):
         rf.oracle_recovery_auc(emb[d], np.zeros(d.sum(), bool), emb[~d], g[~d])
+
+
+def test_study_d_sentences_honour_level_and_read_the_paper():
+    q = dict(unweighted=-0.04, weighted=-0.045, se=0.016, amplification=-0.005, recovery_auc=0.93, ess=488.0,
+             n_confirmation=500, max_density=2.1, unweighted_status="confirmed", status="abstained", stability=0.43)
+    # |expected| 0.03 vs z * se: 1.96 * 0.016 = 0.031 (noise as large) at 95 %; 1.645 * 0.016 = 0.026 at 90 %
+    s95 = rf.study_d_sentences(q, -0.03)
+    s90 = rf.study_d_sentences(q, -0.03, level=0.90)
+    assert s95["signal_sentence"].endswith("as large as the injected effect.")
+    assert s90["signal_sentence"].endswith("large relative to the noise.")
+    p = rf.PAPER_TABLE12.set_index("quantity")["paper"]
+    assert f"paper {p['recovery AUC']}" in s95["amp_sentence"] and s95["barely_reweights"] is True
+    with pytest.raises(KeyError, match="stability"):
+        rf.study_d_sentences({k: v for k, v in q.items() if k != "stability"}, -0.03)
