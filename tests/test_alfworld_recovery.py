@@ -157,19 +157,22 @@ def _synthetic_result():
 
 def test_paper_tables_stack_this_run_and_paper():
     res = _synthetic_result()
-    t1 = ar.table_delta(res)
+    tables = ar.RecoveryTables(res)
+    assert tables.paper_tables() == ("counts", "delta", "mechanism", "router")
+    t1 = tables.table("delta")
+    assert t1.attrs["paper"] == "cir" and t1.attrs["table"] == "delta"
     assert list(t1["source"].unique()) == ["this run", "paper"]
     d0 = res.get("delta", cohort="primary-factual-success", condition="clean", delay=0)
     assert t1.loc[(t1["source"] == "this run") & (t1["delay"] == 0), "clean"].iloc[0].startswith(f"{d0['estimate']:+.1f}")
     assert t1.loc[(t1["source"] == "paper") & (t1["delay"] == 0), "clean"].iloc[0].startswith("-6.45")
-    t2 = ar.table_counts(res, cohorts=("primary-complete",))
+    t2 = tables.table("counts", cohorts=("primary-complete",))
     paper = t2[t2["source"] == "paper"].set_index("condition")
     assert (paper.loc["clean", "rescue"], paper.loc["clean", "harm"]) == (2, 6)
     assert (paper.loc["stale-2", "rescue"], paper.loc["stale-2", "harm"]) == (17, 10)
     ours = t2[t2["source"] == "this run"].set_index("condition")
     cell = res.cells[(res.cells["cohort"] == "primary-complete") & (res.cells["delay"] == 0)].set_index("condition")
     assert ours.loc["stale-2", "rescue"] == cell.loc["stale-2", "rescue"]
-    t3 = ar.table_mechanism(res)
+    t3 = tables.table("mechanism")
     assert set(t3.loc[t3["source"] == "this run", "operation"]) == set(ar.OPERATIONS)
     sh = res.shared_rescues("refresh", "ablated").set_index(["cohort", "condition", "delay"])
     row = t3[(t3["source"] == "this run") & (t3["operation"] == "ablated") & (t3["condition"] == "stale-2")]
@@ -179,6 +182,10 @@ def test_paper_tables_stack_this_run_and_paper():
     row = f.loc["Immediate refresh harms clean factual-success trajectories"]
     assert (row["ci_low"], row["ci_high"]) == (v["ci_low"], v["ci_high"])
     assert row["paper"].startswith("-6.45")  # read from data/paper, not typed
+    with pytest.raises(ValueError, match="evaluation"):
+        tables.table("router")  # no router evaluation given
+    with pytest.raises(KeyError, match="cir"):
+        tables.table(3)
 
 
 def test_plots_label_and_shape():
@@ -524,3 +531,51 @@ def test_stale_condition_shows_the_stale_list_and_refresh_the_current_one():
     assert checked >= 1, "no feasible task whose stale and current lists differ"
     with pytest.raises(ValueError, match="stale_admissible"):
         ar.run_task(pools["primary"][0], ListReadingPolicy(), stale_admissible="fresh")
+
+
+# ------------------------------------------------------------------ the Fork harness (issue 22 item 3)
+def test_fork_rows_match_the_branches_they_come_from():
+    """Every paired row is the Fork of its branch: y_with is the traced branch's outcome
+    (re-stepped on a fresh engine), an ended branch carries y_without, changed / changed_next
+    compare the branch's own actions with the no-recovery branch's."""
+    from agentstudies.envs.alfworld.env import AlfworldEnv
+    from agentstudies.parallel import keyed_seed
+
+    f = ar.Fork.carried(True, {})
+    assert (f.y_with, f.active, f.changed, f.changed_next) == (True, False, False, False)
+    with pytest.raises(AttributeError):
+        f.y_with = False  # frozen
+    pools = ar.cohort_pools({"mechanism": 1}, task_types=["pick_and_place_simple", "look_at_obj_in_light"])
+    game = next(g for g in pools["mechanism"])
+    out = ar.run_task(game, ReadingPolicy(), seed=0, conditions=("clean", "stale-2"), delays=(0, 2),
+                      operations=("refresh", "replan"), router_delays=(), cap_scale=0.5, trace=True)
+    if not out["task"]["feasible"]:
+        pytest.skip("the first task is not prefix-feasible")
+    t0 = out["task"]["t0"]
+    env = AlfworldEnv(budget=32)
+    env.load_game(game)
+    seed = int(keyed_seed(0, "env", str(game["task_id"])).generate_state(1)[0] % (2 ** 31))
+
+    def won(actions):
+        env.reset(seed, 32)
+        for a in actions:
+            env.step(a)
+        return int(env.won)
+
+    base = {b["condition"]: b["actions"] for b in out["branches"] if b["delay"] is None}
+    forks = {(b["condition"], b["delay"], b["operation"]): b for b in out["branches"] if b["delay"] is not None}
+    try:
+        for row in out["paired"]:
+            y0 = won(base[row["condition"]])
+            assert row["y_without"] == y0
+            b = forks.get((row["condition"], row["delay"], row["operation"]))
+            if b is None:  # the no-recovery branch ended first: carried
+                assert not row["active"] and row["y_with"] == y0 and not row["changed"]
+                continue
+            assert row["active"] and row["y_with"] == won(b["actions"])
+            k = t0 + row["delay"]
+            own = b["actions"][:k] + b["actions"][k + (1 if row["operation"] == "refresh" else 0):]
+            assert row["changed"] == (own != base[row["condition"]])
+            assert row["changed_next"] == (own[k:k + 1] != base[row["condition"]][k:k + 1])
+    finally:
+        env.close()
