@@ -156,3 +156,20 @@ def test_geometry_audit_summary():
     assert s.startswith("The target tilt lies within the budget in 1 of 2 geometries")
     assert "Held-out AUC with a budget is 0.60 to 0.70 against 0.80 without a radius (paper 0.50 against 0.90)" in s
     assert "correct recovery 0.20 with a budget and 0.50 without (paper 0.00 and 0.90)" in s
+
+
+def test_geometry_outside_summary_says_whether_inside_rows_can_test():
+    from agentstudies.studies.sasst_summaries import geometry_outside_summary
+
+    t10 = pd.DataFrame({"geometry": ["a", "b", "a, out", "b, out"], "target_admitted": [1.0, 0.5, 0.0, 0.0],
+                        "correct_recovery": [0.9, 0.5, 0.0, 0.1], "goal_length_recovery": [1.0, 0.6, 0.2, 0.4],
+                        "auc": [0.9, 0.8, 0.55, 0.6]})
+    rec = pd.DataFrame({"geometry": ["a, out", "b, out", "b, out", "a"], "target_feasible": [False, True, False, True]})
+    kw = dict(geometries=["a", "b"], outside=["a, out", "b, out"])
+    inside = geometry_outside_summary(t10, pd.DataFrame({"target_within": [0.2, 0.0]}, index=["a", "b"]), rec, **kw)
+    s = inside["a_outside_sentence"]
+    assert "admitted in 0.75 of trials on average, so they cannot test the claim" in s
+    assert "correct recovery 0.05, goal-length recovery 0.30, held-out AUC 0.55 to 0.60" in s
+    assert s.endswith("The target was admitted in 1 of 3 outside-budget discoveries.")
+    none = geometry_outside_summary(t10, pd.DataFrame({"target_within": [0.0, 0.0]}, index=["a", "b"]), rec, **kw)
+    assert "so they can test the claim" in none["a_outside_sentence"]

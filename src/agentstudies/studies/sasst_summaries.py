@@ -29,7 +29,7 @@ import pandas as pd
 
 from agentstudies.studies._sasst_common import proportion_interval
 
-__all__ = ["feasibility_summary", "small_cluster_summary", "geometry_b_summary", "geometry_audit_summary", "rate_beside_paper", "pct_range"]
+__all__ = ["feasibility_summary", "small_cluster_summary", "geometry_b_summary", "geometry_audit_summary", "geometry_outside_summary", "rate_beside_paper", "pct_range"]
 
 SUPPORT_SETTINGS = ("severe_concentration", "density_only", "split_support_only")
 
@@ -289,3 +289,31 @@ def geometry_audit_summary(t10: pd.DataFrame, paper10: pd.DataFrame, budget: pd.
         f"{_arange(t10i.loc[geo, 'correct_recovery'])} with a budget and "
         f"{t10i.loc['no_radius', 'correct_recovery']:.2f} without (paper {_arange(p10.loc[geo, 'correct_recovery'])} "
         f"and {p10.loc['no_radius', 'correct_recovery']:.2f}).")}
+
+
+def geometry_outside_summary(t10: pd.DataFrame, budget: pd.DataFrame, records: pd.DataFrame, *,
+                             geometries: Sequence[str], outside: Sequence[str]) -> dict[str, str]:
+    """Can the audit's rows test the paper's Table 10 claim? (``a_outside_sentence``).
+
+    The paper's premise is a radius budget that *excludes* the target tilt. Rows whose
+    budget admits the target in some trial (``budget["target_within"] > 0`` for any
+    geometry of ``geometries``) cannot test it; the ``outside`` rows (budget set below the
+    target's distance) can. ``t10``: Table 10 (``geometry, target_admitted,
+    correct_recovery, goal_length_recovery, auc``); ``records``: the audit's trial records
+    (``geometry, target_feasible``). Raises ``KeyError`` naming a missing column.
+    """
+    _need(t10, ["geometry", "target_admitted", "correct_recovery", "goal_length_recovery", "auc"], "t10")
+    _need(budget, ["target_within"], "budget")
+    _need(records, ["geometry", "target_feasible"], "records")
+    t = t10.set_index("geometry")
+    geo, out_rows = list(geometries), list(outside)
+    inside_any = bool((budget.loc[geo, "target_within"] > 0).any())
+    on_out = records["geometry"].isin(out_rows)
+    return {"a_outside_sentence": (
+        f"Inside-budget rows: the target is admitted in {t.loc[geo, 'target_admitted'].mean():.2f} "
+        f"of trials on average, so they {['can', 'cannot'][int(inside_any)]} test the claim. Outside-budget rows (the "
+        f"paper's premise, so they can): target admitted {t.loc[out_rows, 'target_admitted'].mean():.2f}, correct "
+        f"recovery {t.loc[out_rows, 'correct_recovery'].mean():.2f}, goal-length recovery "
+        f"{t.loc[out_rows, 'goal_length_recovery'].mean():.2f}, held-out AUC {_arange(t.loc[out_rows, 'auc'])}. "
+        f"The target was admitted in {int(records.loc[on_out, 'target_feasible'].sum())} of {int(on_out.sum())} "
+        "outside-budget discoveries.")}
