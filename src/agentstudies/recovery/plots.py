@@ -72,13 +72,14 @@ def plot_router(evaluation: RouterEvaluation, *, label: str = "", ax=None):
     y = np.arange(len(t))
     ax.errorbar(t["delta"], y, xerr=np.vstack([t["delta"] - t["ci_low"], t["ci_high"] - t["delta"]]), fmt="o",
                 capsize=3)
-    for yi, (_, r) in zip(y, t.iterrows()):
-        ax.annotate(f"{r['intervention_rate']:.1f}% refreshed", (r["delta"], yi), textcoords="offset points",
-                    xytext=(6, 6), fontsize=8)
+    for yi, (_, r) in zip(y, t.iterrows()):  # one row each, right of the axes: labels never meet points
+        ax.text(1.02, yi, f"{r['intervention_rate']:.1f}% refreshed", transform=ax.get_yaxis_transform(),
+                va="center", ha="left", fontsize=8)
     ax.axvline(0, color="grey", lw=0.8)
     ax.set_yticks(y, list(t["policy"]))
     ax.set_xlabel("Δ success vs never refresh (pp), all conditions")
     title = "Routers on the evaluation pool"
     ax.set_title(f"{title} — {label}" if label else title, fontsize=10)
     fig.tight_layout()
+    fig.subplots_adjust(right=0.78)
     return fig
