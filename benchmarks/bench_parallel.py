@@ -52,7 +52,13 @@ def _feasibility(n_jobs):
 def _study_b(n_jobs):
     from agentstudies.studies.sasst_geometry import StudyBConfig, run_study_b
 
-    return lambda: run_study_b(StudyBConfig(), 4, seed=0, n_jobs=n_jobs).to_csv()
+    return lambda: _tables(run_study_b(StudyBConfig(), 4, seed=0, n_jobs=n_jobs))
+
+
+def _tables(res):
+    """A result (a frame, or a tuple of frames and values) as text, to compare across n_jobs."""
+    parts = res if isinstance(res, tuple) else (res,)
+    return tuple(p.to_csv() if hasattr(p, "to_csv") else repr(p) for p in parts)
 
 
 #: name -> (module:function of the seeded_map caller, setup(n_jobs) -> call)
