@@ -579,3 +579,19 @@ def test_fork_rows_match_the_branches_they_come_from():
             assert row["changed_next"] == (own[k:k + 1] != base[row["condition"]][k:k + 1])
     finally:
         env.close()
+
+
+def test_archived_run_sentences_count_verdicts_and_changed_forks():
+    findings = pd.DataFrame({"verdict": ["reappears", "inconclusive", "inconclusive", "not testable here"]})
+    testab = pd.DataFrame({"operation": ["refresh", "refresh", "ablated"], "forks": [10, 30, 50],
+                           "next_action_changed": [0.5, 0.1, 1.0], "outcome_changed": [0.1, 0.0, 1.0]})
+    s = ar.archived_run_sentences(findings, testab)
+    assert s["findings"] == ("Of 4 paper findings, 1 reappears, 0 are contradicted, 2 are inconclusive "
+                             "and 1 is not testable here.")
+    # refresh only: 5 + 3 = 8 of 40 next actions, 1 + 0 outcomes; the ablated rows are not counted
+    assert s["testability"] == ("A refresh changed the agent's next action in 8 of 40 refresh forks (20.0 %) "
+                                "and the outcome in 1 (2.5 %).")
+    with pytest.raises(ValueError, match="unknown verdict"):
+        ar.archived_run_sentences(pd.DataFrame({"verdict": ["maybe"]}), testab)
+    with pytest.raises(KeyError, match="forks"):
+        ar.archived_run_sentences(findings, testab.drop(columns="forks"))

@@ -682,7 +682,8 @@ def archived_run_sentences(findings: pd.DataFrame, testab: pd.DataFrame) -> dict
     c = findings["verdict"].value_counts()
     n = {v: int(c.get(v, 0)) for v in VERDICTS}
     verb = lambda k: "is" if k == 1 else "are"  # noqa: E731
-    f_s = (f"Of {len(findings)} paper findings, {n['reappears']} reappear, {n['contradicted']} "
+    f_s = (f"Of {len(findings)} paper findings, {n['reappears']} reappear{'s' if n['reappears'] == 1 else ''}, "
+           f"{n['contradicted']} "
            f"{verb(n['contradicted'])} contradicted, {n['inconclusive']} {verb(n['inconclusive'])} inconclusive "
            f"and {n['not testable here']} {verb(n['not testable here'])} not testable here.")
     r = testab[testab["operation"] == "refresh"]
