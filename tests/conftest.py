@@ -9,7 +9,14 @@ share the runs, so each chapter executes once per ``make test``.
 
 from __future__ import annotations
 
+import json
 import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -28,21 +35,45 @@ REPO = Path(__file__).resolve().parents[1]
 SMOKE_JOBS = 2
 
 
-class SmokeRuns:
-    """Lazily executed smoke copies of the chapters: ``get(name)`` runs a chapter once.
+#: How many smoke chapters run side by side, each in its own process
+#: (``python -m agentstudies._book_child``, as ``make book --at-once 2``), when the session
+#: needs the whole book (the browser check is collected): the longest start first, and a
+#: chapter a test asks for jumps the queue. ``AGENTSTUDIES_SMOKE_AT_ONCE=1`` runs every
+#: chapter on demand in this process instead. Only the order changes, never a table.
+SMOKE_AT_ONCE = max(1, int(os.environ.get("AGENTSTUDIES_SMOKE_AT_ONCE", "2")))
 
-    A chapter whose run failed raises the same :class:`runner.NotebookExecutionError`
-    again on every later ``get`` (it is not re-run).
+#: Set by :func:`pytest_collection_modifyitems`: the session collected the smoke book's
+#: browser check, which executes every chapter, so running them side by side costs nothing extra.
+_WHOLE_BOOK = {"needed": False}
+
+
+class SmokeRuns:
+    """Smoke copies of the chapters: ``get(name)`` returns a chapter's run, executing it once.
+
+    When the whole book is needed (:data:`_WHOLE_BOOK`) and :data:`SMOKE_AT_ONCE` > 1, the
+    first ``get`` starts a background scheduler that runs every TOC chapter, up to
+    ``SMOKE_AT_ONCE`` at a time in child processes, longest first by the last quick run;
+    ``get`` waits for its chapter (moved to the front if not started). Otherwise each
+    chapter runs on demand in this process. A chapter whose run failed raises the same
+    :class:`runner.BookError` again on every later ``get`` (it is not re-run).
     """
 
-    def __init__(self, folder: Path):
+    def __init__(self, folder: Path, at_once: int = SMOKE_AT_ONCE):
         self.folder = folder
         self.chapters = folder / "chapters"
         self.artifacts = folder / "artifacts"
+        self.at_once = at_once
         self._done: dict[str, runner.RunResult | BaseException] = {}
+        self._cond = threading.Condition()
+        self._queue: list[str] = []
+        self._running: dict[str, tuple[subprocess.Popen, Path]] = {}
+        self._thread: threading.Thread | None = None
+        self._closed = False
 
     def get(self, name: str) -> runner.RunResult:
-        if name not in self._done:
+        if self.at_once > 1 and _WHOLE_BOOK["needed"]:
+            self._wait_side_by_side(name)
+        elif name not in self._done:
             try:
                 self._done[name] = runner.run_notebook(
                     name, {}, self.chapters / f"{name}.ipynb", profile="smoke", jobs=SMOKE_JOBS, root=REPO,
@@ -55,10 +86,75 @@ class SmokeRuns:
             raise result
         return result
 
+    # ------------------------------------------------------------ side by side
+    def _wait_side_by_side(self, name: str) -> None:
+        with self._cond:
+            if self._thread is None:
+                chapters = runner.toc_chapters(REPO)
+                self._queue = sorted(chapters, key=lambda c: -_last_quick_seconds(c))
+                self._tmp = Path(tempfile.mkdtemp(prefix="smoke-results-", dir=self.folder))
+                self._thread = threading.Thread(target=self._schedule, name="smoke-runs", daemon=True)
+                self._thread.start()
+            if name not in self._done and name not in self._running:
+                if name in self._queue:
+                    self._queue.remove(name)
+                self._queue.insert(0, name)
+            while name not in self._done:
+                self._cond.wait()
+
+    def _start(self, name: str) -> None:
+        out = self._tmp / f"{name}.json"
+        spec = json.dumps({"chapter": name, "profile": "smoke", "jobs": SMOKE_JOBS, "root": str(REPO),
+                           "log_output": False, "result": str(out),
+                           "output": str(self.chapters / f"{name}.ipynb"), "artifacts": str(self.artifacts)})
+        self.chapters.mkdir(parents=True, exist_ok=True)
+        self._running[name] = (subprocess.Popen([sys.executable, "-m", "agentstudies._book_child", spec]), out)
+
+    def _schedule(self) -> None:
+        from agentstudies.book.schedule import _child_result
+
+        while True:
+            with self._cond:
+                if self._closed or not (self._queue or self._running):
+                    return
+                while self._queue and len(self._running) < self.at_once:
+                    self._start(self._queue.pop(0))
+                for name, (proc, out) in list(self._running.items()):
+                    if proc.poll() is not None:
+                        del self._running[name]
+                        self._done[name] = _child_result(name, proc.returncode, out)
+                        self._cond.notify_all()
+            time.sleep(0.1)
+
+    def close(self) -> None:
+        """Stop the scheduler; terminate chapters still running (an interrupted session)."""
+        with self._cond:
+            self._closed = True
+            for proc, _ in self._running.values():
+                if proc.poll() is None:
+                    proc.send_signal(signal.SIGTERM)
+        for proc, _ in list(self._running.values()):
+            proc.wait()
+
+
+def _last_quick_seconds(chapter: str) -> float:
+    from agentstudies.book.schedule import _last_seconds
+
+    seconds = _last_seconds(REPO, chapter, "quick")
+    return seconds if seconds != float("inf") else 1e9
+
+
+def pytest_collection_finish(session):
+    """After selection (``-k`` / ``-m`` applied): does any selected test build the smoke book?"""
+    _WHOLE_BOOK["needed"] = any(Path(str(item.fspath)).name == "test_browser.py"
+                                and "smoke_runs" in getattr(item, "fixturenames", ()) for item in session.items)
+
 
 @pytest.fixture(scope="session")
-def smoke_runs(tmp_path_factory) -> SmokeRuns:
-    return SmokeRuns(tmp_path_factory.mktemp("smoke"))
+def smoke_runs(tmp_path_factory):
+    runs = SmokeRuns(tmp_path_factory.mktemp("smoke"))
+    yield runs
+    runs.close()
 
 
 #: Test modules that use the shared smoke runs (found by name, as the xdist controller

@@ -1,7 +1,9 @@
 """One chapter of ``agentstudies book --at-once N`` in its own process.
 
 ``python -m agentstudies._book_child SPEC``: ``SPEC`` is JSON with ``chapter, profile,
-jobs, root, log_output, result``. Runs :func:`agentstudies.book.execute.run_notebook` as the
+jobs, root, log_output, result`` and optionally ``output`` and ``artifacts`` (passed to
+``run_notebook`` as ``output_path`` / ``artifacts``; the test suite's smoke runs use them).
+Runs :func:`agentstudies.book.execute.run_notebook` as the
 book does (default output, staging and atomic swap) and writes the
 :class:`~agentstudies.book.execute.RunResult`, or the error it raised, as JSON to ``result``.
 SIGTERM unwinds like Ctrl-C (papermill shuts the kernel down), as in the CLI. Exit
@@ -46,8 +48,9 @@ def main(argv: list[str]) -> int:
     if spec.get("log_output"):
         logging.basicConfig(level=logging.INFO, format="%(message)s")
     try:
-        res = run_notebook(spec["chapter"], None, None, spec["profile"], jobs=spec["jobs"],
-                           root=spec["root"], log_output=bool(spec.get("log_output")))
+        res = run_notebook(spec["chapter"], None, spec.get("output"), spec["profile"], jobs=spec["jobs"],
+                           root=spec["root"], log_output=bool(spec.get("log_output")),
+                           artifacts=spec.get("artifacts"))
     except KeyboardInterrupt as exc:
         out.write_text(json.dumps({"error": _error_record(exc)}))
         _silence_stderr()  # the parent says it in one line; no kernel-shutdown tracebacks
