@@ -12,6 +12,7 @@ import pytest
 from agentstudies.handoff import analyze_handoff, audit_non_arrivals
 from agentstudies.handoff.testing import example_tables
 from agentstudies.studies import alfworld_handoff as ah
+from agentstudies.studies import alfworld_handoff_report as report
 
 REACH = "Reach: RL arrives more often than SFT"
 INTER = "Interaction I (Eq. 4) is positive"
@@ -76,13 +77,13 @@ def test_eq9_respects_the_prediction_flags():
 
 
 def test_reached_only_flip_needs_both_intervals():
-    f = ah._opposite_signs((0.2, 0.1, 0.3, 40), (-0.1, -0.3, 0.05, 40), level=0.95, flagged=False)
+    f = report._opposite_signs((0.2, 0.1, 0.3, 40), (-0.1, -0.3, 0.05, 40), level=0.95, flagged=False)
     assert f.verdict == "inconclusive"  # the reached-only interval contains 0
-    f = ah._opposite_signs((0.2, 0.1, 0.3, 40), (-0.1, -0.3, -0.05, 40), level=0.95, flagged=False)
+    f = report._opposite_signs((0.2, 0.1, 0.3, 40), (-0.1, -0.3, -0.05, 40), level=0.95, flagged=False)
     assert f.verdict == "reappears"
-    f = ah._opposite_signs((-0.05, -0.117, 0.017, 40), (0.017, -0.185, 0.219, 40), level=0.95, flagged=False)
+    f = report._opposite_signs((-0.05, -0.117, 0.017, 40), (0.017, -0.185, 0.219, 40), level=0.95, flagged=False)
     assert f.verdict == "inconclusive" and "contains 0" in f.why  # the example
-    f = ah._opposite_signs((0.2, 0.1, 0.3, 40), (0.1, 0.05, 0.3, 40), level=0.95, flagged=False)
+    f = report._opposite_signs((0.2, 0.1, 0.3, 40), (0.1, 0.05, 0.3, 40), level=0.95, flagged=False)
     assert f.verdict == "contradicted"
 
 
