@@ -31,6 +31,14 @@ Measured 2026-12-02 on 2 shared cores, --n 8 --reps 3 (24 runs per variant, all 
               noise of each other); run_many n_jobs=2: 8.5 runs/s; canaries 0.42 s.
   The largest part of a run is the harness inside the interpreter (new_none - python,
   ~40 ms: stdlib imports, test compile), not the isolation (~7-13 ms).
+Measured 2026-12-03, --n 4 --reps 2, load ~9 on 2 shared cores (issue 31 item 4):
+  new_none 0.182 s/run, new_bwrap 0.229, new_unshare 0.287, old 0.289; python 0.052,
+  python_harness_imports 0.166 (the imports: 0.114 s, 63 % of new_none), bwrap_namespaces
+  0.077, bwrap_view 0.092, bwrap_uid_drop 0.113 (isolation ~0.06); run_many n_jobs=2 (thread
+  workers since issue 31): 6.37 runs/s. Importing ``_ast`` instead of ``ast`` saves nothing
+  (contextlib and enum come with the other preloads); the preloads themselves (typing,
+  socket, random, ...) are what tests need imported before the audit hook, so dropping them
+  would change outcomes: the <= 30 ms target is not reached.
 
 Usage:  python benchmarks/bench_impossible_sandbox.py [--n 8] [--reps 3] [--n-jobs 2] [--json out.json]
 """
