@@ -231,6 +231,13 @@ def run_episodes(cases: Sequence[Case], *, workflows: Sequence[str] = WORKFLOWS,
                  llm_settings: Mapping[str, Any] | None = None) -> pd.DataFrame:
     """Every case x workflow x profile x seed; the table is identical for any ``n_jobs``.
 
+    ``n_jobs=1`` (the default) is also the fastest here: the whole grid is 7-9 CPU-s, and
+    every fresh process worker first pays about 1 CPU-s of imports plus its own warm-up
+    (rouge-score / nltk, the ROUGE-L memo), so ``n_jobs=2`` measured 0.61x-0.70x of
+    ``n_jobs=1`` on a first call and 0.85x with warm workers (``benchmarks/bench_parallel.py``,
+    ``bench_toolsandbox.py``, 2 shared cores, issue 31). Pass ``n_jobs > 1`` only for grids
+    many times larger, where the per-worker start is amortised.
+
     ``agent="llm:<provider/model>"`` runs :class:`agentstudies.agents.toolsandbox.LLMToolSandboxPolicy`
     (settings from ``llm_settings``, or an :class:`agentstudies.specs.AgentSpec` as ``agent``) instead of
     the scripted profiles: ``profiles`` is ignored, the profile column holds the agent
