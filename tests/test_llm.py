@@ -63,7 +63,7 @@ def test_tau_policy_with_mock_model_records_usage_and_prompts():
     assert roles == ["system", "user", "assistant", "tool", "assistant"]
     assert policy.messages[3].tool_call_id == policy.messages[2].tool_calls[0].id
     # the system prompt is the domain policy shipped with tau2-bench
-    from agentstudies.envs.tau.data import policy_text
+    from agentstudies.envs.tau import policy_text
 
     assert policy_text("retail") in policy.messages[0].text
 
@@ -163,7 +163,7 @@ def _acknowledging_agent(act_after: int, served: str = "served-checkpoint-7b"):
     processing it now" (no tool call, no question), then after ``act_after`` such
     acknowledgements calls the task's gold write (read here, by the test, never by the
     agent) and closes. ``act_after=None``: it never calls the tool."""
-    from agentstudies.envs.tau.data import get_task
+    from agentstudies.envs.tau import get_task
 
     gold = get_task("retail/5").write_actions[0]
 
@@ -216,7 +216,7 @@ def test_agent_that_only_acknowledges_is_waited_for_then_recorded():
 
 def test_scripted_chat_user_rules():
     from agentstudies.agents.tau import ScriptedChatUser
-    from agentstudies.envs.tau.data import get_task
+    from agentstudies.envs.tau import get_task
 
     task = get_task("retail/5")
     # a question that asks no consent is answered, and a later statement ends the chat

@@ -210,7 +210,7 @@ def gold_script(task_id):
     """Tool calls of the task's gold actions, one per turn, then a closing message."""
     import json
 
-    from agentstudies.envs.tau.data import get_task
+    from agentstudies.envs.tau import get_task
 
     gold = [(a.name, json.loads(a.arguments_json)) for a in get_task(task_id).actions]
 
@@ -236,7 +236,7 @@ def _audit(reply):
 
 
 def test_tau_audit_episodes_gold_calls_succeed_chatter_fails_errors_flagged():
-    from agentstudies.envs.tau.data import get_task
+    from agentstudies.envs.tau import get_task
 
     assert get_task(TAU_TASK).write_actions  # doing nothing cannot pass this task
     n_gold = len(get_task(TAU_TASK).actions)

@@ -26,7 +26,7 @@ from agentstudies.envs.tau import (
     task_ids,
     tool_specs,
 )
-from agentstudies.envs.tau.data import pristine_db
+from agentstudies.envs.tau import pristine_db
 
 # Lists from the notes (confirmed there by hashing the DB around every gold call).
 RETAIL_WRITES = {

@@ -1,4 +1,4 @@
-"""Pre-execution task features and text embeddings (agentstudies.envs.tau.features)."""
+"""Pre-execution task features and text embeddings (agentstudies.envs.tau._features)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from agentstudies.envs.tau import encode_texts, task_features
-from agentstudies.envs.tau import features as feat
+from agentstudies.envs.tau import _features as feat
 
 
 def _raw(domain):

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from agentstudies.envs.tau import flagged_task_ids, get_task, task_audit
-from agentstudies.envs.tau.data import pristine_db
+from agentstudies.envs.tau import pristine_db
 
 
 def test_task_audit_flags_retail_2_to_4_failing_gold_reads():

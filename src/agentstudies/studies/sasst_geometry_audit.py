@@ -169,11 +169,11 @@ class FeatureMapGeometry(Geometry):
 def tau_audit_features(text_encoder: str = "minilm") -> tuple[pd.DataFrame, list[str], list[str]]:
     """Frozen τ²-bench task features for the audit: (table, structured columns, embedding columns).
 
-    The table is :func:`agentstudies.envs.tau.features.task_features` for all 164 tasks
+    The table is :func:`agentstudies.envs.tau.task_features` for all 164 tasks
     plus ``is_airline`` (1 for airline tasks); the tool-indicator columns and numerically
     dead embedding dimensions (:func:`informative_columns`) are dropped.
     """
-    from agentstudies.envs.tau.features import task_features
+    from agentstudies.envs.tau import task_features
 
     f = task_features(None, text_encoder=text_encoder)
     f = f.assign(is_airline=(f["domain"] == "airline").astype(float))

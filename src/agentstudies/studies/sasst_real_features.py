@@ -277,8 +277,8 @@ def _texts_sha256(texts: Sequence[str]) -> str:
 
 
 def embed_pool(pool: pd.DataFrame, text_encoder: str, *, seed: int = 0) -> np.ndarray:
-    """Embeddings (n, d) of the pool's texts with :func:`agentstudies.envs.tau.features.encode_texts`."""
-    from agentstudies.envs.tau.features import encode_texts
+    """Embeddings (n, d) of the pool's texts with :func:`agentstudies.envs.tau.encode_texts`."""
+    from agentstudies.envs.tau import encode_texts
 
     return np.array(encode_texts(list(pool["text"]), text_encoder, seed=seed))
 

@@ -31,9 +31,9 @@ from agentstudies.agents.tau._policy import (
     get_profile,
 )
 from agentstudies.agents.tau._simulated import ScriptedChatUser, SimulatedUser, SimulatedVerifier
-from agentstudies.envs.tau.data import get_task, is_write_tool
+from agentstudies.envs.tau import get_task, is_write_tool
 from agentstudies.envs.tau import reward_components
-from agentstudies.envs.tau.env import TauEnv
+from agentstudies.envs.tau import TauEnv
 from agentstudies.parallel import BACKENDS, keyed_seed, seeded_map
 from agentstudies.specs import AgentSpec
 

@@ -39,7 +39,7 @@ class LLMTauPolicy(LLMPolicyBase):
         from inspect_ai.model import ChatMessageSystem
         from inspect_ai.tool import ToolInfo, ToolParams
 
-        from agentstudies.envs.tau.data import get_task, policy_text, tool_specs
+        from agentstudies.envs.tau import get_task, policy_text, tool_specs
 
         task = get_task(task_id)
         self.task_id = task.task_id

@@ -19,7 +19,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from agentstudies.envs.tau.data import load_tasks, pristine_db
+from agentstudies.envs.tau import load_tasks, pristine_db
 
 __all__ = ["alter_arguments", "spurious_write", "ALTERABLE_TOOLS"]
 

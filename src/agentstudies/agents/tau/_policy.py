@@ -45,7 +45,7 @@ import numpy as np
 
 from agentstudies.agents.base import SimulatedPolicyMixin
 from agentstudies.agents.tau._mistakes import alter_arguments, spurious_write
-from agentstudies.envs.tau.data import TauTask, get_task, load_tasks
+from agentstudies.envs.tau import TauTask, get_task, load_tasks
 
 __all__ = [
     "TauProfile",

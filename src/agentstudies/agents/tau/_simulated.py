@@ -25,7 +25,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from agentstudies.agents.controllers import extract_mutation
-from agentstudies.envs.tau.data import TauTask
+from agentstudies.envs.tau import TauTask
 
 __all__ = ["is_planned_write", "SimulatedVerifier", "SimulatedUser", "ScriptedChatUser", "CONSENT_WORDS",
            "USER_END_REASONS"]

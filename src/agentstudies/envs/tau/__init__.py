@@ -17,7 +17,7 @@ run workflows on τ-bench tasks of these domains.
   embeddings (``text_encoder="tfidf-svd"`` or ``"minilm"``).
 """
 
-from agentstudies.envs.tau.data import (
+from agentstudies.envs.tau._data import (
     DOMAINS,
     NON_DB_TOOLS,
     WRITE_PREFIXES,
@@ -27,6 +27,8 @@ from agentstudies.envs.tau.data import (
     get_task,
     is_write_tool,
     load_tasks,
+    policy_text,
+    pristine_db,
     sample_task_ids,
     split_task_id,
     task_ids,
@@ -43,8 +45,8 @@ from agentstudies.envs.tau._audit import (
     reward_components,
     task_audit,
 )
-from agentstudies.envs.tau.features import MINILM_DIM, TEXT_ENCODERS, TFIDF_SVD_DIM, encode_texts, task_features
-from agentstudies.envs.tau.env import (
+from agentstudies.envs.tau._features import MINILM_DIM, TEXT_ENCODERS, TFIDF_SVD_DIM, encode_texts, task_features
+from agentstudies.envs.tau._env import (
     TauEnv,
     ToolResult,
     communicated,
@@ -56,6 +58,8 @@ from agentstudies.envs.tau.env import (
 )
 
 __all__ = [
+    "policy_text",
+    "pristine_db",
     "AUDIT_COLUMNS",
     "DEGENERATE_AGENTS",
     "FLAG_REASONS",

@@ -4,7 +4,7 @@
 task a ``reward_basis`` (``DB``, ``COMMUNICATE``, ``ACTION``, ``NL_ASSERTION``,
 ``ENV_ASSERTION``). Every retail and airline task shipped in ``inspect_evals`` has the
 basis ``DB + COMMUNICATE``, and the package's ``retail_scorer`` / ``airline_scorer``
-compute exactly those two checks (see :mod:`agentstudies.envs.tau.env`): the action
+compute exactly those two checks (see :mod:`agentstudies.envs.tau._env`): the action
 check (``evaluate_required_actions``: every gold action called with the same arguments)
 and the natural-language assertions never count. This module measures what that allows.
 
@@ -32,8 +32,8 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import pandas as pd
 
-from agentstudies.envs.tau.data import TauTask, get_task, load_tasks
-from agentstudies.envs.tau.env import TauEnv
+from agentstudies.envs.tau._data import TauTask, get_task, load_tasks
+from agentstudies.envs.tau._env import TauEnv
 
 __all__ = [
     "AUDIT_COLUMNS",

@@ -16,7 +16,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from agentstudies.envs.tau.data import NON_DB_TOOLS, load_tasks, tool_specs
+from agentstudies.envs.tau._data import NON_DB_TOOLS, load_tasks, tool_specs
 
 __all__ = ["TEXT_ENCODERS", "TFIDF_SVD_DIM", "MINILM_DIM", "task_features", "encode_texts"]
 

@@ -38,7 +38,7 @@ from typing import Any, Mapping
 
 import pandas as pd
 
-from agentstudies.envs.tau.data import (
+from agentstudies.envs.tau._data import (
     NON_DB_TOOLS,
     _tools_class,
     entry_json,
@@ -138,7 +138,7 @@ class TauEnv:
     Attributes
     ----------
     task:
-        The :class:`~agentstudies.envs.tau.data.TauTask`.
+        The :class:`~agentstudies.envs.tau.TauTask`.
     transcript:
         One dict per event in order: ``{"kind": "tool_call", "name", "arguments", "ok",
         "output", "error", "irreversible"}`` or ``{"kind": "message", "text"}``.
@@ -167,7 +167,7 @@ class TauEnv:
     # ------------------------------------------------------------------ interface
     @property
     def tools(self) -> tuple[Any, ...]:
-        """The agent-facing :class:`~agentstudies.envs.tau.data.ToolSpec` list."""
+        """The agent-facing :class:`~agentstudies.envs.tau.ToolSpec` list."""
         return tool_specs(self.domain)
 
     def call(self, name: str, arguments: Mapping[str, Any] | None = None) -> ToolResult:
