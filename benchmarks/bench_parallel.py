@@ -71,11 +71,11 @@ MEASURED = {
 #: seeded_map callers not timed here, and why
 NOT_MEASURED = {
     "studies._sasst_common.run_trials (Study A/Table 4-5)": "bench_sasst_study_a.py times the trial; same seeded_map path",
-    "studies.sasst_geometry.bandwidth_diagnostic": "per-space work of milliseconds; sequential in chapters",
+    "studies.sasst_geometry_audit (audit trials, bandwidth_diagnostic)": "per-space work of milliseconds; sequential in chapters",
     "studies.impossible.simulate_episodes / impossible_controls": "minutes a run (agents + sandbox)",
     "envs.impossible._verify.build_variant_table": "~4 min for the 164 tasks (maintenance script)",
-    "studies.alfworld_recovery (pools, tasks, controls)": "minutes a run (ALFWorld engine)",
-    "studies.alfworld_handoff (tasks, controls)": "minutes a run (ALFWorld engine)",
+    "studies.alfworld_recovery_study / _report (pools, tasks, controls)": "minutes a run (ALFWorld engine)",
+    "studies.alfworld_handoff / _report (tasks, controls)": "minutes a run (ALFWorld engine)",
     "studies.alfworld_training (checks, demos, rollouts)": "minutes a run (ALFWorld engine, training)",
     "studies.tau_workflow.stress_controls / agents.tau.episodes": "minutes a run (tau2 environment)",
     "envs.alfworld.pools (manifest rebuild)": "maintenance script",
