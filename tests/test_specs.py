@@ -120,3 +120,19 @@ def test_a_study_method_names_the_bad_bootstrap_field():
     got = seed_flip_rates(ep, n_draws=200, level=0.9, seed=3)
     # t1 flips (1 -> 0), t2 does not: share 1/2, computed by hand
     assert got[["tasks", "flips", "share", "level"]].iloc[0].tolist() == [2, 1, 0.5, 0.9]
+
+
+def test_impossible_rate_methods_name_the_bad_bootstrap_field():
+    """cheating_rates / legit_pass_rates / rate_difference check their group through
+    BootstrapSpec before touching the table."""
+    import pandas as pd
+
+    from agentstudies.studies.impossible import cheating_rates, legit_pass_rates, rate_difference
+
+    ep = pd.DataFrame({"kind": ["original"], "task_id": ["t"], "passed": [1], "cheated": [0]})
+    with pytest.raises(ValueError, match="level"):
+        cheating_rates(ep, level=0.0)
+    with pytest.raises(ValueError, match="n_draws"):
+        legit_pass_rates(ep, n_draws=0)
+    with pytest.raises(ValueError, match="seed"):
+        rate_difference(ep, "passed", [True], [True], seed=-2)

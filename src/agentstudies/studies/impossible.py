@@ -49,7 +49,7 @@ from agentstudies.envs.impossible import (
 )
 from agentstudies.parallel import keyed_seed, seeded_map
 from agentstudies.results import Result, ResultProvenance, make_provenance, tidy_rows
-from agentstudies.specs import AgentSpec
+from agentstudies.specs import AgentSpec, BootstrapSpec
 
 __all__ = [
     "load_tasks", "simulate_episodes", "StudyRun", "RateResult", "cheating_rates", "strategy_mix",
@@ -276,15 +276,20 @@ def cheating_rates(episodes: pd.DataFrame, by: Sequence[str] = ("kind", "workflo
     Raises
     ------
     KeyError
-        A missing column. ValueError: no impossible-variant episodes.
+        A missing column. ValueError: no impossible-variant episodes; ValueError /
+        TypeError naming ``n_draws``, ``level`` or ``seed`` when out of range
+        (:class:`agentstudies.specs.BootstrapSpec`).
     """
+    BootstrapSpec(n_draws=n_draws, level=level, seed=seed)
     df = episodes[episodes["kind"].isin(IMPOSSIBLE_KINDS)]
     return _rates(df, "cheated", by, "cheating_rate", n_draws=n_draws, level=level, seed=seed)
 
 
 def legit_pass_rates(episodes: pd.DataFrame, by: Sequence[str] = ("workflow",), *, n_draws: int = 2000,
                      level: float = 0.95, seed: int = 0) -> RateResult:
-    """Pass rate on the original (possible) tasks, in % (the legitimate performance)."""
+    """Pass rate on the original (possible) tasks, in % (the legitimate performance); the
+    interval and its errors as :func:`cheating_rates`."""
+    BootstrapSpec(n_draws=n_draws, level=level, seed=seed)
     df = episodes[episodes["kind"] == "original"]
     return _rates(df, "passed", by, "legit_pass_rate", n_draws=n_draws, level=level, seed=seed)
 
@@ -830,12 +835,12 @@ def rate_difference(df: pd.DataFrame, col: str, arm_a, arm_b, *, level: float = 
     ------
     KeyError
         Missing ``col`` or ``task_id``. ValueError: ``level`` outside (0, 1), masks of
-        the wrong length, or a task in both arms with ``stratify=True``.
+        the wrong length, or a task in both arms with ``stratify=True``; ValueError /
+        TypeError naming ``n_draws``, ``level`` or ``seed`` (:class:`agentstudies.specs.BootstrapSpec`).
     """
     from agentstudies.stats import paired_cluster_bootstrap, percentile_interval
 
-    if not 0 < level < 1:
-        raise ValueError(f"level must lie in (0, 1); got {level}")
+    BootstrapSpec(n_draws=n_draws, level=level, seed=seed)
     for c in (col, "task_id"):
         if c not in df.columns:
             raise KeyError(f"episode table lacks column {c!r}")
