@@ -187,7 +187,6 @@ LONG_MODULES_PENDING: dict[str, str] = {
     "recovery/_router.py": "the CIR router, being split by another engineer (issue 22 item 3)",
     "sasst/_engine.py": "the SASST engine, being reorganised with the sasst surface (issue 22 item 4)",
     "agents/alfworld/_learned.py": "the learned ALFWorld policy (hashed-feature softmax scorer), not yet split",
-    "studies/alfworld_training.py": "SFT and RL training of the two ALFWorld checkpoints, not yet split",
     "studies/impossible.py": "the impossible coding tasks study driver (two chapters), not yet split",
 }
 
