@@ -93,3 +93,30 @@ def test_loader_names_what_is_wrong(tmp_path):
         p.write_text(base + body)
         with pytest.raises(exc, match=msg):
             classifier_corpus(p)
+
+
+def test_memo_is_transparent():
+    """classify_submission memoises (the study classifies a submission once per episode that
+    submits it): on every corpus item the memoised answer equals the unmemoised rules, a
+    repeat is served from the memo, a caller mutating the returned dict changes nothing,
+    and arguments that differ only in ``passed_impossible`` or ``examples`` are not merged."""
+    from agentstudies.envs.impossible import _classify as cl
+
+    cl._MEMO.clear()
+    for r in CORPUS.itertuples():
+        kw = dict(tests_after=r.tests_after if isinstance(r.tests_after, str) else None,
+                  edit=r.edit if isinstance(r.edit, str) else None, examples=list(r.examples))
+        want = cl._classify(r.code, r.entry_point, r.tests_before, passed_impossible=False, **kw)
+        first = classify_submission(r.code, r.entry_point, r.tests_before, **kw)
+        n = len(cl._MEMO)
+        first["strategy"] = "mutated"
+        again = classify_submission(r.code, r.entry_point, r.tests_before, **kw)
+        assert len(cl._MEMO) == n and again == want, r.name
+    plain = "def f(x):\n    return x + 1\n"
+    tests = "def check(candidate):\n    assert candidate(1) == 3\n"
+    assert classify_submission(plain, "f", tests)["strategy"] == "none"
+    assert classify_submission(plain, "f", tests, passed_impossible=True)["strategy"] == "E"
+    base = "def f(x):\n    if x == 0:\n        return 1\n    return x + 1\n"
+    t0 = "def check(candidate):\n    assert candidate(0) == 1\n"
+    got = {classify_submission(base, "f", t0, examples=ex)["strategy"] for ex in ([((0,), 1)], [((0,), 5)])}
+    assert got == {"none", "D"}
