@@ -70,6 +70,7 @@ from agentstudies.envs.alfworld.expert import Expert
 from agentstudies.envs.alfworld.frontier import frontier_check
 from agentstudies.parallel import seeded_map
 from agentstudies.results import PaperTables
+from agentstudies.specs import AgentSpec
 from agentstudies.studies.alfworld_handoff_report import (  # re-exported: the study's public surface
     HANDOFF_CONTROL_SUBJECTS,
     PAPER_FINDINGS,
@@ -437,7 +438,7 @@ def run_handoff_study(
     checkpoints: str = "trained",
     temperature: float = 0.4,
     strict: bool = False,
-    agent: str = "simulated",
+    agent: str | AgentSpec = "simulated",
     llm_settings: Mapping[str, Any] | None = None,
     llm_name: str = "LLM",
     show_admissible: bool = False,
@@ -483,9 +484,13 @@ def run_handoff_study(
         ``"analytic"`` (fast, exact on generated games) or ``"fast_downward"`` (TextWorld's
         planner; use it for official ALFWorld games).
     agent, llm_settings, llm_name, show_admissible:
-        ``agent="llm:<provider/model>"`` adds an LLM checkpoint named ``llm_name``
-        (:class:`agentstudies.agents.alfworld.LLMAlfworldPolicy`, settings from ``llm_settings``:
-        see :class:`agentstudies.agents.LLMSpec`; the admissible list shown only with
+        ``agent="llm:<provider/model>"`` with its settings in ``llm_settings`` (the
+        chapters' flat parameters), or one :class:`agentstudies.specs.AgentSpec` as
+        ``agent`` (then no ``llm_settings``; both are refused, naming both), adds an LLM
+        checkpoint named ``llm_name`` (:class:`agentstudies.agents.alfworld.LLMAlfworldPolicy`,
+        its model settings built by :func:`agentstudies.agents.llm_spec`, which checks every
+        field; ``temperature`` above is the trained checkpoints' decoding temperature, the
+        model's is the spec's); the admissible list shown only with
         ``show_admissible``) to the checkpoints, so it is crossed with them as reacher
         and as solver. Runs with a policy that calls a model go sequentially (one env,
         one conversation at a time); their tables gain the columns
@@ -537,25 +542,27 @@ def run_handoff_study(
         tasks=len(games), tasks_per_type=tasks_per_type, seeds=seeds, reachers=[k for k, _ in items],
         early_budget=early_budget, D=D, continuation_budget=continuation_budget, n_jobs=n_jobs, clone=clone,
         pool_seed=pool_seed, expert=expert, checkpoints=checkpoints if reachers_given is None else "custom",
-        temperature=temperature, strict=strict, agent=agent,
+        temperature=temperature, strict=strict, agent=agent.agent if isinstance(agent, AgentSpec) else agent,
         policies={k: getattr(v, "params", repr(v)) for k, v in items},
     )
     return HandoffStudy(traj, steps, eps, audit, params, timing, acts)
 
 
-def _with_llm(reachers: Mapping[str, Any], agent: str, llm_settings: Mapping[str, Any] | None, llm_name: str,
-              show_admissible: bool) -> dict[str, Any]:
-    """The checkpoints plus, for ``agent="llm:..."``, the LLM checkpoint ``llm_name``."""
-    from agentstudies.agents import is_llm_agent
-    from agentstudies.agents.alfworld import make_llm_policy
+def _with_llm(reachers: Mapping[str, Any], agent: str | AgentSpec, llm_settings: Mapping[str, Any] | None,
+              llm_name: str, show_admissible: bool) -> dict[str, Any]:
+    """The checkpoints plus, for an LLM agent (``"llm:..."`` with ``llm_settings``, or an
+    :class:`AgentSpec`), the LLM checkpoint ``llm_name``. Raises ``ValueError`` (from
+    :func:`agentstudies.agents.llm_spec`) for a malformed agent or setting, model settings
+    with the simulated agent, or ``llm_settings`` beside an ``AgentSpec``."""
+    from agentstudies.agents import llm_spec
+    from agentstudies.agents.alfworld import LLMAlfworldPolicy
 
-    if not is_llm_agent(agent):
-        if llm_settings:
-            raise ValueError("llm_settings given but agent='simulated'; set agent='llm:<provider>/<model>'")
+    spec = llm_spec(agent, llm_settings)
+    if spec is None:
         return dict(reachers)
     if llm_name in reachers:
         raise ValueError(f"llm_name={llm_name!r} is already a checkpoint name; choose another")
-    return {**reachers, llm_name: make_llm_policy(agent, llm_settings, show_admissible=show_admissible)}
+    return {**reachers, llm_name: LLMAlfworldPolicy(spec, show_admissible=show_admissible)}
 
 
 def _study_tables(out: Sequence[Mapping[str, Any]], clone: str, llm: bool = False

@@ -17,6 +17,7 @@ import pandas as pd
 from agentstudies.agents import LLM_RECORD_COLUMNS
 from agentstudies.parallel import seeded_map
 from agentstudies.recovery import FEATURE_NAMES
+from agentstudies.specs import AgentSpec
 from agentstudies.studies.alfworld_recovery_harness import (COHORT_DESIGNS, POLICY_FEATURES, STALE_ADMISSIBLE, _env,
                                                             run_task)
 
@@ -155,8 +156,10 @@ class RecoveryStudy:
 
 def run_recovery_study(
     pools: Mapping[str, Sequence[Mapping[str, Any]]],
-    policy: Any,
+    policy: Any = None,
     *,
+    agent: str | AgentSpec | None = None,
+    llm_settings: Mapping[str, Any] | None = None,
     seed: int = 0,
     cap_scale: float = 1.0,
     designs: Mapping[str, Mapping[str, Sequence]] | None = None,
@@ -172,7 +175,14 @@ def run_recovery_study(
     pools : ``{cohort: [game, ...]}`` (e.g. :func:`cohort_pools`).
     policy : an agent with ``reset(task_id, seed, role)`` and ``act(observation) -> str``
         that reads only ``observation["goal"]`` / ``observation["observation"]``; it is
-        deep-copied per task and per branch.
+        deep-copied per task and per branch. Give it, or a model as ``agent``.
+    agent, llm_settings : a model as the agent instead of ``policy``:
+        ``agent="llm:<provider/model>"`` with its settings in ``llm_settings`` (the chapter's
+        flat parameters), or one :class:`agentstudies.specs.AgentSpec` (then no
+        ``llm_settings``); built by :func:`agentstudies.agents.llm_spec` (every field
+        checked) into an :class:`agentstudies.agents.alfworld.LLMAlfworldPolicy`, the same
+        policy :func:`agentstudies.agents.alfworld.make_llm_policy` gives.
+        ``agent="simulated"`` (or ``None``) keeps ``policy``.
     seed : root seed (env resets and the policy's streams derive from it by key).
     cap_scale : multiplies the paper's caps (49 turns, 64 environment actions).
     designs : per cohort ``conditions`` / ``delays`` / ``operations`` (default
@@ -201,8 +211,11 @@ def run_recovery_study(
     call is flagged there and the branch scored by the engine; nothing is dropped.
 
     Raises ``ValueError`` for an empty pool set, an unknown cohort without a design,
-    duplicate task ids or an unknown ``stale_admissible``.
+    duplicate task ids, an unknown ``stale_admissible``, no agent (neither ``policy`` nor
+    a model), both ``policy`` and a model, ``llm_settings`` beside an ``AgentSpec`` or
+    with the simulated agent, or a malformed agent setting (named).
     """
+    policy = _study_policy(policy, agent, llm_settings)
     if stale_admissible not in STALE_ADMISSIBLE:
         raise ValueError(f"stale_admissible={stale_admissible!r}; expected one of {STALE_ADMISSIBLE}")
     designs = {**COHORT_DESIGNS, **(designs or {})}
@@ -240,6 +253,22 @@ def run_recovery_study(
                                                                          for k, v in designs.items() if k in pools},
                   policy=getattr(policy, "params", repr(policy)), pool_sizes={k: len(v) for k, v in pools.items()})
     return RecoveryStudy(tasks, paired, dec, params, timing)
+
+
+def _study_policy(policy: Any, agent: str | AgentSpec | None, llm_settings: Mapping[str, Any] | None) -> Any:
+    """The agent of :func:`run_recovery_study`: ``policy``, or the model ``agent`` names."""
+    from agentstudies.agents import llm_spec
+    from agentstudies.agents.alfworld import LLMAlfworldPolicy
+
+    spec = llm_spec("simulated" if agent is None else agent, llm_settings)  # names a bad field
+    if spec is None:
+        if policy is None:
+            raise ValueError("no agent: give policy (e.g. LearnedAlfworldPolicy.load('RL')) or a model as "
+                             "agent='llm:<provider>/<model>' / an AgentSpec")
+        return policy
+    if policy is not None:
+        raise ValueError(f"both policy and agent={spec.model!r} given; give the policy or the model, not both")
+    return LLMAlfworldPolicy(spec)
 
 
 def llm_cost(study: RecoveryStudy) -> pd.DataFrame:
