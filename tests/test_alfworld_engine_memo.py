@@ -373,3 +373,48 @@ def test_facts_and_fluent_texts_equal_textworlds(env):
         env_mod._FACT_TEXT.setdefault(p, next(str(q) for q in ps.facts if q.name == p.name))
     assert env.fluent_facts() != want
     env_mod._FACT_TEXT.clear()
+
+
+def _logic_view(logic) -> tuple:
+    """Everything a ``GameLogic`` holds after parsing: actions (every attribute, in
+    order), grammar rules (every production with its symbols, in order), domain, types."""
+    return (logic.domain, [(k, vars(a)) for k, a in logic.actions.items()],
+            [(k, [repr(r) for r in rules]) for k, rules in logic.grammar._rules.items()],
+            sorted(logic.types._types) if hasattr(logic.types, "_types") else None)
+
+
+def test_shared_grammar_parse_equals_textworlds_parse(monkeypatch):
+    """``pddl_env.game_logic`` (one TatSu parse per grammar skeleton, the task sentence put
+    back) equals ``GameLogic(domain, grammar)`` on every game of both embedded pools
+    (one per type) and on generated games of every type; the games share one skeleton.
+    A converter that forgets to put the sentence back is caught, and a grammar without a
+    plain task sentence takes the ordinary parse."""
+    from textworld.envs.pddl.logic import GameLogic
+
+    from agentstudies.envs.alfworld import pddl_env
+    from agentstudies.envs.alfworld._testing import SMALL_LAYOUTS
+    from agentstudies.envs.alfworld.pools import load_pool
+
+    engine.enable_parse_cache()
+    games = load_pool("valid_seen", 1) + load_pool("valid_unseen", 1) + [small_game(t) for t in SMALL_LAYOUTS]
+    assert len({g["grammar"] for g in games}) == len(games)  # every game its own sentence
+    monkeypatch.setattr(pddl_env, "_LOGIC_CACHE", {})
+    monkeypatch.setattr(pddl_env, "_SKELETONS", {})
+    for g in games:
+        fast = pddl_env.game_logic(g["pddl_domain"], g["grammar"])
+        ref = GameLogic(domain=g["pddl_domain"], grammar=g["grammar"])
+        assert _logic_view(fast) == _logic_view(ref)
+        assert g["grammar"].split("Your task is to: ")[1].split('"')[0] in repr(fast.grammar._rules["task"])
+    assert len(pddl_env._SKELETONS) == 1
+    # a grammar whose task sentence holds a quote is parsed the ordinary way
+    odd = games[0]["grammar"].replace("Your task is to: ", 'Your task is to: \\"quoted\\" ', 1)
+    assert pddl_env._skeleton_of(odd) is None
+    assert _logic_view(pddl_env.game_logic(games[0]["pddl_domain"], odd)) == _logic_view(
+        GameLogic(domain=games[0]["pddl_domain"], grammar=odd))
+    # broken: the placeholder is left in the grammar block
+    monkeypatch.setattr(pddl_env, "_LOGIC_CACHE", {})
+    monkeypatch.setattr(pddl_env._SentenceConverter, "_unescape_block",
+                        lambda self, s: pddl_env._pddl_logic._ModelConverter._unescape_block(self, s))
+    g = games[1]
+    assert _logic_view(pddl_env.game_logic(g["pddl_domain"], g["grammar"])) != _logic_view(
+        GameLogic(domain=g["pddl_domain"], grammar=g["grammar"]))

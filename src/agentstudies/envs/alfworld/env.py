@@ -1,5 +1,11 @@
 """``AlfworldEnv``: the ALFWorld text engine with a budget, a visible history and clones.
 
+One job: the evaluation state of one episode and its clones. The engine it drives is
+:class:`~agentstudies.envs.alfworld.pddl_env.PddlEnvCached` (TextWorld's ``PddlEnv``
+with per-game caches); step records and their replay check are in
+:mod:`~agentstudies.envs.alfworld.records`; official game files in
+:mod:`~agentstudies.envs.alfworld.games` (all re-exported here).
+
 The engine is ALFWorld's own: TextWorld ``PddlEnv`` (PDDL domain ``alfred`` +
 fast-downward) wrapped by ``AlfredDemangler(shuffle=False)`` and ``AlfredInfos``, as in
 ``alfworld.agents.environment.AlfredTWEnv``. A game is either a dict produced by
@@ -41,23 +47,28 @@ import re
 import threading
 import weakref
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from textworld.core import EnvInfos
-from textworld.envs.pddl import PddlEnv
-from textworld.envs.pddl.logic import GameLogic
-from textworld.core import GameState
 
 from alfworld.agents.environment.alfred_tw_env import AlfredDemangler, AlfredInfos
 
 from agentstudies.envs.alfworld.engine import (
-    CachedPddlState,
     _copy_tables,
     applicable_operators,
     atoms,
     enable_parse_cache,
     preserve_argv,
+)
+from agentstudies.envs.alfworld.games import load_game_file, official_game_files  # noqa: F401 - re-exported
+from agentstudies.envs.alfworld.pddl_env import PddlEnvCached as _PddlEnv
+from agentstudies.envs.alfworld.pddl_env import game_logic as _logic_for  # noqa: F401 - old private name
+from agentstudies.envs.alfworld.pddl_env import template_placeholders as _template_placeholders  # noqa: F401
+from agentstudies.envs.alfworld.records import (  # noqa: F401 - re-exported
+    ReplayMismatch,
+    check_budget,
+    compare_record as _compare,
+    record_of,
 )
 from agentstudies.envs.alfworld.validation import validate_game
 
@@ -104,16 +115,6 @@ def _fact_text(prop) -> str:
     return text
 
 
-class ReplayMismatch(RuntimeError):
-    """A replayed step differs from its recorded counterpart (``step`` is the index)."""
-
-    def __init__(self, step: int, field: str, expected: Any, got: Any):
-        self.step = step
-        self.field = field
-        super().__init__(
-            f"replay mismatch at step {step} (0 = after reset) in field {field!r}: "
-            f"expected {expected!r}, got {got!r}"
-        )
 
 
 class InadmissibleCommand(ValueError):
@@ -124,205 +125,6 @@ class SnapshotError(RuntimeError):
     """A snapshot cannot be taken or restored (stale generation, other env, other task)."""
 
 
-# ------------------------------------------------------------------ games
-_LOGIC_CACHE: dict[str, GameLogic] = {}
-
-
-def _logic_for(domain: str, grammar: str) -> GameLogic:
-    key = hashlib.sha256((domain + "\0" + grammar).encode()).hexdigest()
-    hit = _LOGIC_CACHE.get(key)
-    if hit is None:
-        if len(_LOGIC_CACHE) > 256:
-            _LOGIC_CACHE.clear()
-        hit = GameLogic(domain=domain, grammar=grammar)
-        _LOGIC_CACHE[key] = hit
-    return hit
-
-
-class _PddlEnv(PddlEnv):
-    """``PddlEnv`` whose load/reset reuse a parsed ``GameLogic`` and SAS translation.
-
-    With ``command_cache=True`` the text of each admissible command is rendered once per
-    grounded operator (keyed by the operator's name) and reused: in the ALFRED grammar a
-    command template depends only on the action's arguments and static facts
-    (``receptacleAtLocation``), so the text is identical to the engine's (tested against
-    ``command_cache=False``). Everything else (feedback, ``won``, facts, order of the
-    admissible list) is computed exactly as in ``PddlEnv._gather_infos``. With
-    ``intro_cache=True`` (class attribute) the intro text is derived once per load.
-    """
-
-    command_cache: bool = True
-    #: Derive the intro text (``#intro#``: the room and the task) once per loaded game and
-    #: hand the same text to every reset: it is a pure function of the initial state, the
-    #: entity names and the grammar, all fixed between loads (the grammar's derivation
-    #: takes the first applicable production and reads no random state).
-    intro_cache: bool = True
-
-    def _gather_infos(self):  # noqa: D102
-        if not self.command_cache:
-            return super()._gather_infos()
-        cache = self.__dict__.setdefault("_command_cache", {})
-        if "_templates" not in self.__dict__:
-            self._templates = sorted(set(a.template for a in self._logic.actions.values()))
-        self.state["command_templates"] = list(self._templates)
-        self.state["won"] = self._pddl_state.check_goal()
-        self.state["lost"] = False
-        self.state["_entity_infos"] = dict(self._entity_infos)
-        self.state["_facts"] = list(self._pddl_state.facts)
-        if self.request_infos.facts:
-            self.state["facts"] = list(map(self._get_human_readable_fact, self.state["_facts"]))
-        self.state["last_action"] = None
-        self.state["_last_action"] = self._last_action
-        self.state["_valid_actions"] = list(self._pddl_state.all_applicable_actions())
-        refs = self.__dict__.setdefault("_template_refs", {})
-        mapping = None
-        commands = []
-        for action in self.state["_valid_actions"]:
-            used = refs.get(action.name)
-            if used is None:
-                used = refs[action.name] = _template_placeholders(self._logic.actions[action.name].template)
-            key = (action.name,) + tuple(
-                sorted((ph.name, var.name) for ph, var in action.mapping.items() if ph.name in used)
-            )
-            hit = cache.get(key)
-            if hit is None:
-                if mapping is None:
-                    mapping = {k: info.name for k, info in self._entity_infos.items()}
-                context = {
-                    "state": self._pddl_state,
-                    "facts": self.state["_facts"],
-                    "variables": {ph.name: self._entity_infos[var.name] for ph, var in action.mapping.items()},
-                    "mapping": action.mapping,
-                    "entity_infos": self._entity_infos,
-                }
-                action.command_template = self._logic.grammar.derive(action.command_template, context)
-                hit = (action.command_template, action.format_command(mapping))
-                cache[key] = hit
-            else:
-                action.command_template = hit[0]
-            commands.append(hit[1])
-        self.state["_valid_commands"] = commands
-        self.state["admissible_commands"] = sorted(set(commands))
-        if self.request_infos.moves:
-            self.state["moves"] = self._moves
-        if self.request_infos.policy_commands:
-            self.state["policy_commands"] = self._pddl_state.replan(self._entity_infos)
-
-    def load(self, filename_or_data):  # noqa: D102
-        if isinstance(filename_or_data, Mapping):
-            data = filename_or_data
-            self._game_file = None
-        else:
-            with open(filename_or_data) as fh:
-                data = json.load(fh)
-            self._game_file = str(filename_or_data)
-        self._game_data = data
-        self.walkthrough = data.get("walkthrough", None)
-        self._logic = _logic_for(data["pddl_domain"], data["grammar"])
-        self._pddl_state = CachedPddlState(self.downward_lib, data["pddl_problem"], self._logic)
-        self._entity_infos = self._get_entity_infos()
-        self._command_cache = {}
-        self._template_refs = {}
-        self._intro = None
-
-    def reset(self):  # noqa: D102
-        self._pddl_state = CachedPddlState(self.downward_lib, self._game_data["pddl_problem"], self._logic)
-        self.prev_state = None
-        self.state = GameState()
-        self._last_action = None
-        self._moves = 0
-        intro = self.__dict__.get("_intro") if self.intro_cache else None
-        if intro is None:
-            context = {
-                "state": self._pddl_state,
-                "facts": list(self._pddl_state.facts),
-                "variables": {},
-                "mapping": {},
-                "entity_infos": self._entity_infos,
-            }
-            intro = self._intro = self._logic.grammar.derive("#intro#", context)
-        self.state.feedback = intro
-        self.state.raw = self.state.feedback
-        self._gather_infos()
-        return self.state
-
-
-_PH_BRACE = re.compile(r"\{\s*([A-Za-z_][A-Za-z0-9_]*)")
-_PH_TYPED = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*:\s*[A-Za-z_]+")
-
-
-def _template_placeholders(template: str) -> frozenset:
-    """Placeholder names a command template reads (``{r}``, ``{r.name | ...}``, ``lend:location``)."""
-    return frozenset(m.lower() for m in _PH_BRACE.findall(template) + _PH_TYPED.findall(template))
-
-
-def load_game_file(path: str | os.PathLike) -> dict[str, Any]:
-    """Read an official ALFWorld game file (``game.tw-pddl``) and its ``traj_data.json``.
-
-    Returns the game dict (``pddl_domain``, ``grammar``, ``pddl_problem``, ``traj_data``,
-    ``task_id`` = the trial directory relative to the split, ``game_file``). Raises
-    ``FileNotFoundError`` if either file is missing.
-    """
-    path = Path(path)
-    with open(path) as fh:
-        data = json.load(fh)
-    traj_path = path.parent / "traj_data.json"
-    with open(traj_path) as fh:
-        traj = json.load(fh)
-    data = dict(data)
-    data["traj_data"] = traj
-    data["task_id"] = f"{path.parent.parent.name}/{path.parent.name}"
-    data["game_file"] = str(path)
-    return data
-
-
-def official_game_files(split: str, root: str | os.PathLike | None = None) -> list[Path]:
-    """Game files of an official split under ``$ALFWORLD_DATA`` (sorted).
-
-    ``split`` is ``valid_seen``, ``valid_unseen`` or ``train``; ``root`` defaults to the
-    ``ALFWORLD_DATA`` environment variable. Raises ``KeyError`` when neither is set.
-    The official data cannot be downloaded in this workplace; the path is tested on a small
-    game written in the official layout (tests/test_alfworld_shared_location.py, two
-    receptacles at one location).
-    """
-    root = root or os.environ.get("ALFWORLD_DATA")
-    if not root:
-        raise KeyError("ALFWORLD_DATA is not set: point it at the directory alfworld-download fills")
-    base = Path(root) / "json_2.1.1" / split
-    return sorted(p for p in base.glob("*/*/game.tw-pddl") if "movable" not in str(p) and "Sliced" not in str(p))
-
-
-def check_budget(budget: Any) -> int:
-    """An action budget as an ``int``: a non-negative integer (``numpy`` integers too).
-
-    Raises
-    ------
-    TypeError
-        ``budget`` is not an integer: text (``'20'``), a float (``2.5`` used to be cut to 2,
-        ``20.0`` too), NaN, or a boolean.
-    ValueError
-        ``budget`` is negative.
-    """
-    import numbers
-
-    if isinstance(budget, bool) or not isinstance(budget, numbers.Integral):
-        raise TypeError(f"budget={budget!r}: expected a non-negative integer number of actions, got "
-                        f"{type(budget).__name__}")
-    if budget < 0:
-        raise ValueError(f"budget={budget!r}: expected a non-negative integer number of actions")
-    return int(budget)
-
-
-def record_of(state: Mapping[str, Any], remaining_budget: int) -> dict[str, Any]:
-    """JSON-safe record of one step: observation, ordered admissible list, score, terminal, won."""
-    won = bool(state.get("won", False))
-    return {
-        "observation": str(state["feedback"]),
-        "admissible": list(state["admissible_commands"]),
-        "score": float(1.0 if won else 0.0),
-        "terminal": bool(won or remaining_budget <= 0),
-        "won": won,
-    }
 
 
 @dataclass(frozen=True)
@@ -797,11 +599,3 @@ class AlfworldEnv:
             if records is not None:
                 _compare(i + 1, self._records[-1], records[i + 1])
         return self.observe()
-
-
-def _compare(step: int, got: Mapping[str, Any], expected: Mapping[str, Any]) -> None:
-    for key in ("observation", "admissible", "score", "terminal", "won"):
-        if key not in expected:
-            raise KeyError(f"record of step {step} lacks field {key!r}")
-        if got[key] != expected[key]:
-            raise ReplayMismatch(step, key, expected[key], got[key])
