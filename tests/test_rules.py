@@ -185,7 +185,6 @@ LONG_MODULES_PENDING: dict[str, str] = {
     "handoff/_estimands.py": "Reach, Solve, endpoint and interaction estimands with their intervals, not yet split",
     "recovery/_router.py": "the CIR router, being split by another engineer (issue 22 item 3)",
     "sasst/_engine.py": "the SASST engine, being reorganised with the sasst surface (issue 22 item 4)",
-    "agents/alfworld/_learned.py": "the learned ALFWorld policy (hashed-feature softmax scorer), not yet split",
     "studies/impossible.py": "the impossible coding tasks study driver (two chapters), not yet split",
 }
 
