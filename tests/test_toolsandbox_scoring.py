@@ -318,3 +318,67 @@ def test_gate_user_judges_by_intent_text_not_gold(scenarios):
     blind = ScriptedUser([dataclasses.replace(i, expect={"phone_number": "nonsense"}) for i in sc.intents], np.random.default_rng(0))
     for m in (right, wrong_number, wrong_name):
         assert blind.consistent(m, env.ctx.messages) == user.consistent(m, env.ctx.messages)
+
+
+# ---------------------------------------------------------------- speed-ups keep the numbers
+def _naive_tensor(milestones, ctx):
+    """S[i, r, m] from the definition: every cell scored alone (fresh reader, no grouping of
+    references by table version), constraints in the scorer's order (fixed, then reference)."""
+    from agentstudies.envs.toolsandbox._scoring import _constraint_at, _geo, _Reader
+
+    n = len(ctx.messages)
+    S = np.zeros((len(milestones), n, n))
+    for i, ms in enumerate(milestones):
+        order = [c for c in ms.constraints if not c.uses_reference] + [c for c in ms.constraints if c.uses_reference]
+        refd = any(c.uses_reference for c in ms.constraints)
+        for m in range(1, n):
+            for r in (range(m) if refd else range(n)):
+                S[i, r, m] = _geo([_constraint_at(c, _Reader(ctx), m, r if refd else 0) for c in order])
+    return S
+
+
+def _agent_envs(scenarios, k=24):
+    from agentstudies.agents.controllers import make_controller
+    from agentstudies.agents.toolsandbox import ScriptedToolAgent, drive
+    from agentstudies.envs.toolsandbox import make_cases
+
+    envs = []
+    for j, sc in enumerate(scenarios[::max(1, len(scenarios) // k)][:k]):
+        case = make_cases([sc], [("base", "10_distraction_tools", "tool_name_scrambled")[j % 3]], seed=j)[0]
+        env = ToolSandboxEnv(case, j)
+        agent = ScriptedToolAgent("base")
+        agent.reset(case.case_id, j)
+        drive(env, agent, make_controller("ReAct"))
+        envs.append(env)
+    return envs
+
+
+def test_similarity_tensor_equals_the_cell_by_cell_definition(scenarios):
+    from agentstudies.envs.toolsandbox import similarity_tensor
+    from agentstudies.envs.toolsandbox._scoring import with_guardrails
+
+    envs = _agent_envs(scenarios)
+    assert len({e.termination for e in envs}) >= 1 and sum(e.evaluate().similarity < 1.0 for e in envs) >= 1
+    for env in envs:
+        ms = with_guardrails(env.scenario.milestones)
+        fast, slow = similarity_tensor(ms, env.ctx), _naive_tensor(ms, env.ctx)
+        assert np.array_equal(fast, slow), env.case.case_id   # bit for bit, not approx
+        for ns in NAMESPACES:
+            n = len(env.ctx.messages)
+            assert env.ctx._version_indices(ns, n) == [env.ctx._version_index(ns, a) for a in range(n)]
+
+
+def test_memoised_rouge_tokens_and_reading_words_equal_the_originals():
+    from rouge_score import tokenizers
+
+    from agentstudies.agents.toolsandbox._policy import _text_words, _words
+    from agentstudies.envs.toolsandbox._scoring import _MemoTokenizer
+
+    texts = ["Sending the message to Ana's phone now.", "It's 18.5°C — café déjà vu², 3_000 steps", "", "  x  "]
+    memo, ref = _MemoTokenizer(), tokenizers.DefaultTokenizer(True)
+    for t in texts * 2:
+        assert memo.tokenize(t) == ref.tokenize(t)
+        old: dict[str, int] = {}   # the reading agent's original tokeniser: runs of isalnum characters
+        for wd in "".join(ch if ch.isalnum() else " " for ch in t.lower()).split():
+            old[wd] = old.get(wd, 0) + 1
+        assert _words(t) == old and _text_words(t) == (old, sum(v * v for v in old.values()))

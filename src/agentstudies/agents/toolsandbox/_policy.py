@@ -33,7 +33,9 @@ from __future__ import annotations
 
 import datetime as _dt
 import math
+import re
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -95,16 +97,32 @@ NEEDS: Mapping[str, str] = {
 _WRONG_TOOL = ("unexpected argument", "missing required argument", "Unknown tool", "nothing to modify")
 
 
+#: Maximal runs of ``str.isalnum`` characters (``\w`` is isalnum plus the underscore).
+_WORD = re.compile(r"[^\W_]+")
+
+
 def _words(text: str) -> dict[str, int]:
+    """Word counts of ``text``: lower-cased maximal runs of alphanumeric characters."""
     out: dict[str, int] = {}
-    for wd in "".join(ch if ch.isalnum() else " " for ch in str(text).lower()).split():
+    for wd in _WORD.findall(str(text).lower()):
         out[wd] = out.get(wd, 0) + 1
     return out
 
 
-def _cosine(x: Mapping[str, int], y: Mapping[str, int]) -> float:
+@lru_cache(maxsize=4096)
+def _text_words(text: str) -> tuple[Mapping[str, int], int]:
+    """:func:`_words` of a shown tool's text and its squared norm, memoised: the agents of a
+    grid read the same few hundred tool texts thousands of times (shared, so read-only)."""
+    words = _words(text)
+    return words, sum(v * v for v in words.values())
+
+
+def _cosine(x: Mapping[str, int], y: Mapping[str, int], xx: int | None = None, yy: int | None = None) -> float:
+    """Cosine of two word-count vectors; ``xx`` / ``yy``: their squared norms if known."""
     dot = sum(v * y.get(k, 0) for k, v in x.items())
-    n = (sum(v * v for v in x.values()) * sum(v * v for v in y.values())) ** 0.5
+    xx = sum(v * v for v in x.values()) if xx is None else xx
+    yy = sum(v * v for v in y.values()) if yy is None else yy
+    n = (xx * yy) ** 0.5
     return dot / n if n else 0.0
 
 
@@ -120,7 +138,11 @@ def rank_tools(need: str, args: Sequence[str], specs: Sequence[Mapping[str, Any]
     """Shown tool names, best first, by cosine similarity of the need (plus the argument
     names the agent will pass) to each tool's shown text; ties keep the shown order."""
     want = _words(need + " " + " ".join(a.replace("_", " ") for a in args))
-    scored = [(-_cosine(want, _words(shown_text(s))), k, s["name"]) for k, s in enumerate(specs)]
+    ww = sum(v * v for v in want.values())
+    scored = []
+    for k, s in enumerate(specs):
+        words, yy = _text_words(shown_text(s))
+        scored.append((-_cosine(want, words, ww, yy), k, s["name"]))
     return [name for _, _, name in sorted(scored)]
 
 

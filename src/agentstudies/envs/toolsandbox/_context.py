@@ -182,6 +182,17 @@ class ExecutionContext:
         stamps = [r[STAMP] for r in self._rows[ns] if after is None or r[STAMP] <= after]
         return max(stamps) if stamps else None
 
+    def _version_indices(self, ns: str, n: int) -> list[int | None]:
+        """``[_version_index(ns, a) for a in range(n)]`` in one pass over the sorted stamps."""
+        stamps = sorted(r[STAMP] for r in self._rows[ns])
+        out: list[int | None] = []
+        v, j = None, 0
+        for after in range(n):
+            while j < len(stamps) and stamps[j] <= after:
+                v, j = stamps[j], j + 1
+            out.append(v)
+        return out
+
     def table(self, ns: str, after: int | None = None, *, stamped: bool = False) -> list[dict[str, Any]]:
         """Rows of namespace ``ns`` as they stood after message ``after`` (default: now).
 

@@ -86,11 +86,25 @@ DEPARTURES: Mapping[str, str] = {
 }
 
 
+class _MemoTokenizer:
+    """rouge-score's default tokenizer (Porter stemmer) memoised by text: the reference
+    sentences of a grid are scored against thousands of replies, and stemming is most of
+    ROUGE-L's cost. Same tokens as ``DefaultTokenizer(use_stemmer=True)``."""
+
+    def __init__(self):
+        from rouge_score import tokenizers
+
+        self._tokenize = lru_cache(maxsize=20000)(lambda text: tuple(tokenizers.DefaultTokenizer(True).tokenize(text)))
+
+    def tokenize(self, text: str) -> list[str]:
+        return list(self._tokenize(text))
+
+
 @lru_cache(maxsize=1)
 def _scorer():
     from rouge_score import rouge_scorer
 
-    return rouge_scorer.RougeScorer(["rougeL"], use_stemmer=True)
+    return rouge_scorer.RougeScorer(["rougeL"], tokenizer=_MemoTokenizer())
 
 
 @lru_cache(maxsize=20000)
@@ -204,6 +218,8 @@ def table_similarity(c: Constraint, rows: Sequence[Mapping[str, Any]]) -> float:
         return 0.0
     if not targets:
         return 1.0
+    if len(targets) == 1:  # one row, one target: the matching is that pair
+        return _geo([float(c.row_similarity(rows[0], targets[0]))])
     M = np.array([[c.row_similarity(r, t) for r in rows] for t in targets])
     ti, ri = linear_sum_assignment(M, maximize=True)
     return _geo([float(M[i, j]) for i, j in zip(ti, ri)])
@@ -217,10 +233,20 @@ class _Reader:
         self.cache: dict = {}
 
     def version(self, ns: str, m: int) -> int:
+        """Version (last stamp) of table ``ns`` after message ``m``; -1 before any row."""
+        if 0 <= m < len(self.ctx.messages):
+            return self.versions(ns)[m]
         key = ("v", ns, m)
         if key not in self.cache:
             v = self.ctx._version_index(ns, max(m, 0))
             self.cache[key] = -1 if v is None else v
+        return self.cache[key]
+
+    def versions(self, ns: str) -> list[int]:
+        """:meth:`version` of ``ns`` after every message ``0..n-1`` of the log (one pass)."""
+        key = ("vs", ns)
+        if key not in self.cache:
+            self.cache[key] = [-1 if v is None else v for v in self.ctx._version_indices(ns, len(self.ctx.messages))]
         return self.cache[key]
 
     def rows(self, ns: str, m: int) -> list[dict[str, Any]]:
@@ -232,7 +258,10 @@ class _Reader:
 
     def snapshot_rows(self, ns: str, m: int) -> list[dict[str, Any]]:
         if ns == "SANDBOX":
-            return [dict(self.ctx.messages[m].to_dict(), index=m)] if 0 <= m < len(self.ctx.messages) else []
+            key = ("s", m)
+            if key not in self.cache:  # read-only rows, shared by the constraints on message m
+                self.cache[key] = [dict(self.ctx.messages[m].to_dict(), index=m)] if 0 <= m < len(self.ctx.messages) else []
+            return self.cache[key]
         rows = self.rows(ns, m)
         if ns == "SETTING":
             return [{r["name"]: r["value"] for r in rows}]
@@ -302,7 +331,13 @@ def similarity_tensor(milestones: Sequence[Milestone], ctx: ExecutionContext) ->
         fixed = [c for c in ms.constraints if not c.uses_reference]
         refd = [c for c in ms.constraints if c.uses_reference]
         spaces = sorted({c.namespace for c in refd})
+        # references r < m grouped by the versions of the tables the reference constraints
+        # read (equal versions, equal similarity), grown by one reference per message
+        keys = list(zip(*(rd.versions(ns) for ns in spaces))) if refd else []
+        groups: dict[tuple, list[int]] = {}
         for m in range(1, n):
+            if refd:
+                groups.setdefault(keys[m - 1], []).append(m - 1)
             vals = []
             for c in fixed:
                 v = _constraint_at(c, rd, m)
@@ -314,9 +349,6 @@ def similarity_tensor(milestones: Sequence[Milestone], ctx: ExecutionContext) ->
             if not refd:
                 S[i, :, m] = _geo(vals)
                 continue
-            groups: dict[tuple, list[int]] = {}
-            for r in range(m):
-                groups.setdefault(tuple(rd.version(ns, r) for ns in spaces), []).append(r)
             for rs in groups.values():
                 more = []
                 for c in refd:
