@@ -161,7 +161,7 @@ BUILDERS: dict[str, Callable[[], Result]] = {
     "agentstudies.studies.impossible.RateResult": _impossible_rates,
     "agentstudies.recovery._paired.RecoveryResult": _recovery_result,
     "agentstudies.recovery._signflip.SignFlipResult": _sign_flip,
-    "agentstudies.recovery._router.RouterEvaluation": _router_evaluation,
+    "agentstudies.recovery._evaluation.RouterEvaluation": _router_evaluation,
     "agentstudies.findings.Findings": _findings,
 }
 

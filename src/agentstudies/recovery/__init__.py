@@ -46,21 +46,11 @@ from agentstudies.recovery._paired import (
     analyze_paired,
 )
 from agentstudies.recovery._features import FEATURE_NAMES, NOOP_TEXT, decision_features
-from agentstudies.recovery._router import (
-    BLANKET_KINDS,
-    CANDIDATE_DELAYS,
-    FrozenRouter,
-    OutcomesSealedError,
-    OutcomeVault,
-    RouterEvaluation,
-    RouterFit,
-    blanket_routers,
-    evaluate_policies,
-    fit_cate_router,
-    fit_router,
-    rescue_sets,
-    validate_decisions,
-)
+from agentstudies.recovery._cate import fit_cate_router
+from agentstudies.recovery._decisions import CANDIDATE_DELAYS, validate_decisions
+from agentstudies.recovery._evaluation import RouterEvaluation, evaluate_policies, rescue_sets
+from agentstudies.recovery._freeze import BLANKET_KINDS, FrozenRouter, OutcomesSealedError, OutcomeVault, blanket_routers
+from agentstudies.recovery._router import RouterFit, fit_router
 from agentstudies.recovery._signflip import SignFlipResult, sign_flip_test
 from agentstudies.recovery._validate import KEY_COLUMNS, PAIRED_COLUMNS, validate_paired
 

@@ -18,7 +18,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from agentstudies.recovery._paired import CONDITION_ORDER, RecoveryResult
-from agentstudies.recovery._router import RouterEvaluation
+from agentstudies.recovery._evaluation import RouterEvaluation
 
 __all__ = ["plot_delta_by_delay", "plot_router"]
 
