@@ -418,3 +418,55 @@ def test_shared_grammar_parse_equals_textworlds_parse(monkeypatch):
     g = games[1]
     assert _logic_view(pddl_env.game_logic(g["pddl_domain"], g["grammar"])) != _logic_view(
         GameLogic(domain=g["pddl_domain"], grammar=g["grammar"]))
+
+
+def test_goal_relevance_filter_keeps_every_frontier_answer(monkeypatch):
+    """At the last depth the frontier check applies only operators that can change the
+    goal: on every state of trained-policy episodes in pooled rooms of all six task types
+    (and along the expert's plans, through F_2 and F_1) the result equals the one that
+    applies every operator. A filter that ignores the axioms (in these tasks the goal is
+    one derived variable, computed from the others) is caught."""
+    from agentstudies.agents.alfworld import LearnedAlfworldPolicy
+    from agentstudies.envs.alfworld.pools import load_pool
+
+    env = AlfworldEnv(budget=30)
+    pol = LearnedAlfworldPolicy.load("SFT", temperature=1.0)
+    pairs = []
+
+    def both(e):
+        monkeypatch.setattr(fr, "USE_GOAL_RELEVANCE", True)
+        got = fr.frontier_check(e, 2)
+        monkeypatch.setattr(fr, "USE_GOAL_RELEVANCE", False)
+        pairs.append((got, fr.frontier_check(e, 2), e._pddl._pddl_state.sas))
+
+    for game in load_pool("valid_seen", 1):
+        env.load_game(game)
+        env.reset(0)
+        pol.reset(env.task_id, 0, "eval")
+        while not env.done:
+            env.step(pol.act(env.observe()))
+            both(env)
+        for e in _expert_walk(env, game, seed=0):
+            both(e)
+    env.close()
+    assert all(got == want for got, want, _ in pairs)
+    assert sum(w.on_frontier for _, w, _ in pairs) >= 6 and any(w.bridge_actions for _, w, _ in pairs)
+    assert any(w.winning_actions for _, w, _ in pairs)
+    relevant = fr.goal_relevant_operators(pairs[0][2])
+    assert 0 < sum(relevant.values()) < len(relevant)  # it filters, and keeps some
+    # broken: only operators that set a goal variable itself count (the axioms ignored)
+    def no_axioms(sas):
+        goal, _, ops = fr._sas_goal_parts(sas)
+        return {name.encode(): not goal.isdisjoint(targets) for name, targets in ops}
+
+    monkeypatch.setattr(fr, "goal_relevant_operators", no_axioms)
+    env = AlfworldEnv(budget=30)
+    found = False
+    for game in load_pool("valid_seen", 1):
+        for e in _expert_walk(env, game, seed=0):
+            monkeypatch.setattr(fr, "USE_GOAL_RELEVANCE", True)
+            got = fr.frontier_check(e, 2)
+            monkeypatch.setattr(fr, "USE_GOAL_RELEVANCE", False)
+            found = found or got != fr.frontier_check(e, 2)
+    env.close()
+    assert found
