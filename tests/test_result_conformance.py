@@ -152,13 +152,13 @@ def _findings():
 
 #: ``module.QualName`` -> builder of one instance from small real inputs.
 BUILDERS: dict[str, Callable[[], Result]] = {
-    "agentstudies.sasst._engine.SASSTReport": _sasst_report,
+    "agentstudies.sasst._report.SASSTReport": _sasst_report,
     "agentstudies.handoff._estimands.HandoffResult": _handoff_result,
     "agentstudies.handoff._prediction.InteractionPrediction": _prediction,
     "agentstudies.handoff._diagnostics.BudgetDiagnostic": _budget,
     "agentstudies.handoff._diagnostics.FailureAudit": _audit,
     "agentstudies.studies.toolsandbox.GroupMeans": _toolsandbox_group_means,
-    "agentstudies.studies.impossible.RateResult": _impossible_rates,
+    "agentstudies.studies.impossible_rates.RateResult": _impossible_rates,
     "agentstudies.recovery._paired.RecoveryResult": _recovery_result,
     "agentstudies.recovery._signflip.SignFlipResult": _sign_flip,
     "agentstudies.recovery._evaluation.RouterEvaluation": _router_evaluation,
