@@ -58,7 +58,7 @@ from agentstudies.agents.alfworld import (
     weights_digest,
 )
 from agentstudies.parallel import keyed_seed, seeded_map
-from agentstudies.studies.alfworld_training_pools import _env, _load, dev_pool, sft_games, training_pool
+from agentstudies.studies.alfworld_training_pools import _WORKER, _env, _load, dev_pool, sft_games, training_pool
 
 __all__ = ["TrainingConfig", "TrainingRun", "Demonstrations", "EVAL_COLUMNS", "NOLIST_SUFFIX",
            "collect_demonstrations", "train_sft", "train_rl", "evaluate_checkpoint", "train_checkpoints"]
@@ -257,8 +257,6 @@ def train_sft(
 def _rollout_chunk(chunk, rng, w: np.ndarray, temperature: float, budget: int, D: int, frontier: bool,
                    grad: bool, name: str, admissible: bool = False):
     """Roll the policy out on each (game, seed, SeedSequence | None, role) of ``chunk``."""
-    from agentstudies.envs.alfworld.frontier import frontier_check
-
     env = _env(budget)
     out = []
     for game, seed, ss, role, meta in chunk:
@@ -272,8 +270,8 @@ def _rollout_chunk(chunk, rng, w: np.ndarray, temperature: float, budget: int, D
         arrived_at = None
         memo: dict[int, bool] = {}
         if frontier:
-            start = frontier_check(env, D)
-            if start.on_frontier:
+            game_key = (env.task_id, _game_digest(game), int(seed), int(budget), int(D))
+            if _on_frontier(env, D, game_key):
                 raise ValueError(f"task {env.task_id!r}: the start state lies on F_{D}; a reacher could arrive "
                                  "without acting -- use problems with longer plans")
         g_idx, g_w = [], []
@@ -290,7 +288,7 @@ def _rollout_chunk(chunk, rng, w: np.ndarray, temperature: float, budget: int, D
                 sid = env.state_id()
                 hit = memo.get(sid)
                 if hit is None:
-                    hit = memo[sid] = frontier_check(env, D).on_frontier
+                    hit = memo[sid] = _on_frontier(env, D, game_key)
                 if hit:
                     arrived_at = len(env.actions)
         res = dict(meta, task_id=env.task_id, task_type=env.task_type, seed=seed, won=bool(env.won),
@@ -303,6 +301,46 @@ def _rollout_chunk(chunk, rng, w: np.ndarray, temperature: float, budget: int, D
             res["g_w"] = np.concatenate(g_w) if g_w else np.zeros(0)
         out.append(res)
     return out
+
+
+#: Entries of the worker's cross-episode frontier memo before it is emptied (a bound on
+#: memory: one entry is a key tuple and a bool, about 1 KB with the action prefix).
+FRONTIER_MEMO_MAX = 200_000
+
+
+def _game_digest(game: Mapping[str, Any]) -> str:
+    """SHA-256 of a game's ``pddl_problem`` + ``grammar`` (as
+    :func:`agentstudies.envs.alfworld.generate.pool_digest`; of every field for a game
+    without them): what makes two games one."""
+    import hashlib
+    import json
+
+    if "pddl_problem" in game and "grammar" in game:
+        text = game["pddl_problem"] + "\n" + game["grammar"]
+    else:  # another game layout (e.g. official files by path): every field
+        text = json.dumps(dict(game), sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _on_frontier(env, D: int, game_key: tuple) -> bool:
+    """``sigma in F_D`` at the env's state, memoised across the episodes of a worker.
+
+    The state after ``reset(seed, budget)`` and the same action sequence is the same
+    state with the same remaining budget (the engine is deterministic; replays rely on
+    it), so the answer is keyed by ``game_key = (task id, game digest, seed, budget, D)``
+    and the actions so far: exact, and it spares the repeated checks of the start state
+    and of common prefixes when several checkpoints are evaluated on one pool (speed
+    only; every answer is the one :func:`frontier_check` gives)."""
+    from agentstudies.envs.alfworld.frontier import frontier_check
+
+    cache = _WORKER.setdefault("frontier_memo", {})
+    key = (game_key, tuple(env.actions))
+    hit = cache.get(key)
+    if hit is None:
+        if len(cache) >= FRONTIER_MEMO_MAX:
+            cache.clear()
+        hit = cache[key] = frontier_check(env, D).on_frontier
+    return hit
 
 
 def _chunks(items: list, n: int) -> list[list]:
