@@ -153,7 +153,7 @@ def _findings():
 #: ``module.QualName`` -> builder of one instance from small real inputs.
 BUILDERS: dict[str, Callable[[], Result]] = {
     "agentstudies.sasst._engine.SASSTReport": _sasst_report,
-    "agentstudies.handoff._estimands.HandoffResult": _handoff_result,
+    "agentstudies.handoff._analysis.HandoffResult": _handoff_result,
     "agentstudies.handoff._prediction.InteractionPrediction": _prediction,
     "agentstudies.handoff._diagnostics.BudgetDiagnostic": _budget,
     "agentstudies.handoff._diagnostics.FailureAudit": _audit,

@@ -184,7 +184,6 @@ MODULE_LIMIT = 700
 LONG_MODULES_PENDING: dict[str, str] = {
     "envs/impossible/_sandbox.py": "the sandboxed runner for submitted code, not yet split",
     "envs/toolsandbox/_scenarios.py": "the seeded ToolSandbox-style scenario templates, not yet split",
-    "handoff/_estimands.py": "Reach, Solve, endpoint and interaction estimands with their intervals, not yet split",
     "sasst/_engine.py": "the SASST engine, being reorganised with the sasst surface (issue 22 item 4)",
 }
 

@@ -40,14 +40,8 @@ from agentstudies.handoff._diagnostics import (
     default_pickup_rule,
     loop_statistics,
 )
-from agentstudies.handoff._estimands import (
-    BY_TYPE_ESTIMANDS,
-    HandoffResult,
-    analyze_handoff,
-    assignment_table,
-    interaction_terms,
-    solve_stages,
-)
+from agentstudies.handoff._analysis import HandoffResult, analyze_handoff
+from agentstudies.handoff._estimands import BY_TYPE_ESTIMANDS
 from agentstudies.handoff._history import (
     RecordedHandoff,
     ReplayMismatch,
@@ -58,6 +52,7 @@ from agentstudies.handoff._history import (
     verify_replay,
 )
 from agentstudies.handoff._prediction import InteractionPrediction, predict_interaction
+from agentstudies.handoff._tables import assignment_table, interaction_terms, solve_stages
 from agentstudies.handoff._validate import (
     EPISODE_COLUMNS,
     STEP_COLUMNS,

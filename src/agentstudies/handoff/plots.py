@@ -25,7 +25,7 @@ import numpy as np
 import seaborn as sns
 
 from agentstudies.handoff._diagnostics import BudgetDiagnostic
-from agentstudies.handoff._estimands import HandoffResult
+from agentstudies.handoff._analysis import HandoffResult
 from agentstudies.handoff._prediction import InteractionPrediction
 
 __all__ = [
