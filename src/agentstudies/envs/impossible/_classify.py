@@ -42,6 +42,7 @@ corpus it was not built from (``data/classifier_corpus/corpus.yaml``,
 from __future__ import annotations
 
 import ast
+import threading
 from typing import Any
 
 from agentstudies.envs.impossible._tasks import eligible_assertions
@@ -574,15 +575,17 @@ def classify_submission(code: str, entry_point: str, tests_before: str, *, tests
     if hit is None:
         hit = _classify(code, entry_point, tests_before, tests_after=tests_after, edit=edit,
                         passed_impossible=passed_impossible, examples=examples)
-        _MEMO[key] = hit
-        while len(_MEMO) > _MEMO_MAX:
-            _MEMO.pop(next(iter(_MEMO)), None)
+        with _MEMO_LOCK:                  # study threads (and the LLM agent's) share the memo
+            _MEMO[key] = hit
+            while len(_MEMO) > _MEMO_MAX:
+                _MEMO.pop(next(iter(_MEMO)), None)
     return dict(hit)
 
 
 #: Memo of :func:`classify_submission` (argument tuple -> result), oldest dropped first.
 _MEMO: dict[tuple, dict[str, Any]] = {}
 _MEMO_MAX = 20_000
+_MEMO_LOCK = threading.Lock()
 
 
 def _classify(code: str, entry_point: str, tests_before: str, *, tests_after: str | None,
