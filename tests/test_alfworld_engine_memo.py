@@ -58,7 +58,8 @@ def _state_view(ps) -> tuple:
 
 def _actions_view(actions, ps) -> tuple:
     return ([(a.name, a.id, list(a.mapping.items()), a.command_template, a.feedback_rule, a.preconditions,
-              a.postconditions) for a in actions], sorted(ps._operators))
+              a.postconditions, list(vars(a)), {k: v for k, v in vars(a).items() if k != "mapping"},
+              type(a)) for a in actions], sorted(ps._operators))
 
 
 def _walk_states(env, game, n_steps, seed):
@@ -107,7 +108,8 @@ def test_initial_facts_memo_equals_fresh_state(monkeypatch, env, task_type):
 @pytest.mark.parametrize("task_type", TYPES)
 def test_applicable_actions_equal_textworlds(env, task_type):
     """Along a random walk, the memoised ``all_applicable_actions`` hands out what
-    TextWorld's own does (names, ids, mappings, templates, operator map); a memo keyed
+    TextWorld's own does (names, ids, mappings, templates, operator map, every attribute
+    in the same order, fresh mapping dicts); a memo keyed
     by the action name alone (not its arguments) is caught."""
     game = small_game(task_type)
     n = 0
@@ -116,6 +118,8 @@ def test_applicable_actions_equal_textworlds(env, task_type):
         got = _actions_view(engine.CachedPddlState.all_applicable_actions(ps), ps)
         want = _actions_view(PddlState.all_applicable_actions(ps), ps)
         assert got == want
+        acts = engine.CachedPddlState.all_applicable_actions(ps)
+        assert len({id(a.mapping) for a in acts}) == len(acts)  # no shared mapping
         n += len(got[0])
     assert n > 50
 
@@ -470,3 +474,21 @@ def test_goal_relevance_filter_keeps_every_frontier_answer(monkeypatch):
             found = found or got != fr.frontier_check(e, 2)
     env.close()
     assert found
+
+
+def test_grammar_debug_flags_read_once_give_the_same_texts(env, monkeypatch):
+    """With the grammar's debug flags read once (``engine._read_flag``), every observation
+    and admissible list along a walk equals the one derived with TextWorld's own
+    ``check_flag``; the flags keep the environment's values at the time the cache was
+    enabled, and other flags are still read from the environment."""
+    import textworld.envs.pddl.textgen as textgen
+
+    game = small_game("pick_heat_then_place_in_recep")
+    engine.enable_parse_cache()
+    assert textgen.check_flag is engine._read_flag
+    fast = [(e.observation, e.admissible) for e in _walk_states(env, game, 8, seed=5)]
+    monkeypatch.setattr(textgen, "check_flag", engine._ORIG_CHECK_FLAG)
+    slow = [(e.observation, e.admissible) for e in _walk_states(env, game, 8, seed=5)]
+    assert fast == slow and len(fast) == 9
+    monkeypatch.setenv("TW_OTHER_FLAG", "1")
+    assert engine._read_flag("TW_OTHER_FLAG") and not engine._read_flag("TW_CSG_DEBUG")

@@ -178,6 +178,9 @@ def enable_parse_cache() -> None:
     _twlogic.Rule.parse_conjunctive_query = classmethod(_cached_query)
     _textgen.copy_context = _shallow_copy_context
     _textgen.deepcopy = copy_symbols
+    _FLAGS.clear()
+    _FLAGS.update({f: _ORIG_CHECK_FLAG(f) for f in _TEXTGEN_FLAGS})
+    _textgen.check_flag = _read_flag
 
 
 def disable_parse_cache() -> None:
@@ -186,6 +189,21 @@ def disable_parse_cache() -> None:
     _twlogic.Rule.parse_conjunctive_query = _ORIG_QUERY
     _textgen.copy_context = _ORIG_COPY_CONTEXT
     _textgen.deepcopy = copy.deepcopy
+    _textgen.check_flag = _ORIG_CHECK_FLAG
+
+
+#: TextWorld's grammar reads two debug flags from the environment on every derivation
+#: step (``TW_CSG_TRACE``: trace the parser; ``TW_CSG_DEBUG``: print the derivation
+#: stack), a sizeable part of deriving a text. They change what is printed, never the
+#: derived text; :func:`enable_parse_cache` reads them once (:data:`_FLAGS`).
+_TEXTGEN_FLAGS = ("TW_CSG_TRACE", "TW_CSG_DEBUG")
+_ORIG_CHECK_FLAG = _textgen.check_flag
+_FLAGS: dict[str, bool] = {}
+
+
+def _read_flag(flag: str, default: bool = False) -> bool:
+    hit = _FLAGS.get(flag)
+    return _ORIG_CHECK_FLAG(flag, default) if hit is None else hit
 
 
 def parse_cache_enabled() -> bool:
@@ -389,6 +407,7 @@ class CachedPddlState(PddlState):
         self._operators = {op.id: op for op in operators}
         ids, raw = arr["id"].tolist(), arr["name"].tolist()
         memo = self._op_memo
+        protos = _ACTION_PROTOS
         actions = []
         seen = set()
         for op_id, name_bytes in zip(ids, raw):
@@ -403,13 +422,23 @@ class CachedPddlState(PddlState):
                            for p, arg in zip(self._actions[name].parameters, arguments)}
                 hit = memo[name_bytes] = (name, mapping)
             name, mapping = hit
-            action = Action(name=name, preconditions=[], postconditions=[])
+            proto = protos.get(name)
+            if proto is None:  # the attributes TextWorld's Action(name, [], []) starts with
+                proto = protos[name] = vars(Action(name=name, preconditions=[], postconditions=[]))
+            action = Action.__new__(Action)  # a copy of the fresh action, attribute order kept
+            action.__dict__.update(proto)
             action.id = op_id
             action.mapping = dict(mapping)
             action.command_template = self._logic.actions[name].template
             action.feedback_rule = self._logic.actions[name].feedback_rule
             actions.append(action)
         return actions
+
+
+#: Per action name, the attribute dict of a fresh ``Action(name, [], [])`` (its values are
+#: immutable -- strings, ``None``, empty tuples and frozensets -- but for ``mapping``, which
+#: every copy replaces).
+_ACTION_PROTOS: dict[str, dict] = {}
 
 
 def _copy_tables(ps) -> tuple:
