@@ -19,18 +19,9 @@ from agentstudies.envs.toolsandbox._context import (
     Snapshot,
 )
 from agentstudies.envs.toolsandbox._env import SYSTEM_PROMPT, Say, ToolCall, ToolSandboxEnv, gold_case, replay_gold, validate_scenario
-from agentstudies.envs.toolsandbox._scenarios import (
-    AUGMENTATIONS,
-    CATEGORIES,
-    Case,
-    Intent,
-    Scenario,
-    case_table,
-    generate_scenarios,
-    is_branching,
-    make_cases,
-    ranked_distractors,
-)
+from agentstudies.envs.toolsandbox._augmentations import case_table, is_branching, make_cases, ranked_distractors
+from agentstudies.envs.toolsandbox._scenarios import AUGMENTATIONS, CATEGORIES, Case, Intent, Scenario
+from agentstudies.envs.toolsandbox._templates import generate_scenarios
 from agentstudies.envs.toolsandbox._scoring import (
     CONSTRAINT_KINDS,
     DEPARTURES,
