@@ -3,7 +3,9 @@
 policy    *simulated* scripted checkpoints (:class:`ScriptedAlfworldPolicy`,
           :func:`make_checkpoints`) and :class:`CallablePolicy`, the hook for real ones
 learned   :class:`LearnedAlfworldPolicy`: a linear softmax over hashed features, with the
-          shipped SFT / RL weights (:func:`load_weights`, :func:`checkpoint_dir`)
+          shipped SFT / RL weights (:func:`load_weights`, :func:`checkpoint_dir`); its
+          belief (``_belief``), features (``_features``) and weights on disk
+          (``_weights``) are one module each
 llm       :class:`LLMAlfworldPolicy` through an Inspect model (:func:`make_llm_policy`)
 
 The environment is :mod:`agentstudies.envs.alfworld`.

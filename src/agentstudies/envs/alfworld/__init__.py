@@ -7,6 +7,11 @@ Modules (imported lazily; the engine stack takes a couple of seconds to import):
 ``pools``     the embedded, checked pools (``data/alfworld/pools.json``): ``load_pool``.
 ``env``       ``AlfworldEnv`` (budget, visible history, native ``won``), operational
               clone by verified replay, in-process snapshot/restore.
+``pddl_env``  the engine ``AlfworldEnv`` drives: TextWorld's ``PddlEnv`` with per-game
+              caches (grammar parse shared across games, command texts, intro).
+``records``   step records, the budget check and the replay comparison.
+``games``     official ALFWorld game files on disk.
+``engine``    low-level engine helpers (SAS translation cache, parse cache, reads).
 ``frontier``  remaining distance and ``F_D`` membership (paper Eq. 5-6, Appendix A):
               fast path on fast-downward, reference by clones + rendered steps.
 ``expert``    optimal plans (analytic; or TextWorld's fast-downward planner).
