@@ -61,6 +61,25 @@ def test_tool_specs_match_the_package_tool_lists():
     assert book.signature.startswith("book_reservation(user_id: string")
 
 
+def test_tool_specs_are_built_once_and_handed_out_as_copies():
+    # built once per process (the docstring parse cost about 8-16 ms per episode before);
+    # an edit of one caller's parameters must not reach the next caller
+    from inspect_ai.tool import ToolDef
+    from inspect_evals.tau2.retail.tools import all_retail_tools
+
+    first = tool_specs("retail")
+    first[0].parameters["properties"].clear()
+    again = tool_specs("retail")
+    assert again[0].parameters["properties"] and again[0].parameters is not first[0].parameters
+    fresh = sorted((ToolDef(f()) for f in all_retail_tools), key=lambda t: t.name)
+    assert [s.parameters for s in again] == [t.parameters.model_dump(exclude_none=True) for t in fresh]
+    for domain in ("retail", "airline"):
+        env = TauEnv(f"{domain}/0")
+        assert env.tool_names == tuple(s.name for s in env.tools) == tuple(s.name for s in tool_specs(domain))
+    with pytest.raises(ValueError, match="unknown tau domain"):
+        tool_specs("telecom")
+
+
 def test_task_counts_splits_and_ids():
     assert len(load_tasks("retail")) == 114 and len(load_tasks("airline")) == 50
     assert len(load_tasks()) == 164

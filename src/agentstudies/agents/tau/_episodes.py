@@ -162,7 +162,7 @@ def run_episode(
     blocked = declined = steps = 0
     termination = "max_steps"
     last: dict[str, Any] | None = None
-    tool_names = tuple(s.name for s in env.tools)
+    tool_names = env.tool_names
     user_message = chat.first_message() if chat is not None else None
     while steps < max_steps:
         action = policy.act({"task_id": task.task_id, "domain": task.domain, "step": steps, "tools": tool_names,

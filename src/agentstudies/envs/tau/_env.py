@@ -49,6 +49,7 @@ from agentstudies.envs.tau._data import (
     pristine_db,
     pristine_entry_json,
     table_names,
+    tool_names,
     tool_specs,
 )
 
@@ -120,7 +121,7 @@ def _signature(domain: str, name: str) -> inspect.Signature | None:
         return inspect.signature(_calculate)
     if name == "transfer_to_human_agents":
         return inspect.signature(_transfer_to_human_agents)
-    if name not in {s.name for s in tool_specs(domain)}:
+    if name not in tool_names(domain):
         return None
     sig = inspect.signature(getattr(_tools_class(domain), name))
     params = list(sig.parameters.values())[1:]  # drop ``self`` of the unbound method
@@ -169,6 +170,11 @@ class TauEnv:
     def tools(self) -> tuple[Any, ...]:
         """The agent-facing :class:`~agentstudies.envs.tau.ToolSpec` list."""
         return tool_specs(self.domain)
+
+    @property
+    def tool_names(self) -> tuple[str, ...]:
+        """The names of :attr:`tools`, in the same order (no copy of the specs)."""
+        return tool_names(self.domain)
 
     def call(self, name: str, arguments: Mapping[str, Any] | None = None) -> ToolResult:
         """Run tool ``name`` with ``arguments`` on this episode's database.
