@@ -152,7 +152,7 @@ def _findings():
 
 #: ``module.QualName`` -> builder of one instance from small real inputs.
 BUILDERS: dict[str, Callable[[], Result]] = {
-    "agentstudies.sasst._engine.SASSTReport": _sasst_report,
+    "agentstudies.sasst._report.SASSTReport": _sasst_report,
     "agentstudies.handoff._analysis.HandoffResult": _handoff_result,
     "agentstudies.handoff._prediction.InteractionPrediction": _prediction,
     "agentstudies.handoff._diagnostics.BudgetDiagnostic": _budget,

@@ -21,7 +21,9 @@ plots       the chapters' figures
 """
 
 from agentstudies.sasst._data import CONFIRMATION, DISCOVERY, ClusterData, cluster_data, split_clusters
-from agentstudies.sasst._engine import SASST, Discovery, SASSTReport
+from agentstudies.sasst._engine import SASST
+from agentstudies.sasst._report import SASSTReport
+from agentstudies.sasst._results import Discovery
 from agentstudies.sasst._plan import SELECTED, ComparisonPlan
 from agentstudies.sasst._prereg import Preregistration, PreregistrationError, preregister
 from agentstudies.sasst._slots import STATUSES, Slot

@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from agentstudies.sasst._engine import rule_scores
+from agentstudies.sasst._scores import rule_scores
 from agentstudies.sasst._rules import Rule, RuleFamily
 
 __all__ = ["family_ess", "stressed_power", "required_ess", "coverage_check", "CoverageCheck"]

@@ -50,7 +50,9 @@ import pandas as pd
 
 from agentstudies.results import make_provenance
 from agentstudies.sasst._data import ClusterData, cluster_data
-from agentstudies.sasst._engine import SASST, Discovery, FrozenRule, SASSTReport, fingerprint_diff
+from agentstudies.sasst._engine import SASST
+from agentstudies.sasst._report import SASSTReport
+from agentstudies.sasst._results import Discovery, FrozenRule, fingerprint_diff
 from agentstudies.sasst._geometry import _GEOMETRIES, Geometry, Standardizer
 from agentstudies.sasst._plan import ComparisonPlan
 from agentstudies.sasst._rules import RULE_KINDS, RuleFamily, rule_from_dict

@@ -14,7 +14,7 @@ from typing import Sequence
 
 import numpy as np
 
-from agentstudies.sasst._engine import rule_scores
+from agentstudies.sasst._scores import rule_scores
 from agentstudies.sasst._geometry import Geometry, make_geometry
 from agentstudies.sasst._rules import RuleFamily
 

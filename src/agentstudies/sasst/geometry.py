@@ -4,7 +4,7 @@ Where a reweighted task distribution may go: a geometry measures how far the wei
 move the features from the discovery sample (SASST Section 2, the radius ``rho``), and the
 support screens refuse weights the confirmation sample cannot carry (density, ESS,
 radius) or confirmation features shifted from discovery. Definitions in
-:mod:`agentstudies.sasst._geometry`, :mod:`._radius`, :mod:`._engine` and :mod:`._prereg`.
+:mod:`agentstudies.sasst._geometry`, :mod:`._radius`, :mod:`._support` and :mod:`._prereg`.
 
 Geometries  :class:`Geometry` (base), :class:`KMS`, :class:`MMD`, :class:`MaxSliced`,
             :class:`NoRadius`, :func:`make_geometry`; their pieces :class:`Standardizer`,
@@ -17,7 +17,7 @@ Screens     :func:`support_constraints` (density, ESS, radius per rule),
             a pre-registration)
 """
 
-from agentstudies.sasst._engine import support_constraints
+from agentstudies.sasst._support import support_constraints
 from agentstudies.sasst._geometry import (
     KMS,
     MMD,

@@ -16,8 +16,8 @@ Stability   :func:`top_set_jaccard`, :func:`top_weighted_sets`, :func:`weight_co
             (how alike two rules' weights are; the engine's resample stability)
 """
 
-from agentstudies.sasst._engine import (
-    FrozenRule,
+from agentstudies.sasst._results import FrozenRule
+from agentstudies.sasst._scores import (
     rule_scores,
     score_matrix,
     top_set_jaccard,
