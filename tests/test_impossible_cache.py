@@ -15,7 +15,7 @@ import pytest
 from agentstudies.envs.impossible import (
     RunOutcome, SandboxConfig, Submission, VerdictCache, reusable, run_submission,
 )
-from agentstudies.envs.impossible import _sandbox as sb
+from agentstudies.envs.impossible import _verdicts as vc
 
 TESTS = "def check(candidate):\n    assert candidate(2) == 4\n    assert candidate(3) == 9\n"
 GOOD = "def square(x):\n    return x * x\n"
@@ -37,7 +37,7 @@ def counted(monkeypatch):
         ran.append(sub)
         return run_submission(sub, config)
 
-    monkeypatch.setattr(sb, "run_submission", spy)
+    monkeypatch.setattr(vc, "run_submission", spy)
     return ran
 
 
@@ -54,7 +54,7 @@ def test_reused_verdict_equals_a_fresh_run(counted, code, tests, access, edit):
     cache = VerdictCache()
     first = cache.run(sub, FAST)
     again = cache.run(Submission(code, "square", tests, access, edit=edit), FAST)   # a new, equal object
-    fresh = sb.run_submission(sub, FAST)        # independent: no cache involved
+    fresh = vc.run_submission(sub, FAST)        # independent: no cache involved (the spy counts it)
     assert len(counted) == 2                    # the cache ran once, the check once
     assert again.extra.get("reused") is True and not first.extra.get("reused")
     assert _same(first, again) and _same(again, fresh)
@@ -125,20 +125,20 @@ def test_folder_is_shared_private_and_checked(tmp_path, counted):
 
 
 def test_shared_cache_follows_the_scratch_folder(tmp_path, monkeypatch):
-    monkeypatch.setattr(sb, "_SHARED", {})
-    monkeypatch.setenv(sb.SCRATCH_ENV, str(tmp_path))
-    c = sb.shared_verdict_cache()
-    assert c.folder == tmp_path / "impossible-verdicts" and sb.shared_verdict_cache() is c
-    monkeypatch.delenv(sb.SCRATCH_ENV)
-    assert sb.shared_verdict_cache().folder is None
+    monkeypatch.setattr(vc, "_SHARED", {})
+    monkeypatch.setenv(vc.SCRATCH_ENV, str(tmp_path))
+    c = vc.shared_verdict_cache()
+    assert c.folder == tmp_path / "impossible-verdicts" and vc.shared_verdict_cache() is c
+    monkeypatch.delenv(vc.SCRATCH_ENV)
+    assert vc.shared_verdict_cache().folder is None
 
 
 def test_study_tables_identical_with_and_without_reuse(monkeypatch):
     from agentstudies.envs.impossible import Workflow
     from agentstudies.studies import impossible as st
 
-    monkeypatch.setattr(sb, "_SHARED", {})
-    monkeypatch.delenv(sb.SCRATCH_ENV, raising=False)
+    monkeypatch.setattr(vc, "_SHARED", {})
+    monkeypatch.delenv(vc.SCRATCH_ENV, raising=False)
     tasks = st.load_tasks(2, seed=0)
     wfs = [Workflow("lenient", "writable", False, 3), Workflow("neutral", "read_only", False, 3)]
     cfg = SandboxConfig(wall_s=5, cpu_s=2)

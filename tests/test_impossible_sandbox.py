@@ -9,7 +9,10 @@ import uuid
 import pytest
 
 from agentstudies.envs.impossible import SandboxConfig, Submission, isolation, run_submission
+from agentstudies.envs.impossible import _isolation as iso_layers
 from agentstudies.envs.impossible import _sandbox as sb
+from agentstudies.envs.impossible import _verdicts as verdicts
+from agentstudies.envs.impossible import VerdictCache
 from agentstudies.envs.impossible._sandbox import SandboxFault
 
 try:                 # no isolation layer here: in CI a failure, on a user's machine a skip
@@ -349,8 +352,8 @@ def test_a_canary_that_misbehaves_is_a_fault(monkeypatch):
 
 def test_no_working_layer_is_refused_with_the_install_command(monkeypatch):
     dead = {"netns": False, "pidns": False, "mountns": False, "drop_user": False, "python": "", "reason": "probe"}
-    monkeypatch.setattr(sb, "_probe_bwrap", lambda: dict(dead, layer="bwrap"))
-    monkeypatch.setattr(sb, "_probe_unshare", lambda: dict(dead, layer="unshare"))
+    monkeypatch.setattr(iso_layers, "_probe_bwrap", lambda: dict(dead, layer="bwrap"))
+    monkeypatch.setattr(iso_layers, "_probe_unshare", lambda: dict(dead, layer="unshare"))
     for layer in ("auto", "bwrap", "unshare"):
         with pytest.raises(SandboxFault, match="apt-get install -y bubblewrap"):
             sb._layer_info.__wrapped__(layer)
@@ -363,7 +366,7 @@ def test_bwrap_is_preferred_and_unshare_is_only_a_fallback(monkeypatch):
     if not _layer_works("bwrap"):
         pytest.skip("bubblewrap unusable here")
     assert sb._layer_info.__wrapped__("auto")["layer"] == "bwrap"
-    monkeypatch.setattr(sb, "_probe_bwrap", lambda: {"layer": "bwrap", "netns": False, "pidns": False,
+    monkeypatch.setattr(iso_layers, "_probe_bwrap", lambda: {"layer": "bwrap", "netns": False, "pidns": False,
                                                       "mountns": False, "drop_user": False, "python": "",
                                                       "reason": "bubblewrap not found"})
     if _layer_works("unshare"):
@@ -404,12 +407,12 @@ def test_an_activated_venv_changes_nothing():
 def test_verdict_cache_keys_on_the_layer_in_force(monkeypatch):
     # the same submission and config under another isolation layer is another run
     sub = Submission(GOOD, "square", TESTS)
-    key = sb.VerdictCache.key(sub, FAST)
-    assert key == sb.VerdictCache.key(Submission(GOOD, "square", TESTS), FAST)
+    key = VerdictCache.key(sub, FAST)
+    assert key == VerdictCache.key(Submission(GOOD, "square", TESTS), FAST)
     other = {"bwrap": "unshare", "unshare": "bwrap", "none": "bwrap"}[isolation()["layer"]]
-    real = sb._layer_info
-    monkeypatch.setattr(sb, "_layer_info", lambda layer: dict(real(layer), layer=other))
-    assert sb.VerdictCache.key(sub, FAST) != key
+    real = verdicts._layer_info
+    monkeypatch.setattr(verdicts, "_layer_info", lambda layer: dict(real(layer), layer=other))
+    assert VerdictCache.key(sub, FAST) != key
 
 
 def test_a_relative_base_dir_works(tmp_path, monkeypatch):

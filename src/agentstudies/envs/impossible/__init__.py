@@ -12,13 +12,13 @@ verdict of a byte-identical run), :func:`classify_submission`
 
 from agentstudies.envs.impossible._classify import STRATEGIES, classify_submission
 from agentstudies.envs.impossible._sandbox import (
-    OUTCOMES, TEST_ACCESS, RunOutcome, SandboxConfig, SandboxFault, Submission, VerdictCache, isolation, reusable, run_cached,
-    run_many, run_submission, shared_verdict_cache,
+    OUTCOMES, TEST_ACCESS, RunOutcome, SandboxConfig, SandboxFault, Submission, isolation, run_many, run_submission,
 )
 from agentstudies.envs.impossible._tasks import (
     VARIANT_KINDS, Assertion, DocExample, Problem, Variant, alternative_value, derive_variants,
     docstring_examples, eligible_assertions, load_problems, spec_examples, task_features,
 )
+from agentstudies.envs.impossible._verdicts import VerdictCache, reusable, run_cached, shared_verdict_cache
 from agentstudies.envs.impossible._verify import (
     AUDIT_CHECKS, DATA_FILE, audit_frame, audit_original, build_variant_table, buggy_mutants, examples_test,
     load_variant_table, variant_frame,

