@@ -6,6 +6,12 @@ typed tools with implicit state dependencies (:data:`TOOLS`), template-generated
 with milestones, minefields and the eight augmentations (:func:`generate_scenarios`,
 :func:`make_cases`), ToolSandbox scoring (:func:`evaluate`; remaining departures in :data:`DEPARTURES`) and a seeded scripted user
 (:class:`ScriptedUser`, simulated). ToolSandbox's own code and scenarios are not used.
+
+Modules: ``_context`` (tables, messages, snapshots), ``_tools``, ``_scenarios`` (scenario,
+intent and case types), ``_world`` (entity pools, starting world, milestone pieces),
+``_intents`` (one builder per request type), ``_templates`` (template registry,
+:func:`generate_scenarios`), ``_augmentations`` (:func:`make_cases`), ``_scoring``,
+``_user``, ``_env``.
 """
 
 from agentstudies.envs.toolsandbox._context import (
