@@ -73,8 +73,8 @@ def _ratio(num, den) -> np.ndarray:
     """
     num = np.asarray(num, dtype=float)
     den = np.asarray(den, dtype=float)
-    out = np.full(np.broadcast_shapes(num.shape, den.shape), np.nan)
-    np.divide(num, den, out=out, where=np.broadcast_to(den != 0, out.shape))
+    out = np.full(np.broadcast(num, den).shape, np.nan)
+    np.divide(num, den, out=out, where=den != 0)  # ``where`` broadcasts like the operands
     return out
 
 

@@ -257,7 +257,14 @@ class BumpRule(Rule):
 
     def score_standardized(self, Xs: np.ndarray) -> np.ndarray:
         """:meth:`score` of features already passed through :attr:`standardizer`."""
-        d2 = np.sum((Xs - self.center) ** 2, axis=1)
+        return self.score_from_sqdist(self.sqdist(Xs))
+
+    def sqdist(self, Xs: np.ndarray) -> np.ndarray:
+        """Squared distances (n,) of standardized rows Xs (n, d) to :attr:`center`."""
+        return np.sum((Xs - self.center) ** 2, axis=1)
+
+    def score_from_sqdist(self, d2: np.ndarray) -> np.ndarray:
+        """Scores (n,) from squared distances :meth:`sqdist` (n,)."""
         return 1.0 + (self.lift - 1.0) * np.exp(-d2 / (2.0 * self.bandwidth**2))
 
     def describe(self) -> str:
