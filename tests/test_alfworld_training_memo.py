@@ -7,6 +7,7 @@ expected arrival step (``len(plan) - D``) and the budget cut-off are worked out 
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from agentstudies.envs.alfworld._testing import small_game
@@ -98,3 +99,23 @@ def test_evaluate_checkpoint_with_the_memo_equals_fresh_checks(fresh_memo, monke
         assert r.won and r.arrived and r.arrival_step == len(plan) - 2 and r.n_actions == len(plan)
     assert not short_fresh["arrived"].any() and not short_fresh["won"].any()
     assert short_from_memo.equals(short_fresh) and long_from_memo.equals(long_first)
+
+
+def test_evaluate_checkpoints_equals_one_evaluation_per_checkpoint(fresh_memo):
+    """Game-major evaluation of several checkpoints (one load per game) gives, frame for
+    frame, what evaluate_checkpoint gives for each checkpoint alone (loads per checkpoint),
+    with the shipped list and no-list weights decoded at temperature (so the streams
+    matter) and two seeds per game."""
+    sh, nl = tr.load_shipped(), tr.load_shipped(admissible=False)
+    cks = [("SFT", sh["w_sft"], True), ("RL", nl["w_rl"], False), ("RL", sh["w_rl"], True)]
+    kw = dict(temperature=0.4, budget=12, D=2, phase="final", step=3)
+    together = tr.evaluate_checkpoints(cks, GAMES, [0, 1], **kw)
+    fresh_memo.pop("frontier_memo", None)
+    alone = [tr.evaluate_checkpoint(w, name, GAMES, [0, 1], admissible=adm, **kw) for name, w, adm in cks]
+    assert len(together) == len(cks)
+    for t, a in zip(together, alone):
+        pd.testing.assert_frame_equal(t, a)
+    cols = ["won", "arrived", "n_actions", "n_invalid"]  # the checkpoints act differently: a mix-up would show
+    assert all(not together[i][cols].equals(together[j][cols]) for i in range(3) for j in range(i + 1, 3))
+    with pytest.raises(ValueError, match="checkpoints is empty"):
+        tr.evaluate_checkpoints([], GAMES, [0])

@@ -27,6 +27,7 @@ from agentstudies.studies.alfworld_training_checkpoints import (RETRAIN_LOSS_RTO
                                                                 load_shipped, verify_retrain)
 from agentstudies.studies.alfworld_training_loop import (EVAL_COLUMNS, NOLIST_SUFFIX, Demonstrations, TrainingConfig,
                                                          TrainingRun, collect_demonstrations, evaluate_checkpoint,
+                                                         evaluate_checkpoints,
                                                          train_checkpoints, train_rl, train_sft)
 from agentstudies.studies.alfworld_training_pools import (dev_pool, eval_pools, evaluation_digests, sft_games,
                                                           training_pool)
@@ -44,6 +45,7 @@ __all__ = [
     "train_sft",
     "train_rl",
     "evaluate_checkpoint",
+    "evaluate_checkpoints",
     "train_checkpoints",
     "bootstrap_difference",
     "eval_pools",

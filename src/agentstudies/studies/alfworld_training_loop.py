@@ -61,7 +61,8 @@ from agentstudies.parallel import keyed_seed, seeded_map
 from agentstudies.studies.alfworld_training_pools import _WORKER, _env, _load, dev_pool, sft_games, training_pool
 
 __all__ = ["TrainingConfig", "TrainingRun", "Demonstrations", "EVAL_COLUMNS", "NOLIST_SUFFIX",
-           "collect_demonstrations", "train_sft", "train_rl", "evaluate_checkpoint", "train_checkpoints"]
+           "collect_demonstrations", "train_sft", "train_rl", "evaluate_checkpoint", "evaluate_checkpoints",
+           "train_checkpoints"]
 
 #: Name suffix of the checkpoints trained without the admissible list (the ablation):
 #: ``SFT-nolist`` / ``RL-nolist`` and their logs ``sft_curve-nolist.csv`` etc.
@@ -258,49 +259,68 @@ def _rollout_chunk(chunk, rng, w: np.ndarray, temperature: float, budget: int, D
                    grad: bool, name: str, admissible: bool = False):
     """Roll the policy out on each (game, seed, SeedSequence | None, role) of ``chunk``."""
     env = _env(budget)
+    return [_episode(env, game, seed, ss, role, meta, w, name, temperature, budget, D, frontier, grad, admissible)
+            for game, seed, ss, role, meta in chunk]
+
+
+def _eval_chunk(chunk, rng, checkpoints, temperature: float, budget: int, D: int):
+    """Evaluation rollouts of each (game, seed, checkpoint index) of ``chunk``; the
+    checkpoints' ``(name, w, admissible)`` in ``checkpoints``."""
+    env = _env(budget)
     out = []
-    for game, seed, ss, role, meta in chunk:
-        _load(env, game)
-        env.reset(seed, budget)
-        pol = LearnedAlfworldPolicy(w, name, temperature=temperature, admissible=admissible)
-        if ss is None:
-            pol.reset(env.task_id, seed, role)
-        else:
-            pol.reset_stream(ss)
-        arrived_at = None
-        memo: dict[int, bool] = {}
-        if frontier:
-            game_key = (env.task_id, _game_digest(game), int(seed), int(budget), int(D))
-            if _on_frontier(env, D, game_key):
-                raise ValueError(f"task {env.task_id!r}: the start state lies on F_{D}; a reacher could arrive "
-                                 "without acting -- use problems with longer plans")
-        g_idx, g_w = [], []
-        while not env.done:
-            a = pol.act(env.observe())
-            if grad:
-                idx, owner, p, k = pol._last_feat
-                coef = -p[owner]
-                coef[owner == k] += 1.0
-                g_idx.append(idx)
-                g_w.append(coef / temperature)
-            env.step(a)
-            if frontier and arrived_at is None and env.valid[-1] and not env.done:
-                sid = env.state_id()
-                hit = memo.get(sid)
-                if hit is None:
-                    hit = memo[sid] = _on_frontier(env, D, game_key)
-                if hit:
-                    arrived_at = len(env.actions)
-        res = dict(meta, task_id=env.task_id, task_type=env.task_type, seed=seed, won=bool(env.won),
-                   arrived=arrived_at is not None or (bool(env.won) and not frontier),
-                   arrival_step=arrived_at, n_actions=len(env.actions), n_invalid=int(sum(not v for v in env.valid)))
-        if frontier and arrived_at is None and env.won:  # pragma: no cover - a win passes through F_D
-            res["arrived"] = True
-        if grad:
-            res["g_idx"] = np.concatenate(g_idx) if g_idx else np.zeros(0, np.int64)
-            res["g_w"] = np.concatenate(g_w) if g_w else np.zeros(0)
-        out.append(res)
+    for game, seed, k in chunk:
+        name, w, admissible = checkpoints[k]
+        out.append(_episode(env, game, seed, None, "reacher", {"split": game.get("split", "")}, w, name,
+                            temperature, budget, D, True, False, admissible))
     return out
+
+
+def _episode(env, game, seed: int, ss, role: str, meta: Mapping[str, Any], w: np.ndarray, name: str,
+             temperature: float, budget: int, D: int, frontier: bool, grad: bool, admissible: bool) -> dict:
+    """One rollout of the policy ``w`` on ``game`` from ``reset(seed, budget)``: its row
+    (``meta`` plus task, outcome, arrival and action counts; with ``grad`` the sparse
+    score-function terms ``g_idx`` / ``g_w``). Raises ``ValueError`` when ``frontier``
+    and the start state lies on ``F_D``."""
+    _load(env, game)
+    env.reset(seed, budget)
+    pol = LearnedAlfworldPolicy(w, name, temperature=temperature, admissible=admissible)
+    if ss is None:
+        pol.reset(env.task_id, seed, role)
+    else:
+        pol.reset_stream(ss)
+    arrived_at = None
+    memo: dict[int, bool] = {}
+    if frontier:
+        game_key = (env.task_id, _game_digest(game), int(seed), int(budget), int(D))
+        if _on_frontier(env, D, game_key):
+            raise ValueError(f"task {env.task_id!r}: the start state lies on F_{D}; a reacher could arrive "
+                             "without acting -- use problems with longer plans")
+    g_idx, g_w = [], []
+    while not env.done:
+        a = pol.act(env.observe())
+        if grad:
+            idx, owner, p, k = pol._last_feat
+            coef = -p[owner]
+            coef[owner == k] += 1.0
+            g_idx.append(idx)
+            g_w.append(coef / temperature)
+        env.step(a)
+        if frontier and arrived_at is None and env.valid[-1] and not env.done:
+            sid = env.state_id()
+            hit = memo.get(sid)
+            if hit is None:
+                hit = memo[sid] = _on_frontier(env, D, game_key)
+            if hit:
+                arrived_at = len(env.actions)
+    res = dict(meta, task_id=env.task_id, task_type=env.task_type, seed=seed, won=bool(env.won),
+               arrived=arrived_at is not None or (bool(env.won) and not frontier),
+               arrival_step=arrived_at, n_actions=len(env.actions), n_invalid=int(sum(not v for v in env.valid)))
+    if frontier and arrived_at is None and env.won:  # pragma: no cover - a win passes through F_D
+        res["arrived"] = True
+    if grad:
+        res["g_idx"] = np.concatenate(g_idx) if g_idx else np.zeros(0, np.int64)
+        res["g_w"] = np.concatenate(g_w) if g_w else np.zeros(0)
+    return res
 
 
 #: Entries of the worker's cross-episode frontier memo before it is emptied (a bound on
@@ -376,6 +396,39 @@ def evaluate_checkpoint(
     df.insert(2, "checkpoint", name)
     df["arrival_step"] = df["arrival_step"].astype("Int64")
     return df[EVAL_COLUMNS]
+
+
+def evaluate_checkpoints(
+    checkpoints: Sequence[tuple[str, np.ndarray, bool]], games: Sequence[Mapping[str, Any]], seeds: Sequence[int], *,
+    temperature: float = 0.4, budget: int = 48, D: int = 2, n_jobs: int = 1, phase: str = "final", step: int = 0,
+) -> list[pd.DataFrame]:
+    """:func:`evaluate_checkpoint` of several checkpoints on one pool, game by game: each
+    game is loaded once for all of them instead of once per checkpoint (a load is ~35 ms
+    of CPU, measured; an evaluation episode ~0.1-0.2 s).
+
+    ``checkpoints``: ``(name, w, admissible)`` per checkpoint. Returns one frame per
+    checkpoint, in that order, each equal to ``evaluate_checkpoint(w, name, games, seeds,
+    admissible=admissible, ...)`` (same rows, order, dtypes; every episode starts from a
+    reset and a fresh policy, so the interleaving changes nothing). Raises ``ValueError``
+    for an empty checkpoint list or a start state on ``F_D``.
+    """
+    cks = [(str(n), w, bool(adm)) for n, w, adm in checkpoints]
+    if not cks:
+        raise ValueError("checkpoints is empty: expected (name, w, admissible) tuples")
+    items = [(g, int(s), k) for g in games for s in seeds for k in range(len(cks))]
+    chunks = _chunks(items, max(1, n_jobs) * 2 if n_jobs != 1 else 1)
+    res = seeded_map(_eval_chunk, chunks, seed=0, n_jobs=n_jobs, checkpoints=cks, temperature=temperature,
+                     budget=budget, D=D)
+    rows = [r for c in res for r in c]
+    frames = []
+    for k, (name, _, _) in enumerate(cks):
+        df = pd.DataFrame(rows[k::len(cks)])
+        df.insert(0, "phase", phase)
+        df.insert(1, "step", int(step))
+        df.insert(2, "checkpoint", name)
+        df["arrival_step"] = df["arrival_step"].astype("Int64")
+        frames.append(df[EVAL_COLUMNS])
+    return frames
 
 
 def train_rl(
