@@ -239,7 +239,10 @@ def _score_values(ep: pd.DataFrame, cluster: str, seed: str, system: str, score:
     """The score column as floats; strings are refused, booleans read as 0/1 (noted),
     NaN and +/-inf named separately with their rows."""
     col = ep[score]
-    keys = ep[[cluster, seed, system]].astype(str).agg("/".join, axis=1)
+
+    def keys() -> pd.Series:  # row labels for the error messages only (a row-wise join: built on demand)
+        return ep[[cluster, seed, system]].astype(str).agg("/".join, axis=1)
+
     if pd.api.types.is_bool_dtype(col):
         notes.append(f"score column {score!r} is boolean; read as 0/1")
         return col.astype(float)
@@ -249,7 +252,7 @@ def _score_values(ep: pd.DataFrame, cluster: str, seed: str, system: str, score:
         if any(strings):
             raise TypeError(
                 f"score column {score!r} holds text ({kinds}), e.g. {col[np.array(strings)].iloc[0]!r} "
-                f"for {keys[np.array(strings)].iloc[0]}; convert it to numbers first "
+                f"for {keys()[np.array(strings)].iloc[0]}; convert it to numbers first "
                 "(pandas.to_numeric) -- strings such as '0'/'1' are not read as scores"
             )
         bools = np.array([isinstance(v, (bool, np.bool_)) for v in col])
@@ -259,11 +262,11 @@ def _score_values(ep: pd.DataFrame, cluster: str, seed: str, system: str, score:
     values = col.to_numpy(dtype=float)
     nan = np.isnan(values)
     if nan.any():
-        raise ValueError(f"NaN or non-numeric score in column {score!r} for {int(nan.sum())} row(s): {_preview(keys[nan])}")
+        raise ValueError(f"NaN or non-numeric score in column {score!r} for {int(nan.sum())} row(s): {_preview(keys()[nan])}")
     inf = np.isinf(values)
     if inf.any():
         raise ValueError(
-            f"non-finite score (+/-inf) in column {score!r} for {int(inf.sum())} row(s): {_preview(keys[inf])}"
+            f"non-finite score (+/-inf) in column {score!r} for {int(inf.sum())} row(s): {_preview(keys()[inf])}"
         )
     return pd.Series(values, index=ep.index)
 
