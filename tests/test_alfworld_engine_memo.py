@@ -492,3 +492,50 @@ def test_grammar_debug_flags_read_once_give_the_same_texts(env, monkeypatch):
     assert fast == slow and len(fast) == 9
     monkeypatch.setenv("TW_OTHER_FLAG", "1")
     assert engine._read_flag("TW_OTHER_FLAG") and not engine._read_flag("TW_CSG_DEBUG")
+
+
+def _history_fresh(env) -> tuple:
+    """The visible history built from scratch (the formula before the memo)."""
+    out = [env._records[0]["observation"]]
+    for a, r in zip(env._actions, env._records[1:]):
+        out += [a, r["observation"]]
+    return tuple(out)
+
+
+def test_history_memo_equals_a_fresh_history_through_steps_restores_and_resets(env):
+    """``AlfworldEnv.history`` (extended as steps append, rebuilt after reset/restore)
+    equals the history built from scratch after every step, after restoring snapshots
+    of shorter and longer branches, after a replay and a reset; a memo that is not
+    dropped on restore is caught."""
+    rng = random.Random(7)
+    env.load_game(small_game("pick_clean_then_place_in_recep"))
+    env.reset(1)
+    snaps, n = [], 0
+    for i in range(40):
+        if env.done or (i % 7 == 6 and snaps):
+            env.restore(rng.choice(snaps))
+        else:
+            env.step(rng.choice(env.admissible))
+            if i % 3 == 0:
+                snaps.append(env.snapshot())
+        assert env.history == _history_fresh(env) and env.observe()["history"] == env.history
+        n += 1
+    prefix = env.actions
+    env.replay(1, prefix[:3])
+    assert env.history == _history_fresh(env) and len(env.history) == 7
+    env.reset(2)
+    assert env.history == _history_fresh(env) == (env.observation,)
+    # broken: a restore that keeps the memo of the longer branch it leaves
+    env.reset(1)
+    for a in env.admissible[:1]:
+        env.step(a)
+    short = env.snapshot()
+    env.step(env.admissible[0])
+    env.step(env.admissible[-1])
+    longer = env.history
+    memo, memo_n = env._history_memo, env._history_n
+    env.restore(short)
+    env.step(env.admissible[1])
+    env.step(env.admissible[0])
+    env._history_memo, env._history_n = memo, memo_n  # as if restore had not dropped it
+    assert env.history == longer and env.history != _history_fresh(env)

@@ -218,6 +218,8 @@ class AlfworldEnv:
         self._state: Any = None
         self._actions: list[str] = []
         self._records: list[dict[str, Any]] = []
+        self._history_memo: tuple | None = None  # history of the first _history_n actions
+        self._history_n = 0
 
     # ------------------------------------------------------------ loading
     def load_game(self, game: Mapping[str, Any] | str | os.PathLike) -> None:
@@ -269,6 +271,7 @@ class AlfworldEnv:
         self._actions = []
         self._valid = []
         self._records = [record_of(self._state, self._episode_budget)]
+        self._history_memo = None
         return self.observe()
 
     def step(self, action: str) -> tuple[dict[str, Any], bool, bool]:
@@ -361,11 +364,23 @@ class AlfworldEnv:
 
     @property
     def history(self) -> tuple:
-        """Visible history ``h_t = (o_0, a_0, o_1, ..., a_{t-1}, o_t)`` as a flat tuple."""
-        out: list[str] = [self._records[0]["observation"]]
-        for a, r in zip(self._actions, self._records[1:]):
+        """Visible history ``h_t = (o_0, a_0, o_1, ..., a_{t-1}, o_t)`` as a flat tuple.
+
+        Built once per episode prefix: extended by the actions taken since the last call
+        (steps only append), rebuilt after ``reset``/``restore`` (they replace the lists)."""
+        n = len(self._actions)
+        memo = self._history_memo
+        if memo is not None and self._history_n == n:
+            return memo
+        if memo is None or self._history_n > n:
+            out: list[str] = [self._records[0]["observation"]]
+            start = 0
+        else:
+            out, start = list(memo), self._history_n
+        for a, r in zip(self._actions[start:], self._records[start + 1:]):
             out += [a, r["observation"]]
-        return tuple(out)
+        self._history_memo, self._history_n = tuple(out), n
+        return self._history_memo
 
     def history_hash(self) -> str:
         """SHA-256 of the visible history (JSON)."""
@@ -566,6 +581,7 @@ class AlfworldEnv:
         self._set_engine_state((snap.state_id, *engine))
         self._actions = list(actions)
         self._records = list(records)
+        self._history_memo = None
         self._valid = list(valid)
         self._episode_budget = budget
         return self.observe()
