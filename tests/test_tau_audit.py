@@ -2,7 +2,8 @@
 
 Every verdict of the audit's scripted agents is recomputed with the package's own scorers
 (``db_match``, ``score_communicated_info``, ``evaluate_required_actions`` of
-``inspect_evals.tau2.common.scorer``) on at least 20 tasks per domain; the counts of
+``inspect_evals.tau2.common.scorer``) on the tasks of :data:`AUDIT_TASKS`, which show every
+verdict combination (:data:`EXPECTED_CASES`) and every gold-replay flag; the counts of
 agents that pass come from ../shared/notes/tau_bench_data.md (measured there with the
 unmodified package scorers), not from our output.
 """
@@ -12,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import contextvars
 
-import numpy as np
 import pytest
 
 from agentstudies.envs.tau import (
@@ -24,7 +24,6 @@ from agentstudies.envs.tau import (
     reward_basis,
     reward_components,
     task_audit,
-    task_ids,
 )
 from agentstudies.envs.tau._audit import _episode
 
@@ -72,24 +71,47 @@ def _package_verdicts(env: TauEnv) -> dict[str, bool]:
     return contextvars.copy_context().run(run)
 
 
-def _sample(domain: str, n: int = 20) -> list[str]:
-    ids = task_ids(domain)
-    rng = np.random.default_rng(12)
-    return sorted(rng.choice(ids, size=min(n, len(ids)), replace=False).tolist(), key=ids.index)
+#: The tasks whose degenerate agents are scored by the package below. They were picked from
+#: the 20-task random samples per domain (``default_rng(12)``) this test scored until
+#: 2026-12-03, as the fewest tasks that still show every case those 20 showed
+#: (:data:`EXPECTED_CASES`; each package verdict costs 0.3 s retail, 0.8 s airline):
+#: retail/24 and airline/46 have no action (the idle agent's action check passes),
+#: retail/50 and airline/13 expect a transfer to a human and leave the database unchanged,
+#: retail/36 and airline/7 need information the idle agent does not send, retail/35 and
+#: airline/15 change the database and need no information, retail/35 has a gold read that
+#: fails in the gold replay and retail/105 a gold write that fails there.
+AUDIT_TASKS: dict[str, tuple[str, ...]] = {
+    "retail": ("retail/24", "retail/35", "retail/36", "retail/50", "retail/105"),
+    "airline": ("airline/7", "airline/13", "airline/15", "airline/46"),
+}
+
+#: (agent, db_match, communicate_match, action_match) as the package scores them on
+#: :data:`AUDIT_TASKS`: every combination the 20-task samples showed, each at least once.
+_SHARED_CASES = {
+    ("gold", True, True, True),
+    ("idle", False, False, False), ("idle", False, True, False), ("idle", True, True, False),
+    ("idle_info", False, True, False), ("idle_info", True, True, False), ("idle_info", True, True, True),
+    ("drop_last", False, True, False), ("drop_last", True, True, False),
+    ("no_transfer", True, True, False),
+}
+EXPECTED_CASES: dict[str, set[tuple[str, bool, bool, bool]]] = {
+    "retail": _SHARED_CASES | {("idle", True, False, True)},  # retail/24: info required, no action
+    "airline": _SHARED_CASES | {("idle", True, True, True)},  # airline/46: nothing required
+}
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("domain", ["retail", "airline"])
 def test_audit_agrees_with_the_package_scorer(domain, tmp_path, monkeypatch):
-    """≥ 20 tasks per domain: every degenerate agent's components equal the package's."""
+    """Every degenerate agent's components equal the package's, on tasks showing every case."""
     import tempfile
 
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # DB.load leaks a temp copy per call
-    sample = _sample(domain)
-    assert len(sample) >= 20
+    sample = list(AUDIT_TASKS[domain])
     audit = task_audit(task_ids=sample).set_index("task_id")
     checked = 0
     outcomes = set()
+    cases = set()
     for tid in sample:
         task = get_task(tid)
         n = len(task.actions)
@@ -110,11 +132,17 @@ def test_audit_agrees_with_the_package_scorer(domain, tmp_path, monkeypatch):
             reward = float(theirs["db_match"] and theirs["communicate_match"])
             assert ours["reward"] == reward
             outcomes.add((label, reward))
+            cases.add((label, theirs["db_match"], theirs["communicate_match"], theirs["action_match"]))
             checked += 1
             if label in ("gold", "idle", "idle_info", "no_transfer"):
                 assert audit.loc[tid, f"{label}_reward"] == reward, (tid, label)
     assert checked >= 3 * len(sample)
     assert ("gold", 1.0) in outcomes and ("idle", 0.0) in outcomes
+    # the tasks still show every case (the package's verdicts, not ours), and both kinds of task
+    assert cases == EXPECTED_CASES[domain], sorted(cases ^ EXPECTED_CASES[domain])
+    assert set(audit["gold_db_unchanged"]) == {True, False}
+    if domain == "retail":
+        assert audit.loc["retail/35", "n_failed_gold_reads"] > 0 and audit.loc["retail/105", "n_failed_gold_writes"] > 0
 
 
 def test_audit_counts_match_the_measured_package_counts():
