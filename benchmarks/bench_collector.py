@@ -44,6 +44,9 @@ elif name == "training":
         r = tr.train_checkpoints(cfg, n_jobs=1, log=lambda m: None)
         return weights_digest(r.w_sft) + weights_digest(r.w_rl)
 elif name == "inspect":
+    import contextlib
+    import agentstudies.agents.testing as testing
+    testing._collect_in_larger_batches = contextlib.nullcontext  # the threshold set below governs
     from agentstudies.agents.testing import mock_tau2_eval
     from agentstudies.episodes import from_inspect_log
     def run():

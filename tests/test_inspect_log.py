@@ -8,6 +8,7 @@ of the converter.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import math
@@ -24,10 +25,24 @@ from agentstudies.episodes import INSPECT_COLUMNS, LogImportError, from_inspect_
 pytestmark = pytest.mark.slow
 
 
+# The smallest tau2 logs that still exercise every path the tests below read: four tasks
+# (SASST needs two discovery clusters; task ids and input tokens differ), two workflows (two
+# logs with the same solver and model), one epoch. Several epochs per sample (seed = epoch,
+# a missing epoch) are read from the error log (2 epochs) and the corpus' scored_epochs
+# logs, whose seeds are checked against values written independently. Inspect spends about
+# 1.4 CPU-s per tau2 sample, so 8 samples instead of 16 halve this module's setup.
+N_TASKS, EPOCHS = 4, 1
+
+
 @pytest.fixture(scope="module")
 def tau2_logs(tmp_path_factory):
+    import gc
+
     folder = tmp_path_factory.mktemp("tau2logs")
-    return [mock_tau2_eval(w, str(folder), limit=4, epochs=2) for w in ("decline", "transfer")]
+    before = gc.get_threshold()
+    logs = [mock_tau2_eval(w, str(folder), limit=N_TASKS, epochs=EPOCHS) for w in ("decline", "transfer")]
+    assert gc.get_threshold() == before  # the eval's collector setting is undone afterwards
+    return logs
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +50,10 @@ def error_log(tmp_path_factory):
     return mock_error_eval(str(tmp_path_factory.mktemp("errlog")), n_samples=6, epochs=2, fail_every=3)
 
 
+@functools.cache
 def _samples(path):
+    """The log's full samples read with Inspect's own reader (once per log: a tau2 sample
+    holds the retail database)."""
     from inspect_ai.log import read_eval_log
 
     return read_eval_log(path).samples
@@ -53,7 +71,8 @@ def test_rows_match_the_log_samples_one_to_one(tau2_logs):
             expected.append((f"retail/{s.id}", s.epoch, wf, to_float(s.scores["retail_scorer"].value),
                              sum(u.input_tokens for u in s.model_usage.values())))
     got = list(df[["task_id", "seed", "workflow", "score", "input_tokens"]].itertuples(index=False, name=None))
-    assert sorted(got) == sorted(expected) and len(got) == 2 * 4 * 2
+    assert sorted(got) == sorted(expected) and len(got) == 2 * N_TASKS * EPOCHS
+    assert {s for _, s, *_ in got} == set(range(1, EPOCHS + 1)) and len({t for t, *_ in got}) == N_TASKS
     assert not df["flagged"].any()
 
 
@@ -162,7 +181,6 @@ def test_import_log_command(error_log, tmp_path, capsys):
 
 def test_summaries_give_the_rows_of_the_full_samples(tau2_logs, error_log):
     # the converter reads Inspect's sample summaries; the full samples give the same rows
-    from inspect_ai.log import read_eval_log_samples
     from agentstudies.episodes import SCORE_RULE, _log_samples, _sample_row
 
     for path, scorer in ((tau2_logs[1], "retail_scorer"), (error_log, "match")):
@@ -171,8 +189,8 @@ def test_summaries_give_the_rows_of_the_full_samples(tau2_logs, error_log):
         kinds = {type(s).__name__ for s in summaries}
         assert kinds == ({"EvalSampleSummary"} if path != error_log else {"EvalSampleSummary", "EvalSample"})
         fast = sorted(str(_sample_row(s, scorer, SCORE_RULE)) for s in summaries)
-        full = sorted(str(_sample_row(s, scorer, SCORE_RULE)) for s in read_eval_log_samples(path))
-        assert fast == full and len(full) == (4 * 2 if path != error_log else 6 * 2)
+        full = sorted(str(_sample_row(s, scorer, SCORE_RULE)) for s in _samples(path))
+        assert fast == full and len(full) == (N_TASKS * EPOCHS if path != error_log else 6 * 2)
         assert ("'flagged': True" in "".join(full)) == (path == error_log)
 
 
