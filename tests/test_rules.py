@@ -14,8 +14,8 @@
   :data:`ALL_BUDGET` (present size where it cannot shrink yet; the target in a comment).
 * **Module length**: no module in ``src/`` over :data:`MODULE_LIMIT` lines without a
   line starting ``Length:`` in its module docstring saying why it is one module (issue 22
-  item 3). Modules over it when the rule came are in :data:`LONG_MODULES_PENDING`; that
-  list only shrinks (an entry now short, or carrying its reason, fails until removed).
+  item 3). The 15 modules over it when the rule came (2026-12-03) were split or given
+  their reason; there is no pending list any more.
 
 The function-length rule is tests/test_function_length.py; the layers are
 tests/test_architecture.py.
@@ -176,14 +176,6 @@ def test_every_package_has_a_budget():
 #: Lines (physical, as ``wc -l`` counts them) a module in src/ may hold without saying why.
 MODULE_LIMIT = 700
 
-#: Modules over MODULE_LIMIT without a ``Length:`` reason when the rule was added (issue 22
-#: item 3, 2026-12-03), with what makes them long. Their owners split them or state the
-#: reason in the module docstring; the target is {} (an entry that is short or gives its
-#: reason fails until removed, so the list only shrinks).
-LONG_MODULES_PENDING: dict[str, str] = {
-}
-
-
 def _module_length_problem(path: Path, limit: int = MODULE_LIMIT) -> int | None:
     """The line count of ``path`` if it is over ``limit`` and its module docstring has no
     line starting ``Length:``; else None."""
@@ -217,15 +209,7 @@ def test_module_length_detector(tmp_path):
 
 
 def test_no_module_over_the_length_rule_without_a_reason():
-    over = {rel: n for rel, n in _long_modules().items() if rel not in LONG_MODULES_PENDING}
+    over = _long_modules()
     assert not over, (
         f"modules over {MODULE_LIMIT} lines: split them into modules with one job each, or add a "
         f"line starting 'Length:' to the module docstring saying why it is one module: {over}")
-
-
-def test_long_module_list_only_shrinks():
-    long = _long_modules()
-    stale = sorted(set(LONG_MODULES_PENDING) - set(long))
-    assert not stale, f"LONG_MODULES_PENDING entries now short or with a Length: reason, remove them: {stale}"
-    vague = sorted(k for k, why in LONG_MODULES_PENDING.items() if len(why.split()) < 4)
-    assert not vague, f"LONG_MODULES_PENDING entries without a reason of a few words: {vague}"
