@@ -10,10 +10,8 @@ from pathlib import Path
 SRC = Path(__file__).resolve().parents[1] / "src" / "agentstudies"
 LIMIT = 60
 
-# Exemptions while a function is being split: (module path relative to SRC, name) ->
-# why it is still long and who is splitting it. Every entry needs a reason, the list must
-# shrink (an entry that is short or gone fails) and its target is empty (issue 22 item 5).
-PENDING: dict[tuple[str, str], str] = {}
+# The exemption list this rule started with (issue 7) is empty since 2026-12-03 (issue 22
+# item 5) and was removed: a long function states its reason or is split.
 
 
 def _code_lines(lines, node):
@@ -29,12 +27,12 @@ def _code_lines(lines, node):
     return len(code), doc
 
 
-def _long_functions():
+def _long_functions(paths=None, root=SRC):
     found = []
-    for path in sorted(SRC.rglob("*.py")):
+    for path in sorted(paths if paths is not None else root.rglob("*.py")):
         text = path.read_text()
         lines = text.splitlines()
-        rel = path.relative_to(SRC).as_posix()
+        rel = path.relative_to(root).as_posix()
         for node in ast.walk(ast.parse(text)):
             if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 continue
@@ -45,24 +43,19 @@ def _long_functions():
     return found
 
 
+def test_detector_counts_code_lines_and_honours_a_stated_reason(tmp_path):
+    body = "".join(f"    x{i} = {i}\n" for i in range(LIMIT))
+    at_limit = 'def f():\n    """Doc."""\n    # a comment\n\n' + body
+    over = "def g():\n" + body + "    return 1\n"
+    said = 'def h():\n    """Doc.\n\n    Length: one flat list of steps.\n    """\n' + body + "    return 1\n"
+    (tmp_path / "m.py").write_text(at_limit + "\n\n" + over + "\n\n" + said)
+    found = _long_functions([tmp_path / "m.py"], root=tmp_path)
+    assert [(rel, name, n) for rel, name, _, n in found] == [("m.py", "g", LIMIT + 1)]
+
+
 def test_no_long_function_without_a_stated_reason():
-    offenders = [
-        f"{rel}:{lineno} {name} ({n} lines)"
-        for rel, name, lineno, n in _long_functions()
-        if (rel, name) not in PENDING
-    ]
+    offenders = [f"{rel}:{lineno} {name} ({n} lines)" for rel, name, lineno, n in _long_functions()]
     assert not offenders, (
         f"functions over {LIMIT} lines of code: split them into named steps or give a "
         "'Length:' line in the docstring saying why not:\n" + "\n".join(offenders)
     )
-
-
-def test_pending_list_names_only_long_functions():
-    long = {(rel, name) for rel, name, _, _ in _long_functions()}
-    stale = sorted(set(PENDING) - long)
-    assert not stale, f"PENDING entries that are now short or gone, remove them: {stale}"
-
-
-def test_every_pending_entry_says_why():
-    vague = sorted(k for k, reason in PENDING.items() if len(reason.split()) < 4)
-    assert not vague, f"PENDING entries without a reason of a few words (why still long, who splits it): {vague}"
