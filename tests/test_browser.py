@@ -256,8 +256,9 @@ def _same_origin_only(base: str, events: list[str]):
 
 
 def check_book(html: Path, shots: Path | None = SHOTS, widths=WIDTHS,
-               search_term: str = SEARCH_TERM) -> tuple[list[str], dict]:
-    """Open every page of the built book ``html`` in Chromium; return (problems, report)."""
+               search_term: str = SEARCH_TERM, search_timeout_ms: int = 15000) -> tuple[list[str], dict]:
+    """Open every page of the built book ``html`` in Chromium; return (problems, report).
+    ``search_timeout_ms``: how long the search page may take to list its first hit."""
     from playwright.sync_api import sync_playwright
 
     pages = sorted(p.relative_to(html).as_posix() for p in html.rglob("*.html")
@@ -334,7 +335,7 @@ def check_book(html: Path, shots: Path | None = SHOTS, widths=WIDTHS,
                 # search finds a known term
                 page.goto(f"{base}/search.html?q={search_term}", wait_until="load")
                 try:
-                    page.wait_for_selector("#search-results ul.search li", timeout=15000)
+                    page.wait_for_selector("#search-results ul.search li", timeout=search_timeout_ms)
                     hits = page.locator("#search-results ul.search li").count()
                 except Exception:  # noqa: BLE001 - reported as a problem below
                     hits = 0
@@ -475,7 +476,8 @@ def test_the_checker_catches_what_it_claims(browser_available, tmp_path):
     for name, body in pages.items():
         (site / name).write_text(_PAGE.format(body=body))
     (site / "search.html").write_text(_PAGE.format(body='<div id="search-results"></div>'))
-    problems, report = check_book(site, shots=None, widths=(390,))
+    # the empty search page must fail: waiting 15 s for a hit that never comes would only cost time
+    problems, report = check_book(site, shots=None, widths=(390,), search_timeout_ms=1500)
     by_page = {name: [p for p in problems if p.startswith(name)] for name in pages}
     assert by_page["clean.html"] == []
     assert any("another origin: https://cdn.example.org/lib.js" in p for p in by_page["cdn.html"])
