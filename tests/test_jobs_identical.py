@@ -1,8 +1,7 @@
 """Same parameters and seed -> byte-identical tables, whatever ``--jobs`` is (issue 7).
 
 Every chapter that declares ``n_jobs`` is run at its smoke profile twice: the shared
-smoke run with ``--jobs 2`` and a second run with ``--jobs 1`` (both from tests/conftest.py's
-``smoke_runs``, the second queued behind the smoke book when the session builds it).
+smoke run with ``--jobs 2`` (tests/conftest.py) and a second run here with ``--jobs 1``.
 Every CSV and Parquet file the two runs write must be byte-identical (provenance.json
 records wall time and is not compared, nor are the wall-clock tables named in
 :data:`WALL_CLOCK`).
@@ -10,13 +9,18 @@ records wall time and is not compared, nor are the wall-clock tables named in
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
-from conftest import JOBS_TWINS, SMOKE_JOBS  # tests/ is on sys.path (pytest rootdir conftest)
+from agentstudies import runner
 
-PARALLEL = sorted(JOBS_TWINS)
+from conftest import REPO, SMOKE_JOBS  # tests/ is on sys.path (pytest rootdir conftest)
+
+PARALLEL = [name for name in runner.toc_chapters(REPO)
+            if (REPO / "notebooks" / f"{name}.ipynb").is_file()
+            and "n_jobs" in runner.declared_parameters(REPO / "notebooks" / f"{name}.ipynb")]
 
 
 #: Tables that measure seconds (benchmark-style timings of a chapter's own steps): they
@@ -36,10 +40,10 @@ def test_some_chapters_are_parallel():
 @pytest.mark.notebook
 @pytest.mark.slow
 @pytest.mark.parametrize("name", PARALLEL)
-def test_tables_identical_for_jobs_1_and_2(name, smoke_runs):
+def test_tables_identical_for_jobs_1_and_2(name, smoke_runs, tmp_path, monkeypatch):
     two = smoke_runs.get(name)
     assert two.parameters.get("n_jobs") == SMOKE_JOBS
-    one = smoke_runs.get(name, jobs=1)  # its own folders; side by side with the book when it is built
+    one = runner.run_notebook(name, {}, tmp_path / f"{name}.ipynb", profile="smoke", jobs=1, root=REPO)
     assert one.parameters.get("n_jobs") == 1
     a, b = _tables(two.artifacts), _tables(one.artifacts)
     assert a, f"{name}: the smoke run wrote no CSV or Parquet table"
