@@ -26,10 +26,13 @@ $(STAMP): pyproject.toml
 	    { echo "agentstudies needs Python 3.11: make PYTHON=python3.11 ..."; exit 1; }; \
 	  $(PYTHON) -m venv $(VENV); }
 	$(BIN)/python -m pip install --quiet "pip>=24"
-# --no-compile: pip byte-compiles every installed module (torch, transformers, sympy, ...),
-# ~90 of the ~150 CPU-s of a fresh install measured on 2026-12-03; Python compiles the few
-# modules the chapters import on first use instead (and caches them in the venv).
+# pip byte-compiles what it installs on one core: ~90 of the ~150 CPU-s of a fresh install
+# (measured 2026-12-03). Installing with --no-compile and compiling afterwards on every
+# core (compileall -j 0) gives the same .pyc files sooner. Leaving them to first use
+# instead made every process of the first test run or book compile the same modules.
+# Like pip, a file that does not compile (e.g. Python-2 test data) is skipped, not fatal.
 	$(BIN)/python -m pip install --quiet --no-compile -e ".[book,embeddings,llm,dev]"
+	$(BIN)/python -m compileall -qq -j 0 "$$($(BIN)/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')" || true
 	@touch $(STAMP)
 
 # Executes every chapter of book/_toc.yml (papermill) into book/chapters/, then renders
