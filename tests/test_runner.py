@@ -650,9 +650,10 @@ def test_a_fresh_clone_orders_its_first_run_by_the_shipped_durations(tmp_path):
     # the shipped file names real chapters, each with a positive time
     shipped = json.loads((Path(__file__).resolve().parents[1] / REFERENCE_DURATIONS_FILE).read_text())
     toc = set(toc_chapters(Path(__file__).resolve().parents[1]))
-    assert set(shipped) == {"paper"}
-    assert set(shipped["paper"]) == toc, f"give {REFERENCE_DURATIONS_FILE} each TOC chapter's paper time"
-    assert all(v > 0 for v in shipped["paper"].values())
+    assert set(shipped) == {"paper", "quick"}
+    for profile in ("paper", "quick"):
+        assert set(shipped[profile]) == toc, f"give {REFERENCE_DURATIONS_FILE} each TOC chapter's {profile} time"
+        assert all(v > 0 for v in shipped[profile].values())
 
 
 def test_confidence_levels_are_checked_up_front(tmp_path):
