@@ -42,6 +42,11 @@ SMOKE_JOBS = 2
 #: chapter on demand in this process instead. Only the order changes, never a table.
 SMOKE_AT_ONCE = max(1, int(os.environ.get("AGENTSTUDIES_SMOKE_AT_ONCE", "2")))
 
+#: Chapters rerun with ``--jobs 1`` (tests/test_jobs_identical.py): those that declare ``n_jobs``.
+JOBS_TWINS = frozenset(name for name in runner.toc_chapters(REPO)
+                       if (REPO / "notebooks" / f"{name}.ipynb").is_file()
+                       and "n_jobs" in runner.declared_parameters(REPO / "notebooks" / f"{name}.ipynb"))
+
 #: Set by :func:`pytest_collection_modifyitems`: the session collected the smoke book's
 #: browser check, which executes every chapter, so running them side by side costs nothing extra.
 _WHOLE_BOOK = {"needed": False}
@@ -56,6 +61,12 @@ class SmokeRuns:
     ``get`` waits for its chapter (moved to the front if not started). Otherwise each
     chapter runs on demand in this process. A chapter whose run failed raises the same
     :class:`runner.BookError` again on every later ``get`` (it is not re-run).
+
+    ``get(name, jobs=1)`` is the same chapter's second run with ``--jobs 1``, into its own
+    folders (tests/test_jobs_identical.py compares the two). Side by side, the scheduler
+    queues these reruns (:data:`JOBS_TWINS`) after the whole book, so they keep both cores
+    busy while the browser check and the other tests run instead of running one after
+    another at the end of the session.
     """
 
     def __init__(self, folder: Path, at_once: int = SMOKE_AT_ONCE):
@@ -70,18 +81,31 @@ class SmokeRuns:
         self._thread: threading.Thread | None = None
         self._closed = False
 
-    def get(self, name: str) -> runner.RunResult:
+    def _key(self, name: str, jobs: int) -> str:
+        return name if jobs == SMOKE_JOBS else f"{name}@jobs{jobs}"
+
+    def _folders(self, key: str) -> tuple[str, int, Path, Path]:
+        """(chapter, jobs, executed-notebook folder, artifacts root) of a run key."""
+        if "@jobs" not in key:
+            return key, SMOKE_JOBS, self.chapters, self.artifacts
+        name, jobs = key.split("@jobs")
+        base = self.folder / f"jobs{jobs}"
+        return name, int(jobs), base / "chapters", base / "artifacts"
+
+    def get(self, name: str, jobs: int = SMOKE_JOBS) -> runner.RunResult:
+        key = self._key(name, jobs)
         if self.at_once > 1 and _WHOLE_BOOK["needed"]:
-            self._wait_side_by_side(name)
-        elif name not in self._done:
+            self._wait_side_by_side(key)
+        elif key not in self._done:
+            _, _, chapters, artifacts = self._folders(key)
             try:
-                self._done[name] = runner.run_notebook(
-                    name, {}, self.chapters / f"{name}.ipynb", profile="smoke", jobs=SMOKE_JOBS, root=REPO,
-                    artifacts=self.artifacts,
+                self._done[key] = runner.run_notebook(
+                    name, {}, chapters / f"{name}.ipynb", profile="smoke", jobs=jobs, root=REPO,
+                    artifacts=artifacts,
                 )
             except runner.BookError as exc:
-                self._done[name] = exc
-        result = self._done[name]
+                self._done[key] = exc
+        result = self._done[key]
         if isinstance(result, BaseException):
             raise result
         return result
@@ -90,8 +114,9 @@ class SmokeRuns:
     def _wait_side_by_side(self, name: str) -> None:
         with self._cond:
             if self._thread is None:
-                chapters = runner.toc_chapters(REPO)
-                self._queue = sorted(chapters, key=lambda c: -_last_quick_seconds(c))
+                chapters = sorted(runner.toc_chapters(REPO), key=lambda c: -_last_quick_seconds(c))
+                twins = [self._key(c, 1) for c in chapters if c in JOBS_TWINS]
+                self._queue = chapters + twins
                 self._tmp = Path(tempfile.mkdtemp(prefix="smoke-results-", dir=self.folder))
                 self._thread = threading.Thread(target=self._schedule, name="smoke-runs", daemon=True)
                 self._thread.start()
@@ -102,13 +127,14 @@ class SmokeRuns:
             while name not in self._done:
                 self._cond.wait()
 
-    def _start(self, name: str) -> None:
-        out = self._tmp / f"{name}.json"
-        spec = json.dumps({"chapter": name, "profile": "smoke", "jobs": SMOKE_JOBS, "root": str(REPO),
+    def _start(self, key: str) -> None:
+        name, jobs, chapters, artifacts = self._folders(key)
+        out = self._tmp / f"{key}.json"
+        spec = json.dumps({"chapter": name, "profile": "smoke", "jobs": jobs, "root": str(REPO),
                            "log_output": False, "result": str(out),
-                           "output": str(self.chapters / f"{name}.ipynb"), "artifacts": str(self.artifacts)})
-        self.chapters.mkdir(parents=True, exist_ok=True)
-        self._running[name] = (subprocess.Popen([sys.executable, "-m", "agentstudies._book_child", spec]), out)
+                           "output": str(chapters / f"{name}.ipynb"), "artifacts": str(artifacts)})
+        chapters.mkdir(parents=True, exist_ok=True)
+        self._running[key] = (subprocess.Popen([sys.executable, "-m", "agentstudies._book_child", spec]), out)
 
     def _schedule(self) -> None:
         from agentstudies.book.schedule import _child_result
@@ -122,7 +148,7 @@ class SmokeRuns:
                 for name, (proc, out) in list(self._running.items()):
                     if proc.poll() is not None:
                         del self._running[name]
-                        self._done[name] = _child_result(name, proc.returncode, out)
+                        self._done[name] = _child_result(self._folders(name)[0], proc.returncode, out)
                         self._cond.notify_all()
             time.sleep(0.1)
 

@@ -1,7 +1,8 @@
 """Same parameters and seed -> byte-identical tables, whatever ``--jobs`` is (issue 7).
 
 Every chapter that declares ``n_jobs`` is run at its smoke profile twice: the shared
-smoke run with ``--jobs 2`` (tests/conftest.py) and a second run here with ``--jobs 1``.
+smoke run with ``--jobs 2`` and a second run with ``--jobs 1`` (both from tests/conftest.py's
+``smoke_runs``, the second queued behind the smoke book when the session builds it).
 Every CSV and Parquet file the two runs write must be byte-identical (provenance.json
 records wall time and is not compared, nor are the wall-clock tables named in
 :data:`WALL_CLOCK`).
@@ -9,18 +10,13 @@ records wall time and is not compared, nor are the wall-clock tables named in
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
-from agentstudies import runner
+from conftest import JOBS_TWINS, SMOKE_JOBS  # tests/ is on sys.path (pytest rootdir conftest)
 
-from conftest import REPO, SMOKE_JOBS  # tests/ is on sys.path (pytest rootdir conftest)
-
-PARALLEL = [name for name in runner.toc_chapters(REPO)
-            if (REPO / "notebooks" / f"{name}.ipynb").is_file()
-            and "n_jobs" in runner.declared_parameters(REPO / "notebooks" / f"{name}.ipynb")]
+PARALLEL = sorted(JOBS_TWINS)
 
 
 #: Tables that measure seconds (benchmark-style timings of a chapter's own steps): they
@@ -40,10 +36,10 @@ def test_some_chapters_are_parallel():
 @pytest.mark.notebook
 @pytest.mark.slow
 @pytest.mark.parametrize("name", PARALLEL)
-def test_tables_identical_for_jobs_1_and_2(name, smoke_runs, tmp_path, monkeypatch):
+def test_tables_identical_for_jobs_1_and_2(name, smoke_runs):
     two = smoke_runs.get(name)
     assert two.parameters.get("n_jobs") == SMOKE_JOBS
-    one = runner.run_notebook(name, {}, tmp_path / f"{name}.ipynb", profile="smoke", jobs=1, root=REPO)
+    one = smoke_runs.get(name, jobs=1)  # its own folders; side by side with the book when it is built
     assert one.parameters.get("n_jobs") == 1
     a, b = _tables(two.artifacts), _tables(one.artifacts)
     assert a, f"{name}: the smoke run wrote no CSV or Parquet table"
