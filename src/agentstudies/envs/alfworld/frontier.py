@@ -33,6 +33,8 @@ from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
+import numpy as np
+
 from agentstudies.envs.alfworld.engine import _operator_array, applicable_operator_ids, applicable_operators
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -46,6 +48,11 @@ __all__ = ["FrontierCheck", "frontier_check", "frontier_check_reference", "goal_
 #: last depth (the check before the filter; tests compare both).
 _RELEVANT: "OrderedDict[str, dict[bytes, bool]]" = OrderedDict()
 USE_GOAL_RELEVANCE = True
+#: The same memo by identity of the SAS text: ``id(text) -> (text, relevant)``.
+_RELEVANT_OF_TEXT: dict[int, tuple[str, dict[bytes, bool]]] = {}
+#: Per relevance map (by identity, one per task), the operator table of
+#: :func:`_last_level_ops`: ``id(relevant) -> _LastLevel``.
+_LAST_LEVEL: dict[int, "_LastLevel"] = {}
 
 
 @dataclass(frozen=True)
@@ -142,10 +149,14 @@ def goal_relevant_operators(sas: str) -> dict[bytes, bool]:
     of them, and so the goal, as it was: from a state that is not a goal state it cannot
     win. Memoised per task; raises ``ValueError`` for a SAS text without a goal.
     """
+    same = _RELEVANT_OF_TEXT.get(id(sas))
+    if same is not None and same[0] is sas:  # this very text object: no need to hash ~1 MB again
+        return same[1]
     key = hashlib.sha256(sas.encode()).hexdigest()
     hit = _RELEVANT.get(key)
     if hit is not None:
         _RELEVANT.move_to_end(key)
+        _remember_text(sas, hit)
         return hit
     goal, rules, ops = _sas_goal_parts(sas)
     if not goal:
@@ -165,19 +176,63 @@ def goal_relevant_operators(sas: str) -> dict[bytes, bool]:
     _RELEVANT[key] = hit
     if len(_RELEVANT) > 64:
         _RELEVANT.popitem(last=False)
+    _remember_text(sas, hit)
     return hit
+
+
+def _remember_text(sas: str, relevant: dict[bytes, bool]) -> None:
+    """Key ``relevant`` by the identity of the SAS text object too (the text is kept
+    alive with it, so its id cannot be reused): a task's every check passes the same
+    string, and hashing it (up to ~1 MB, ~1.5 ms) was half the cost of a check."""
+    if len(_RELEVANT_OF_TEXT) >= 64:
+        _RELEVANT_OF_TEXT.clear()
+    _RELEVANT_OF_TEXT[id(sas)] = (sas, relevant)
+
+
+class _LastLevel:
+    """One task's operator table for :func:`_last_level_ops`: operator id -> code of its
+    name (an operator id is the operator's index in the loaded SAS task, so its name
+    never changes) and whether :func:`goal_relevant_operators` keeps that name. Filled
+    lazily: only the names of operator ids not met before are read."""
+
+    def __init__(self, relevant: dict[bytes, bool]):
+        self.relevant = relevant  # kept alive: the table is keyed by its id
+        self.of_id: dict[int, tuple[int, bool]] = {}
+        self.codes: dict[bytes, int] = {}
+
+    def learn(self, arr: np.ndarray, j: int) -> tuple[int, bool]:
+        """Code and relevance of the operator in row ``j`` of a structured operator array."""
+        name = bytes(arr["name"][j])
+        code = self.codes.setdefault(name, len(self.codes))
+        hit = self.of_id[int(arr["id"][j])] = (code, self.relevant.get(name, True))
+        return hit
 
 
 def _last_level_ops(lib, relevant: dict[bytes, bool]) -> tuple[int, list[int]]:
     """At the last depth: ``(number of operators tested, ids of those that can change the
     goal)`` -- the operators of :func:`applicable_operator_ids` (one per name, the first
-    listed), keeping those :func:`goal_relevant_operators` does not rule out (a name it
-    does not know is kept)."""
+    listed, in the library's order), keeping those :func:`goal_relevant_operators` does
+    not rule out (a name it does not know is kept). Names are compared as codes from the
+    task's operator table (:class:`_LastLevel`), not read and decoded on every call."""
     _, arr = _operator_array(lib)
-    first: dict[bytes, int] = {}
-    for op_id, name in zip(arr["id"].tolist(), arr["name"].tolist()):
-        first.setdefault(name, op_id)
-    return len(first), [op_id for name, op_id in first.items() if relevant.get(name, True)]
+    table = _LAST_LEVEL.get(id(relevant))
+    if table is None or table.relevant is not relevant:
+        if len(_LAST_LEVEL) >= 64:
+            _LAST_LEVEL.clear()
+        table = _LAST_LEVEL[id(relevant)] = _LastLevel(relevant)
+    of_id = table.of_id
+    seen: set[int] = set()
+    keep: list[int] = []
+    for j, op_id in enumerate(arr["id"].tolist()):
+        hit = of_id.get(op_id)
+        if hit is None:
+            hit = table.learn(arr, j)
+        code, relevant_op = hit
+        if code not in seen:
+            seen.add(code)
+            if relevant_op:
+                keep.append(op_id)
+    return len(seen), keep
 
 
 def _check_D(D: int) -> int:
