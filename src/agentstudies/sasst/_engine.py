@@ -44,9 +44,10 @@ from agentstudies.sasst._results import FINGERPRINT_FIELDS, Discovery, FrozenRul
 from agentstudies.sasst._rules import FixedFamily, Rule, RuleFamily, UniformRule
 from agentstudies.sasst._scores import (_jaccard, rule_scores, score_matrix, top_set_jaccard, top_weighted_sets,
                                        weight_correlation)
+from agentstudies.sasst._resample import resample_selections
 from agentstudies.sasst._slots import Slot
-from agentstudies.sasst._support import _all_hold, _radius_screen, _select, support_constraints
-from agentstudies._tolerances import SUPPORT_TOL, TINY
+from agentstudies.sasst._support import _all_hold, _radius_screen, _select, support_constraints  # noqa: F401 (re-exported)
+from agentstudies._tolerances import SUPPORT_TOL
 from agentstudies.parallel import keyed_seed
 from agentstudies.results import make_provenance
 from agentstudies.stats import INFERENCE_METHODS, bootstrap_counts
@@ -68,6 +69,9 @@ class _DiscoveryCache:
     families: dict[str, tuple[list[Rule], np.ndarray]] = field(default_factory=dict)
     geometries: dict[str, Geometry] = field(default_factory=dict)
     masks: np.ndarray | None = None
+    #: first-order contributions ``(H1 - mu1) @ grad`` (n,) by the bytes of the target contrast
+    #: ``c``: slots that share a discovery target share them (the same product, computed once)
+    psi: dict[bytes, np.ndarray] = field(default_factory=dict)
 
 
 def _same_state(a: tuple, b: tuple) -> bool:
@@ -221,10 +225,16 @@ class SASST:
         memo = self.__dict__.get("_fingerprint_memo")
         if memo is not None and _same_state(memo[0], state):
             return dict(memo[1])
-        p = self.params()
-        p["geometries"] = self.geometries
-        digests = {k: hashlib.sha256(json.dumps(_spec_json(p[k]), default=str).encode()).hexdigest()
-                   for k in FINGERPRINT_FIELDS}
+        p: dict[str, Any] | None = None
+        digests = {}
+        for i, k in enumerate(FINGERPRINT_FIELDS):  # the snapshot holds one part per field, in this order
+            if memo is not None and _same_state(memo[0][i], state[i]):
+                digests[k] = memo[1][k]  # this setting is unchanged since the last digest (e.g. only the seed moved)
+                continue
+            if p is None:
+                p = self.params()
+                p["geometries"] = self.geometries
+            digests[k] = hashlib.sha256(json.dumps(_spec_json(p[k]), default=str).encode()).hexdigest()
         self._fingerprint_memo = (state, digests)
         return dict(digests)
 
@@ -235,6 +245,8 @@ class SASST:
         a trial that discovers and confirms with one engine digests its settings once (the
         JSON walk over a registry's rules cost about 40% of a small simulation trial); an
         engine changed in place (a family's field, a slot, a threshold) gets a new digest.
+        One part per :data:`FINGERPRINT_FIELDS` entry, in that order: an engine reused with
+        a new seed digests only the seed again.
         """
         return (self.plan.to_dict(), [(type(s), repr(s)) for s in self.slots],
                 [(k, type(f), f.to_dict()) for k, f in self.families.items()], _spec_json(self.geometries),
@@ -367,7 +379,9 @@ class SASST:
         ess = 1.0 / np.sum(W * W, axis=1)
         dens = n * W.max(axis=1)
         dist = geom.distance(data.X, u, W) if slot.radius is not None else np.zeros(len(cands))
-        psi = (H1 - mu1) @ self.plan.gradient(mu1, c)
+        psi = cache.psi.get(c.tobytes())
+        if psi is None:
+            psi = cache.psi[c.tobytes()] = (H1 - mu1) @ self.plan.gradient(mu1, c)
         loc = float(c @ theta) + (W - u) @ psi
         share = self.plan.split_shares(S, cache.masks)
         # every predeclared score-blind constraint of C.2, split denominators included
@@ -413,36 +427,25 @@ class SASST:
         top0 = top_weighted_sets(s0[None, :], self.top_fraction)[0]
         corr = np.zeros(B)
         jac = np.zeros(B)
+        if not refit:  # every resample selects from the same registry: in blocks of resamples
+            picks = resample_selections(self.plan, S, counts, delta, psi, slot, geom, data.X, masks)
+            hit = picks >= 0
+            corr[hit] = corr_all[picks[hit]]
+            jac[hit] = jac_all[picks[hit]]
+            return float(corr.mean()), float(jac.mean())
         bump_cache: dict[tuple[bytes, bytes], np.ndarray] = {}  # bump distance rows, reused across resamples
         chosen: list[np.ndarray] = []  # refit: the scores each resample chose, and which resample
         chosen_at: list[int] = []
-        for b in range(B):
-            m = counts[b]
-            if refit:  # rerun the slot: the family refitted on the resampled discovery features
-                rows = np.repeat(np.arange(n), m.astype(int))
-                cands = self.families[slot.family].fit(data.X[rows], data.feature_names)
-                S = score_matrix(cands, data.X, data.feature_names, bump_cache=bump_cache)
-            ms = S * m
-            tot = ms.sum(axis=1)
-            okm = tot > 0
-            Wb = ms / np.where(okm, tot, 1.0)[:, None]
-            ub = m / n
-            loc = delta[b] + (Wb - ub) @ psi[:, b]
-            ess = np.where(okm, tot**2 / np.maximum((S * S * m).sum(axis=1), TINY), 0.0)
-            dens = n * (S[:, m > 0].max(axis=1)) / np.where(okm, tot, np.inf)
-            share = self.plan.split_shares(S, masks, m)
-            feas = okm & _all_hold(support_constraints(slot, ess, dens, split_share=share)) & np.isfinite(loc)
-            dist = np.zeros(S.shape[0])
-            if slot.radius is not None:
-                dist, feas = _radius_screen(geom, data.X, ub, Wb, loc, feas, slot)
-            gb = _select(loc, feas, ess, dist, slot.tie_rule, slot.tolerance)
-            if gb >= 0 and refit:  # agreement of the refitted registry's choice only (row-wise: same values)
+        for b in range(B):  # rerun the slot: the family refitted on the resampled discovery features
+            rows = np.repeat(np.arange(n), counts[b].astype(int))
+            cands = self.families[slot.family].fit(data.X[rows], data.feature_names)
+            S = score_matrix(cands, data.X, data.feature_names, bump_cache=bump_cache)
+            gb = int(resample_selections(self.plan, S, counts[b:b + 1], delta[b:b + 1], psi[:, b:b + 1], slot, geom,
+                                         data.X, masks)[0])
+            if gb >= 0:  # agreement of the refitted registry's choice only (row-wise: same values)
                 corr[b] = weight_correlation(s0, S[gb:gb + 1])[0]
                 chosen.append(S[gb])
                 chosen_at.append(b)
-            elif gb >= 0:
-                corr[b] = corr_all[gb]
-                jac[b] = jac_all[gb]
         if chosen:  # = top_set_jaccard per resample: the quantile of each row is taken on its own
             jac[chosen_at] = _jaccard(top0, top_weighted_sets(np.vstack(chosen), self.top_fraction))
         return float(corr.mean()), float(jac.mean())
@@ -485,13 +488,14 @@ class SASST:
                                  "differ from the discovery's (a frozen rule is confirmed only by the engine, "
                                  "registry and thresholds it was frozen with)")
         masks = self.plan.split_masks(data.ids)
-        theta0 = self.plan.values(self.plan.tensor(data.Z, np.ones(n), masks).mean(axis=0))
+        memo: dict[Any, _Weighted] = {}  # per frozen rule: its weighting of I (slots share rules)
+        theta0 = self._weighted(UniformRule(), data, masks, memo).theta
         rows, phis, geoms = [], {}, dict(discovery.geometries)
         for slot in self.slots:
             t0 = time.perf_counter()
             fr = discovery.rules.get(slot.name)
             row, rule = self._discovery_fields(slot, fr, theta0)
-            conf, phi = self._confirm_slot(slot, rule, data, masks, geoms)
+            conf, phi = self._confirm_slot(slot, rule, data, masks, geoms, memo)
             row.update(conf)
             if not row["reason"] and not row["stable"]:
                 row["reason"] = f"stability {row['stability']:.2f} < threshold {slot.stability_threshold:g}"
@@ -543,12 +547,37 @@ class SASST:
         row["rule_json"] = rule.to_json() if rule is not None else ""
         return row, rule
 
+    def _weighted(self, rule: Rule, data: ClusterData, masks: Any, memo: dict[Any, "_Weighted"]) -> "_Weighted":
+        """The frozen rule's weighting of ``I``: scores, weights, tensor, its mean and ``theta``.
+
+        Computed once per rule and confirmation (``memo``): slots that share a frozen rule
+        (one discovery specification, several contrasts) or the uniform rule (also the
+        unweighted ``theta`` of the report) reuse the same arrays. A uniform rule's scores
+        are ones whatever its type, so every uniform rule shares one entry.
+        """
+        key = "uniform" if rule.is_uniform else id(rule)
+        hit = memo.get(key)
+        if hit is not None:
+            return hit
+        s = rule_scores(rule, data.X, data.feature_names)
+        tot = s.sum()
+        wt = _Weighted(rule, s, tot)
+        if tot > 0:
+            wt.w = s / tot
+            wt.H = self.plan.tensor(data.Z, s, masks)
+            wt.mu = wt.H.mean(axis=0)
+            wt.theta = self.plan.values(wt.mu)
+        memo[key] = wt  # holds the rule, so its id is not reused while the memo lives
+        return wt
+
     def _confirm_slot(self, slot: Slot, rule: Rule | None, data: ClusterData, masks: Any,
-                      geoms: dict[str, Geometry]) -> tuple[dict[str, Any], np.ndarray | None]:
+                      geoms: dict[str, Geometry], memo: dict[Any, "_Weighted"] | None = None,
+                      ) -> tuple[dict[str, Any], np.ndarray | None]:
         """The frozen rule on ``I``: weighted contrast, support recheck, contributions (C.3).
 
         Returns the confirmation fields of the report row and the plug-in contributions
-        (N_I,) when the slot is support-feasible (else ``None``).
+        (N_I,) when the slot is support-feasible (else ``None``). ``memo`` (one per
+        confirmation) shares a rule's weighting, distances and contributions among slots.
         """
         n = len(data)
         out: dict[str, Any] = dict(confirmation_feasible=False, estimate=np.nan, se=np.nan, bound=np.nan,
@@ -558,19 +587,21 @@ class SASST:
         if rule is None:
             out["reason"] = "no candidate met the discovery constraints"
             return out, None
-        s = rule_scores(rule, data.X, data.feature_names)
-        if s.sum() <= 0:
+        wt = self._weighted(rule, data, masks, {} if memo is None else memo)
+        if wt.tot <= 0:
             out["reason"] = "frozen rule gives zero weight to every confirmation cluster"
             return out, None
         c = self.plan.contrast_vector(slot.contrast)
-        w = s / s.sum()
-        H = self.plan.tensor(data.Z, s, masks)
-        mu = H.mean(axis=0)
-        out.update(ess=float(1.0 / np.sum(w * w)), max_density=float(n * w.max()),
-                   min_split_share=self.plan.min_split_share(mu), estimate=float(c @ self.plan.values(mu)))
+        if wt.ess is None:
+            wt.ess, wt.dens, wt.share = (float(1.0 / np.sum(wt.w * wt.w)), float(n * wt.w.max()),
+                                         self.plan.min_split_share(wt.mu))
+        out.update(ess=wt.ess, max_density=wt.dens, min_split_share=wt.share, estimate=float(c @ wt.theta))
         # measured in the geometry frozen on D (C.3); a hand-built discovery without one reports NaN
         if slot.family is not None and slot.radius is not None and slot.geometry in geoms:
-            out["confirmation_distance"] = float(geoms[slot.geometry].distance(data.X, np.full(n, 1.0 / n), w[None])[0])
+            if slot.geometry not in wt.distance:
+                wt.distance[slot.geometry] = float(
+                    geoms[slot.geometry].distance(data.X, np.full(n, 1.0 / n), wt.w[None])[0])
+            out["confirmation_distance"] = wt.distance[slot.geometry]
         held = support_constraints(slot, out["ess"], out["max_density"], split_share=out["min_split_share"])
         problems = {
             "max_density": f"max density ratio {out['max_density']:.2f} > cap {slot.density_cap:g}",
@@ -581,4 +612,28 @@ class SASST:
         out["confirmation_feasible"] = not out["reason"]
         if not out["confirmation_feasible"]:
             return out, None
-        return out, (H - mu) @ self.plan.gradient(mu, c)
+        key = c.tobytes()
+        if key not in wt.phi:
+            wt.phi[key] = (wt.H - wt.mu) @ self.plan.gradient(wt.mu, c)
+        return out, wt.phi[key]
+
+
+@dataclass(eq=False)
+class _Weighted:
+    """One frozen rule's weighting of the confirmation clusters (:meth:`SASST._weighted`):
+    scores ``s`` (N,), their total, weights ``w = s / tot``, the tensor ``H`` (N, p), its
+    mean ``mu`` (p,) and ``theta(mu)`` (K,); the support numbers, distances by geometry
+    name and contributions by contrast bytes are filled on first use."""
+
+    rule: Rule
+    s: np.ndarray
+    tot: float
+    w: np.ndarray | None = None
+    H: np.ndarray | None = None
+    mu: np.ndarray | None = None
+    theta: np.ndarray | None = None
+    ess: float | None = None
+    dens: float = np.nan
+    share: float = np.nan
+    distance: dict[str, float] = field(default_factory=dict)
+    phi: dict[bytes, np.ndarray] = field(default_factory=dict)

@@ -57,6 +57,7 @@ population truths; split it when a fourth study reuses them.
 from __future__ import annotations
 
 import functools
+import threading
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -324,6 +325,30 @@ def _engine(design: StudyADesign, R: int, slots: Sequence[Slot], families: dict,
                  seed=int(rng.integers(2**31)))
 
 
+#: Engines of this thread by (design, R, slot layout): a trial draws its engine seed and
+#: reuses the engine built for the same settings (SASST keeps no other state between
+#: runs), so the settings' fingerprint is digested once per process, not once per trial.
+_ENGINES = threading.local()
+
+
+def _shared_engine(design: StudyADesign, R: int, layout: tuple, build: Callable[[], tuple[list[Slot], dict]],
+                   rng: np.random.Generator) -> SASST:
+    """:func:`_engine` for ``design``, ``R`` and the slots and families ``build()`` returns
+    (``layout`` names them), built once per thread and given the trial's seed (drawn from
+    ``rng`` as :func:`_engine` draws it)."""
+    seed = int(rng.integers(2**31))
+    cache = _ENGINES.__dict__.setdefault("by_key", {})
+    key = (design, int(R), layout)
+    eng = cache.get(key)
+    if eng is None:
+        if len(cache) >= 64:
+            cache.clear()
+        slots, families = build()
+        eng = cache[key] = SASST(design.plan(R), slots, families, inference="pointwise", n_stability=0, seed=seed)
+    eng.seed = seed
+    return eng
+
+
 def _stress_slot(name: str, family: str, contrast: dict[str, float] | None = None) -> Slot:
     return Slot(name, dict(CONTRAST if contrast is None else contrast), sign=-1, family=family, radius=None,
                 geometry="none", density_cap=5.0, min_ess=20.0)
@@ -383,13 +408,15 @@ def table4_trial(
     is_d = np.arange(M) < M // 2
     D, I = data.subset(is_d), data.subset(~is_d)
     zeta = rng.standard_normal((n_draws, len(I))) if critical is not None else None
-    reg = design.registry()
-    fams = {"oracle": FixedFamily((reg[oracle],)), "registry": FixedFamily(reg)}
-    slots = [_stress_slot("fixed", "oracle"), _stress_slot("learned", "registry")]
+    def build() -> tuple[list[Slot], dict]:
+        reg = design.registry()
+        return ([_stress_slot("fixed", "oracle"), _stress_slot("learned", "registry")],
+                {"oracle": FixedFamily((reg[oracle],)), "registry": FixedFamily(reg)})
+
     recs: list[dict[str, Any]] = []
     phis = []
     for R in R_values:
-        eng = _engine(design, R, slots, fams, rng)
+        eng = _shared_engine(design, R, ("table4", int(oracle)), build, rng)
         disc = eng.discover(D, candidate_tables=False)
         rep = confirm_lean(eng, disc, I)
         for k, name in enumerate(("fixed", "learned")):
@@ -442,8 +469,8 @@ def table5_trial(
     keep = [i for i, r in enumerate(full) if tercile_features is None or r.columns[0] in tercile_features]
     if not keep:
         raise ValueError(f"tercile_features {tercile_features!r} select no tercile; features are {FEATURES}")
-    slot = _stress_slot("worst tercile", "tercile")
-    eng = _engine(design, R, [slot], {"tercile": FixedFamily(tuple(full[i] for i in keep))}, rng)
+    eng = _shared_engine(design, R, ("table5", tuple(keep)), lambda: ([_stress_slot("worst tercile", "tercile")],
+                  {"tercile": FixedFamily(tuple(full[i] for i in keep))}), rng)
     recs, phis = [], []
     for proc in ("split", "same data"):
         disc = eng.discover(D if proc == "split" else I, candidate_tables=False)
@@ -495,8 +522,8 @@ def a4_trial(
     data = design.simulate(M, rng)
     is_d = np.arange(M) < M // 2
     D, I = data.subset(is_d), data.subset(~is_d)
-    slots = a4_slots()
-    eng = _engine(design, R, slots, {"registry": FixedFamily(design.registry())}, rng)
+    eng = _shared_engine(design, R, ("a4",), lambda: (a4_slots(), {"registry": FixedFamily(design.registry())}), rng)
+    slots = eng.slots
     disc = eng.discover(D, candidate_tables=False)
     rep = confirm_lean(eng, disc, I)
     names = list(rep.phi_slots)

@@ -68,7 +68,7 @@ from agentstudies.studies._sasst_common import (
     latent_probit_scores,
     run_trials,
 )
-from agentstudies.stats import joint_bounds
+from agentstudies.stats import bonferroni_t_critical, contribution_se, multiplier_critical_value
 from agentstudies.studies._paper import paper_values
 
 __all__ = [
@@ -315,23 +315,51 @@ def _simulate(pool: TauPool, setting: Setting, tasks: np.ndarray, rng: np.random
     return ClusterData(ids, Z, pool.X[tasks], SYSTEMS, pool.feature_names, np.full(len(tasks), N_SEEDS))
 
 
+@functools.lru_cache(maxsize=64)
+def _t_scale(level: float, n: int) -> float:
+    """``t_{level, N-1} / z_{level}``: the "common t scaling" of ``joint_bounds(method="t-scaled")``."""
+    return _st.t.ppf(level, n - 1) / _st.norm.ppf(level)
+
+
+@functools.lru_cache(maxsize=64)
+def _bonferroni_t(level: float, n_slots: int, n: int) -> float:
+    return bonferroni_t_critical(1.0 - level, n_slots, n)
+
+
 def _bounds_all_methods(rep: Confirmed, zeta: np.ndarray, level: float) -> dict[str, np.ndarray]:
+    """Signed bounds of the feasible slots under every method of :data:`METHODS`, (m,) each.
+
+    The same numbers as ``joint_bounds(phi, est, signs, level=level, method=m,
+    n_slots=|J|, zeta=zeta).bound`` per method (the estimate where every slot is
+    degenerate), with the multiplier maximum's critical value computed once for the three
+    multiplier methods (they share ``phi``, the signs and ``zeta``) and the t quantiles
+    cached per (level, N, |J|).
+    """
     names = list(rep.phi_slots)
     if not names:
         return {}
     est = np.array([rep.rows[k]["estimate"] for k in names], float)
     signs = np.array([rep.rows[k]["sign"] for k in names], float)
-    out = {}
     phi = np.ascontiguousarray(rep.phi)  # C order: the multiplier product never runs on a strided slice
     zeta = np.ascontiguousarray(zeta)
+    n = phi.shape[0]
+    try:
+        crit = multiplier_critical_value(phi, signs, level=level, zeta=zeta)
+    except ValueError as exc:  # every slot degenerate: the bound is the estimate
+        if "zero contribution variance" not in str(exc):
+            raise
+        crit = None
+    se = contribution_se(phi)
+    out = {}
     for m in METHODS:
-        try:
-            jb = joint_bounds(phi, est, signs, level=level, method=m, n_slots=len(rep.rows), zeta=zeta)
-            out[m] = jb.bound
-        except ValueError as exc:  # every slot degenerate: the bound is the estimate
-            if "zero contribution variance" not in str(exc):
-                raise
+        if m == "bonferroni-t":
+            c = _bonferroni_t(level, len(rep.rows), n)
+        elif crit is None:
             out[m] = est.copy()
+            continue
+        else:
+            c = crit * _t_scale(level, n) if m == "t-scaled" else crit
+        out[m] = est - signs * c * (contribution_se(phi, hc1=True) if m == "hc1" else se)
     return out
 
 
