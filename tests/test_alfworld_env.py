@@ -361,3 +361,45 @@ def test_step_cache_gives_the_engines_results(env):
     broken.load_game(game)
     assert _fork_protocol(broken, use_snapshots=True) != expected
     broken.close()
+
+
+def test_command_cache_by_operator_name_equals_rendering_every_command():
+    """The command cache found again by the operator's full name gives, in every task
+    type and over two episodes of one load (the cache outlives a reset), the same
+    records and the same derived command templates on every valid action as rendering
+    every command (``command_cache=False``, TextWorld's own path)."""
+    from agentstudies.envs.alfworld.generate import TASK_TYPES
+
+    def walk(cache: bool, game, seeds_actions):
+        e = AlfworldEnv(budget=12)
+        e._pddl.command_cache = cache
+        out = []
+        try:
+            e.load_game(game)
+            for seed, actions in seeds_actions:
+                e.reset(seed)
+                for a in actions:
+                    e.step(a)
+                    out.append([x.command_template for x in e._pddl.state["_valid_actions"]])
+                out.append(e.records)
+        finally:
+            e.close()
+        return out
+
+    for tt in TASK_TYPES:
+        game = small_game(tt)
+        rng = random.Random(len(tt))
+        e = AlfworldEnv(budget=12)
+        plan = []
+        e.load_game(game)
+        for seed in (0, 1):
+            e.reset(seed)
+            acts = []
+            while not e.done:
+                acts.append(rng.choice(e.admissible))
+                e.step(acts[-1])
+            plan.append((seed, acts))
+        e.close()
+        fast = walk(True, game, plan)
+        slow = walk(False, game, plan)
+        assert fast == slow, tt

@@ -396,7 +396,9 @@ class CachedPddlState(PddlState):
 
         Same actions in the same order (one per distinct operator name, first
         occurrence kept; fresh ``Action`` objects, since callers set attributes on
-        them), and the same ``_operators`` map. What depends on the operator name only
+        them), and the same ``_operators`` map. The operators' full names (bytes, one per
+        action, same order) are left in :attr:`applicable_names` for the command cache of
+        :class:`~agentstudies.envs.alfworld.pddl_env.PddlEnvCached`. What depends on the operator name only
         -- its decoded text, the action name and the placeholder -> variable mapping --
         is computed once per name and problem (:data:`_INITIAL`) instead of once per
         call; the mapping dict is copied for every action.
@@ -410,10 +412,12 @@ class CachedPddlState(PddlState):
         protos = _ACTION_PROTOS
         actions = []
         seen = set()
+        names = []
         for op_id, name_bytes in zip(ids, raw):
             if name_bytes in seen:
                 continue
             seen.add(name_bytes)
+            names.append(name_bytes)
             hit = memo.get(name_bytes)
             if hit is None:
                 splits = name_bytes.decode("cp1252").split()
@@ -432,6 +436,7 @@ class CachedPddlState(PddlState):
             action.command_template = self._logic.actions[name].template
             action.feedback_rule = self._logic.actions[name].feedback_rule
             actions.append(action)
+        self.applicable_names = names
         return actions
 
 

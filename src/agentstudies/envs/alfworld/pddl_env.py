@@ -113,7 +113,9 @@ class PddlEnvCached(PddlEnv):
     """``PddlEnv`` whose load/reset reuse a parsed ``GameLogic`` and SAS translation.
 
     With ``command_cache=True`` the text of each admissible command is rendered once per
-    grounded operator (keyed by the operator's name) and reused: in the ALFRED grammar a
+    grounded operator (keyed by the action name and the arguments its template reads;
+    found again by the operator's full name, :attr:`engine.CachedPddlState.applicable_names`,
+    without rebuilding that key) and reused: in the ALFRED grammar a
     command template depends only on the action's arguments and static facts
     (``receptacleAtLocation``), so the text is identical to the engine's (tested against
     ``command_cache=False``). Everything else (feedback, ``won``, facts, order of the
@@ -145,9 +147,18 @@ class PddlEnvCached(PddlEnv):
         self.state["_last_action"] = self._last_action
         self.state["_valid_actions"] = list(self._pddl_state.all_applicable_actions())
         refs = self.__dict__.setdefault("_template_refs", {})
+        by_op = self.__dict__.setdefault("_command_by_op", {})
+        op_names = getattr(self._pddl_state, "applicable_names", None)
+        if op_names is None or len(op_names) != len(self.state["_valid_actions"]):
+            op_names = [None] * len(self.state["_valid_actions"])
         mapping = None
         commands = []
-        for action in self.state["_valid_actions"]:
+        for action, op_name in zip(self.state["_valid_actions"], op_names):
+            hit = by_op.get(op_name) if op_name is not None else None
+            if hit is not None:  # this grounded operator's text was looked up before (same key below)
+                action.command_template = hit[0]
+                commands.append(hit[1])
+                continue
             used = refs.get(action.name)
             if used is None:
                 used = refs[action.name] = template_placeholders(self._logic.actions[action.name].template)
@@ -170,6 +181,8 @@ class PddlEnvCached(PddlEnv):
                 cache[key] = hit
             else:
                 action.command_template = hit[0]
+            if op_name is not None:
+                by_op[op_name] = hit
             commands.append(hit[1])
         self.state["_valid_commands"] = commands
         self.state["admissible_commands"] = sorted(set(commands))
@@ -192,6 +205,7 @@ class PddlEnvCached(PddlEnv):
         self._pddl_state = CachedPddlState(self.downward_lib, data["pddl_problem"], self._logic)
         self._entity_infos = self._get_entity_infos()
         self._command_cache = {}
+        self._command_by_op = {}
         self._template_refs = {}
         self._intro = None
 
