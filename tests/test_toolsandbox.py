@@ -422,3 +422,46 @@ def test_verifier_rejects_ungrounded_and_gate_declines_contradicting_mutations(s
     n = len(env.ctx.messages)
     assert not gate.review(invented).execute  # the user knows no number for this contact
     assert len(env.ctx.messages) == n + 2  # the question and the answer are messages (turns)
+
+
+def _view_from_scratch(env):
+    """The agent's view of ``env``'s log, built from the definition (every visible message,
+    its index, the shown tool name in place of the canonical one), independently of
+    ToolSandboxEnv.observation's per-episode reuse."""
+    out = []
+    for i, m in enumerate(env.ctx.messages):
+        if Role.AGENT not in m.visible_to:
+            continue
+        d = {**m.to_dict(), "index": i}
+        tc = m.tool_call
+        if tc is not None and "shown_name" in tc:
+            d["tool_call"] = {"name": tc["shown_name"], "arguments": dict(tc["arguments"])}
+        out.append(d)
+    return out
+
+
+def test_observation_reuse_matches_a_fresh_view_through_steps_and_restore(cases):
+    """observation() reuses each message's view and the specs within an episode: after
+    every step of a gold run (tool replies replace their placeholder message), after a
+    restore to an earlier state and on the continued run, it equals the view built from
+    scratch, with the specs of the case's ToolView."""
+    case = next(c for c in cases if c.augmentation == "tool_name_scrambled" and len(c.scenario.gold) >= 3)
+    env = ToolSandboxEnv(case, 0)
+    assert env.observation()["messages"] == _view_from_scratch(env)
+    for step in case.scenario.gold:
+        if step[0] == "call":
+            obs = env.step(ToolCall(case.view.shown_name(step[1]), dict(step[2])))
+        else:
+            obs = env.step(Say(step[2], step[1]))
+        assert obs["messages"] == _view_from_scratch(env)
+        assert obs["tools"] == case.view.specs
+        if env.done:
+            break
+    called = [m for m in obs["messages"] if m["tool_call"] is not None]
+    assert called and all(m["tool_call"]["name"].startswith("tool_") for m in called)  # shown, not canonical
+    snap = env.snapshot(after=2)
+    env.restore(snap)                       # same env: its earlier views must not leak back
+    assert len(env.ctx.messages) == 3
+    assert env.observation()["messages"] == _view_from_scratch(env)
+    env.step(Say("Anything else?", {"act": "ask", "slot": "request"}))
+    assert env.observation()["messages"] == _view_from_scratch(env)

@@ -47,6 +47,17 @@ def _visible(m: Message, role: str) -> bool:
     return role in m.visible_to
 
 
+def _agent_view(m: Message, index: int) -> dict[str, Any] | None:
+    """Message ``m`` (at ``index``) as the agent sees it, or ``None`` when hidden from it."""
+    if not _visible(m, Role.AGENT):
+        return None
+    d = dict(m.to_dict(), index=index)
+    if d["tool_call"] is not None and "shown_name" in d["tool_call"]:
+        # the agent sees the name it called, never the canonical one
+        d["tool_call"] = {"name": d["tool_call"]["shown_name"], "arguments": d["tool_call"]["arguments"]}
+    return d
+
+
 class ToolSandboxEnv:
     """One episode of one case.
 
@@ -75,6 +86,8 @@ class ToolSandboxEnv:
         self.ctx = ExecutionContext(self.scenario.initial, max_messages=max_messages)
         self.done = False
         self.termination = ""
+        self._views: list[tuple[Message, dict[str, Any] | None]] = []  # observation(): (message, agent view)
+        self._specs: tuple[dict[str, Any], ...] | None = None
         self._add(Message(Role.SYSTEM, Role.AGENT, SYSTEM_PROMPT, (Role.SYSTEM, Role.AGENT)))
         self._add(self.user.opening(0))
 
@@ -89,16 +102,29 @@ class ToolSandboxEnv:
             return False
 
     def observation(self) -> dict[str, Any]:
-        """What the agent sees: its visible messages (with indices), the tool specs, done."""
+        """What the agent sees: its visible messages (with indices), the tool specs, done.
+
+        The agent's view of each message is built once per episode and reused while the
+        log holds that same message object at that index (a replaced or restored message
+        is viewed afresh), and the tool specs once per episode: the scripted and LLM
+        agents only read them (about 8 observations per episode rebuilt every earlier
+        message's dict; issue 31)."""
+        seen = self._views
         msgs = []
         for i, m in enumerate(self.ctx.messages):
-            if _visible(m, Role.AGENT):
-                d = dict(m.to_dict(), index=i)
-                if d["tool_call"] is not None and "shown_name" in d["tool_call"]:
-                    # the agent sees the name it called, never the canonical one
-                    d["tool_call"] = {"name": d["tool_call"]["shown_name"], "arguments": d["tool_call"]["arguments"]}
+            if i < len(seen) and seen[i][0] is m:
+                d = seen[i][1]
+            else:
+                d = _agent_view(m, i)
+                if i < len(seen):
+                    seen[i] = (m, d)
+                else:
+                    seen.append((m, d))
+            if d is not None:
                 msgs.append(d)
-        return {"case_id": self.case.case_id, "messages": msgs, "tools": self.view.specs, "done": self.done}
+        if self._specs is None:
+            self._specs = self.view.specs
+        return {"case_id": self.case.case_id, "messages": msgs, "tools": self._specs, "done": self.done}
 
     # ---------------------------------------------------------------- acting
     def step(self, action: ToolCall | Say) -> dict[str, Any]:
