@@ -61,6 +61,14 @@ __all__ = [
 #: Stability variants: refit the slot's family on each resample, or keep the fitted registry.
 STABILITY_MODES = ("refit", "fixed")
 
+#: Field digests shared by engines (:meth:`SASST._digest_key` -> (snapshot, digest, objects held)).
+_DIGESTS: dict[tuple, tuple[Any, str, list]] = {}
+_DIGESTS_SIZE = 256
+
+#: The entries of :meth:`SASST.params`, in order.
+_PARAMS = ("plan", "slots", "families", "level", "inference", "n_draws", "n_stability", "stability_metric",
+           "stability_mode", "top_fraction", "exact_multiplier", "seed")
+
 
 @dataclass
 class _DiscoveryCache:
@@ -198,20 +206,17 @@ class SASST:
 
     # ------------------------------------------------------------------ params
     def params(self) -> dict[str, Any]:
-        return {
-            "plan": self.plan.to_dict(),
-            "slots": [s.to_dict() for s in self.slots],
-            "families": {k: f.to_dict() for k, f in self.families.items()},
-            "level": self.level,
-            "inference": self.inference,
-            "n_draws": self.n_draws,
-            "n_stability": self.n_stability,
-            "stability_metric": self.stability_metric,
-            "stability_mode": self.stability_mode,
-            "top_fraction": self.top_fraction,
-            "exact_multiplier": self.exact_multiplier,
-            "seed": self.seed,
-        }
+        return {k: self._param(k) for k in _PARAMS}
+
+    def _param(self, k: str) -> Any:
+        """One entry of :meth:`params` (the plan, slots and families as ``to_dict()``)."""
+        if k == "plan":
+            return self.plan.to_dict()
+        if k == "slots":
+            return [s.to_dict() for s in self.slots]
+        if k == "families":
+            return {name: f.to_dict() for name, f in self.families.items()}
+        return getattr(self, k)
 
     def fingerprint(self) -> dict[str, str]:
         """SHA-256 of each discovery-binding setting (:data:`FINGERPRINT_FIELDS`).
@@ -225,18 +230,43 @@ class SASST:
         memo = self.__dict__.get("_fingerprint_memo")
         if memo is not None and _same_state(memo[0], state):
             return dict(memo[1])
-        p: dict[str, Any] | None = None
         digests = {}
         for i, k in enumerate(FINGERPRINT_FIELDS):  # the snapshot holds one part per field, in this order
             if memo is not None and _same_state(memo[0][i], state[i]):
                 digests[k] = memo[1][k]  # this setting is unchanged since the last digest (e.g. only the seed moved)
                 continue
-            if p is None:
-                p = self.params()
-                p["geometries"] = self.geometries
-            digests[k] = hashlib.sha256(json.dumps(_spec_json(p[k]), default=str).encode()).hexdigest()
+            key = self._digest_key(k, state[i])
+            hit = _DIGESTS.get(key) if key is not None else None
+            if hit is not None and _same_state(hit[0], state[i]):
+                digests[k] = hit[1]
+                continue
+            v = self.geometries if k == "geometries" else self._param(k)
+            digests[k] = hashlib.sha256(json.dumps(_spec_json(v), default=str).encode()).hexdigest()
+            if key is not None:
+                if len(_DIGESTS) >= _DIGESTS_SIZE:
+                    _DIGESTS.clear()
+                _DIGESTS[key] = (state[i], digests[k], list(self.families.values()))
         self._fingerprint_memo = (state, digests)
         return dict(digests)
+
+    def _digest_key(self, k: str, part: Any) -> tuple | None:
+        """Key of field ``k``'s digest in the digests shared by engines (None: not shared).
+
+        The slots by type and ``repr`` (every field, exact), the plan by type and ``repr``,
+        the families by name, type and identity (a :class:`FixedFamily` by its rules'
+        identities; the entry holds the objects, so an id is not reused while it lives). A
+        shared digest is used only if the field's snapshot also equals the one it was
+        computed from, the check the engine's own memo makes: so a new engine with the same
+        plan, slots and registry objects (a simulation trial) does not digest them again.
+        """
+        if k == "slots":
+            return (k, tuple(part))
+        if k == "plan":
+            return (k, type(self.plan), repr(self.plan))
+        if k == "families":
+            return (k, tuple((name, type(f), tuple(map(id, f.rules)) if type(f) is FixedFamily else id(f))
+                             for name, f in self.families.items()))
+        return None
 
     def _fingerprint_state(self) -> tuple:
         """A cheap snapshot of every setting :meth:`fingerprint` digests, by value: the plan's

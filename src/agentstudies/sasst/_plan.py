@@ -257,13 +257,15 @@ class ComparisonPlan:
             sc = theta[..., cidx]
             sel = np.sum(select(sc) * sc, axis=-1)
         else:
+            # every split's scoring ratios S_r and held-out ratios T_r at once, (..., R, C); the
+            # R split terms are then added in split order (the same additions as one split at a time)
+            mb = mu[..., J + 1:].reshape(mu.shape[:-1] + (R, 2 * C + 2))
+            S = _ratio(mb[..., :C], mb[..., C, None])
+            T = _ratio(mb[..., C + 1 : 2 * C + 1], mb[..., 2 * C + 1, None])
+            terms = np.sum(select(S) * T, axis=-1) / R  # (..., R)
             sel = 0.0
-            base = J + 1
             for r in range(R):
-                o = base + r * (2 * C + 2)
-                S = _ratio(mu[..., o : o + C], mu[..., o + C, None])
-                T = _ratio(mu[..., o + C + 1 : o + 2 * C + 1], mu[..., o + 2 * C + 1, None])
-                sel = sel + np.sum(select(S) * T, axis=-1) / R
+                sel = sel + terms[..., r]
         return np.concatenate([theta, np.asarray(sel)[..., None]], axis=-1)
 
     def selection_weights(self, mu: np.ndarray) -> np.ndarray:
