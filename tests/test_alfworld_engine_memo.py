@@ -327,8 +327,9 @@ def test_copy_symbols_equals_deepcopy(env):
 @pytest.mark.parametrize("task_type", TYPES)
 def test_intro_text_once_per_load_equals_a_fresh_derivation(env, task_type):
     """Every reset hands out the intro derived afresh from its own initial state (after
-    steps, other seeds, a reload of another game and back); an intro kept across loads
-    of different games is caught."""
+    steps, other seeds, a reload of another game and back; the intro is kept per game
+    across loads, ``pddl_env._RENDERED``); an intro kept across loads of different
+    games is caught."""
     game, other = small_game(task_type), small_game("pick_two_obj_and_place")
     env.load_game(game)
     seen = []
@@ -344,10 +345,12 @@ def test_intro_text_once_per_load_equals_a_fresh_derivation(env, task_type):
             env.step(a)
     assert len(set(seen)) == 1
     env.load_game(other)
-    assert env._pddl._intro is None
     obs_other = env.reset(0)["observation"]
     assert obs_other != seen[0]
     stale = env._pddl._intro
+    env.load_game(game)
+    assert env._pddl._intro == seen[0]  # this game's intro, kept from its first load
+    assert env.reset(0)["observation"] == seen[0]
     env.load_game(game)
     env._pddl._intro = stale  # broken: the other game's intro survives the load
     assert env.reset(0)["observation"] != seen[0]

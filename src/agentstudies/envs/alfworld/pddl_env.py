@@ -23,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections import OrderedDict
 from typing import Mapping
 
 from textworld.core import GameState
@@ -120,7 +121,8 @@ class PddlEnvCached(PddlEnv):
     (``receptacleAtLocation``), so the text is identical to the engine's (tested against
     ``command_cache=False``). Everything else (feedback, ``won``, facts, order of the
     admissible list) is computed exactly as in ``PddlEnv._gather_infos``. With
-    ``intro_cache=True`` (class attribute) the intro text is derived once per load.
+    ``intro_cache=True`` (class attribute) the intro text is derived once per game.
+    Both the command texts and the intro are kept across loads of a game (:data:`_RENDERED`).
     """
 
     command_cache: bool = True
@@ -204,10 +206,12 @@ class PddlEnvCached(PddlEnv):
         self._logic = game_logic(data["pddl_domain"], data["grammar"])
         self._pddl_state = CachedPddlState(self.downward_lib, data["pddl_problem"], self._logic)
         self._entity_infos = self._get_entity_infos()
-        self._command_cache = {}
-        self._command_by_op = {}
-        self._template_refs = {}
-        self._intro = None
+        rendered = _rendered_memo(data)
+        self._rendered = rendered
+        self._command_cache = rendered["commands"]
+        self._command_by_op = rendered["by_op"]
+        self._template_refs = rendered["refs"]
+        self._intro = rendered["intro"]
 
     def reset(self):  # noqa: D102
         self._pddl_state = CachedPddlState(self.downward_lib, self._game_data["pddl_problem"], self._logic)
@@ -225,10 +229,36 @@ class PddlEnvCached(PddlEnv):
                 "entity_infos": self._entity_infos,
             }
             intro = self._intro = self._logic.grammar.derive("#intro#", context)
+            rendered = self.__dict__.get("_rendered")
+            if rendered is not None:
+                rendered["intro"] = intro
         self.state.feedback = intro
         self.state.raw = self.state.feedback
         self._gather_infos()
         return self.state
+
+
+#: Per game (SHA-256 of its domain, grammar and problem): the texts rendered for it --
+#: command texts (by template key and by operator name) and the intro -- kept across
+#: loads of that game in this process (least recently used dropped beyond 256 games).
+#: They are functions of the game alone (the entity names come from the problem, the
+#: demangler does not shuffle, a derivation reads no random state), so a reload renders
+#: nothing it rendered before.
+_RENDERED: "OrderedDict[str, dict]" = OrderedDict()
+_RENDERED_MAX = 256
+
+
+def _rendered_memo(data: Mapping) -> dict:
+    """The :data:`_RENDERED` entry of the game ``data`` (created empty if new)."""
+    key = hashlib.sha256("\0".join((data["pddl_domain"], data["grammar"], data["pddl_problem"])).encode()).hexdigest()
+    hit = _RENDERED.get(key)
+    if hit is None:
+        hit = _RENDERED[key] = {"commands": {}, "by_op": {}, "refs": {}, "intro": None}
+        if len(_RENDERED) > _RENDERED_MAX:
+            _RENDERED.popitem(last=False)
+    else:
+        _RENDERED.move_to_end(key)
+    return hit
 
 
 _PH_BRACE = re.compile(r"\{\s*([A-Za-z_][A-Za-z0-9_]*)")
