@@ -508,7 +508,8 @@ class SASST:
             raise ValueError("empty confirmation split: no confirmation clusters")
         if n < 2:
             raise ValueError(f"confirmation split has {n} cluster; need at least 2 for a standard error")
-        overlap = set(discovery.cluster_ids) & set(data.ids)
+        ids = data.ids.tolist() if isinstance(data.ids, np.ndarray) else data.ids  # plain str: hashed faster
+        overlap = () if set(discovery.cluster_ids).isdisjoint(ids) else set(discovery.cluster_ids) & set(data.ids)
         if overlap:
             raise ValueError(f"confirmation reuses discovery cluster(s): {sorted(overlap)[:5]}")
         if discovery.engine_fingerprint:  # a hand-built Discovery carries none

@@ -8,6 +8,7 @@ statuses of Table 3; :class:`SASSTReport` holds the wide report (:data:`REPORT_C
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field, replace
 from typing import Any, Mapping, Sequence
 
@@ -19,12 +20,24 @@ from agentstudies.sasst._slots import STATUSES, recommendation, slot_status
 from agentstudies._tolerances import DEGENERATE_TOL
 from agentstudies.parallel import keyed_seed
 from agentstudies.results import Result, ResultProvenance, tidy_rows
-from agentstudies.stats import INFERENCE_METHODS, joint_bounds, multiplier_draws
+from agentstudies.stats import (INFERENCE_METHODS, bonferroni_t_critical, contribution_se, joint_bounds, multiplier_draws,
+                                pointwise_critical)
 
 __all__ = ["REPORT_COLUMNS", "SASSTReport"]
 
 #: Inference methods whose critical value is a Gaussian multiplier maximum.
 _MULTIPLIER_METHODS = ("gaussian", "hc1", "t-scaled")
+
+
+@functools.lru_cache(maxsize=256)
+def _fixed_critical(method: str, level: float, n_slots: int, n: int) -> float:
+    """The data-free critical value of ``joint_bounds``: Bonferroni-t ``t_{1 - alpha/|J|, N-1}``
+    or the pointwise normal quantile (both from :mod:`agentstudies.stats`), per (level, |J|, N)."""
+    if not 0 < level < 1:
+        raise ValueError(f"level must lie in (0, 1); got {level}")
+    if method == "bonferroni-t":
+        return bonferroni_t_critical(1.0 - level, n_slots, n)
+    return pointwise_critical(1.0 - level)
 
 
 def _joint_band(
@@ -40,6 +53,13 @@ def _joint_band(
     """
     if np.all(phi.std(axis=0) <= DEGENERATE_TOL) and method in _MULTIPLIER_METHODS:
         return np.zeros(len(estimate)), np.asarray(estimate, float).copy(), np.nan
+    if method in ("bonferroni-t", "pointwise"):  # joint_bounds' numbers, its t / normal quantile cached
+        phi = np.asarray(phi, dtype=float)
+        m = phi.shape[1]
+        se = contribution_se(phi)
+        crit = _fixed_critical(method, float(level), int(n_slots), phi.shape[0])
+        est, eta = np.asarray(estimate, dtype=float).reshape(m), np.asarray(sign, dtype=float).reshape(m)
+        return se, est - eta * crit * se, float(crit)
     stream = keyed_seed(seed, "multiplier")
     zeta = None
     if method in _MULTIPLIER_METHODS and not exact:

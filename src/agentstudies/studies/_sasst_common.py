@@ -125,6 +125,14 @@ def latent_probit_scores(p: np.ndarray, rho: float, n_seeds: int, rng: np.random
     ValueError
         If ``p`` leaves [0, 1], ``rho`` leaves [0, 1) or ``n_seeds < 1``.
     """
+    p = _check_latent(p, rho, n_seeds)
+    with np.errstate(divide="ignore"):
+        idx = _st.norm.ppf(p)  # -inf at p = 0, +inf at p = 1: always 0 / always 1
+    return _latent_scores_from_index(idx, rho, n_seeds, rng)
+
+
+def _check_latent(p: np.ndarray, rho: float, n_seeds: int) -> np.ndarray:
+    """The input checks of :func:`latent_probit_scores`; returns ``p`` as a float array."""
     p = np.asarray(p, dtype=float)
     if p.ndim != 2 or not np.all((p >= 0) & (p <= 1)):
         raise ValueError("p must be an (N, J) array of probabilities in [0, 1]")
@@ -132,9 +140,12 @@ def latent_probit_scores(p: np.ndarray, rho: float, n_seeds: int, rng: np.random
         raise ValueError(f"rho must lie in [0, 1); got {rho}")
     if n_seeds < 1:
         raise ValueError(f"n_seeds must be >= 1; got {n_seeds}")
-    n, J = p.shape
-    with np.errstate(divide="ignore"):
-        idx = _st.norm.ppf(p)  # -inf at p = 0, +inf at p = 1: always 0 / always 1
+    return p
+
+
+def _latent_scores_from_index(idx: np.ndarray, rho: float, n_seeds: int, rng: np.random.Generator) -> np.ndarray:
+    """:func:`latent_probit_scores` from the probit indices ``Phi^{-1}(p)`` (N, J), already checked."""
+    n, J = idx.shape
     u = rng.standard_normal(n)
     e = rng.standard_normal((n, J, n_seeds))
     y = (idx[:, :, None] + rho * u[:, None, None] + np.sqrt(1 - rho**2) * e) > 0

@@ -64,6 +64,8 @@ from agentstudies.sasst.rules import FixedFamily, FrozenRule, Rule, ThresholdRul
 from agentstudies.studies._sasst_common import (
     Confirmed,
     StepRule,
+    _check_latent,
+    _latent_scores_from_index,
     confirm_lean,
     latent_probit_scores,
     run_trials,
@@ -309,10 +311,36 @@ def pool_truths(pool: TauPool, rules: Sequence[Rule], setting: Setting, contrast
     return out
 
 
+#: Probit indices ``Phi^{-1}(p)`` of recent settings' pool probabilities, by id (the entry holds the setting).
+_PROBIT: dict[int, tuple[Setting, np.ndarray]] = {}
+
+
+def _probit_index(setting: Setting) -> np.ndarray:
+    """``Phi^{-1}(setting.p)`` (T, 3), checked and computed once per setting object: a trial's
+    clusters take their rows (the same values as transforming the drawn rows)."""
+    hit = _PROBIT.get(id(setting))
+    if hit is None or hit[0] is not setting:
+        p = _check_latent(setting.p, setting.rho, N_SEEDS)
+        with np.errstate(divide="ignore"):
+            idx = _st.norm.ppf(p)
+        if len(_PROBIT) >= 16:
+            _PROBIT.clear()
+        hit = _PROBIT[id(setting)] = (setting, idx)
+    return hit[1]
+
+
+@functools.lru_cache(maxsize=64)
+def _ids(prefix: str, n: int) -> np.ndarray:
+    """``{prefix}0000 ...`` (read-only, shared by every trial with ``n`` clusters)."""
+    ids = np.array([f"{prefix}{i:04d}" for i in range(n)])
+    ids.flags.writeable = False
+    return ids
+
+
 def _simulate(pool: TauPool, setting: Setting, tasks: np.ndarray, rng: np.random.Generator, prefix: str) -> ClusterData:
-    Z = latent_probit_scores(setting.p[tasks], setting.rho, N_SEEDS, rng)
-    ids = np.array([f"{prefix}{i:04d}" for i in range(len(tasks))])
-    return ClusterData(ids, Z, pool.X[tasks], SYSTEMS, pool.feature_names, np.full(len(tasks), N_SEEDS))
+    Z = _latent_scores_from_index(_probit_index(setting)[tasks], setting.rho, N_SEEDS, rng)
+    return ClusterData(_ids(prefix, len(tasks)), Z, pool.X[tasks], SYSTEMS, pool.feature_names,
+                       np.full(len(tasks), N_SEEDS))
 
 
 @functools.lru_cache(maxsize=64)
