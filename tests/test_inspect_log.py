@@ -464,3 +464,35 @@ def test_corpus_eval_set_with_a_retried_task_uses_the_newest_log():
     # the failed attempt alone is still refused by name
     with pytest.raises(LogImportError, match="status is 'error'"):
         from_inspect_log(folder / next(p for p in logs if p != newest))
+
+
+def test_store_events_off_changes_no_table_only_the_store_diffs(tau2_logs, tmp_path):
+    """mock_tau2_eval's default (store_events=False) leaves out Inspect's per-span StoreEvent
+    diffs and nothing the converter reads: against a run with Inspect's default logging of
+    the same two tasks, the episode tables are equal (run ids aside), every sample keeps its
+    final store (the retail database) and its other event types, and only the other log
+    holds StoreEvents."""
+    from inspect_ai.log import read_eval_log_samples
+
+    on = mock_tau2_eval("transfer", str(tmp_path), limit=2, epochs=1, store_events=True)
+    off_path = tau2_logs[1]                          # transfer, N_TASKS tasks, store events off
+
+    import re
+
+    def events(path):  # store keys carry a uuid drawn per run: compared without it
+        uuid = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+        return [(s.id, {type(e).__name__ for e in s.events}, sorted(uuid.sub("<uuid>", k) for k in s.store))
+                for s in read_eval_log_samples(path)]
+
+    ev_on = {i: (kinds, keys) for i, kinds, keys in events(on)}
+    ev_off = {i: (kinds, keys) for i, kinds, keys in events(off_path) if i in ev_on}
+    assert len(ev_off) == len(ev_on) == 2
+    for i in ev_on:
+        assert "StoreEvent" in ev_on[i][0] and "StoreEvent" not in ev_off[i][0]
+        assert ev_off[i][0] == ev_on[i][0] - {"StoreEvent"}      # model, tool, score ... events all kept
+        assert ev_off[i][1] == ev_on[i][1] and ev_off[i][1]      # the same final store keys, not empty
+    drop = ["run_id", "eval_id", "log"]
+    t_on = from_inspect_log(on, task_id="retail/{id}", workflow="metadata:workflow").drop(columns=drop)
+    t_off = from_inspect_log(off_path, task_id="retail/{id}", workflow="metadata:workflow").drop(columns=drop)
+    t_off = t_off[t_off["task_id"].isin(t_on["task_id"])].reset_index(drop=True)
+    pd.testing.assert_frame_equal(t_off, t_on.reset_index(drop=True))
