@@ -283,10 +283,11 @@ class ComparisonPlan:
         select = _hard if self.selection == "hard" else (lambda x: _softmax(x, self.temperature))
         if R == 0:
             return np.asarray(select(theta[[self._index[c] for c in self.candidates]]), float)
+        mb = mu[J + 1:].reshape(R, 2 * C + 2)
+        terms = select(_ratio(mb[:, :C], mb[:, C, None])) / R  # every split's q(S_r) / R, (R, C)
         out = np.zeros(C)
-        for r in range(R):
-            o = J + 1 + r * (2 * C + 2)
-            out += select(_ratio(mu[o : o + C], mu[o + C])) / R
+        for r in range(R):  # added in split order
+            out += terms[r]
         return out
 
     def split_shares(self, S: np.ndarray, masks: np.ndarray, counts: np.ndarray | None = None) -> np.ndarray:
