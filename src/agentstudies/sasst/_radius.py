@@ -14,7 +14,7 @@ from typing import Sequence
 
 import numpy as np
 
-from agentstudies.sasst._scores import rule_scores
+from agentstudies.sasst._scores import score_matrix
 from agentstudies.sasst._geometry import Geometry, make_geometry
 from agentstudies.sasst._rules import RuleFamily
 
@@ -34,10 +34,17 @@ def candidate_distances(
     X : array (n, d), discovery features; feature_names : their d names
     family : the slot's candidate family (fitted here on ``X``)
     geometry : a geometry or its name (fitted here on ``X``)
+
+    Raises
+    ------
+    ValueError
+        If the family fits no rule on ``X``.
     """
     X = np.asarray(X, dtype=float)
     rules = family.fit(X, list(feature_names))
-    S = np.vstack([rule_scores(r, X, feature_names) for r in rules])
+    if not rules:
+        raise ValueError(f"family {family.to_dict()} produced no candidate rules on these features")
+    S = score_matrix(rules, X, feature_names)  # row g is rule_scores(rules[g], X, feature_names)
     W = S / S.sum(axis=1, keepdims=True)
     geom = make_geometry(geometry).fit(X)
     return geom.distance(X, np.full(X.shape[0], 1.0 / X.shape[0]), W)

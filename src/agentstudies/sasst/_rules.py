@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 
 from agentstudies.sasst._geometry import Standardizer, median_bandwidth
+from agentstudies.sasst._reuse import _axis_direction, _memo_fit
 
 __all__ = [
     "Rule",
@@ -323,6 +324,19 @@ class QuadraticTiltRule(Rule):
                 "clip": self.clip, "label": self.label}
 
 
+def _projection_tilt(columns: tuple[str, ...], standardizer: Standardizer, direction: np.ndarray, *,
+                     center: float = 0.0, spread: float = 1.0, strength: float = 1.0, clip: float = 2.0,
+                     omega: np.ndarray | None = None, phase: np.ndarray | None = None,
+                     label: str = "") -> ProjectionTiltRule:
+    """``ProjectionTiltRule(...)`` with the same fields, built without the frozen dataclass's
+    per-field ``object.__setattr__`` (a stability resample refits a family's rules a hundred
+    times per trial; the object is the same: its ``__dict__`` holds the fields in order)."""
+    r = object.__new__(ProjectionTiltRule)
+    r.__dict__.update(columns=columns, standardizer=standardizer, direction=direction, center=center,
+                      spread=spread, strength=strength, clip=clip, omega=omega, phase=phase, label=label)
+    return r
+
+
 def rule_from_dict(d: dict[str, Any] | str) -> Rule:
     """Rebuild a rule from :meth:`Rule.to_dict` output (or its JSON string), by its
     registered kind (:func:`register_rule`; custom kinds round-trip once registered).
@@ -377,6 +391,7 @@ class AxisTiltFamily(RuleFamily):
     """Tilts along each standardized feature axis, both directions, several strengths."""
 
     name = "axis_tilt"
+    _pure_fit = True  # fit depends on to_dict(), the features and the columns only (_memo_fit)
     strengths: tuple[float, ...] = (0.5, 1.0)
     clip: float = 2.0
     use_columns: tuple[str, ...] | None = None
@@ -389,12 +404,10 @@ class AxisTiltFamily(RuleFamily):
         rules: list[Rule] = []
         for a, c in enumerate(sub):
             for sign in (1.0, -1.0):
-                e = np.zeros(len(sub))
-                e[a] = sign
+                e = _axis_direction(len(sub), a, sign)
+                label = f"{'high' if sign > 0 else 'low'} {c}"
                 for lam in self.strengths:
-                    rules.append(ProjectionTiltRule(
-                        columns=sub, standardizer=st, direction=e, strength=lam, clip=self.clip,
-                        label=f"{'high' if sign > 0 else 'low'} {c}"))
+                    rules.append(_projection_tilt(sub, st, e, strength=lam, clip=self.clip, label=label))
         return rules
 
     def to_dict(self):
@@ -408,6 +421,7 @@ class ThresholdFamily(RuleFamily):
     """Emphasize tasks above / below discovery quantiles of each feature."""
 
     name = "threshold"
+    _pure_fit = True  # fit depends on to_dict(), the features and the columns only (_memo_fit)
     quantiles: tuple[float, ...] = (0.25, 0.5, 0.75)
     lifts: tuple[float, ...] = (3.0,)
     use_columns: tuple[str, ...] | None = None
@@ -442,6 +456,7 @@ class DirectionTiltFamily(RuleFamily):
     """
 
     name = "direction_tilt"
+    _pure_fit = True  # fit depends on to_dict(), the features and the columns only (_memo_fit)
     n_directions: int = 16
     strengths: tuple[float, ...] = (0.5, 1.0)
     clip: float = 2.0
@@ -488,6 +503,7 @@ class BumpFamily(RuleFamily):
     """RBF bumps centered on k-means centers of the standardized discovery features."""
 
     name = "bump"
+    _pure_fit = True  # fit depends on to_dict(), the features and the columns only (_memo_fit)
     n_centers: int = 12
     lifts: tuple[float, ...] = (3.0,)
     bandwidth_scale: float = 0.5
@@ -525,6 +541,7 @@ class ItemBumpFamily(RuleFamily):
     """
 
     name = "item_bump"
+    _pure_fit = True  # fit depends on to_dict(), the features and the columns only (_memo_fit)
     lifts: tuple[float, ...] = (3.0,)
     k_neighbors: int = 20
     bandwidth_scale: float = 1.0
@@ -566,6 +583,7 @@ class QuadraticTiltFamily(RuleFamily):
     """
 
     name = "quadratic_tilt"
+    _pure_fit = True  # fit depends on to_dict(), the features and the columns only (_memo_fit)
     strengths: tuple[float, ...] = (0.5, 1.0)
     clip: float = 2.0
     use_columns: tuple[str, ...] | None = None
@@ -607,7 +625,7 @@ class CompositeFamily(RuleFamily):
     families: tuple[RuleFamily, ...] = ()
 
     def fit(self, X, columns):
-        return [r for f in self.families for r in f.fit(X, columns)]
+        return [r for f in self.families for r in _memo_fit(f, X, columns)]
 
     def to_dict(self):
         return {"family": self.name, "members": [f.to_dict() for f in self.families]}

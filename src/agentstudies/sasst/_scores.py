@@ -8,10 +8,11 @@ are the functional agreements the engine's resample stability averages (C.2).
 from __future__ import annotations
 
 import hashlib
-from typing import Any, MutableMapping, Sequence
+from typing import MutableMapping, Sequence
 
 import numpy as np
 
+from agentstudies.sasst._reuse import _AXIS_OF
 from agentstudies.sasst._rules import BumpRule, ProjectionTiltRule, QuadraticTiltRule, Rule
 from agentstudies._tolerances import DEGENERATE_TOL
 
@@ -31,7 +32,13 @@ def score_matrix(rules: Sequence[Rule], X: np.ndarray, feature_names: Sequence[s
     distinct (column set, standardizer) for the built-in standardized rules (a family's
     rules share one fitted standardizer), and the checks once for the whole matrix (a
     small registry is refitted and rescored on every stability resample). Each row equals
-    ``rule.score`` of the rule's columns.
+    ``rule.score`` of the rule's columns, bit for bit: the built-in tilts
+    (:class:`ProjectionTiltRule`, :class:`QuadraticTiltRule`) share their projection
+    where it is the same computation (one random-Fourier feature map per ``omega``, one
+    quadratic statistic per pair and form; an axis direction, one coordinate ``+-1`` and
+    zeros elsewhere, is that column of the finite standardized features times its sign,
+    which is what the matrix product computes exactly) and run their elementwise tail
+    ``exp(strength * clip((p - center) / spread, -clip, clip))`` once for all of them.
 
     ``bump_cache`` (optional, a dict the caller keeps across calls): squared distances of
     :class:`BumpRule` centres to the standardized rows, keyed by the SHA-1 of those rows
@@ -46,51 +53,151 @@ def score_matrix(rules: Sequence[Rule], X: np.ndarray, feature_names: Sequence[s
         Naming the first rule that needs a feature the matrix lacks, and the feature.
     ValueError
         Naming the first rule whose scores are negative or not finite.
+
+    Source: SASST (Xu et al., 2026) Eq. 1 and Appendix C.1-C.2.
     """
     X = np.asarray(X)
-    names = tuple(feature_names)
-    pos = {c: i for i, c in enumerate(names)}
-    subs: dict[tuple[str, ...], np.ndarray] = {}
-    standardized: dict[tuple, tuple[Any, np.ndarray, bytes]] = {}
-    rows = []
-    for rule in rules:
+    n = X.shape[0]
+    S = np.empty((len(rules), n))
+    blocks = _Blocks(X, tuple(feature_names))
+    tilts = _TiltBatch(n)
+    for g, rule in enumerate(rules):
         if rule.is_uniform:
-            rows.append(np.ones(X.shape[0]))
+            S[g] = 1.0
             continue
-        cols = tuple(rule.columns)
-        sub = subs.get(cols)
-        if sub is None:
-            missing = [c for c in cols if c not in pos]
-            if missing:
-                raise KeyError(f"rule {rule.describe()!r} needs feature(s) {missing}")
-            sub = subs[cols] = X if cols == names else X[:, [pos[c] for c in cols]]
-        if type(rule) in _STANDARDIZED_RULES:  # exact built-in types: a subclass may override score
-            key = (cols, id(rule.standardizer))
-            hit = standardized.get(key)
-            if hit is None:  # the standardizer is held in the value, so its id stays unique here
-                z = rule.standardizer(sub)
-                if z is sub:
-                    z = z.view()
-                z.flags.writeable = False  # shared by the family's rules
-                digest = (hashlib.sha1(np.ascontiguousarray(z).view(np.uint8)).digest() + repr(z.shape).encode()
-                          if bump_cache is not None else b"")
-                hit = standardized[key] = (rule.standardizer, z, digest)
-            if bump_cache is not None and type(rule) is BumpRule:
-                ck = (hit[2], np.ascontiguousarray(rule.center, dtype=float).tobytes())
+        kind = type(rule)
+        if kind not in _STANDARDIZED_RULES:  # exact built-in types: a subclass may override score
+            S[g] = rule.score(blocks.sub(rule))
+            continue
+        hit = blocks.standardized(rule)
+        if kind is BumpRule:
+            if bump_cache is not None:
+                ck = (blocks.digest(hit), np.ascontiguousarray(rule.center, dtype=float).tobytes())
                 d2 = bump_cache.get(ck)
                 if d2 is None:
                     d2 = bump_cache[ck] = rule.sqdist(hit[1])
-                rows.append(rule.score_from_sqdist(d2))
+                S[g] = rule.score_from_sqdist(d2)
             else:
-                rows.append(rule.score_standardized(hit[1]))
+                S[g] = rule.score_standardized(hit[1])
+        elif kind is ProjectionTiltRule:
+            tilts.add(g, tilts.projection(rule, hit), rule.center, rule.spread, rule.strength, rule.clip)
         else:
-            rows.append(rule.score(sub))
-    S = np.vstack(rows) if rows else np.zeros((0, X.shape[0]))
+            tilts.add(g, tilts.statistic(rule, hit), rule.center, rule.spread, rule.strength, rule.clip)
+    tilts.fill(S)
     bad = ~np.isfinite(S) | (S < 0)
     if bad.any():
         g = int(np.flatnonzero(bad.any(axis=1))[0])
         raise ValueError(f"rule {rules[g].describe()!r} produced negative or non-finite scores")
     return S
+
+
+class _Blocks:
+    """The feature matrix's column blocks (one gather per column set) and their
+    standardizations (one per column set and standardizer object) for :func:`score_matrix`."""
+
+    def __init__(self, X: np.ndarray, names: tuple[str, ...]) -> None:
+        self.X, self.names = X, names
+        self.pos = {c: i for i, c in enumerate(names)}
+        self.subs: dict[tuple[str, ...], np.ndarray] = {}
+        self.std: dict[tuple, list] = {}
+
+    def sub(self, rule: Rule) -> np.ndarray:
+        cols = tuple(rule.columns)
+        sub = self.subs.get(cols)
+        if sub is None:
+            missing = [c for c in cols if c not in self.pos]
+            if missing:
+                raise KeyError(f"rule {rule.describe()!r} needs feature(s) {missing}")
+            sub = self.subs[cols] = self.X if cols == self.names else self.X[:, [self.pos[c] for c in cols]]
+        return sub
+
+    def standardized(self, rule: Rule) -> list:
+        """``[standardizer, z, digest or None, [finite]]`` of the rule's block; the
+        standardizer is held in the value, so its id stays unique while the call runs."""
+        key = (tuple(rule.columns), id(rule.standardizer))
+        hit = self.std.get(key)
+        if hit is None:
+            sub = self.sub(rule)
+            z = rule.standardizer(sub)
+            if z is sub:
+                z = z.view()
+            z.flags.writeable = False  # shared by the family's rules
+            hit = self.std[key] = [rule.standardizer, z, None, []]
+        return hit
+
+    @staticmethod
+    def digest(hit: list) -> bytes:
+        """SHA-1 of the block's standardized rows and their shape (the bump cache's key), once."""
+        if hit[2] is None:
+            z = hit[1]
+            hit[2] = hashlib.sha1(np.ascontiguousarray(z).view(np.uint8)).digest() + repr(z.shape).encode()
+        return hit[2]
+
+
+class _TiltBatch:
+    """Projections of the built-in tilt rules and their shared elementwise tail."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.rows: list[int] = []
+        self.proj: list[np.ndarray] = []
+        self.params: list[tuple[float, float, float, float]] = []
+        self.memo: dict[tuple, np.ndarray] = {}
+
+    def add(self, g: int, p: np.ndarray, center: float, spread: float, strength: float, clip: float) -> None:
+        self.rows.append(g)
+        self.proj.append(p)
+        self.params.append((center, spread, strength, clip))
+
+    def projection(self, rule: ProjectionTiltRule, hit: tuple) -> np.ndarray:
+        """``rule._projection_standardized`` before centring, ``phi(z) @ direction``, computed
+        once per (feature map, direction object): rules that differ only in strength share it."""
+        feats = hit[1]
+        if rule.omega is not None:
+            key = ("rff", id(feats), id(rule.omega), id(rule.phase))
+            phi = self.memo.get(key)
+            if phi is None:  # the same operations as ProjectionTiltRule._projection_standardized
+                phi = self.memo[key] = np.sqrt(2.0 / rule.omega.shape[1]) * np.cos(feats @ rule.omega + rule.phase)
+            feats = phi
+        elif _finite(hit):
+            axis = _AXIS_OF.get(id(rule.direction))  # one of the shared axis vectors, held for good
+            if axis is not None and rule.direction.shape == (feats.shape[1],):
+                key = ("axis", id(feats)) + axis
+                p = self.memo.get(key)
+                if p is None:
+                    p = self.memo[key] = feats[:, axis[0]] * axis[1]
+                return p
+        key = ("dir", id(feats), id(rule.direction))
+        p = self.memo.get(key)
+        if p is None:
+            p = self.memo[key] = feats @ rule.direction
+        return p
+
+    def statistic(self, rule: QuadraticTiltRule, hit: tuple) -> np.ndarray:
+        """``rule._statistic_standardized(z)``, once per (standardized block, form)."""
+        key = ("quad", id(hit[1]), rule.form)
+        q = self.memo.get(key)
+        if q is None:
+            q = self.memo[key] = rule._statistic_standardized(hit[1])
+        return q
+
+    def fill(self, S: np.ndarray) -> None:
+        """``S[g] = exp(strength * clip((p - center) / spread, -clip, clip))`` for every added row."""
+        if not self.rows:
+            return
+        P = np.vstack(self.proj) if len(self.proj) > 1 else self.proj[0][None, :].copy()
+        c, s, lam, k = (np.array(v, dtype=float)[:, None] for v in zip(*self.params))
+        P -= c
+        P /= s
+        S[self.rows] = np.exp(lam * np.clip(P, -k, k))
+
+
+def _finite(hit: tuple) -> bool:
+    """Whether the block's standardized features are all finite (memoized in ``hit``): only
+    then is ``z @ (+-e_a)`` exactly ``+-z[:, a]`` (0 * inf would be NaN)."""
+    if not hit[3]:
+        hit[3].append(bool(np.isfinite(hit[1]).all()))
+    return hit[3][0]
 
 
 def rule_scores(rule: Rule, X: np.ndarray, feature_names: Sequence[str]) -> np.ndarray:

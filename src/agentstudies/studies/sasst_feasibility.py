@@ -38,7 +38,7 @@ lower abstention rate than the paper; it is not a row of the paper's Table 11.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -114,13 +114,20 @@ class FeasibilityConfig:
 
 def feasibility_features(n: int, rng: np.random.Generator) -> pd.DataFrame:
     """Score-blind features (n, 10), columns :data:`FEATURE_COLUMNS`; ``batch`` is 0 here
-    and is set per split by :func:`feasibility_trial` (it depends only on task ids)."""
+    and is set per split by :func:`feasibility_trial` (it depends only on task ids).
+
+    Raises ``ValueError`` if ``n < 4``."""
+    return pd.DataFrame(_feature_matrix(n, rng), columns=list(FEATURE_COLUMNS))
+
+
+def _feature_matrix(n: int, rng: np.random.Generator) -> np.ndarray:
+    """The array (n, 10) of :func:`feasibility_features` (the same draws), without the table."""
     if n < 4:
         raise ValueError(f"n must be >= 4; got {n}")
     cont = rng.standard_normal((n, 4))
     rare = (rng.random((n, 3)) < P_RARE).astype(float)
     minor = (rng.random((n, 2)) < P_MINOR).astype(float)
-    return pd.DataFrame(np.column_stack([cont, rare, minor, np.zeros(n)]), columns=list(FEATURE_COLUMNS))
+    return np.column_stack([cont, rare, minor, np.zeros(n)])
 
 
 def setting_plan(setting: str) -> ComparisonPlan:
@@ -137,24 +144,34 @@ def _contrast(setting: str) -> dict[str, float]:
     return {"selected": 1, "baseline": -1} if setting == "split_support_only" else {"candidate": 1, "baseline": -1}
 
 
-def planted_probabilities(setting: str, X: pd.DataFrame) -> np.ndarray:
-    """Success probabilities (n, J) in the plan's system order (see the module table)."""
+def planted_probabilities(setting: str, X: pd.DataFrame | np.ndarray) -> np.ndarray:
+    """Success probabilities (n, J) in the plan's system order (see the module table).
+
+    ``X`` is a feature table with the columns the setting reads, or an array (n, 10) whose
+    columns are :data:`FEATURE_COLUMNS` in that order. Raises ``ValueError`` on an unknown
+    setting or an array of another width; ``KeyError`` on a missing column."""
     _check(setting)
+    if isinstance(X, np.ndarray):
+        if X.ndim != 2 or X.shape[1] != len(FEATURE_COLUMNS):
+            raise ValueError(f"a feature array needs shape (n, {len(FEATURE_COLUMNS)}); got {X.shape}")
+        col = lambda c: X[:, FEATURE_COLUMNS.index(c)]  # noqa: E731
+    else:
+        col = lambda c: X[c].to_numpy()  # noqa: E731
     n = len(X)
     base = np.full(n, P_BASELINE)
     if setting == "split_support_only":
         return np.column_stack([base, np.full(n, P_CANDIDATE), np.full(n, P_CANDIDATE)])
     cand = np.full(n, P_CANDIDATE)
     if setting == "severe_concentration":
-        cand = np.where(X["rare_a"].to_numpy() > 0.5, 0.1, cand)
+        cand = np.where(col("rare_a") > 0.5, 0.1, cand)
     elif setting == "density_only":
-        cand = np.where(X["minor_a"].to_numpy() > 0.5, 0.1, cand)
+        cand = np.where(col("minor_a") > 0.5, 0.1, cand)
     elif setting == "near_tied_rules":
-        cand = cand - 0.3 * (X["x1"].to_numpy() > Q75) - 0.3 * (X["x2"].to_numpy() > Q75)
+        cand = cand - 0.3 * (col("x1") > Q75) - 0.3 * (col("x2") > Q75)
     elif setting == "near_tied_four":
-        cand = cand - 0.15 * (X[["x1", "x2", "x3", "x4"]].to_numpy() > Q75).sum(axis=1)
+        cand = cand - 0.15 * (np.column_stack([col(c) for c in ("x1", "x2", "x3", "x4")]) > Q75).sum(axis=1)
     else:
-        cand = cand - 0.5 * (X["x1"].to_numpy() > Q75)
+        cand = cand - 0.5 * (col("x1") > Q75)
     return np.column_stack([base, cand])
 
 
@@ -178,8 +195,10 @@ def _check(setting: str) -> None:
         raise ValueError(f"unknown setting {setting!r}; choose from {ALL_SETTINGS}")
 
 
-def recorded_checks(row: pd.Series, candidates: pd.DataFrame | None, slot: Slot) -> tuple[str, str]:
-    """(stage, checks) that recorded a slot's status.
+def recorded_checks(row: pd.Series | Mapping[str, Any], candidates: pd.DataFrame | None, slot: Slot
+                    ) -> tuple[str, str]:
+    """(stage, checks) that recorded a slot's status, from the slot's report row (a row of
+    the report table or its dict from :meth:`~agentstudies.sasst.SASST.confirm_records`).
 
     * failed discovery: the discovery checks (``ESS``, ``density``, ``radius``, ``split
       support``: every predeclared score-blind constraint of App. C.2) failed by the
@@ -233,13 +252,12 @@ def feasibility_trial(item: tuple[str, int], rng: np.random.Generator, *, cfg: F
     """
     setting, trial = item
     n = cfg.n_tasks
-    X = feasibility_features(n, rng)
+    Xa = _feature_matrix(n, rng)  # the draws of feasibility_features, as an array
     plan = setting_plan(setting)
-    Z = (rng.random((cfg.n_seeds, n, len(plan.systems))) < planted_probabilities(setting, X)).mean(axis=0)
+    Z = (rng.random((cfg.n_seeds, n, len(plan.systems))) < planted_probabilities(setting, Xa)).mean(axis=0)
     ids = np.array([f"c{trial:04d}_{i:04d}" for i in range(n)])
     d = np.zeros(n, dtype=bool)
     d[rng.permutation(n)[: n // 2]] = True
-    Xa = X.to_numpy(dtype=float, copy=True)
     b = FEATURE_COLUMNS.index("batch")
     for mask in (d, ~d):
         Xa[mask, b] = batch_flags(ids[mask], plan)
@@ -254,8 +272,9 @@ def feasibility_trial(item: tuple[str, int], rng: np.random.Generator, *, cfg: F
     seeds = np.full(n, cfg.n_seeds)
     data = ClusterData(ids, Z, Xa, plan.systems, FEATURE_COLUMNS, seeds)
     disc = eng.discover(data.subset(d))
-    rep = eng.confirm(disc, data.subset(~d))
-    row = rep.table.loc["stress"]
+    # the report's rows without building the report table (the same values; SASST.confirm_records)
+    rows = {r["slot"]: r for r in eng.confirm_records(disc, data.subset(~d))[0]}
+    row = rows["stress"]
     cands = disc.rules["stress"].candidates
     stage, checks = recorded_checks(row, cands, stress)
     share = row["min_split_share"]
@@ -264,20 +283,42 @@ def feasibility_trial(item: tuple[str, int], rng: np.random.Generator, *, cfg: F
     return {"setting": setting, "trial": trial, "status": row["status"], "stage": stage, "checks": checks,
             "reason": row["reason"], "rule": row["rule"], "ess": row["ess"], "max_density": row["max_density"],
             "min_split_share": share, "stability": row["stability"],
-            "estimate": row["estimate"], "uniform_estimate": rep.table.loc["uniform", "estimate"]}
+            "estimate": row["estimate"], "uniform_estimate": rows["uniform"]["estimate"]}
 
 
 def run_feasibility(cfg: FeasibilityConfig, n_trials: int, *, seed: int | np.random.SeedSequence = 0, n_jobs: int = 1,
-                    backend: str = "loky", settings: Sequence[str] = SETTINGS) -> pd.DataFrame:
+                    backend: str = "loky", settings: Sequence[str] = SETTINGS,
+                    run_only: Sequence[str] | None = None) -> pd.DataFrame:
     """Run Study C: ``n_trials`` per setting, trial ``i`` of the flattened (setting, trial)
-    list on the ``i``-th SeedSequence child of ``seed`` (independent of ``n_jobs``)."""
+    list on the ``i``-th SeedSequence child of ``seed`` (independent of ``n_jobs``).
+
+    ``run_only`` (a subset of ``settings``) runs only those settings' trials, each on the
+    same seed as in the full run (the seeds still follow the flattened list of every
+    ``settings`` entry), so its records are the full run's rows of those settings.
+
+    Raises
+    ------
+    ValueError
+        ``n_trials < 1``, an unknown setting, or a ``run_only`` entry outside ``settings``.
+    """
     if n_trials < 1:
         raise ValueError(f"n_trials must be >= 1; got {n_trials}")
     for s in settings:
         _check(s)
+    if run_only is not None:
+        extra = [s for s in run_only if s not in settings]
+        if extra:
+            raise ValueError(f"run_only names setting(s) {extra} that are not among settings {tuple(settings)}")
     items = [(s, t) for s in settings for t in range(n_trials)]
-    return pd.DataFrame(seeded_map(feasibility_trial, items, seed=_fresh(seed), n_jobs=n_jobs, backend=backend,
-                                   cfg=cfg))
+    keep = None if run_only is None else tuple(run_only)
+    recs = seeded_map(_trial_or_skip, items, seed=_fresh(seed), n_jobs=n_jobs, backend=backend, cfg=cfg, keep=keep)
+    return pd.DataFrame([r for r in recs if r is not None])
+
+
+def _trial_or_skip(item: tuple[str, int], rng: np.random.Generator, *, cfg: FeasibilityConfig,
+                   keep: tuple[str, ...] | None) -> dict[str, Any] | None:
+    """:func:`feasibility_trial`, or None for a setting outside ``keep`` (its seed is used by no one)."""
+    return feasibility_trial(item, rng, cfg=cfg) if keep is None or item[0] in keep else None
 
 
 def table11(records: pd.DataFrame) -> pd.DataFrame:

@@ -49,6 +49,7 @@ from agentstudies.sasst.rules import (
     QuadraticTiltFamily,
     RuleFamily,
     rule_scores,
+    score_matrix,
 )
 from agentstudies.studies._paper import paper_values
 
@@ -321,7 +322,7 @@ def registry_ceiling(family: RuleFamily, X_fit: np.ndarray, X_eval: np.ndarray, 
     """
     rules = family.fit(np.asarray(X_fit, dtype=float), list(columns))
     y = np.asarray(labels, dtype=bool)
-    S = np.vstack([rule_scores(r, X_eval, columns) for r in rules])
+    S = score_matrix(rules, np.asarray(X_eval), columns)  # row g is rule_scores(rules[g], X_eval, columns)
     ranks = stats.rankdata(S, axis=1)
     n1 = int(y.sum())
     n0 = y.size - n1
@@ -370,7 +371,7 @@ def study_b_trial(item: tuple[str, int], rng: np.random.Generator, *, cfg: Study
     eng = SASST(ComparisonPlan(SYSTEMS), _study_b_slots(cfg, radii),
                 {"full": full_registry(cfg), "linear": linear_registry(cfg)},
                 n_stability=0, seed=int(rng.integers(2**31)))
-    disc = eng.discover(data)
+    disc = eng.discover(data, candidate_tables=False)  # the records read no candidate table
     ceiling_full = registry_ceiling(full_registry(cfg), Xa[d], Xa[~d], g[~d], cols)
     ceiling_linear = registry_ceiling(linear_registry(cfg), Xa[d], Xa[~d], g[~d], cols)
     out = []
