@@ -9,8 +9,9 @@ per-item loop; the feature-map geometry's reused map against a fresh geometry.
 
 import numpy as np
 import pytest
+from scipy.spatial.distance import pdist
 
-from agentstudies.sasst.geometry import KMS
+from agentstudies.sasst.geometry import KMS, median_bandwidth
 from agentstudies.sasst.rules import (
     AxisTiltFamily,
     BumpFamily,
@@ -20,6 +21,7 @@ from agentstudies.sasst.rules import (
     QuadraticTiltFamily,
     ThresholdFamily,
     score_matrix,
+    weight_correlation,
 )
 from agentstudies.studies import sasst_geometry_audit as ga
 from agentstudies.studies import sasst_real_features as rf
@@ -154,3 +156,31 @@ def test_feature_map_geometry_reuses_its_map_with_the_same_distances():
     assert _bits(np.r_[first, second]) == _bits(np.r_[fresh.distance(X, u, W[:2]), fresh.distance(X.copy(), u, W[2:])])
     inner = KMS(standardize=False, n_features=128, n_witness=64, seed=0).fit(geom.features(X))
     assert _bits(second) == _bits(inner.distance(geom.features(X), u, W[2:]))
+
+
+def test_weight_correlation_is_the_pearson_formula_bit_for_bit():
+    rng = np.random.default_rng(11)
+    a = rng.random(30)
+    B = rng.random((4, 30))
+    B[1] = 2.0  # a constant function: correlation 0 with a non-constant one
+    ac, bc = a - a.mean(), B - B.mean(axis=1, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        want = (bc @ ac) / (np.sqrt(np.sum(ac * ac)) * np.sqrt(np.sum(bc * bc, axis=1)))
+    want[1] = 0.0
+    assert _bits(weight_correlation(a, B)) == _bits(want)
+    b2 = B[2:3] - B[2:3].mean(axis=1, keepdims=True)  # one row: its own (1, n) product, as the engine asks
+    assert weight_correlation(a, B[2]) == float(((b2 @ ac) / (np.sqrt(np.sum(ac * ac)) * np.sqrt(np.sum(b2 * b2, axis=1))))[0])
+    assert weight_correlation(np.ones(5), np.full((1, 5), 3.0))[0] == 1.0
+    assert np.isclose(weight_correlation(a, B[3]), np.corrcoef(a, B[3])[0, 1], rtol=1e-12)
+
+
+def test_median_bandwidth_reuses_an_answer_only_for_identical_features():
+    rng = np.random.default_rng(12)
+    X = rng.normal(size=(40, 3))
+    direct = float(np.median(pdist(X)))
+    assert median_bandwidth(X) == direct and median_bandwidth(X.copy()) == direct
+    Y = X.copy()
+    Y[0, 0] = np.nextafter(Y[0, 0], np.inf)
+    assert median_bandwidth(Y) == float(np.median(pdist(Y)))
+    assert median_bandwidth(X[:, :2]) == float(np.median(pdist(X[:, :2])))
+    assert median_bandwidth(X, max_points=10) == float(np.median(pdist(X[np.linspace(0, 39, 10).astype(int)])))

@@ -61,17 +61,20 @@ def score_matrix(rules: Sequence[Rule], X: np.ndarray, feature_names: Sequence[s
     S = np.empty((len(rules), n))
     blocks = _Blocks(X, tuple(feature_names))
     tilts = _TiltBatch(n)
+    last = (None, None, None)  # (standardizer, columns, block) of the previous rule: a family's rules share them
     for g, rule in enumerate(rules):
-        if rule.is_uniform:
-            S[g] = 1.0
-            continue
         kind = type(rule)
-        if kind not in _STANDARDIZED_RULES:  # exact built-in types: a subclass may override score
-            S[g] = rule.score(blocks.sub(rule))
-            continue
-        hit = blocks.standardized(rule)
-        if kind is BumpRule:
-            if bump_cache is not None:
+        if kind in _STANDARDIZED_RULES:  # exact built-in types: a subclass may override score
+            if rule.standardizer is last[0] and rule.columns is last[1]:
+                hit = last[2]
+            else:
+                hit = blocks.standardized(rule)
+                last = (rule.standardizer, rule.columns, hit)
+            if kind is ProjectionTiltRule:
+                tilts.add(g, tilts.projection(rule, hit), rule.center, rule.spread, rule.strength, rule.clip)
+            elif kind is QuadraticTiltRule:
+                tilts.add(g, tilts.statistic(rule, hit), rule.center, rule.spread, rule.strength, rule.clip)
+            elif bump_cache is not None:
                 ck = (blocks.digest(hit), np.ascontiguousarray(rule.center, dtype=float).tobytes())
                 d2 = bump_cache.get(ck)
                 if d2 is None:
@@ -79,10 +82,10 @@ def score_matrix(rules: Sequence[Rule], X: np.ndarray, feature_names: Sequence[s
                 S[g] = rule.score_from_sqdist(d2)
             else:
                 S[g] = rule.score_standardized(hit[1])
-        elif kind is ProjectionTiltRule:
-            tilts.add(g, tilts.projection(rule, hit), rule.center, rule.spread, rule.strength, rule.clip)
+        elif rule.is_uniform:
+            S[g] = 1.0
         else:
-            tilts.add(g, tilts.statistic(rule, hit), rule.center, rule.spread, rule.strength, rule.clip)
+            S[g] = rule.score(blocks.sub(rule))
     tilts.fill(S)
     bad = ~np.isfinite(S) | (S < 0)
     if bad.any():
@@ -139,15 +142,11 @@ class _TiltBatch:
 
     def __init__(self, n: int) -> None:
         self.n = n
-        self.rows: list[int] = []
-        self.proj: list[np.ndarray] = []
-        self.params: list[tuple[float, float, float, float]] = []
+        self.items: list[tuple[int, np.ndarray, float, float, float, float]] = []
         self.memo: dict[tuple, np.ndarray] = {}
 
     def add(self, g: int, p: np.ndarray, center: float, spread: float, strength: float, clip: float) -> None:
-        self.rows.append(g)
-        self.proj.append(p)
-        self.params.append((center, spread, strength, clip))
+        self.items.append((g, p, center, spread, strength, clip))
 
     def projection(self, rule: ProjectionTiltRule, hit: tuple) -> np.ndarray:
         """``rule._projection_standardized`` before centring, ``phi(z) @ direction``, computed
@@ -159,18 +158,15 @@ class _TiltBatch:
             if phi is None:  # the same operations as ProjectionTiltRule._projection_standardized
                 phi = self.memo[key] = np.sqrt(2.0 / rule.omega.shape[1]) * np.cos(feats @ rule.omega + rule.phase)
             feats = phi
-        elif _finite(hit):
-            axis = _AXIS_OF.get(id(rule.direction))  # one of the shared axis vectors, held for good
-            if axis is not None and rule.direction.shape == (feats.shape[1],):
-                key = ("axis", id(feats)) + axis
-                p = self.memo.get(key)
-                if p is None:
-                    p = self.memo[key] = feats[:, axis[0]] * axis[1]
-                return p
-        key = ("dir", id(feats), id(rule.direction))
+        key = (id(feats), id(rule.direction))
         p = self.memo.get(key)
         if p is None:
-            p = self.memo[key] = feats @ rule.direction
+            axis = _AXIS_OF.get(id(rule.direction)) if rule.omega is None else None  # a shared axis vector
+            if axis is not None and rule.direction.shape == (feats.shape[1],) and _finite(hit):
+                p = feats[:, axis[0]] * axis[1]
+            else:
+                p = feats @ rule.direction
+            self.memo[key] = p
         return p
 
     def statistic(self, rule: QuadraticTiltRule, hit: tuple) -> np.ndarray:
@@ -183,13 +179,14 @@ class _TiltBatch:
 
     def fill(self, S: np.ndarray) -> None:
         """``S[g] = exp(strength * clip((p - center) / spread, -clip, clip))`` for every added row."""
-        if not self.rows:
+        if not self.items:
             return
-        P = np.vstack(self.proj) if len(self.proj) > 1 else self.proj[0][None, :].copy()
-        c, s, lam, k = (np.array(v, dtype=float)[:, None] for v in zip(*self.params))
+        rows, proj, *params = zip(*self.items)
+        P = np.vstack(proj) if len(proj) > 1 else proj[0][None, :].copy()
+        c, s, lam, k = (np.array(v, dtype=float)[:, None] for v in params)
         P -= c
         P /= s
-        S[self.rows] = np.exp(lam * np.clip(P, -k, k))
+        S[list(rows)] = np.exp(lam * np.clip(P, -k, k))
 
 
 def _finite(hit: tuple) -> bool:
@@ -249,17 +246,20 @@ def _jaccard(ta: np.ndarray, tb: np.ndarray) -> np.ndarray:
 def weight_correlation(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Pearson correlation of weight functions on a reference set (rows of ``b``).
 
-    A constant function correlates 1 with another constant and 0 with anything else.
+    ``a`` is (n,), ``b`` is (n,) or (G, n); returns a float or (G,). A constant function
+    correlates 1 with another constant and 0 with anything else.
     """
     a = np.asarray(a, float)
-    b2 = np.atleast_2d(np.asarray(b, float))
+    b = np.asarray(b, float)
+    b2 = b if b.ndim == 2 else b.reshape(1, -1)
     ac = a - a.mean()
     bc = b2 - b2.mean(axis=1, keepdims=True)
     na = np.sqrt(np.sum(ac * ac))
     nb = np.sqrt(np.sum(bc * bc, axis=1))
     const_a = na < DEGENERATE_TOL
     const_b = nb < DEGENERATE_TOL
-    with np.errstate(invalid="ignore", divide="ignore"):
-        r = (bc @ ac) / (na * nb)
+    den = na * nb
+    # num / den where den != 0; where den == 0 a norm is 0, so a constant's rule below replaces the entry
+    r = np.divide(bc @ ac, den, out=np.zeros(len(nb)), where=den != 0)
     r = np.where(const_a & const_b, 1.0, np.where(const_a | const_b, 0.0, r))
-    return r if np.ndim(b) == 2 else float(r[0])
+    return r if b.ndim == 2 else float(r[0])

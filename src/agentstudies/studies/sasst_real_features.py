@@ -30,6 +30,7 @@ from __future__ import annotations
 import hashlib
 import importlib.resources
 import json
+import math
 import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -408,7 +409,7 @@ class NeighbourhoodDirectionFamily(RuleFamily):
                 key = diff.tobytes()
                 if key not in seen:
                     beta = inv @ diff
-                    norm = float(np.linalg.norm(beta))
+                    norm = math.sqrt(float(beta.dot(beta)))  # np.linalg.norm of a vector, without its checks
                     if norm == 0.0:
                         seen[key] = None
                     else:
