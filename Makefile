@@ -17,6 +17,12 @@ TEST_WORKERS ?= 2
 
 .PHONY: setup book paper test bench clean
 
+# Some machines set PYTHONDONTWRITEBYTECODE=1 (Docker images often do). Then every process of
+# a book run or of the tests would compile each module it imports that has no .pyc yet,
+# again and again. make's own commands write them once instead: into .venv and the
+# checkout's __pycache__ folders, which git ignores.
+unexport PYTHONDONTWRITEBYTECODE
+
 setup: $(STAMP)
 
 # Creates .venv with Python 3.11 if missing, then installs the pinned dependencies.
@@ -26,13 +32,13 @@ $(STAMP): pyproject.toml
 	    { echo "agentstudies needs Python 3.11: make PYTHON=python3.11 ..."; exit 1; }; \
 	  $(PYTHON) -m venv $(VENV); }
 	$(BIN)/python -m pip install --quiet "pip>=24"
-# pip byte-compiles what it installs on one core: ~90 of the ~150 CPU-s of a fresh install
-# (measured 2026-12-03). Installing with --no-compile and compiling afterwards on every
-# core (compileall -j 0) gives the same .pyc files sooner. Leaving them to first use
-# instead made every process of the first test run or book compile the same modules.
-# Like pip, a file that does not compile (e.g. Python-2 test data) is skipped, not fatal.
+# pip byte-compiles what it installs on one core (~90 CPU-s), and compileall of the whole
+# site-packages (28,000 files, most never imported) took ~120 CPU-s (measured 2026-12-03).
+# So pip installs with --no-compile and agentstudies.book.warm imports what a chapter, the
+# book build and the tests import (~3,000 modules): only their .pyc files are written,
+# in ~15 CPU-s. Anything else is compiled on first use and kept (see unexport below).
 	$(BIN)/python -m pip install --quiet --no-compile -e ".[book,embeddings,llm,dev]"
-	$(BIN)/python -m compileall -qq -j 0 "$$($(BIN)/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')" || true
+	$(BIN)/python -m agentstudies.book.warm
 	@touch $(STAMP)
 
 # Executes every chapter of book/_toc.yml (papermill) into book/chapters/, then renders

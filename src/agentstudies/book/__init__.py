@@ -8,6 +8,7 @@ re-exports their public names and stays the entry point.
 :mod:`agentstudies.book.execute`       one notebook: papermill, staging, atomic swap, interrupts
 :mod:`agentstudies.book.schedule`      the book's chapters in order or side by side, durations
 :mod:`agentstudies.book.build`         the HTML book with Jupyter Book 1
+:mod:`agentstudies.book.warm`          set-up only: writes the .pyc files a run imports
 =====================================  ==================================================
 
 Each module imports only the ones above it in this table; importing this package imports
