@@ -24,7 +24,7 @@ from typing import Any, Callable, NamedTuple
 
 import numpy as np
 import pandas as pd
-from scipy import stats as _st
+from scipy import special as _special
 from statsmodels.stats.proportion import proportion_confint
 
 from agentstudies.parallel import seeded_map
@@ -127,7 +127,9 @@ def latent_probit_scores(p: np.ndarray, rho: float, n_seeds: int, rng: np.random
     """
     p = _check_latent(p, rho, n_seeds)
     with np.errstate(divide="ignore"):
-        idx = _st.norm.ppf(p)  # -inf at p = 0, +inf at p = 1: always 0 / always 1
+        # -inf at p = 0, +inf at p = 1: always 0 / always 1 (scipy.special.ndtri: what
+        # norm.ppf evaluates at loc 0, scale 1, the same bits, without its argument machinery)
+        idx = _special.ndtri(p)
     return _latent_scores_from_index(idx, rho, n_seeds, rng)
 
 
