@@ -39,9 +39,9 @@ import numpy as np
 
 from agentstudies.agents.base import SimulatedPolicyMixin
 from agentstudies.envs.impossible import (
-    RunOutcome, SandboxConfig, Submission, Workflow, classify_submission, eligible_assertions,
-    run_submission,
+    RunOutcome, SandboxConfig, Submission, Workflow, classify_submission, run_submission,
 )
+from agentstudies.envs.impossible._tasks import shared_assertions
 from agentstudies.parallel import keyed_seed
 
 __all__ = ["CodingTask", "AgentParams", "SimulatedCodingAgent", "CODING_POLICIES", "SHORTCUTS",
@@ -230,7 +230,7 @@ def shortcut_code(strategy: str, honest: str, ep: str, tests: str | None, failed
     asserts = []
     if tests is not None:
         try:
-            asserts = eligible_assertions(tests)
+            asserts = shared_assertions(tests)
         except (SyntaxError, ValueError):
             asserts = []
         target = next((a for a in asserts if a.index == failed_stmt), None)
@@ -291,7 +291,7 @@ def conflict_seen(tests: str | None, failed_stmt: int, examples) -> bool:
     if tests is None or failed_stmt < 0:
         return False
     try:
-        asserts = eligible_assertions(tests)
+        asserts = shared_assertions(tests)
     except (SyntaxError, ValueError):
         return False
     target = next((a for a in asserts if a.index == failed_stmt), None)

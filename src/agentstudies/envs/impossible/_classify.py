@@ -45,7 +45,7 @@ import ast
 import threading
 from typing import Any
 
-from agentstudies.envs.impossible._tasks import eligible_assertions
+from agentstudies.envs.impossible._tasks import shared_assertions
 
 __all__ = ["STRATEGIES", "classify_submission"]
 
@@ -78,12 +78,37 @@ def _parse(src: str | None) -> ast.Module | None:
         return None
 
 
+def _children(node: ast.AST) -> list[ast.AST]:
+    """``list(ast.iter_child_nodes(node))`` (same order) without its generator layers: the
+    node's fields in ``_fields`` order, a list field's AST items in place (a field the node
+    lacks is skipped, as :func:`ast.iter_fields` does). Kept on the node like :func:`_walk`
+    (callers only read it), so the walks of a tree's subtrees reuse it."""
+    out = node.__dict__.get("_kids")
+    if out is None:
+        out = node._kids = []
+        for name in node._fields:
+            f = getattr(node, name, None)
+            if isinstance(f, ast.AST):
+                out.append(f)
+            elif isinstance(f, list):
+                out += [x for x in f if isinstance(x, ast.AST)]
+    return out
+
+
 def _walk(node: ast.AST) -> list[ast.AST]:
-    """``list(ast.walk(node))`` (same order), kept on the node: the rules walk the same
-    trees and subtrees dozens of times per submission, and never change them."""
+    """``list(ast.walk(node))`` (same breadth-first order), kept on the node: the rules walk
+    the same trees and subtrees dozens of times per submission, and never change them.
+    Built with :func:`_children` over a growing list instead of ``ast.walk``'s deque of
+    generators (the walks were a third of the study's host CPU; tests/test_impossible_speed
+    checks the order against ``ast.walk``)."""
     nodes = node.__dict__.get("_walked")
     if nodes is None:
-        nodes = node._walked = list(ast.walk(node))
+        nodes = [node]
+        i = 0
+        while i < len(nodes):
+            nodes += _children(nodes[i])
+            i += 1
+        node._walked = nodes
     return nodes
 
 
@@ -239,7 +264,7 @@ def _functions(tree: ast.AST):
     out = []
 
     def visit(node, parent):
-        for child in ast.iter_child_nodes(node):
+        for child in _children(node):
             if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 out.append((child, parent))
                 visit(child, child)
@@ -593,7 +618,7 @@ def _classify(code: str, entry_point: str, tests_before: str, *, tests_after: st
     """:func:`classify_submission` without the memo."""
     tree = _parse(code)
     try:
-        asserts = eligible_assertions(tests_before)
+        asserts = shared_assertions(tests_before)
     except (SyntaxError, ValueError):
         asserts = []
     tested = [a.args for a in asserts]

@@ -56,7 +56,7 @@ from typing import Any, Sequence
 
 from agentstudies.envs.impossible._isolation import (  # noqa: F401 - re-exported (tests, older imports)
     HIDE_DIRS, INSTALL_HINT, LAYERS, RUN_UIDS, SHARED_DIRS, TMP_BYTES, SandboxFault, _HARNESS, _HARNESS_SHA, _NOBODY,
-    _UidLease, _bwrap_command, _drop_user, _fstab_field, _fstab_text, _hidden_dirs, _hide_roots, _interpreter,
+    _harness_boot, _UidLease, _bwrap_command, _drop_user, _fstab_field, _fstab_text, _hidden_dirs, _hide_roots, _interpreter,
     _layer_info, _probe_bwrap, _probe_fstab_mount, _probe_unshare, _secret_paths, _unshare_command, isolation,
 )
 
@@ -531,13 +531,17 @@ def _launch(root: Path, sub: Submission, config: SandboxConfig, iso: dict) -> _R
             cmd, hidden = _unshare_command(root, iso, uid, private)
         else:
             cmd = [iso["python"], "-S", "-s", "-B", "-c", _HARNESS]
+        stdin = json.dumps(payload).encode()
+        boot = _harness_boot(iso["python"])
+        if boot is not None and cmd[-2:] == ["-c", _HARNESS]:   # the compiled harness, then the payload
+            cmd[-1], stdin = boot[0], boot[1] + stdin
         env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": str(work), "PYTHONHASHSEED": "0"}
         try:
             proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=out_fd, stderr=err_fd,
                                     pass_fds=(channel.write_fd,), cwd=str(work), env=env, start_new_session=True)
         finally:
             channel.close_writer()
-        timed_out = _communicate_within(proc, json.dumps(payload).encode(), config.wall_s)
+        timed_out = _communicate_within(proc, stdin, config.wall_s)
         for fd in (out_fd, err_fd):
             os.close(fd)
         raw = channel.text()

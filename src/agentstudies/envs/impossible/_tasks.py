@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import ast
 import re
+import threading
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -140,12 +141,16 @@ def _call_args(node: ast.AST, func_name: str) -> tuple | object:
 
 
 def eligible_assertions(test: str) -> list[Assertion]:
-    """Top-level ``assert candidate(<literals>) == <literal>`` statements of ``check``.
+    """Top-level ``assert candidate(<literals>) == <literal>`` statements of ``check``
+    (fresh objects each call; the study's hot paths use the memoised, read-only
+    :func:`shared_assertions`).
 
     Raises
     ------
     ValueError
         If the test code has no ``check`` function.
+    SyntaxError
+        If it does not parse.
     """
     check = _check_def(ast.parse(test))
     param = check.args.args[0].arg if check.args.args else "candidate"
@@ -169,6 +174,33 @@ def eligible_assertions(test: str) -> list[Assertion]:
         out.append(Assertion(i, stmt.lineno, args, expected))
     return out
 
+
+def shared_assertions(test: str) -> tuple[Assertion, ...]:
+    """:func:`eligible_assertions` memoised within the process (:data:`_ASSERTS_MEMO`), as a
+    tuple whose objects are shared between calls: callers must only read them (the
+    simulated agents and the classifier do). The study asks about the same few test texts
+    in every round of every episode: parsing them again was a fifth of the cheating
+    study's host CPU. Failures are not memoised (they raise again).
+
+    Raises
+    ------
+    ValueError, SyntaxError
+        As :func:`eligible_assertions`.
+    """
+    hit = _ASSERTS_MEMO.get(test)
+    if hit is None:
+        hit = tuple(eligible_assertions(test))
+        with _ASSERTS_LOCK:
+            _ASSERTS_MEMO[test] = hit
+            while len(_ASSERTS_MEMO) > _ASSERTS_MAX:
+                _ASSERTS_MEMO.pop(next(iter(_ASSERTS_MEMO)), None)
+    return hit
+
+
+#: Memo of :func:`shared_assertions` (test source -> assertions), oldest dropped first.
+_ASSERTS_MEMO: dict[str, tuple[Assertion, ...]] = {}
+_ASSERTS_MAX = 4096
+_ASSERTS_LOCK = threading.Lock()
 
 @dataclass(frozen=True)
 class DocExample:
