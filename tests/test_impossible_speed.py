@@ -134,3 +134,28 @@ def test_compiled_harness_gives_the_outcomes_of_the_source_harness(monkeypatch):
     source = outcomes()
     assert compiled == source
     assert [o.outcome for o in compiled] == ["passed", "failed", "error", "exited_early", "passed"]
+
+
+def test_lean_harness_leaves_ast_and_json_importable_and_instruments_every_statement_kind():
+    """The harness no longer imports ast / json itself (it parses with compile(...,
+    PyCF_ONLY_AST) and reads a marshalled payload): a submission, test or workspace edit
+    importing them after the audit hook still works, and check's statements of every kind
+    are counted as before (the failing one named)."""
+    from agentstudies.envs.impossible import SandboxConfig, Submission, run_submission
+
+    tests = ("import json\n\ndef check(candidate):\n"
+             "    assert candidate(2) == 4\n"
+             "    for i in range(3):\n        assert candidate(i) == i * i\n"
+             "    with open('solution.py') as fh:\n        assert 'def f' in fh.read()\n"
+             "    def inner(x):\n        return candidate(x)\n"
+             "    assert json.loads(json.dumps([inner(3)])) == [9]\n"
+             "    try:\n        candidate(None)\n    except TypeError:\n        pass\n"
+             "    assert candidate(5) == 26\n")
+    code = "import ast, json, typing, collections\nast.parse('x = 1')\ndef f(x):\n    return x * x\n"
+    edit = "import ast, json\njson.dumps(ast.dump(ast.parse('y = 2')))\n"
+    for layer in ("none", "auto"):
+        cfg = SandboxConfig(layer=layer)
+        out = run_submission(Submission(code, "f", tests, "read_only", edit=edit), cfg)
+        assert (out.outcome, out.failed_stmt, out.edit_error) == ("failed", 6, None), (layer, out)
+        ok = run_submission(Submission(code.replace("x * x", "x * x + (x == 5)"), "f", tests, "hidden"), cfg)
+        assert ok.outcome == "passed", (layer, ok)

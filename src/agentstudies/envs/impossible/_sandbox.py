@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import marshal
 import os
 import secrets
 import shutil
@@ -531,7 +532,7 @@ def _launch(root: Path, sub: Submission, config: SandboxConfig, iso: dict) -> _R
             cmd, hidden = _unshare_command(root, iso, uid, private)
         else:
             cmd = [iso["python"], "-S", "-s", "-B", "-c", _HARNESS]
-        stdin = json.dumps(payload).encode()
+        stdin = marshal.dumps(payload)       # the harness reads it with marshal (see _harness_main.py)
         boot = _harness_boot(iso["python"])
         if boot is not None and cmd[-2:] == ["-c", _HARNESS]:   # the compiled harness, then the payload
             cmd[-1], stdin = boot[0], boot[1] + stdin
