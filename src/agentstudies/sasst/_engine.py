@@ -40,6 +40,7 @@ from agentstudies.sasst._data import CONFIRMATION, DISCOVERY, ClusterData, clust
 from agentstudies.sasst._geometry import Geometry, make_geometry
 from agentstudies.sasst._plan import ComparisonPlan
 from agentstudies.sasst._report import SASSTReport, _joint_band, _report_frame, _status_fields
+from agentstudies.sasst._shared import SharedWork
 from agentstudies.sasst._results import FINGERPRINT_FIELDS, Discovery, FrozenRule, _spec_json, fingerprint_diff
 from agentstudies.sasst._rules import FixedFamily, Rule, RuleFamily, UniformRule
 from agentstudies.sasst._scores import (_jaccard, rule_scores, score_matrix, top_set_jaccard, top_weighted_sets,
@@ -342,20 +343,22 @@ class SASST:
         """The slot geometry fitted on ``X``; a user's Geometry object is copied, never fitted in place."""
         return copy.deepcopy(make_geometry(self.geometries[name])).fit(X)
 
-    def discover(self, data: ClusterData, *, candidate_tables: bool = True) -> Discovery:
+    def discover(self, data: ClusterData, *, candidate_tables: bool = True,
+                 shared: SharedWork | None = None) -> Discovery:
         """Discovery on ``D``: select, freeze and stability-check a rule per slot (C.2).
 
         ``candidate_tables=False`` leaves each :attr:`FrozenRule.candidates` empty (the
         per-candidate predicted contrast, ESS, density, distance and feasibility);
         simulation trials that never read it skip building thousands of small tables.
-        The frozen rules and every number of the report are the same.
+        The frozen rules and every number of the report are the same. ``shared`` (a
+        :class:`~agentstudies.sasst._shared.SharedWork` of one trial) reuses score matrices
+        and tensors computed by earlier calls on the same data: the same numbers, bit for bit.
         """
         n = len(data)
         if n < 2:
             raise ValueError(f"discovery split has {n} cluster(s); need at least 2")
         plan = self.plan
-        H1 = plan.tensor(data.Z, np.ones(n), plan.split_masks(data.ids))
-        mu1 = H1.mean(axis=0)
+        H1, mu1 = _tensor_mean(plan, data.Z, np.ones(n), plan.split_masks(data.ids), shared)
         theta = plan.values(mu1)
         theta_d = dict(zip(plan.outputs, map(float, theta)))
         selected = None
@@ -374,28 +377,33 @@ class SASST:
             if key not in by_key:
                 # one independent stability stream per discovery specification, in slot order
                 by_key[key] = self._discover_slot(slot, data, H1, mu1, theta, cache, stream=len(by_key),
-                                                  candidate_table=candidate_tables)
+                                                  candidate_table=candidate_tables, shared=shared)
             rules[slot.name] = by_key[key]
         return Discovery(rules, theta_d, selected, n, tuple(data.ids), geometries=dict(cache.geometries),
                          soft_selection=soft, engine_fingerprint=self.fingerprint())
 
-    def _candidates(self, slot: Slot, data: ClusterData, cache: _DiscoveryCache) -> tuple[list[Rule], np.ndarray]:
+    def _candidates(self, slot: Slot, data: ClusterData, cache: _DiscoveryCache,
+                    shared: SharedWork | None = None) -> tuple[list[Rule], np.ndarray]:
         """The slot family's candidate rules fitted on ``D`` and their score matrix (G, n)."""
         if slot.family not in cache.families:
-            cands = self.families[slot.family].fit(data.X, data.feature_names)
-            if not cands:
-                raise ValueError(f"family {slot.family!r} produced no candidate rules")
-            S = score_matrix(cands, data.X, data.feature_names)
-            cache.families[slot.family] = (cands, S)
+            family = self.families[slot.family]
+
+            def fit() -> tuple[list[Rule], np.ndarray]:
+                cands = family.fit(data.X, data.feature_names)
+                if not cands:
+                    raise ValueError(f"family {slot.family!r} produced no candidate rules")
+                return cands, score_matrix(cands, data.X, data.feature_names)
+            cache.families[slot.family] = fit() if shared is None else shared.family_scores(
+                family, data.X, data.feature_names, fit)
         return cache.families[slot.family]
 
     def _discover_slot(self, slot: Slot, data: ClusterData, H1: np.ndarray, mu1: np.ndarray,
                        theta: np.ndarray, cache: _DiscoveryCache, *, stream: int,
-                       candidate_table: bool = True) -> FrozenRule:
+                       candidate_table: bool = True, shared: SharedWork | None = None) -> FrozenRule:
         """Rank the feasible candidates by Eq. (2), freeze the selected one, check stability."""
         t0 = time.perf_counter()
         n = len(data)
-        cands, S = self._candidates(slot, data, cache)
+        cands, S = self._candidates(slot, data, cache, shared)
         if slot.geometry not in cache.geometries:
             cache.geometries[slot.geometry] = self._geometry(slot.geometry, data.X)
         geom = cache.geometries[slot.geometry]
@@ -491,7 +499,7 @@ class SASST:
             provenance=make_provenance(seed=self.seed, confirmation_scores=data.Z, confirmation_features=data.X),
         )
 
-    def confirm_records(self, discovery: Discovery, data: ClusterData
+    def confirm_records(self, discovery: Discovery, data: ClusterData, *, shared: SharedWork | None = None
                         ) -> tuple[list[dict[str, Any]], np.ndarray, tuple[str, ...], float]:
         """:meth:`confirm` without the report objects: ``(rows, phi, phi_slots, critical)``.
 
@@ -501,7 +509,7 @@ class SASST:
         The same numbers as the report (``confirm`` is built on it; SASST Appendix
         C.3-C.5); simulation trials that run the protocol thousands of times use it to skip
         building tables. Raises as :meth:`confirm` (empty or one-cluster confirmation
-        split, clusters reused from discovery).
+        split, clusters reused from discovery). ``shared`` as in :meth:`discover`.
         """
         n = len(data)
         if n == 0:
@@ -519,7 +527,7 @@ class SASST:
                                  "differ from the discovery's (a frozen rule is confirmed only by the engine, "
                                  "registry and thresholds it was frozen with)")
         masks = self.plan.split_masks(data.ids)
-        memo: dict[Any, _Weighted] = {}  # per frozen rule: its weighting of I (slots share rules)
+        memo: dict[Any, Any] = {"shared": shared}  # per frozen rule: its weighting of I (slots share rules)
         theta0 = self._weighted(UniformRule(), data, masks, memo).theta
         rows, phis, geoms = [], {}, dict(discovery.geometries)
         for slot in self.slots:
@@ -585,18 +593,21 @@ class SASST:
         (one discovery specification, several contrasts) or the uniform rule (also the
         unweighted ``theta`` of the report) reuse the same arrays. A uniform rule's scores
         are ones whatever its type, so every uniform rule shares one entry.
+        ``memo["shared"]`` (a :class:`SharedWork` or None, set by :meth:`confirm_records`)
+        supplies scores and tensors computed by earlier calls of the trial.
         """
         key = "uniform" if rule.is_uniform else id(rule)
         hit = memo.get(key)
         if hit is not None:
             return hit
-        s = rule_scores(rule, data.X, data.feature_names)
+        shared = memo.get("shared")
+        s = rule_scores(rule, data.X, data.feature_names) if shared is None else shared.rule_scores(
+            rule, data.X, data.feature_names, lambda: rule_scores(rule, data.X, data.feature_names))
         tot = s.sum()
         wt = _Weighted(rule, s, tot)
         if tot > 0:
             wt.w = s / tot
-            wt.H = self.plan.tensor(data.Z, s, masks)
-            wt.mu = wt.H.mean(axis=0)
+            wt.H, wt.mu = _tensor_mean(self.plan, data.Z, s, masks, shared)
             wt.theta = self.plan.values(wt.mu)
         memo[key] = wt  # holds the rule, so its id is not reused while the memo lives
         return wt
@@ -647,6 +658,15 @@ class SASST:
         if key not in wt.phi:
             wt.phi[key] = (wt.H - wt.mu) @ self.plan.gradient(wt.mu, c)
         return out, wt.phi[key]
+
+
+def _tensor_mean(plan: ComparisonPlan, Z: np.ndarray, s: np.ndarray, masks: np.ndarray,
+                 shared: SharedWork | None) -> tuple[np.ndarray, np.ndarray]:
+    """The plan tensor (N, p) and its column mean (p,), from ``shared`` when given."""
+    if shared is not None:
+        return shared.tensor(plan, Z, s, masks)
+    H = plan.tensor(Z, s, masks)
+    return H, H.mean(axis=0)
 
 
 @dataclass(eq=False)

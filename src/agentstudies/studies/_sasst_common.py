@@ -29,6 +29,7 @@ from statsmodels.stats.proportion import proportion_confint
 
 from agentstudies.parallel import seeded_map
 from agentstudies.sasst import SASST, ClusterData, Discovery
+from agentstudies.sasst._shared import SharedWork
 from agentstudies.sasst.rules import Rule
 from agentstudies.stats import multiplier_critical_value, studentized_contributions
 
@@ -91,12 +92,13 @@ class Confirmed(NamedTuple):
     critical: float
 
 
-def confirm_lean(eng: SASST, disc: Discovery, I: ClusterData) -> Confirmed:
+def confirm_lean(eng: SASST, disc: Discovery, I: ClusterData, shared: SharedWork | None = None) -> Confirmed:
     """``eng.confirm(disc, I)`` without the report tables: the simulation trials' path.
 
-    The same numbers as the report (``SASST.confirm`` is built on ``confirm_records``).
+    The same numbers as the report (``SASST.confirm`` is built on ``confirm_records``);
+    ``shared`` is the trial's :class:`~agentstudies.sasst._shared.SharedWork` (or None).
     """
-    rows, phi, names, crit = eng.confirm_records(disc, I)
+    rows, phi, names, crit = eng.confirm_records(disc, I, shared=shared)
     return Confirmed({r["slot"]: r for r in rows}, phi, names, crit)
 
 

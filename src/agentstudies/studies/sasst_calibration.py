@@ -71,6 +71,7 @@ from statsmodels.stats.contingency_tables import mcnemar
 
 from agentstudies.parallel import keyed_seed
 from agentstudies.sasst import SASST, SELECTED, ClusterData, ComparisonPlan, Slot
+from agentstudies.sasst._shared import SharedWork
 from agentstudies.sasst.geometry import Standardizer
 from agentstudies.sasst.rules import FixedFamily, ProjectionTiltRule, Rule, UniformRule, rule_scores
 from agentstudies.studies._sasst_common import (
@@ -418,10 +419,20 @@ def table4_trial(
 
     recs: list[dict[str, Any]] = []
     phis = []
+    # the engines (their seeds drawn in R order), then the runs with the most splits first: a
+    # run with fewer splits reuses the first columns of its tensors and the scores (SharedWork)
+    engines = []
     for R in R_values:
         eng = _shared_engine(design, R, ("table4", int(oracle)), build, rng)
-        disc = eng.discover(D, candidate_tables=False)
-        rep = confirm_lean(eng, disc, I)
+        engines.append((eng, eng.seed))  # a repeated R shares the engine object, not the seed
+    shared = SharedWork()
+    runs = {}
+    for i in sorted(range(len(R_values)), key=lambda i: -int(R_values[i])):
+        eng, eng.seed = engines[i]
+        disc = eng.discover(D, candidate_tables=False, shared=shared)
+        runs[i] = (disc, confirm_lean(eng, disc, I, shared))
+    for i, R in enumerate(R_values):
+        disc, rep = runs[i]
         for k, name in enumerate(("fixed", "learned")):
             rec = _slot_record(rep, disc, name)
             rec.update(M=M, R=int(R), rule=name)
@@ -475,11 +486,12 @@ def table5_trial(
     eng = _shared_engine(design, R, ("table5", tuple(keep)), lambda: ([_stress_slot("worst tercile", "tercile")],
                   {"tercile": FixedFamily(tuple(full[i] for i in keep))}), rng)
     recs, phis = [], []
+    shared = SharedWork()  # both procedures weight I uniformly, and may confirm the same tercile
     for proc in ("split", "same data"):
-        disc = eng.discover(D if proc == "split" else I, candidate_tables=False)
+        disc = eng.discover(D if proc == "split" else I, candidate_tables=False, shared=shared)
         if proc == "same data":
             disc = replace(disc, cluster_ids=())  # deliberate: select and estimate on I
-        rep = confirm_lean(eng, disc, I)
+        rep = confirm_lean(eng, disc, I, shared)
         rec = _slot_record(rep, disc, "worst tercile")
         if rec["rule_index"] >= 0:
             rec["rule_index"] = keep[rec["rule_index"]]
