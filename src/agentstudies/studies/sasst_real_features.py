@@ -57,6 +57,7 @@ from agentstudies.sasst.rules import (
 from agentstudies.studies.sasst_geometry import informative_columns, recovery_auc, registry_distances
 from agentstudies.results import PaperTables
 from agentstudies.studies._paper import paper_values
+from agentstudies.studies._sasst_neighbourhood import _neighbourhood_means
 
 __all__ = [
     "POOL_RESOURCE",
@@ -399,31 +400,36 @@ class NeighbourhoodDirectionFamily(RuleFamily):
         idx = np.arange(n)
         if self.max_centers is not None and n > self.max_centers:
             idx = idx[:: int(np.ceil(n / self.max_centers))]
-        rules: list = []
+        means = _neighbourhood_means(X, order, idx, sorted({min(m, n) for m in self.neighbours}))
         # a resample repeats items: a neighbourhood whose mean difference has the same bytes as
         # one already seen gets the same direction, centre and spread (computed once, shared)
-        seen: dict[bytes, tuple[np.ndarray, float, float] | None] = {}
-        for i in idx:
+        seen: dict[bytes, int] = {}  # bytes of the mean difference -> row of `betas` (-1: zero direction)
+        betas: list[np.ndarray] = []
+        picks: list[tuple[int, int, int]] = []  # (item, size, row) in registry order
+        for r, i in enumerate(idx):
             for m in self.neighbours:
-                diff = X[order[i, : min(m, n)]].mean(axis=0) - mean
+                diff = means[min(m, n)][r] - mean
                 key = diff.tobytes()
-                if key not in seen:
+                row = seen.get(key)
+                if row is None:
                     beta = inv @ diff
                     norm = math.sqrt(float(beta.dot(beta)))  # np.linalg.norm of a vector, without its checks
-                    if norm == 0.0:
-                        seen[key] = None
-                    else:
-                        beta = beta / norm
-                        proj = X @ beta
-                        seen[key] = (beta, float(proj.mean()), float(proj.std()) or 1.0)
-                if seen[key] is None:
-                    continue
-                beta, center, sd = seen[key]
-                for lam in self.strengths:
-                    rules.append(ProjectionTiltRule(
-                        columns=cols, standardizer=st, direction=beta, center=center, spread=sd,
-                        strength=lam, clip=self.clip,
-                        label=f"linear tilt toward the {m} discovery neighbours of item {i}"))
+                    row = seen[key] = -1 if norm == 0.0 else len(betas)
+                    if norm != 0.0:
+                        betas.append(beta / norm)
+                if row >= 0:
+                    picks.append((int(i), m, row))
+        P = np.empty((len(betas), n))  # each projection X @ beta (one matrix-vector product per row) ...
+        for row, beta in enumerate(betas):
+            np.matmul(X, beta, out=P[row])
+        centers, spreads = P.mean(axis=1), P.std(axis=1)  # ... reduced row by row as the vector was
+        rules: list = []
+        for i, m, row in picks:
+            for lam in self.strengths:
+                rules.append(ProjectionTiltRule(
+                    columns=cols, standardizer=st, direction=betas[row], center=float(centers[row]),
+                    spread=float(spreads[row]) or 1.0, strength=lam, clip=self.clip,
+                    label=f"linear tilt toward the {m} discovery neighbours of item {i}"))
         return rules
 
     def to_dict(self):

@@ -1,0 +1,73 @@
+"""Speed work on the SASST real-feature and geometry studies changes no number (issue 31, brief HB).
+
+Each shortcut is checked bit for bit (``tobytes`` equality, not a tolerance) against the
+literal computation it replaces, written out here: the neighbourhood means of
+:class:`~agentstudies.studies.sasst_real_features.NeighbourhoodDirectionFamily` (one running
+sum read at every size) against ``X[order[i, :m]].mean(axis=0)`` per item and size, and the
+family's rules (directions, centres, spreads, labels) against the per-item loop with
+``np.linalg.norm`` and each projection's own ``mean`` / ``std``.
+"""
+
+import numpy as np
+import pytest
+
+from agentstudies.studies import sasst_real_features as rf
+
+
+def _bits(a):
+    return np.ascontiguousarray(a, dtype=float).tobytes()
+
+
+def _direct_rules(fam, X):
+    """The family's rules computed item by item, as the fit read before the shortcut."""
+    n, d = X.shape
+    mean = X.mean(axis=0)
+    cov = np.atleast_2d(np.cov(X, rowvar=False))
+    inv = np.linalg.pinv(cov + fam.shrinkage * float(np.trace(cov)) / d * np.eye(d), hermitian=True)
+    sq = np.sum(X * X, axis=1)
+    order = np.argsort(np.maximum(sq[:, None] + sq[None, :] - 2.0 * X @ X.T, 0.0), axis=1, kind="stable")
+    out = []
+    for i in range(n):
+        for m in fam.neighbours:
+            beta = inv @ (X[order[i, : min(m, n)]].mean(axis=0) - mean)
+            norm = float(np.linalg.norm(beta))
+            if norm == 0.0:
+                continue
+            beta = beta / norm
+            proj = X @ beta
+            for lam in fam.strengths:
+                out.append((_bits(beta), float(proj.mean()), float(proj.std()) or 1.0, lam,
+                            f"linear tilt toward the {m} discovery neighbours of item {i}"))
+    return out
+
+
+@pytest.mark.parametrize("n, d, neighbours", [(90, 24, (5, 20, 40)), (60, 7, (1, 8, 200)), (50, 2, (3, 9))])
+def test_neighbourhood_rules_equal_the_per_item_loop(n, d, neighbours):
+    rng = np.random.default_rng(n + d)
+    base = rng.normal(size=(n, d))
+    X = base[np.sort(rng.integers(0, n, n))]  # a bootstrap resample: repeated rows, tied distances
+    fam = rf.NeighbourhoodDirectionFamily(neighbours=neighbours, strengths=(0.5, 1.0))
+    rules = fam.fit(X, [f"e{j}" for j in range(d)])
+    got = [(_bits(r.direction), r.center, r.spread, r.strength, r.label) for r in rules]
+    assert got == _direct_rules(fam, X)
+
+
+@pytest.mark.parametrize("d", [1, 3, 40])
+def test_neighbourhood_means_equal_each_blocks_mean(d):
+    rng = np.random.default_rng(d)
+    X = rng.normal(size=(70, d)) * 10.0 ** rng.integers(-3, 4, size=(70, 1))  # rows of very different scales
+    order = np.argsort(rng.random((70, 70)), axis=1)
+    idx = np.arange(0, 70, 3)
+    got = rf._neighbourhood_means(X, order, idx, [1, 2, 9, 33, 70])
+    for m, rows in got.items():
+        assert rows.shape == (len(idx), d)
+        for r, i in enumerate(idx):
+            assert _bits(rows[r]) == _bits(X[order[i, :m]].mean(axis=0)), (m, i)
+
+
+def test_neighbourhood_family_still_rejects_bad_settings():
+    X = np.random.default_rng(0).normal(size=(10, 3))
+    with pytest.raises(ValueError, match="neighbours"):
+        rf.NeighbourhoodDirectionFamily(neighbours=(0, 3)).fit(X, ["a", "b", "c"])
+    with pytest.raises(ValueError, match="columns were named"):
+        rf.NeighbourhoodDirectionFamily().fit(X, ["a", "b"])
