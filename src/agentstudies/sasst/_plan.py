@@ -73,6 +73,8 @@ def _ratio(num, den) -> np.ndarray:
     """
     num = np.asarray(num, dtype=float)
     den = np.asarray(den, dtype=float)
+    if den.all():  # no zero denominator (NaN is not zero, as below): the same quotients, fewer calls
+        return np.asarray(num / den)
     out = np.full(np.broadcast(num, den).shape, np.nan)
     np.divide(num, den, out=out, where=den != 0)  # ``where`` broadcasts like the operands
     return out
@@ -272,8 +274,12 @@ class ComparisonPlan:
             T = _ratio(mb[..., C + 1 : 2 * C + 1], mb[..., 2 * C + 1, None])
             terms = np.sum(select(S) * T, axis=-1) / R  # (..., R)
             sel = 0.0
-            for r in range(R):
-                sel = sel + terms[..., r]
+            if terms.ndim == 1:  # one mean: the same float64 additions on Python floats (no indexing)
+                for t in terms.tolist():
+                    sel = sel + t
+            else:
+                for r in range(R):
+                    sel = sel + terms[..., r]
         return np.concatenate([theta, np.asarray(sel)[..., None]], axis=-1)
 
     def selection_weights(self, mu: np.ndarray) -> np.ndarray:
@@ -356,11 +362,12 @@ class ComparisonPlan:
         if self.selection == "hard":
             q = _hard(S)
             dS = np.zeros_like(S)
+            yr = np.sum(q * T, axis=-1)
         else:
             q = _softmax(S, tau)
             y = np.sum(q * T, axis=-1, keepdims=True)
             dS = q * (T - y) / tau
-        yr = np.sum(q * T, axis=-1)
+            yr = y[..., 0]  # the same sum (keepdims does not change the reduction)
         gb[..., C + 1 : 2 * C + 1] += csel * lam * q * einv[..., None]
         gb[..., 2 * C + 1] -= csel * lam * yr * einv
         gb[..., :C] += csel * lam * dS * binv[..., None]
