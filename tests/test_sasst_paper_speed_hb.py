@@ -71,3 +71,30 @@ def test_neighbourhood_family_still_rejects_bad_settings():
         rf.NeighbourhoodDirectionFamily(neighbours=(0, 3)).fit(X, ["a", "b", "c"])
     with pytest.raises(ValueError, match="columns were named"):
         rf.NeighbourhoodDirectionFamily().fit(X, ["a", "b"])
+
+
+def test_normal_density_and_tail_equal_scipy_stats_bit_for_bit():
+    from scipy import stats
+
+    from agentstudies.studies import sasst_geometry as gs
+
+    xs = np.r_[np.random.default_rng(1).standard_exponential(500) * 4, 7.077441848341808, 0.0, 1e-300, 40.0, np.inf]
+    with np.errstate(all="ignore"):
+        for x in map(float, np.r_[xs, -xs]):
+            assert _bits(gs._norm_pdf(x)) == _bits(stats.norm.pdf(x)), x
+            assert _bits(gs._norm_sf(x)) == _bits(stats.norm.sf(x)), x
+
+
+def test_xor_threshold_equals_the_scipy_stats_integral():
+    from scipy import integrate, optimize, stats
+
+    from agentstudies.studies import sasst_geometry as gs
+
+    def tail(c):
+        return 2.0 * integrate.quad(lambda x: stats.norm.sf(c / x) * stats.norm.pdf(x), 0, np.inf, limit=200)[0]
+
+    ref = float(optimize.brentq(lambda c: tail(c) - 0.25, 1e-9, 10.0, xtol=1e-12))
+    assert gs.xor_threshold(0.25) == ref
+    # and it is the quantity it claims: P(x1 x2 < -c) = 1/4 for independent standard normals
+    z = np.random.default_rng(2).standard_normal((2, 400_000))
+    assert abs(np.mean(z[0] * z[1] < -ref) - 0.25) < 0.003

@@ -36,7 +36,7 @@ from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
-from scipy import optimize, stats
+from scipy import optimize, special, stats
 
 from agentstudies.parallel import seeded_map
 from agentstudies.sasst import SASST, ClusterData, ComparisonPlan, Slot
@@ -155,10 +155,27 @@ def xor_threshold(share: float = STRESSED_SHARE) -> float:
     def tail(c: float) -> float:
         from scipy import integrate
 
-        val, _ = integrate.quad(lambda x: stats.norm.sf(c / x) * stats.norm.pdf(x), 0, np.inf, limit=200)
+        val, _ = integrate.quad(lambda x: _norm_sf(c / x) * _norm_pdf(x), 0, np.inf, limit=200)
         return 2.0 * val  # = P(x1 x2 < -c)
 
     return float(optimize.brentq(lambda c: tail(c) - share, 1e-9, 10.0, xtol=1e-12))
+
+
+_SQRT_2PI = np.sqrt(2 * np.pi)  # scipy.stats' normal density constant
+
+
+def _norm_pdf(x: float) -> np.float64:
+    """``stats.norm.pdf(x)`` of a scalar, bit for bit, without the distribution machinery:
+    it evaluates ``exp(-x**2 / 2) / sqrt(2 pi)`` on a one-element float64 array (NumPy's
+    array loops; a float64 scalar's ``exp`` may differ in the last bit), then divides by the
+    scale 1. About 50 times faster in :func:`xor_threshold`'s integrand."""
+    a = np.array([x], dtype=float)
+    return (np.exp(-a**2 / 2.0) / _SQRT_2PI)[0]
+
+
+def _norm_sf(x: float) -> np.float64:
+    """``stats.norm.sf(x)`` of a scalar, bit for bit: ``ndtr(-x)`` on a one-element array."""
+    return special.ndtr(-np.array([x], dtype=float))[0]
 
 
 _XOR_C = None
