@@ -71,7 +71,9 @@ class StepRule(Rule):
 
     def score(self, X: np.ndarray) -> np.ndarray:
         x = np.asarray(X, dtype=float)[:, 0]
-        return np.where((x > self.lo) & (x <= self.hi), self.inside, self.outside)
+        inside = x > self.lo
+        inside &= x <= self.hi  # in place: one array fewer per rule (a registry scores 24 per discovery)
+        return np.where(inside, self.inside, self.outside)
 
     def describe(self) -> str:
         if self.label:
