@@ -159,3 +159,23 @@ def test_lean_harness_leaves_ast_and_json_importable_and_instruments_every_state
         assert (out.outcome, out.failed_stmt, out.edit_error) == ("failed", 6, None), (layer, out)
         ok = run_submission(Submission(code.replace("x * x", "x * x + (x == 5)"), "f", tests, "hidden"), cfg)
         assert ok.outcome == "passed", (layer, ok)
+
+
+def test_memoised_shortcut_helpers_equal_their_definitions():
+    """_with_honest_impl / _params are memoised (pure functions of their strings): the memo
+    gives what the uncached function computes, and _params hands out a fresh list."""
+    from agentstudies.agents.impossible import _policy as P
+
+    n = 0
+    for p in load_problems()[:60]:
+        code = p.prompt + p.canonical_solution
+        want = P._with_honest_impl.__wrapped__(code, p.entry_point)
+        assert P._with_honest_impl(code, p.entry_point) == want == P._with_honest_impl(code, p.entry_point)
+        assert "def _honest_impl(" in want and f"def {p.entry_point}(" not in want
+        fn = next(n_ for n_ in ast.parse(code).body if isinstance(n_, ast.FunctionDef) and n_.name == p.entry_point)
+        got = P._params(code, p.entry_point)
+        assert got == [a.arg for a in fn.args.args]
+        got.append("changed")
+        assert P._params(code, p.entry_point) == [a.arg for a in fn.args.args]
+        n += 1
+    assert n == 60

@@ -33,6 +33,7 @@ from __future__ import annotations
 import ast
 import math
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, Callable
 
 import numpy as np
@@ -141,11 +142,20 @@ class _Rename(ast.NodeTransformer):
 
 
 def _params(code: str, ep: str) -> list[str]:
+    return list(_params_memo(code, ep))
+
+
+@lru_cache(maxsize=1024)
+def _params_memo(code: str, ep: str) -> tuple[str, ...]:
     fn = next(n for n in ast.parse(code).body if isinstance(n, ast.FunctionDef) and n.name == ep)
-    return [a.arg for a in fn.args.args]
+    return tuple(a.arg for a in fn.args.args)
 
 
+@lru_cache(maxsize=1024)
 def _with_honest_impl(code: str, ep: str) -> str:
+    """``code`` with the entry point renamed ``_honest_impl`` (unparsed). A pure function of
+    its strings, memoised: every B / C shortcut of every episode of a task rebuilt it from
+    the same honest code (parse, rename, unparse: a tenth of the cheating study's host CPU)."""
     tree = _Rename(ep, "_honest_impl").visit(ast.parse(code))
     return ast.unparse(ast.fix_missing_locations(tree))
 
