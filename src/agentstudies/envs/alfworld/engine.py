@@ -28,7 +28,7 @@ import sys
 import tempfile
 import zlib
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
@@ -36,6 +36,7 @@ import fast_downward
 import numpy as np
 import textworld.envs.pddl.textgen as _textgen
 import textworld.logic as _twlogic
+from textworld.envs.pddl.logic import Atom as _Atom
 from textworld.envs.pddl.logic import PddlState
 
 __all__ = [
@@ -352,6 +353,7 @@ class CachedPddlState(PddlState):
             # the tables a fresh state builds, copied as snapshots are (same contents; tested)
             self._facts, self._vars_by_name, self._vars_by_type, self._var_counts = _copy_tables(memo.tables)
         self._op_memo = memo.operators
+        self._atom_memo = memo.atoms
 
     @property
     def facts(self):
@@ -390,6 +392,29 @@ class CachedPddlState(PddlState):
         self.downward_lib.get_state(buf)
         facts = [a.get_fact(self.name2type) for a in buf]
         return [f for f in facts if not f.is_negation]
+
+    def apply(self, action):
+        """``PddlState.apply`` (textworld 1.7) with the facts of the effect atoms memoised
+        per problem: an atom's fact is a pure function of its name and the problem's
+        object types (``Atom.get_fact(name2type)``), so the fact and its negation are
+        built once per (problem, atom) and shared (facts are immutable values); the same
+        facts are removed and added in the same order. Returns the changes, as TextWorld."""
+        op = self._operators[action.id]
+        effects = (_Atom * op.nb_effect_atoms)()
+        self.downward_lib.apply_operator(op.id, effects)
+        memo = self._atom_memo
+        changes = []
+        for effect in effects:
+            name = effect.name
+            hit = memo.get(name)
+            if hit is None:
+                prop = effect.get_fact(self.name2type)
+                hit = memo[name] = (prop, prop.negate())
+            prop, negation = hit
+            changes.append(prop)
+            self.remove_fact(negation)
+            self.add_fact(prop)
+        return changes
 
     def all_applicable_actions(self):
         """``PddlState.all_applicable_actions`` with the per-operator work memoised.
@@ -465,11 +490,13 @@ def _copy_tables(ps) -> tuple:
 @dataclass
 class _Initial:
     """Memo entry of one (domain, problem): the tables of a freshly constructed state
-    (:func:`_copy_tables`), and ``operator name (bytes) -> (action name, mapping)`` for
-    ``all_applicable_actions``."""
+    (:func:`_copy_tables`), ``operator name (bytes) -> (action name, mapping)`` for
+    ``all_applicable_actions``, and ``effect atom name -> (fact, its negation)`` for
+    :meth:`CachedPddlState.apply`."""
 
     tables: tuple
     operators: dict
+    atoms: dict = field(default_factory=dict)
 
 
 #: Per (domain, problem), the initial facts and operator memo of :class:`CachedPddlState`

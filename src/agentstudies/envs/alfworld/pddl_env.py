@@ -21,6 +21,7 @@ One job: load a game into TextWorld's PDDL engine and gather the step infos exac
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import re
 from collections import OrderedDict
@@ -193,6 +194,68 @@ class PddlEnvCached(PddlEnv):
         if self.request_infos.policy_commands:
             self.state["policy_commands"] = self._pddl_state.replan(self._entity_infos)
 
+    #: Memoise the feedback text of a step (:data:`_FEEDBACK`): TextWorld derives it from
+    #: the action's feedback rule and mapping and the state after the action (the facts,
+    #: which the grammar's queries walk in sorted order, and the variables by type, which
+    #: they read for unconstrained placeholders), the game's grammar and entity names; it
+    #: reads no random state and nothing else. A step whose game, rule, mapping, facts and
+    #: variables all equal those of an earlier step gets that step's text.
+    feedback_cache: bool = True
+
+    def step(self, command: str):  # noqa: D102 - textworld 1.7's PddlEnv.step, feedback memoised
+        if not self.feedback_cache:
+            return super().step(command)
+        command = command.strip()
+        self.prev_state = self.state
+        self.state = GameState()
+        self.state.last_command = command
+        self._last_action = None
+        try:
+            idx = self.prev_state["_valid_commands"].index(command)
+            self._last_action = self.prev_state["_valid_actions"][idx]
+            self._pddl_state.apply(self._last_action)
+            self.state.feedback = self._feedback(self._last_action)
+            self._moves += 1
+        except ValueError:  # as TextWorld: a command outside the list changes nothing
+            self.state.feedback = "Nothing happens."
+        self.state.raw = self.state.feedback
+        self._gather_infos()
+        if "walkthrough" in self.request_infos.extras:
+            self.state["extra.walkthrough"] = self.prev_state["extra.walkthrough"]
+        self.state["score"] = 1 if self.state["won"] else 0
+        self.state["done"] = self.state["won"] or self.state["lost"]
+        return self.state, self.state["score"], self.state["done"]
+
+    def _feedback(self, action) -> str:
+        """The feedback text of ``action`` just applied (TextWorld's derivation, memoised
+        in :data:`_FEEDBACK` by everything it reads; see :attr:`feedback_cache`)."""
+        ps = self._pddl_state
+        key = self._feedback_key(action)
+        text = _FEEDBACK.get(key) if key[0] is not None else None
+        if text is None:
+            context = {
+                "state": ps,
+                "facts": list(ps.facts),
+                "variables": {ph.name: self._entity_infos[var.name] for ph, var in action.mapping.items()},
+                "mapping": action.mapping,
+                "entity_infos": self._entity_infos,
+            }
+            text = self._logic.grammar.derive(action.feedback_rule, context)
+            if key[0] is not None:
+                if len(_FEEDBACK) >= _FEEDBACK_MAX:
+                    _FEEDBACK.clear()
+                _FEEDBACK[key] = text
+        return text
+
+    def _feedback_key(self, action) -> tuple:
+        """What the feedback text of ``action`` just applied is a function of: the game
+        (``None`` before a load through :meth:`load`: nothing is memoised), the feedback
+        rule, the placeholder -> variable mapping, the state's facts and its variables."""
+        ps = self._pddl_state
+        return (self.__dict__.get("_game_key"), action.feedback_rule, frozenset(action.mapping.items()),
+                frozenset(itertools.chain.from_iterable(ps._facts.values())),
+                frozenset(itertools.chain.from_iterable(ps._vars_by_type.values())))
+
     def load(self, filename_or_data):  # noqa: D102
         if isinstance(filename_or_data, Mapping):
             data = filename_or_data
@@ -207,6 +270,7 @@ class PddlEnvCached(PddlEnv):
         self._pddl_state = CachedPddlState(self.downward_lib, data["pddl_problem"], self._logic)
         self._entity_infos = self._get_entity_infos()
         rendered = _rendered_memo(data)
+        self._game_key = rendered["key"]
         self._rendered = rendered
         self._command_cache = rendered["commands"]
         self._command_by_op = rendered["by_op"]
@@ -253,12 +317,21 @@ def _rendered_memo(data: Mapping) -> dict:
     key = hashlib.sha256("\0".join((data["pddl_domain"], data["grammar"], data["pddl_problem"])).encode()).hexdigest()
     hit = _RENDERED.get(key)
     if hit is None:
-        hit = _RENDERED[key] = {"commands": {}, "by_op": {}, "refs": {}, "intro": None}
+        hit = _RENDERED[key] = {"commands": {}, "by_op": {}, "refs": {}, "intro": None, "key": key}
         if len(_RENDERED) > _RENDERED_MAX:
             _RENDERED.popitem(last=False)
     else:
         _RENDERED.move_to_end(key)
     return hit
+
+
+#: Feedback texts of steps (:attr:`PddlEnvCached.feedback_cache`), keyed by the game
+#: (SHA-256 of its domain, grammar and problem, as :data:`_RENDERED`), the action's
+#: feedback rule and mapping, and the frozen facts and variables of the state after the
+#: action; emptied when it holds :data:`_FEEDBACK_MAX` entries (a key holds the state's
+#: few hundred facts: about 10-20 KB).
+_FEEDBACK: dict = {}
+_FEEDBACK_MAX = 8192
 
 
 _PH_BRACE = re.compile(r"\{\s*([A-Za-z_][A-Za-z0-9_]*)")
