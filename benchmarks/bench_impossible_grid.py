@@ -19,6 +19,16 @@ Measured 2026-12-03 (6 tasks, n_jobs 1, shared 2 cores): 83 executed runs; host
 what tests need imported before the audit hook, so they stay) and ~11 ms the bare
 interpreter start. Paper cell: ~2,900 executed runs x ~60-70 CPU-ms.
 
+Measured 2026-12-03 after the issue 31 session-36 changes (harness compiled once and sent
+marshalled; no ast / json import in the harness; classifier walk with cached children;
+memoised eligible assertions and honest-code rewrite), ``--tasks 10 --n-jobs 1 --layer
+none --validation``, a27b77a and the new code interleaved, 3 pairs, load ~3 on 2 shared
+cores (384 executed runs each, identical counts): CPU per task 2.65 / 2.53 / 2.68 ->
+2.26 / 2.08 / 2.10 s (median 2.65 -> 2.10, -21 %); host 3.12 / 2.96 / 3.10 -> 2.35 /
+2.24 / 2.26 s; interpreters 23.4 / 22.3 / 23.7 -> 20.3 / 18.6 / 18.8 s; per executed run
+68.9 / 65.8 / 69.7 -> 58.9 / 54.3 / 54.8 CPU-ms. Paper cell (~2,900 executed runs): about
+200 -> 159 CPU-s (bwrap's namespace set-up, kernel time not seen here, unchanged).
+
 Usage:  python benchmarks/bench_impossible_grid.py [--tasks 12] [--n-jobs 2] [--layer auto|none] [--profile out.prof]
 """
 

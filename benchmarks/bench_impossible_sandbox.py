@@ -40,6 +40,15 @@ Measured 2026-12-03, --n 4 --reps 2, load ~9 on 2 shared cores (issue 31 item 4)
   socket, random, ...) are what tests need imported before the audit hook, so dropping them
   would change outcomes: the <= 30 ms target is not reached.
 
+Measured 2026-12-03 (session 36), after the harness stopped importing ast / json (it
+parses with compile(..., PyCF_ONLY_AST) and reads a marshalled payload) and stopped being
+compiled in every run (a marshalled code object on stdin): per-process CPU of the import
+set, 40 interleaved starts: 53.8 -> 49.3 ms median; a run's interpreter CPU (layer none,
+8 canonical solutions x 5, 3 pairs against a27b77a): 49.5 / 53.6 / 50.5 -> 46.5 / 46.8 /
+47.5 ms. This benchmark's wall medians (--n 8 --reps 3, load ~3) moved within their noise
+(new_bwrap 48.9 / 71.7 -> 57.3 / 55.0 ms): the preloads (typing, socket, hashlib, random,
+...) still dominate, and stay (see above), so the <= 30 ms target is still not reached.
+
 Usage:  python benchmarks/bench_impossible_sandbox.py [--n 8] [--reps 3] [--n-jobs 2] [--json out.json]
 """
 
