@@ -98,3 +98,32 @@ def test_xor_threshold_equals_the_scipy_stats_integral():
     # and it is the quantity it claims: P(x1 x2 < -c) = 1/4 for independent standard normals
     z = np.random.default_rng(2).standard_normal((2, 400_000))
     assert abs(np.mean(z[0] * z[1] < -ref) - 0.25) < 0.003
+
+
+def test_bump_family_kmeans_runs_on_one_openmp_thread_only_where_it_cannot_matter():
+    from threadpoolctl import threadpool_info
+
+    from agentstudies.sasst import _rules
+    from agentstudies.sasst.rules import BumpFamily
+
+    X = np.random.default_rng(3).normal(size=(200, 5))
+    cols = [f"c{j}" for j in range(5)]
+    fitted = BumpFamily(n_centers=12, seed=3).fit(X, cols)  # loads sklearn's OpenMP runtime
+
+    def omp_threads():
+        return [i["num_threads"] for i in threadpool_info() if i["user_api"] == "openmp"]
+
+    outside = omp_threads()
+    with _rules._one_openmp_thread(256):
+        assert all(t == 1 for t in omp_threads())
+    assert omp_threads() == outside  # restored
+    with _rules._one_openmp_thread(257):  # several chunks: the caller's thread count is kept
+        assert omp_threads() == outside
+    # the centres (hence the bumps) equal a fit with the caller's threads, bit for bit
+    from sklearn.cluster import KMeans
+
+    from agentstudies.sasst.geometry import Standardizer
+
+    Xs = Standardizer.fit(X)(X)
+    ref = KMeans(n_clusters=12, n_init=4, random_state=3).fit(Xs).cluster_centers_
+    assert [_bits(r.center) for r in fitted] == [_bits(c) for c in ref]

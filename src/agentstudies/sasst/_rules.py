@@ -498,6 +498,32 @@ class DirectionTiltFamily(RuleFamily):
                 "bandwidth": self.bandwidth, "seed": self.seed}
 
 
+#: scikit-learn's Lloyd k-means splits the rows into chunks of this many and sums each
+#: chunk's centre updates in its own OpenMP thread (sklearn.cluster._k_means_lloyd).
+_KMEANS_CHUNK = 256
+_OPENMP: list = []  # the process's threadpoolctl controller, made once sklearn's OpenMP runtime is loaded
+
+
+def _one_openmp_thread(n_rows: int):
+    """A context that runs k-means on ``n_rows`` rows with one OpenMP thread when that
+    cannot change its result: with at most one chunk (``n_rows <= 256``) a single thread
+    does all the work whatever the thread count, so the centres are the same bits. The
+    other threads only spin: a fit on 200 rows cost ~69 CPU-ms with two threads against
+    ~8 with one (a sequential run, ``n_jobs=1``, is not limited: threadpoolctl's BLAS limit
+    does not cover OpenMP, and joblib limits only its workers). More rows keep the
+    caller's thread count (there the chunk sums' order, hence the last bits, follow it).
+    """
+    from contextlib import nullcontext
+
+    if n_rows > _KMEANS_CHUNK:
+        return nullcontext()
+    if not _OPENMP:
+        from threadpoolctl import ThreadpoolController
+
+        _OPENMP.append(ThreadpoolController())
+    return _OPENMP[0].limit(limits=1, user_api="openmp")
+
+
 @dataclass
 class BumpFamily(RuleFamily):
     """RBF bumps centered on k-means centers of the standardized discovery features."""
@@ -516,7 +542,8 @@ class BumpFamily(RuleFamily):
         st = Standardizer.fit(X)
         Xs = st(X)
         k = min(self.n_centers, Xs.shape[0])
-        km = KMeans(n_clusters=k, n_init=4, random_state=self.seed).fit(Xs)
+        with _one_openmp_thread(Xs.shape[0]):
+            km = KMeans(n_clusters=k, n_init=4, random_state=self.seed).fit(Xs)
         h = self.bandwidth_scale * median_bandwidth(Xs)
         return [BumpRule(columns=cols, standardizer=st, center=c, bandwidth=h, lift=lift,
                          label=f"x{lift:g} bump around center {i}")
