@@ -100,30 +100,34 @@ def test_xor_threshold_equals_the_scipy_stats_integral():
     assert abs(np.mean(z[0] * z[1] < -ref) - 0.25) < 0.003
 
 
-def test_bump_family_kmeans_runs_on_one_openmp_thread_only_where_it_cannot_matter():
-    from threadpoolctl import threadpool_info
+def test_bump_family_kmeans_runs_on_one_openmp_thread_whatever_the_caller():
+    from threadpoolctl import ThreadpoolController, threadpool_info
 
     from agentstudies.sasst import _rules
     from agentstudies.sasst.rules import BumpFamily
 
-    X = np.random.default_rng(3).normal(size=(200, 5))
+    X = np.random.default_rng(3).normal(size=(600, 5))  # three of k-means' 256-row chunks
     cols = [f"c{j}" for j in range(5)]
-    fitted = BumpFamily(n_centers=12, seed=3).fit(X, cols)  # loads sklearn's OpenMP runtime
+    BumpFamily(n_centers=12, seed=3).fit(X[:10], cols)  # loads sklearn's OpenMP runtime
 
     def omp_threads():
         return [i["num_threads"] for i in threadpool_info() if i["user_api"] == "openmp"]
 
     outside = omp_threads()
-    with _rules._one_openmp_thread(256):
-        assert all(t == 1 for t in omp_threads())
-    assert omp_threads() == outside  # restored
-    with _rules._one_openmp_thread(257):  # several chunks: the caller's thread count is kept
-        assert omp_threads() == outside
-    # the centres (hence the bumps) equal a fit with the caller's threads, bit for bit
+    for n_rows in (256, 257, 100_000):
+        with _rules._one_openmp_thread(n_rows):
+            assert omp_threads() and all(t == 1 for t in omp_threads())
+        assert omp_threads() == outside  # restored
+    # the centres (hence the bumps) equal a plain fit on one OpenMP thread, bit for bit,
+    # whatever thread count the caller runs with
     from sklearn.cluster import KMeans
 
     from agentstudies.sasst.geometry import Standardizer
 
     Xs = Standardizer.fit(X)(X)
-    ref = KMeans(n_clusters=12, n_init=4, random_state=3).fit(Xs).cluster_centers_
-    assert [_bits(r.center) for r in fitted] == [_bits(c) for c in ref]
+    with ThreadpoolController().limit(limits=1, user_api="openmp"):
+        ref = KMeans(n_clusters=12, n_init=4, random_state=3).fit(Xs).cluster_centers_
+    for threads in (1, 2, 4):
+        with ThreadpoolController().limit(limits=threads, user_api="openmp"):
+            fitted = BumpFamily(n_centers=12, seed=3).fit(X, cols)
+        assert [_bits(r.center) for r in fitted] == [_bits(c) for c in ref]

@@ -6,12 +6,13 @@ support checks (density, ESS, radius), stability, joint one-sided bounds and fiv
 statuses. Entry point: :class:`SASST` (``SASST(plan, slots, families).run(episodes,
 features)``, or ``discover`` then :func:`preregister` then ``confirm``).
 
-This package exports what a user calls (15 names): the engine and its results
+This package exports what a user calls (16 names): the engine and its results
 (:class:`SASST`, :class:`Discovery`, :class:`SASSTReport`), the design
 (:class:`ComparisonPlan`, :class:`Slot`, :data:`SELECTED`), the data
 (:class:`ClusterData`, :func:`cluster_data`, :func:`split_clusters`, :data:`DISCOVERY`,
 :data:`CONFIRMATION`), pre-registration (:func:`preregister`, :class:`Preregistration`,
-:class:`PreregistrationError`) and :data:`STATUSES`. The rest is in public submodules:
+:class:`PreregistrationError`), :data:`STATUSES` and :class:`SharedWork` (work several engine calls
+on the same clusters share, the ``shared=`` argument). The rest is in public submodules:
 
 rules       rules, rule families, rule scores, stability of top-weighted sets
 geometry    geometries, radius calibration, support and feature-shift screens
@@ -26,6 +27,7 @@ from agentstudies.sasst._report import SASSTReport
 from agentstudies.sasst._results import Discovery
 from agentstudies.sasst._plan import SELECTED, ComparisonPlan
 from agentstudies.sasst._prereg import Preregistration, PreregistrationError, preregister
+from agentstudies.sasst._shared import SharedWork
 from agentstudies.sasst._slots import STATUSES, Slot
 
 __all__ = [
@@ -33,5 +35,5 @@ __all__ = [
     "ComparisonPlan", "Slot", "SELECTED",
     "ClusterData", "cluster_data", "split_clusters", "DISCOVERY", "CONFIRMATION",
     "preregister", "Preregistration", "PreregistrationError",
-    "STATUSES",
+    "STATUSES", "SharedWork",
 ]

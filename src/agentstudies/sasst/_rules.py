@@ -505,18 +505,19 @@ _OPENMP: list = []  # the process's threadpoolctl controller, made once sklearn'
 
 
 def _one_openmp_thread(n_rows: int):
-    """A context that runs k-means on ``n_rows`` rows with one OpenMP thread when that
-    cannot change its result: with at most one chunk (``n_rows <= 256``) a single thread
-    does all the work whatever the thread count, so the centres are the same bits. The
-    other threads only spin: a fit on 200 rows cost ~69 CPU-ms with two threads against
-    ~8 with one (a sequential run, ``n_jobs=1``, is not limited: threadpoolctl's BLAS limit
-    does not cover OpenMP, and joblib limits only its workers). More rows keep the
-    caller's thread count (there the chunk sums' order, hence the last bits, follow it).
-    """
-    from contextlib import nullcontext
+    """A context that runs k-means on ``n_rows`` rows with one OpenMP thread, always.
 
-    if n_rows > _KMEANS_CHUNK:
-        return nullcontext()
+    scikit-learn's Lloyd iterations sum 256-row chunks (``_KMEANS_CHUNK``) on OpenMP
+    threads, so above one chunk the centres' last bits follow the thread count: on 500
+    MiniLM rows one and two threads gave different centres. joblib's workers run with one
+    OpenMP thread, while a sequential run (``n_jobs=1``, the book's default since two
+    chapters run side by side) would use every core, since threadpoolctl's BLAS limit in
+    :func:`agentstudies.parallel.seeded_map` does not cover OpenMP. One thread everywhere
+    makes a fit the same bits whatever ``n_jobs`` and the machine's core count, and it is
+    cheaper: extra threads mostly spin (200 rows: ~69 CPU-ms with two threads, ~8 with
+    one). ``n_rows`` is kept for callers; at most one chunk, any thread count gives the
+    same bits anyway.
+    """
     if not _OPENMP:
         from threadpoolctl import ThreadpoolController
 

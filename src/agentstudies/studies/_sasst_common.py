@@ -29,7 +29,7 @@ from statsmodels.stats.proportion import proportion_confint
 
 from agentstudies.parallel import seeded_map
 from agentstudies.sasst import SASST, ClusterData, Discovery
-from agentstudies.sasst._shared import SharedWork
+from agentstudies.sasst import SharedWork
 from agentstudies.sasst.rules import Rule
 from agentstudies.stats import multiplier_critical_value, studentized_contributions
 

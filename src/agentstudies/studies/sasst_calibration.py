@@ -71,7 +71,7 @@ from statsmodels.stats.contingency_tables import mcnemar
 
 from agentstudies.parallel import keyed_seed
 from agentstudies.sasst import SASST, SELECTED, ClusterData, ComparisonPlan, Slot
-from agentstudies.sasst._shared import SharedWork
+from agentstudies.sasst import SharedWork
 from agentstudies.sasst.geometry import Standardizer
 from agentstudies.sasst.rules import FixedFamily, ProjectionTiltRule, Rule, UniformRule, rule_scores
 from agentstudies.studies._sasst_common import (

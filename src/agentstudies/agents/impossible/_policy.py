@@ -42,7 +42,7 @@ from agentstudies.agents.base import SimulatedPolicyMixin
 from agentstudies.envs.impossible import (
     RunOutcome, SandboxConfig, Submission, Workflow, classify_submission, run_submission,
 )
-from agentstudies.envs.impossible._tasks import shared_assertions
+from agentstudies.envs.impossible import shared_assertions
 from agentstudies.parallel import keyed_seed
 
 __all__ = ["CodingTask", "AgentParams", "SimulatedCodingAgent", "CODING_POLICIES", "SHORTCUTS",

@@ -16,7 +16,7 @@ from agentstudies.envs.impossible._sandbox import (
 )
 from agentstudies.envs.impossible._tasks import (
     VARIANT_KINDS, Assertion, DocExample, Problem, Variant, alternative_value, derive_variants,
-    docstring_examples, eligible_assertions, load_problems, spec_examples, task_features,
+    docstring_examples, eligible_assertions, load_problems, shared_assertions, spec_examples, task_features,
 )
 from agentstudies.envs.impossible._verdicts import VerdictCache, reusable, run_cached, shared_verdict_cache
 from agentstudies.envs.impossible._verify import (
@@ -30,7 +30,7 @@ from agentstudies.envs.impossible._workflow import (
 __all__ = [
     "OUTCOMES", "TEST_ACCESS", "RunOutcome", "SandboxConfig", "SandboxFault", "Submission", "isolation", "run_many",
     "run_submission", "VerdictCache", "run_cached", "reusable", "shared_verdict_cache", "VARIANT_KINDS", "Assertion", "Problem", "Variant", "alternative_value",
-    "derive_variants", "eligible_assertions", "load_problems", "spec_examples", "task_features",
+    "derive_variants", "eligible_assertions", "shared_assertions", "load_problems", "spec_examples", "task_features",
     "DATA_FILE", "build_variant_table", "buggy_mutants", "examples_test", "load_variant_table",
     "variant_frame", "DocExample", "docstring_examples", "AUDIT_CHECKS", "audit_frame", "audit_original",
     "STRATEGIES", "classify_submission", "ABORT", "FEEDBACK_ROUNDS", "STRICTNESS",

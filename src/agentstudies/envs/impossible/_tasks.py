@@ -39,7 +39,8 @@ from functools import lru_cache
 from typing import Any
 
 __all__ = [
-    "Assertion", "Problem", "Variant", "DocExample", "load_problems", "eligible_assertions", "spec_examples",
+    "Assertion", "Problem", "Variant", "DocExample", "load_problems", "eligible_assertions", "shared_assertions",
+    "spec_examples",
     "docstring_examples",
     "alternative_value", "derive_variants", "task_features", "VARIANT_KINDS",
 ]
