@@ -569,6 +569,11 @@ def run_many(subs: Sequence[Submission], config: SandboxConfig = SandboxConfig()
     on 24-run batches (issue 31). The canary runs once, here, before any worker starts;
     per-run uids are leased by ``flock`` (exclusive between threads too), and the result
     pipe's descriptors are close-on-exec, so a concurrent run's child never holds them.
+
+    The default stays ``n_jobs=1``: two threads gave 1.41x on a first call and 1.49x warm
+    (24 runs, ``make bench`` on 2026-12-03), under the 1.7x that would pay for itself while
+    another chapter uses the second core, which is how the book runs its chapters (two
+    side by side, each in one process).
     """
     from agentstudies.parallel import seeded_map
 
