@@ -14,7 +14,9 @@ import pickle
 
 import pytest
 
-from agentstudies.envs.toolsandbox import Role, Say, ToolCall, ToolSandboxEnv, generate_scenarios, make_cases
+from agentstudies.envs.toolsandbox import (
+    Role, ToolSandboxEnv, generate_scenarios, make_cases, replay_gold,
+)
 from agentstudies.envs.toolsandbox._env import ReadOnlyDict, ReadOnlyList
 
 
@@ -33,15 +35,7 @@ def _plain(v):
 def env_after_calls():
     case = next(c for c in make_cases(generate_scenarios(0))
                 if c.augmentation == "base" and sum(s[0] == "call" for s in c.scenario.gold) >= 2)
-    env = ToolSandboxEnv(case, 0)
-    for step in case.scenario.gold:
-        if env.done:
-            break
-        if step[0] == "call":
-            env.step(ToolCall(case.view.shown_name(step[1]), dict(step[2])))
-        else:
-            env.step(Say(step[2], step[1]))
-    return env
+    return replay_gold(case, seed=0)  # the gold trajectory through env.step, as an agent's calls
 
 
 def _mutations(obs):
