@@ -99,18 +99,11 @@ def _agent_view(m: Message, index: int) -> ReadOnlyDict | None:
     a tool result in it is a copy, never the log's own object)."""
     if not _visible(m, Role.AGENT):
         return None
-    # Message.to_dict() plus the index, built read-only in one pass (same keys, same order)
-    tc = m.tool_call
-    if tc is None:
-        call = None
-    elif "shown_name" in tc:        # the agent sees the name it called, never the canonical one
-        call = ReadOnlyDict(name=tc["shown_name"], arguments=_frozen(dict(tc["arguments"])))
-    else:
-        call = _frozen(dict(tc, arguments=dict(tc["arguments"])))
-    return ReadOnlyDict(sender=m.sender, recipient=m.recipient, content=m.content,
-                        visible_to=ReadOnlyList(m.visible_to), tool_call=call,
-                        result=m.result if type(m.result) in _ATOMIC else _frozen(m.result), error=m.error,
-                        act=None if m.act is None else _frozen(dict(m.act)), index=index)
+    d = dict(m.to_dict(), index=index)
+    if d["tool_call"] is not None and "shown_name" in d["tool_call"]:
+        # the agent sees the name it called, never the canonical one
+        d["tool_call"] = {"name": d["tool_call"]["shown_name"], "arguments": d["tool_call"]["arguments"]}
+    return _frozen(d)
 
 
 class ToolSandboxEnv:
