@@ -1,4 +1,4 @@
-"""The findings core (issue 25 item 1): verdicts from intervals, judged on known truths."""
+"""The findings core: verdicts from intervals, judged on known truths."""
 
 from __future__ import annotations
 
@@ -114,7 +114,7 @@ def test_findings_table_sentences_counts():
     t = fs.table()
     assert tuple(t.columns) == TABLE_COLUMNS
     assert list(t["verdict"]) == ["reappears", "contradicted", "inconclusive", "not testable here"]
-    assert fs.counts() == dict(zip(VERDICTS, [1, 1, 1, 1]))
+    assert fs.counts() == {**dict.fromkeys(VERDICTS, 1), "same direction, magnitude differs": 0}
     assert len(fs.sentences()) == 4 and fs.sentences()[0].startswith("a: reappears")
     assert "1 reappear" in fs.counts_sentence()
     assert fs.get("b")["estimate"] == -0.5 and fs.verdict("c") == "inconclusive"
