@@ -66,9 +66,6 @@ def test_quantities_nonnegative_by_definition_cannot_be_contradicted():
     assert can_contradict(PROPORTION, paper_side="above", threshold=0.0) is False
     assert can_contradict(PROPORTION, paper_side="below", threshold=0.05) is True
     assert can_contradict(NONNEGATIVE, paper_side="below", threshold=0.0) is True
-    # an arithmetic basis whose rule could contradict is refused: the domain must be stated
-    with pytest.raises(ValueError, match="arithmetic"):
-        interval_finding("x", "p", 0.1, 0.05, 0.2, 9, paper_side="above", basis="arithmetic", why="by definition")
 
 
 def test_rules_that_cannot_return_contradicted():
@@ -210,6 +207,9 @@ def test_power_gate_and_wald_power():
     z = stats.norm.ppf(0.975)
     mc = float(np.mean(est - z * se > 0))
     assert abs(wald_power(effect, se) - mc) < 0.005
+    # a simultaneous band's critical value (2.74 for ten slots, SASST Table 15) lowers it
+    mc_band = float(np.mean(est - 2.7424 * se > 0))
+    assert abs(wald_power(effect, se, critical=2.7424) - mc_band) < 0.005 and mc_band < mc
     base = exact_finding("no average gain confirmed", "0 of 2", 0, 2, holds=True, rule="0 confirmed",
                          basis="built in", why="profile intercepts", built_in=("profile intercepts",))
     low = power_gated(base, 0.05, effect="+3.75 points")

@@ -279,8 +279,7 @@ class Finding:
     ValueError
         An unknown verdict or basis; an empty finding or rule; a ``built in`` row
         without parameter names (or names on another basis); a basis without a one-line
-        ``why``; a ``contradicted`` verdict from a rule that cannot contradict; an
-        ``arithmetic`` row whose rule could contradict (state the quantity's domain).
+        ``why``; a ``contradicted`` verdict from a rule that cannot contradict.
     """
 
     finding: str
@@ -322,9 +321,6 @@ class Finding:
                              f"built_in={self.built_in!r}")
         if self.can_contradict is False and self.verdict == "contradicted":
             raise ValueError(f"finding {self.finding!r}: verdict 'contradicted' from a rule that cannot contradict")
-        if self.basis == "arithmetic" and self.can_contradict:
-            raise ValueError(f"finding {self.finding!r}: an 'arithmetic' claim is true by definition or "
-                             "construction; give the quantity's domain so its rule cannot contradict it")
 
     def _num(self, x: float) -> str:
         return "NaN" if x is None or (isinstance(x, float) and math.isnan(x)) else format(x, self.fmt)
@@ -687,21 +683,27 @@ def testability_gate(finding: str, paper: str, hits: int, n: int, *, threshold: 
                                    f"{threshold:g}")
 
 
-def wald_power(effect: float, se: float, *, level: float = 0.95) -> float:
-    """Power of the rule "the two-sided ``level`` interval ``estimate ± z se`` excludes 0 on
-    the effect's side" when the estimate is normal with mean ``effect`` and standard error
-    ``se``: ``Phi(|effect| / se - z)`` with ``z = Phi^{-1}((1 + level) / 2)``.
+def wald_power(effect: float, se: float, *, level: float = 0.95, critical: float | None = None) -> float:
+    """Power of the rule "the interval ``estimate ± c se`` excludes 0 on the effect's side"
+    when the estimate is normal with mean ``effect`` and standard error ``se``:
+    ``Phi(|effect| / se - c)``, with ``c = Phi^{-1}((1 + level) / 2)`` (two-sided
+    pointwise) unless ``critical`` gives another (e.g. a simultaneous band's critical
+    value or a one-sided bound's quantile).
 
     Raises
     ------
     ValueError
-        A NaN ``effect``, a non-positive or NaN ``se``, a ``level`` outside (0, 1).
+        A NaN ``effect``, a non-positive or NaN ``se``, a ``level`` outside (0, 1), a
+        non-positive ``critical``.
     """
     level = _check_level(level)
     effect, se = float(effect), float(se)
     if math.isnan(effect) or not se > 0:
         raise ValueError(f"need a finite effect and se > 0; got effect={effect}, se={se}")
-    return float(stats.norm.cdf(abs(effect) / se - stats.norm.ppf(0.5 + level / 2)))
+    c = float(stats.norm.ppf(0.5 + level / 2)) if critical is None else float(critical)
+    if not c > 0:
+        raise ValueError(f"critical must be positive; got {critical}")
+    return float(stats.norm.cdf(abs(effect) / se - c))
 
 
 def power_gated(row: Finding, power: float, *, effect: str, min_power: float = 0.8) -> Finding:
