@@ -56,7 +56,7 @@ def main(argv: list[str] | None = None) -> dict:
     from agentstudies.envs.alfworld.expert import Expert
     from agentstudies.envs.alfworld.frontier import frontier_check, frontier_check_reference
     from agentstudies.envs.alfworld.pools import load_pool
-    from agentstudies.studies.alfworld_handoff import run_handoff_study
+    from agentstudies.studies.alfworld.handoff.run import run_handoff_study
 
     res: dict = {"machine": platform.platform(), "python": platform.python_version()}
     rng = random.Random(0)

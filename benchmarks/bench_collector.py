@@ -30,14 +30,14 @@ name, threshold = sys.argv[1], int(sys.argv[2])
 os.environ["AGENTSTUDIES_SCRATCH"] = tempfile.mkdtemp()
 if name == "recovery":
     from agentstudies.agents.alfworld import LearnedAlfworldPolicy
-    from agentstudies.studies import alfworld_recovery as ar
+    from agentstudies.studies.alfworld import recovery as ar
     pools = ar.cohort_pools({"primary": 1, "independent": 1}, seed=2029, n_jobs=1)
     policy = LearnedAlfworldPolicy.load("RL", temperature=0.4, greedy=True)
     def run():
         s = ar.run_recovery_study(pools, policy, seed=0, look_format="arrival", n_jobs=1)
         return s.paired.to_csv() + s.tasks.drop(columns=[c for c in s.tasks if "second" in c]).to_csv()
 elif name == "training":
-    from agentstudies.studies import alfworld_training as tr
+    from agentstudies.studies.alfworld import training as tr
     from agentstudies.agents.alfworld import weights_digest
     cfg = tr.TrainingConfig(train_tasks_per_type=3, sft_tasks_per_type=2, rl_iters=2, rl_batch=16, sft_steps=20)
     def run():
@@ -53,7 +53,7 @@ elif name == "inspect":
         p = mock_tau2_eval("decline", tempfile.mkdtemp(), limit=4, epochs=1)
         return from_inspect_log(p, task_id="retail/{id}")[["task_id", "score"]].to_csv()
 else:
-    from agentstudies.studies import sasst_calibration as cal
+    from agentstudies.studies.sasst import calibration as cal
     design = cal.StudyADesign()
     def run():
         return cal.run_table4(design=design, M_values=[1000], R_values=[5], n_trials=100, n_draws=2000, seed=1,

@@ -44,13 +44,13 @@ def _sandbox(n_jobs):
 
 
 def _feasibility(n_jobs):
-    from agentstudies.studies.sasst_feasibility import FeasibilityConfig, run_feasibility
+    from agentstudies.studies.sasst.feasibility import FeasibilityConfig, run_feasibility
 
     return lambda: run_feasibility(FeasibilityConfig(), 8, seed=0, n_jobs=n_jobs).to_csv()
 
 
 def _study_b(n_jobs):
-    from agentstudies.studies.sasst_geometry import StudyBConfig, run_study_b
+    from agentstudies.studies.sasst.geometry import StudyBConfig, run_study_b
 
     return lambda: _tables(run_study_b(StudyBConfig(), 4, seed=0, n_jobs=n_jobs))
 
@@ -65,19 +65,19 @@ def _tables(res):
 MEASURED = {
     "toolsandbox_episodes": ("agents.toolsandbox.run_episodes (360 cases x 3 workflows)", _toolsandbox),
     "sandbox_run_many": ("envs.impossible.run_many (24 sandboxed runs)", _sandbox),
-    "sasst_feasibility": ("studies.sasst_feasibility.run_feasibility (8 trials)", _feasibility),
-    "sasst_study_b": ("studies.sasst_geometry.run_study_b (4 trials)", _study_b),
+    "sasst_feasibility": ("studies.sasst.feasibility.run_feasibility (8 trials)", _feasibility),
+    "sasst_study_b": ("studies.sasst.geometry.run_study_b (4 trials)", _study_b),
 }
 #: seeded_map callers not timed here, and why
 NOT_MEASURED = {
-    "studies._sasst_common.run_trials (Study A/Table 4-5)": "bench_sasst_study_a.py times the trial; same seeded_map path",
-    "studies.sasst_geometry_audit (audit trials, bandwidth_diagnostic)": "per-space work of milliseconds; sequential in chapters",
+    "studies.sasst._common.run_trials (Study A/Table 4-5)": "bench_sasst_study_a.py times the trial; same seeded_map path",
+    "studies.sasst.geometry_audit (audit trials, bandwidth_diagnostic)": "per-space work of milliseconds; sequential in chapters",
     "studies.impossible.simulate_episodes / impossible_controls": "minutes a run (agents + sandbox)",
     "envs.impossible._verify.build_variant_table": "~4 min for the 164 tasks (maintenance script)",
-    "studies.alfworld_recovery_study / _report (pools, tasks, controls)": "minutes a run (ALFWorld engine)",
-    "studies.alfworld_handoff / _report (tasks, controls)": "minutes a run (ALFWorld engine)",
-    "studies.alfworld_training (checks, demos, rollouts)": "minutes a run (ALFWorld engine, training)",
-    "studies.tau_workflow.stress_controls / agents.tau.episodes": "minutes a run (tau2 environment)",
+    "studies.alfworld.recovery.run / .report (pools, tasks, controls)": "minutes a run (ALFWorld engine)",
+    "studies.alfworld.handoff.run / .report (tasks, controls)": "minutes a run (ALFWorld engine)",
+    "studies.alfworld.training (checks, demos, rollouts)": "minutes a run (ALFWorld engine, training)",
+    "studies.tau.workflow.stress_controls / agents.tau.episodes": "minutes a run (tau2 environment)",
     "envs.alfworld.pools (manifest rebuild)": "maintenance script",
 }
 

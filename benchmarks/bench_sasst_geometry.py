@@ -27,9 +27,9 @@ def main(argv: list[str] | None = None) -> dict:
 
     import numpy as np
 
-    from agentstudies.studies import sasst_feasibility as fz
-    from agentstudies.studies import sasst_geometry as gs
-    from agentstudies.studies import sasst_geometry_audit as ga
+    from agentstudies.studies.sasst import feasibility as fz
+    from agentstudies.studies.sasst import geometry as gs
+    from agentstudies.studies.sasst import geometry_audit as ga
 
     out: dict[str, float] = {}
     cfg_b = gs.StudyBConfig()

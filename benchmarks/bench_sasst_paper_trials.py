@@ -21,8 +21,8 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 from agentstudies.parallel import _tune_allocator
 _tune_allocator()
-from agentstudies.studies import sasst_calibration as C
-from agentstudies.studies import sasst_small_clusters as SC
+from agentstudies.studies.sasst import calibration as C
+from agentstudies.studies.sasst import small_clusters as SC
 ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 ap.add_argument("--trials", type=int, default=10)
 ap.add_argument("--out", default="artifacts/benchmarks/bench_sasst_paper_trials.json")

@@ -4,7 +4,7 @@ One Study A trial at M = 1000 clusters simulates the data, discovers the learned
 R = 5 and R = 20, confirms the fixed oracle and the learned rule, and computes pointwise
 multiplier critical values from 2,000 Gaussian multiplier draws shared by the four slots.
 
-* vectorized: :func:`agentstudies.studies._sasst_common.coordinatewise_critical`
+* vectorized: :func:`agentstudies.studies.sasst._common.coordinatewise_critical`
   (one ``(B x N) @ (N x m)`` product);
 * reference: :func:`loop_critical` below - a plain Python loop over the 2,000 draws and,
   inside, over the clusters (and slots), the straightforward transcription of
@@ -38,9 +38,9 @@ import time
 
 import numpy as np
 
-from agentstudies.chapter import artifacts_root
-from agentstudies.studies import sasst_calibration as C
-from agentstudies.studies._sasst_common import coordinatewise_critical, exact_coordinatewise_critical
+from agentstudies.book.chapter import artifacts_root
+from agentstudies.studies.sasst import calibration as C
+from agentstudies.studies.sasst._common import coordinatewise_critical, exact_coordinatewise_critical
 
 
 def loop_critical(phi: np.ndarray, signs: np.ndarray, zeta: np.ndarray, level: float = 0.95) -> np.ndarray:
@@ -142,7 +142,7 @@ def main() -> dict:
 
         with tempfile.TemporaryDirectory() as tmp:
             t0 = time.perf_counter()
-            subprocess.run([sys.executable, "-m", "agentstudies.cli", "run", name, "--profile", args.profile,
+            subprocess.run([sys.executable, "-m", "agentstudies.book.cli", "run", name, "--profile", args.profile,
                             "-o", f"{tmp}/{name}.ipynb"], check=True)
             chapters[name] = round(time.perf_counter() - t0, 1)
 

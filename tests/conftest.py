@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from agentstudies import runner
+from agentstudies.book import runner
 
 #: The suite tests computation, not a user's cross-build cache (issue 31): the ALFWorld
 #: user cache (``agentstudies.envs.alfworld.usercache.CACHE_ENV``) is off in every test
@@ -36,7 +36,7 @@ SMOKE_JOBS = 2
 
 
 #: How many smoke chapters run side by side, each in its own process
-#: (``python -m agentstudies._book_child``, as ``make book --at-once 2``), when the session
+#: (``python -m agentstudies.book._child``, as ``make book --at-once 2``), when the session
 #: needs the whole book (the browser check is collected): the longest start first, and a
 #: chapter a test asks for jumps the queue. ``AGENTSTUDIES_SMOKE_AT_ONCE=1`` runs every
 #: chapter on demand in this process instead. Only the order changes, never a table.
@@ -134,7 +134,7 @@ class SmokeRuns:
                            "log_output": False, "result": str(out),
                            "output": str(chapters / f"{name}.ipynb"), "artifacts": str(artifacts)})
         chapters.mkdir(parents=True, exist_ok=True)
-        self._running[key] = (subprocess.Popen([sys.executable, "-m", "agentstudies._book_child", spec]), out)
+        self._running[key] = (subprocess.Popen([sys.executable, "-m", "agentstudies.book._child", spec]), out)
 
     def _schedule(self) -> None:
         from agentstudies.book.schedule import _child_result

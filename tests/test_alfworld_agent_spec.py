@@ -39,7 +39,7 @@ def _llm_spec_of(study) -> dict:
 
 
 def test_handoff_agent_spec_and_flat_keywords_give_the_same_configuration_and_tables():
-    from agentstudies.studies.alfworld_handoff import _with_llm, run_handoff_study
+    from agentstudies.studies.alfworld.handoff.run import _with_llm, run_handoff_study
 
     with ScriptedChatServer(_plan_script(GAME)) as server:
         url = server.base_url
@@ -58,7 +58,7 @@ def test_handoff_agent_spec_and_flat_keywords_give_the_same_configuration_and_ta
 
 
 def test_handoff_refuses_an_agent_spec_beside_llm_settings_and_names_both():
-    from agentstudies.studies.alfworld_handoff import run_handoff_study
+    from agentstudies.studies.alfworld.handoff.run import run_handoff_study
 
     with pytest.raises(ValueError, match=r"llm_settings.*AgentSpec"):
         run_handoff_study([GAME], agent=AgentSpec(AGENT), llm_settings={"max_tokens": 64}, **HANDOFF_KW)
@@ -69,7 +69,7 @@ def test_handoff_refuses_an_agent_spec_beside_llm_settings_and_names_both():
 
 
 def test_handoff_simulated_agent_spec_adds_no_model_checkpoint():
-    from agentstudies.studies.alfworld_handoff import run_handoff_study
+    from agentstudies.studies.alfworld.handoff.run import run_handoff_study
 
     st = run_handoff_study([GAME], agent=AgentSpec("simulated"), **HANDOFF_KW)
     assert set(st.trajectories["reacher"]) == {"SFT", "RL"} and st.params["agent"] == "simulated"
@@ -77,7 +77,7 @@ def test_handoff_simulated_agent_spec_adds_no_model_checkpoint():
 
 def test_recovery_agent_spec_flat_keywords_and_policy_give_the_same_tables():
     from agentstudies.agents.alfworld import make_llm_policy
-    from agentstudies.studies import alfworld_recovery as ar
+    from agentstudies.studies.alfworld import recovery as ar
 
     kw = dict(seed=0, cap_scale=0.1, designs=RECOVERY_DESIGN)
     with ScriptedChatServer(_plan_script(GAME)) as server:
@@ -97,7 +97,7 @@ def test_recovery_agent_spec_flat_keywords_and_policy_give_the_same_tables():
 
 def test_recovery_refuses_a_missing_or_doubled_agent_naming_what_is_wrong():
     from agentstudies.agents.alfworld import LearnedAlfworldPolicy
-    from agentstudies.studies import alfworld_recovery as ar
+    from agentstudies.studies.alfworld import recovery as ar
 
     pools = {"primary": [GAME]}
     with pytest.raises(ValueError, match="no agent"):

@@ -229,8 +229,8 @@ def test_handoff_tables_equal_without_the_engine_memos(monkeypatch):
     text) give the same tables with TextWorld's own ``all_applicable_actions``, no
     initial-state memo, ``copy.deepcopy`` of symbols, an intro derived at every reset,
     TextWorld's ``facts``, ``str`` of every fluent fact and the frontier check as before."""
-    from agentstudies.studies import alfworld_handoff as ah
-    from agentstudies.studies.alfworld_handoff import make_study_checkpoints
+    from agentstudies.studies.alfworld.handoff import run as ah
+    from agentstudies.studies.alfworld.handoff.run import make_study_checkpoints
 
     games = [small_game("pick_and_place_simple"), small_game("look_at_obj_in_light")]
     pols = make_study_checkpoints("trained", temperature=0.4)

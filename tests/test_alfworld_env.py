@@ -260,7 +260,7 @@ def test_translations_are_shared_through_the_run_scratch_folder(tmp_path, monkey
     # the translation from the scratch folder instead of translating, and plays the same
     import fast_downward
 
-    from agentstudies import runner
+    from agentstudies.book import runner
 
     assert runner.SCRATCH_ENV == engine.SCRATCH_ENV
     game = small_game("look_at_obj_in_light")
@@ -292,7 +292,7 @@ def test_translations_are_shared_through_the_run_scratch_folder(tmp_path, monkey
 
 
 def test_shared_scratch_lives_for_the_run_and_keeps_an_outer_folder(monkeypatch):
-    from agentstudies.runner import SCRATCH_ENV, shared_scratch
+    from agentstudies.book.runner import SCRATCH_ENV, shared_scratch
 
     monkeypatch.delenv(SCRATCH_ENV, raising=False)
     import os

@@ -12,8 +12,8 @@ import pytest
 
 from agentstudies.agents.alfworld import checkpoint_dir, weights_digest
 from agentstudies.envs.alfworld.generate import TASK_TYPES
-from agentstudies.studies import alfworld_equal_footing as eq
-from agentstudies.studies import alfworld_training as tr
+from agentstudies.studies.alfworld.training import equal_footing as eq
+from agentstudies.studies.alfworld import training as tr
 
 
 def test_equal_footing_checkpoint_digest_is_verified_on_load(tmp_path):

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from agentstudies import recovery as rc
-from agentstudies.studies import alfworld_recovery as ar
+from agentstudies.studies.alfworld import recovery as ar
 
 _ROOM = re.compile(r"Looking quickly around you, you see (.*?)\.(?:\s|$)")
 _ON = re.compile(r"(?:On the|In it,|the) ([a-z]+ \d+)?,? ?(?:you see|is open\. In it, you see) (.*?)\.")
@@ -259,19 +259,14 @@ def test_step_cache_leaves_every_fork_unchanged():
     policy = LearnedAlfworldPolicy.load("RL", greedy=True)
     kw = dict(seed=0, conditions=ar.CONDITIONS, delays=ar.DELAYS, operations=ar.OPERATIONS, cap_scale=0.5,
               look_format="arrival", trace=True)
-    cached_env = ar._env(32)
+    from agentstudies.studies.alfworld.recovery.testing import cached_env as harness_env, worker_env
+
+    cached_env = harness_env(32)
     assert cached_env.step_cache
-    runs = {}
-    for name in ("cached", "plain"):
-        if name == "plain":
-            cached_env.release_snapshots()
-            ar._WORKER["env"] = AlfworldEnv(budget=32)
-        try:
-            runs[name] = [ar.run_task(g, policy, **kw) for g in pools["mechanism"]]
-        finally:
-            if name == "plain":
-                ar._WORKER["env"].close()
-                ar._WORKER["env"] = cached_env
+    runs = {"cached": [ar.run_task(g, policy, **kw) for g in pools["mechanism"]]}
+    cached_env.release_snapshots()
+    with worker_env(AlfworldEnv(budget=32)):
+        runs["plain"] = [ar.run_task(g, policy, **kw) for g in pools["mechanism"]]
     assert any(r["task"]["feasible"] for r in runs["cached"])
     for a, b in zip(runs["cached"], runs["plain"]):
         assert pd.Series(a["task"]).equals(pd.Series(b["task"]))

@@ -10,7 +10,7 @@ from agentstudies.agents.alfworld import make_checkpoints
 from agentstudies.envs.alfworld._testing import small_game
 from agentstudies.envs.alfworld.env import AlfworldEnv
 from agentstudies.envs.alfworld.frontier import frontier_check_reference
-from agentstudies.studies.alfworld_handoff import (
+from agentstudies.studies.alfworld.handoff.run import (
     AUDIT_COLUMNS,
     EPISODE_COLUMNS,
     STEP_COLUMNS,

@@ -10,8 +10,8 @@ from agentstudies.agents.alfworld import LearnedAlfworldPolicy
 from agentstudies.agents.alfworld import checkpoint_dir, load_weights
 from agentstudies.envs.alfworld._testing import small_game
 from agentstudies.envs.alfworld.env import AlfworldEnv
-from agentstudies.studies import alfworld_training as tr
-from agentstudies.studies.alfworld_handoff import run_handoff_study
+from agentstudies.studies.alfworld import training as tr
+from agentstudies.studies.alfworld.handoff.run import run_handoff_study
 
 GAMES = [small_game("pick_and_place_simple"), small_game("pick_heat_then_place_in_recep"),
          small_game("look_at_obj_in_light")]
@@ -164,7 +164,7 @@ def test_trained_study_assignments_identities(trained_study):
 
 
 def _study_of(episodes, actions):
-    from agentstudies.studies.alfworld_handoff import HandoffStudy
+    from agentstudies.studies.alfworld.handoff.run import HandoffStudy
 
     empty = pd.DataFrame()
     return HandoffStudy(trajectories=empty, steps=empty, episodes=episodes, clone_audit=empty, actions=actions)
@@ -206,7 +206,7 @@ def test_start_state_on_frontier_is_refused():
     refuses the task instead of letting a first (possibly invalid) action "arrive"."""
     from agentstudies.envs.alfworld.expert import Expert
     from agentstudies.envs.alfworld.frontier import remaining_distance
-    from agentstudies.studies import alfworld_handoff as ah
+    from agentstudies.studies.alfworld.handoff import run as ah
 
     game = small_game("pick_and_place_simple")
     env = AlfworldEnv(budget=30)

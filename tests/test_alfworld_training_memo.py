@@ -1,4 +1,4 @@
-"""The training study's cross-episode frontier memo (``alfworld_training_loop._on_frontier``)
+"""The training study's cross-episode frontier memo (``agentstudies.studies.alfworld.training.loop._on_frontier``)
 gives exactly the answers of :func:`agentstudies.envs.alfworld.frontier.frontier_check`:
 checked state by state along the planner expert's plan, and through
 :func:`evaluate_checkpoint` with a scripted policy that plays that plan, where the
@@ -13,9 +13,9 @@ import pytest
 from agentstudies.envs.alfworld._testing import small_game
 from agentstudies.envs.alfworld.env import AlfworldEnv
 from agentstudies.envs.alfworld.frontier import frontier_check
-from agentstudies.studies import alfworld_training as tr
-from agentstudies.studies import alfworld_training_loop as loop
-from agentstudies.studies import alfworld_training_pools as pools
+from agentstudies.studies.alfworld import training as tr
+from agentstudies.studies.alfworld.training import loop
+from agentstudies.studies.alfworld.training import pools
 
 GAMES = [small_game("pick_and_place_simple"), small_game("look_at_obj_in_light")]
 

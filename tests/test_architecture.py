@@ -3,13 +3,14 @@
 Layers (a module may import its own package and any layer listed for it; see
 CONTRIBUTING.md "Layers"):
 
-    base      agentstudies (root), results, parallel, _tolerances   -> base only
+    base      agentstudies (root), results, parallel, _tolerances,
+              specs, findings, episodes (the reader of Inspect logs)  -> base only
     envs      environments                                           -> base
     stats     statistics toolkit                                     -> base
     methods   sasst, handoff, recovery (take plain tables)           -> stats, base
     agents    policies, controllers                                  -> envs, base
-    studies   one module per study (env + agent, or a DGP)           -> envs, agents, methods, stats, base
-    top       chapter, runner, book, cli, _book_child (the book layer) -> anything
+    studies   one subpackage per study family (env + agent, or a DGP) -> envs, agents, methods, stats, base
+    top       book (chapter, table, site, runner, cli, paper/, the pipeline) -> anything
 
 Imports inside ``if TYPE_CHECKING:`` blocks are annotations only and are ignored; imports
 inside functions count. A module outside every layer fails the test: place it in
@@ -41,18 +42,8 @@ LAYER_OF = {
     "recovery": "methods",
     "agents": "agents",
     "studies": "studies",
-    "chapter": "top",
-    "runner": "top",
-    "book": "top",  # the pipeline behind runner: model, kernel, execute, schedule, build
-    "cli": "top",
-    "booksite": "top",
-    "booktable": "top",
-    "paper_compare": "top",
-    "paper_runs": "top",
-    "paper_map": "top",
-    "episodes": "top",
-    "_pytest_offline": "top",
-    "_book_child": "top",
+    "episodes": "base",  # episode tables from the user's Inspect logs (imports results only)
+    "book": "top",  # the book layer: chapter, table, site, runner, cli, paper/, and the pipeline
 }
 
 #: Layer -> layers it may import (besides its own package).
@@ -207,7 +198,7 @@ def test_the_scanner_sees_lazy_imports_and_skips_type_checking(tmp_path):
     f = tmp_path / "mod.py"
     f.write_text(
         "from typing import TYPE_CHECKING\n"
-        "if TYPE_CHECKING:\n    from agentstudies.chapter import Chapter\n"
+        "if TYPE_CHECKING:\n    from agentstudies.book.chapter import Chapter\n"
         "def g():\n    from agentstudies.agents import controllers\n"
         "from ._engine import SASST\n"
     )

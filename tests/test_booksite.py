@@ -1,6 +1,6 @@
 """The book's generated pages and offline hygiene, without building the book.
 
-* ``agentstudies.booksite``: paper counterparts, the computed comparison line, the
+* ``agentstudies.book.site``: paper counterparts, the computed comparison line, the
   exercise and results indexes (hand-made notebooks, CSVs and expected values);
 * ``runner.strip_widgets`` and the kernel environment that keeps progress bars out;
 * the book's configuration: offline MathJax, no thebe/launch buttons, the bibliography
@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from agentstudies import booksite, runner
+from agentstudies.book import runner, site as booksite
 
 REPO = Path(__file__).resolve().parents[1]
 BOOK = REPO / "book"
@@ -198,7 +198,7 @@ def test_book_config_is_offline():
     assert not any(cfg["launch_buttons"].get(k) for k in ("binderhub_url", "jupyterhub_url", "colab_url"))
     sphinx = cfg["sphinx"]
     assert "sphinx-mathjax-offline" in sphinx["extra_extensions"]
-    assert "agentstudies.booksite" in sphinx["extra_extensions"]
+    assert "agentstudies.book.site" in sphinx["extra_extensions"]
     assert "://" not in sphinx["config"]["mathjax_path"]
     assert sphinx["config"]["nb_ipywidgets_js"] == {}
     # the MathJax bundle the extension serves is really installed
@@ -296,7 +296,7 @@ def test_landing_page_has_audience_prerequisites_and_reading_paths():
 
 # ------------------------------------------------------------------ paper-profile runs
 def test_archived_paper_run_round_trip_and_checksums(tmp_path):
-    from agentstudies import paper_runs
+    from agentstudies.book.paper import runs as paper_runs
 
     art = tmp_path / "artifacts" / "chap"
     art.mkdir(parents=True)
@@ -318,7 +318,7 @@ def test_archived_paper_run_round_trip_and_checksums(tmp_path):
     (art / "INCOMPLETE").write_text("")
     with pytest.raises(ValueError, match="did not finish"):
         paper_runs.archive_run("chap", tmp_path / "artifacts", tmp_path / "runs")
-    with pytest.raises(FileNotFoundError, match="paper_runs archive nothing"):
+    with pytest.raises(FileNotFoundError, match="paper.runs archive nothing"):
         paper_runs.load_run("nothing", folder=tmp_path / "runs" / "nothing")
 
 
@@ -412,7 +412,7 @@ def test_one_numbering_on_a_page_that_is_not_a_chapter_has_no_prefix(tmp_path):
 def test_results_index_lists_a_figure_saved_under_another_name_once(tmp_path):
     """A glued figure whose PNG is saved as another name (``ch.figure(key, fig, name)`` or
     ``save_figure(fig, name)`` then ``glue(key, fig)``) is one figure, not a glued one plus a PNG."""
-    from agentstudies.paper_compare import results_index
+    from agentstudies.book.paper.compare import results_index
 
     art = tmp_path / "artifacts" / "alpha"
     art.mkdir(parents=True)
@@ -433,7 +433,7 @@ def test_results_index_lists_a_figure_saved_under_another_name_once(tmp_path):
 
 
 def test_largest_gap_names_the_cell_both_values_and_the_unit():
-    from agentstudies.paper_compare import largest_gap
+    from agentstudies.book.paper.compare import largest_gap
 
     ours = pd.DataFrame({"M": [500, 1000], "coverage": [0.93, 0.90], "bias": [0.01, 0.02]})
     paper = pd.DataFrame({"M": [500, 1000], "coverage": [0.95, 0.95], "bias": [0.0, 0.0]})
@@ -452,7 +452,7 @@ def test_largest_gap_names_the_cell_both_values_and_the_unit():
 def test_differs_because_reads_profile_and_simulated_label(tmp_path):
     import json
 
-    from agentstudies.paper_compare import differs_because
+    from agentstudies.book.paper.compare import differs_because
 
     prov = tmp_path / "provenance.json"
     prov.write_text(json.dumps({"run": {"profile": "quick"}, "simulated": "synthetic data with a planted effect"}))

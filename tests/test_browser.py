@@ -412,7 +412,7 @@ def built_book(browser_available, smoke_runs, tmp_path_factory) -> Path:
         html = Path(given).resolve()
         assert (html / "index.html").is_file(), f"AGENTSTUDIES_BROWSER_HTML={given}: no index.html there"
         return html
-    from agentstudies import runner
+    from agentstudies.book import runner
 
     root = _copy_book(tmp_path_factory.mktemp("browser_book"))
     for name in runner.toc_chapters(REPO):

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from agentstudies.chapter import INCOMPLETE, Chapter, beside_paper, hash_object
+from agentstudies.book.chapter import INCOMPLETE, Chapter, beside_paper, hash_object
 
 
 @pytest.fixture
@@ -57,7 +57,7 @@ def test_beside_paper_keeps_rows_missing_on_either_side():
 
 
 def test_stack_paper_puts_the_paper_row_under_ours():
-    from agentstudies.chapter import stack_paper
+    from agentstudies.book.chapter import stack_paper
 
     ours = pd.DataFrame({"k": ["a", "b"], "v": [1.0, 2.0], "only_ours": [5, 6]})
     paper = pd.DataFrame({"k": ["b", "c"], "v": [20.0, 30.0]})
@@ -89,7 +89,7 @@ def test_figure_is_saved_glued_and_closed(tmp_path, monkeypatch):
 
 
 def test_compact_lets_headers_wrap_without_touching_values():
-    from agentstudies.chapter import compact
+    from agentstudies.book.chapter import compact
 
     df = pd.DataFrame({"key_col": ["a_b"], "abstention_or_failure": [0.5]}).set_index("key_col")
     out = compact(df)
@@ -187,7 +187,7 @@ def _parse_table(markup: str) -> dict:
 
 
 def test_table_renders_integers_fixed_decimals_and_explains_missing_values():
-    from agentstudies.chapter import MISSING_PAPER, MISSING_RUN, render_table, stack_paper
+    from agentstudies.book.chapter import MISSING_PAPER, MISSING_RUN, render_table, stack_paper
 
     ours = pd.DataFrame({"workflow": ["A", "B"], "rate": [0.51234, np.nan], "n": [60.0, 12.0],
                          "ratio": [np.inf, 3.3]})
@@ -204,7 +204,7 @@ def test_table_renders_integers_fixed_decimals_and_explains_missing_values():
 
 
 def test_table_never_prints_nan_inf_na_or_none_and_hides_a_positional_index():
-    from agentstudies.chapter import render_table
+    from agentstudies.book.chapter import render_table
 
     df = pd.DataFrame({"a": [None, "x", np.nan], "b": pd.array([pd.NA, 1, 2], dtype="Int64"),
                        "c": [-np.inf, 0.00123, 0.5]})
@@ -217,7 +217,7 @@ def test_table_never_prints_nan_inf_na_or_none_and_hides_a_positional_index():
 
 
 def test_table_keeps_a_styler_caption_percent_format_and_hidden_index():
-    from agentstudies.chapter import Table, render_table
+    from agentstudies.book.chapter import Table, render_table
 
     df = pd.DataFrame({"w": ["A", "B"], "rate": [0.512, np.nan], "n": [60.0, 12.0]}, index=[5, 9])
     styled = df.style.format({"rate": "{:.1%}"}).hide(axis="index").set_caption("Rates (simulated)")
@@ -232,7 +232,7 @@ def test_table_keeps_a_styler_caption_percent_format_and_hidden_index():
 
 
 def test_table_groups_beside_paper_headers_and_blames_the_paper_column():
-    from agentstudies.chapter import MISSING_PAPER, render_table
+    from agentstudies.book.chapter import MISSING_PAPER, render_table
 
     ours = pd.DataFrame({"k": ["A", "B"], "rate": [0.25, 0.5]})
     paper = pd.DataFrame({"k": ["A"], "rate": [0.75]})
@@ -245,7 +245,7 @@ def test_table_groups_beside_paper_headers_and_blames_the_paper_column():
 def test_chapter_numbers_every_displayed_table(artifacts):
     from IPython.core.interactiveshell import InteractiveShell
 
-    from agentstudies.chapter import compact
+    from agentstudies.book.chapter import compact
 
     shell = InteractiveShell.instance()
     try:
@@ -261,7 +261,7 @@ def test_chapter_numbers_every_displayed_table(artifacts):
 
 
 def test_table_formats_a_transposed_mixed_column_value_by_value():
-    from agentstudies.chapter import render_table
+    from agentstudies.book.chapter import render_table
 
     t = pd.DataFrame({"tasks": [12.0, 12.0], "rate": [0.25, 0.5], "harms": [3, 1]},
                      index=pd.Index(["clean", "stale"], name="condition")).T.astype(object)
@@ -302,7 +302,7 @@ def test_a_warning_becomes_a_note_and_is_kept_in_the_provenance(artifacts):
 def test_glued_markdown_math_becomes_a_mathjax_span():
     from markdown_it import MarkdownIt
 
-    from agentstudies.chapter import _inline_math
+    from agentstudies.book.chapter import _inline_math
 
     text = _inline_math("for every $k$ and $t_{0.95,N-1}/z_{0.95}$, at a cost of \\$5")
     # what a CommonMark parser (the inline {glue:md} role's) makes of it
@@ -315,7 +315,7 @@ def test_glued_markdown_math_becomes_a_mathjax_span():
 def test_glued_bullet_list_stays_a_list_inline():
     from markdown_it import MarkdownIt
 
-    from agentstudies.chapter import _inline_bullets
+    from agentstudies.book.chapter import _inline_bullets
 
     text = _inline_bullets("- **A**: reappears\n  with a long line\n- **B**: inconclusive")
     rendered = MarkdownIt("commonmark").renderInline(text)

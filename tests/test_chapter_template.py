@@ -24,7 +24,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from agentstudies import runner
+from agentstudies.book import runner
 
 REPO = Path(__file__).resolve().parents[1]
 CHAPTERS = runner.toc_chapters(REPO)
@@ -362,8 +362,8 @@ def test_paper_values_errors_and_copies():
 
 def test_study_modules_read_their_paper_values_from_data_paper():
     from agentstudies.studies import paper_values
-    from agentstudies.studies import sasst_calibration as cal
-    from agentstudies.studies import tau_controller_audit as audit
+    from agentstudies.studies.sasst import calibration as cal
+    from agentstudies.studies.tau import controller_audit as audit
 
     assert cal.PAPER_TABLE4.equals(paper_values("sasst_calibration", "table4"))
     assert audit.PAPER_TABLE_13.equals(paper_values("tau_controller_audit", "table13"))

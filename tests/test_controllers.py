@@ -25,7 +25,7 @@ from agentstudies.agents.controllers import (
     serialize_mutation,
 )
 from agentstudies.envs.tau import get_task
-from agentstudies.studies.tau_controller_audit import (
+from agentstudies.studies.tau.controller_audit import (
     PAPER_TABLE_13,
     DeckCard,
     audit_deck,

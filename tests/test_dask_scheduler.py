@@ -39,7 +39,7 @@ def test_scheduler_address_from_environment(monkeypatch):
 
 
 def test_cluster_run_equals_local_run_with_one_client(cluster):
-    from agentstudies.studies import sasst_feasibility as fz
+    from agentstudies.studies.sasst import feasibility as fz
 
     use_scheduler(None)
     local = seeded_map(_draw, 12, seed=5, scale=2.0)
@@ -66,7 +66,7 @@ def test_cli_scheduler_flag_reaches_the_kernels_environment(monkeypatch):
     import argparse
     import os
 
-    from agentstudies import cli
+    from agentstudies.book import cli
 
     # setenv first, so monkeypatch restores the variable afterwards (a bare delenv of an
     # absent variable records nothing): later tests' kernels must not inherit the address

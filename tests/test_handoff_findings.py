@@ -11,8 +11,8 @@ import pytest
 
 from agentstudies.handoff import analyze_handoff, audit_non_arrivals
 from agentstudies.handoff.testing import example_tables
-from agentstudies.studies import alfworld_handoff as ah
-from agentstudies.studies import alfworld_handoff_report as report
+from agentstudies.studies.alfworld import handoff as ah
+from agentstudies.studies.alfworld.handoff import report
 
 REACH = "Reach: RL arrives more often than SFT"
 INTER = "Interaction I (Eq. 4) is positive"

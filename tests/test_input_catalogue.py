@@ -23,7 +23,8 @@ import pandas as pd
 import pytest
 import yaml
 
-from agentstudies import cli, handoff as ho
+from agentstudies import handoff as ho
+from agentstudies.book import cli
 from agentstudies.handoff import testing as ho_testing
 from agentstudies.sasst import SASST, ComparisonPlan, Slot
 from agentstudies.sasst.rules import ThresholdFamily
@@ -258,7 +259,7 @@ def _handoff_cases() -> list[Case]:
 
 
 def _tau_study_warns_on_partial_credit() -> str:
-    from agentstudies.studies import tau_workflow as ts
+    from agentstudies.studies.tau import workflow as ts
 
     ep, f = sasst_tables()
     ep = ep.rename(columns={"score": "reward"})
@@ -373,8 +374,8 @@ def _env_cases() -> list[Case]:
 
 def _injected(source: str, chapter: str = "method_recovery") -> Any:
     """What ``Chapter.from_parameters`` checks in a kernel that papermill injected ``source`` into."""
-    from agentstudies.chapter import check_injected
-    from agentstudies.runner import declared_parameters
+    from agentstudies.book.chapter import check_injected
+    from agentstudies.book.runner import declared_parameters
 
     declared = declared_parameters(Path(__file__).resolve().parents[1] / "notebooks" / f"{chapter}.ipynb")
     namespace: dict[str, Any] = {"In": ["", "seed = 0\nn_boot = 2000\nlevel = 0.95", source]}
@@ -409,7 +410,7 @@ def _truncated_data(rel: str, keep: int) -> Any:
 
 def _kernel_and_data_cases() -> list[Case]:
     from agentstudies._data import DataFileError
-    from agentstudies.runner import ParameterError
+    from agentstudies.book.runner import ParameterError
 
     return [
         Case("plain papermill: misspelled -p n_boots", lambda: _injected("# Parameters\nn_boots = 5\n"), ParameterError,

@@ -168,7 +168,7 @@ def test_pass_hat_k_agrees_with_inspects_reducer():
 
 
 def test_import_log_command(error_log, tmp_path, capsys):
-    from agentstudies.cli import main
+    from agentstudies.book.cli import main
 
     out = tmp_path / "ep.csv"
     assert main(["import-log", error_log, "-o", str(out), "--on-error", "zero"]) == 0
@@ -403,7 +403,7 @@ def test_corpus_damaged_files_are_refused_by_name(name, match):
 
 
 def _cli(args, capsys):
-    from agentstudies.cli import main
+    from agentstudies.book.cli import main
 
     status = main(["import-log", *map(str, args)])
     out = capsys.readouterr()

@@ -1,4 +1,4 @@
-"""studies.inspect_logs.log_findings (issue 25) on synthetic tables whose truth is known."""
+"""studies.inspect.findings.log_findings (issue 25) on synthetic tables whose truth is known."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from scipy import stats
 
 from agentstudies.findings import TABLE_COLUMNS
-from agentstudies.studies.inspect_logs import log_findings, passk_drop_by_task
+from agentstudies.studies.inspect.findings import log_findings, passk_drop_by_task
 
 IDLE = "an idle agent passes some τ² retail tasks"
 PASSK = "pass^2 falls below pass^1"

@@ -147,7 +147,7 @@ def test_llm_settings_without_llm_agent_is_an_error():
 def test_the_suite_cannot_reach_the_outside_network():
     import socket
 
-    from agentstudies._pytest_offline import OutsideNetworkError
+    from _pytest_offline import OutsideNetworkError
 
     with pytest.raises(OutsideNetworkError):
         socket.create_connection(("93.184.216.34", 80), timeout=1)

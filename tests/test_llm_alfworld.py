@@ -59,7 +59,7 @@ SEEDS_SEEN: list = []
 
 
 def _handoff(reply, **kw):
-    from agentstudies.studies.alfworld_handoff import run_handoff_study
+    from agentstudies.studies.alfworld.handoff.run import run_handoff_study
 
     with ScriptedChatServer(reply) as server:
         study = run_handoff_study([GAME], tasks_per_type=None, seeds=[0], early_budget=6, D=2,
@@ -95,7 +95,7 @@ def test_handoff_llm_following_the_plan_arrives_and_solves():
     solver_seed = int(keyed_seed(0, "llm", GAME["task_id"], "solver").generate_state(1)[0] % (2**31 - 1))
     assert (study.episodes.loc[study.episodes["llm_calls"] > 0, "llm_seed"] == solver_seed).all()
     # the LLM checkpoint's tables: J = A C on the LLM x LLM cell, cost from the record
-    from agentstudies.studies.alfworld_handoff import llm_checkpoint_tables
+    from agentstudies.studies.alfworld.handoff.run import llm_checkpoint_tables
 
     tabs = llm_checkpoint_tables(study.episodes, study.trajectories, n_draws=50)
     a = tabs["assignments"].set_index(["reacher", "solver"]).loc[("LLM", "LLM")]
@@ -135,7 +135,7 @@ RECOVERY_DESIGN = {"primary": dict(conditions=("clean", "stale-1"), delays=(0, 1
 
 def _recovery(reply):
     from agentstudies.agents.alfworld import make_llm_policy
-    from agentstudies.studies import alfworld_recovery as ar
+    from agentstudies.studies.alfworld import recovery as ar
 
     with ScriptedChatServer(reply) as server:
         policy = make_llm_policy(AGENT, {"base_url": server.base_url, "max_connections": 1})
@@ -189,7 +189,7 @@ def test_recovery_llm_nonsense_fails_and_http_error_is_flagged():
     p = study.paired
     assert len(p) == 4 and (p["llm_errors"] != "").all() and (p["llm_errors_without"] != "").all()
     assert (p["y_with"] == 0).all()
-    from agentstudies.studies.alfworld_recovery import llm_cost
+    from agentstudies.studies.alfworld.recovery import llm_cost
 
     cost = llm_cost(study).set_index("cohort").loc["primary"]
     assert (cost["tasks"], cost["factual_calls"], cost["factual_errors"], cost["forks_with_errors"]) == (1, 1, 1, 4)
@@ -227,7 +227,7 @@ def chatter(request):
 
 
 def _audit(reply):
-    from agentstudies.studies import tau_controller_audit as tca
+    from agentstudies.studies.tau import controller_audit as tca
 
     with ScriptedChatServer(reply) as server:
         episodes = tca.audit_episodes([TAU_TASK], seed=0, agent=AGENT,
@@ -253,7 +253,7 @@ def test_tau_audit_episodes_gold_calls_succeed_chatter_fails_errors_flagged():
 
 
 def test_tau_audit_label_of_simulated_profiles():
-    from agentstudies.studies.tau_controller_audit import agent_label
+    from agentstudies.studies.tau.controller_audit import agent_label
 
     assert agent_label("profile_a") == "profile_a (simulated)"
     assert agent_label("llm:openai-api/x/y") == "LLM (openai-api/x/y)"

@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from agentstudies import runner
+from agentstudies.book import runner
 from agentstudies.agents.testing import ScriptedChatServer
 
 REPO = Path(__file__).resolve().parents[1]

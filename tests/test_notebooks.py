@@ -17,7 +17,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from agentstudies import runner
+from agentstudies.book import runner
 
 REPO = Path(__file__).resolve().parents[1]
 CHAPTERS = runner.toc_chapters(REPO)

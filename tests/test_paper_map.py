@@ -1,4 +1,4 @@
-"""The paper-quantity map (``agentstudies.paper_map``) resolves, and covers what it claims.
+"""The paper-quantity map (``agentstudies.book.paper.map``) resolves, and covers what it claims.
 
 * fast: every builder imports, every paper CSV exists, every anchor is a heading id or a
   figure ``:name:`` of the chapter's notebook, every table and figure the README's chapter
@@ -20,8 +20,9 @@ import nbformat
 import pytest
 from docutils.nodes import make_id
 
-from agentstudies import cli, paper_map, runner
-from agentstudies.paper_map import INTERNAL, ITEMS
+from agentstudies.book import cli, runner
+from agentstudies.book.paper import map as paper_map
+from agentstudies.book.paper.map import INTERNAL, ITEMS
 
 REPO = Path(__file__).resolve().parents[1]
 TOC = runner.toc_chapters(REPO)
@@ -37,7 +38,7 @@ def test_builder_imports_and_is_callable(item):
 
 def test_resolve_builder_names_what_is_missing():
     with pytest.raises(AttributeError, match="no attribute 'no_such_table'"):
-        paper_map.resolve_builder("agentstudies.studies.sasst_geometry.no_such_table")
+        paper_map.resolve_builder("agentstudies.studies.sasst.geometry.no_such_table")
     with pytest.raises(ImportError, match="no importable module"):
         paper_map.resolve_builder("no_such_package.table1")
 
@@ -206,8 +207,8 @@ def test_smoke_run_writes_mapped_artifacts_and_nothing_unmapped(chapter, smoke_r
 def test_results_index_rows_come_from_the_map(tmp_path):
     import pandas as pd
 
-    from agentstudies import booksite
-    from agentstudies.paper_map import PaperItem
+    from agentstudies.book import site as booksite
+    from agentstudies.book.paper.map import PaperItem
 
     (tmp_path / "data" / "paper").mkdir(parents=True)
     pd.DataFrame({"k": ["a", "b"], "v": [0.5, 0.5]}).to_csv(tmp_path / "data/paper/ch_table1.csv", index=False)

@@ -67,7 +67,7 @@ def test_plain_papermill_refuses_in_the_kernel_and_keeps_the_artifacts(book_arti
 
 FAILING = """\
 import pandas as pd
-from agentstudies.chapter import Chapter
+from agentstudies.book.chapter import Chapter
 ch = Chapter.from_parameters("tiny", globals(), simulated="nothing", notebook=NOTEBOOK)
 ch.save_table(pd.DataFrame({"n": [n_rows]}), "table")
 if n_rows > 5:

@@ -28,7 +28,7 @@ CHAPTER = """\
 import time
 from pathlib import Path
 import pandas as pd
-from agentstudies.chapter import Chapter
+from agentstudies.book.chapter import Chapter
 ch = Chapter.from_parameters("tiny", globals(), simulated="nothing")
 ch.save_table(pd.DataFrame({"n": [n_rows], "seed": [seed]}), "table")
 """
@@ -62,7 +62,7 @@ def book(tmp_path: Path, monkeypatch) -> Path:
 
 
 def _cmd(root: Path, *args: str) -> list[str]:
-    return [sys.executable, "-m", "agentstudies.cli", *args, "--root", str(root)]
+    return [sys.executable, "-m", "agentstudies.book.cli", *args, "--root", str(root)]
 
 
 def _env() -> dict[str, str]:

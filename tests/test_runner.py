@@ -1,4 +1,4 @@
-"""Tests of the book pipeline (agentstudies.runner, agentstudies.cli) on a throwaway tree.
+"""Tests of the book pipeline (agentstudies.book.runner, agentstudies.book.cli) on a throwaway tree.
 
 Every test builds its own tiny repository under tmp_path (book/_toc.yml, profiles.yaml,
 notebooks written with nbformat), so nothing here depends on the real chapters.
@@ -16,7 +16,7 @@ import nbformat as nbf
 import pytest
 import yaml
 
-from agentstudies import cli, runner
+from agentstudies.book import cli, runner
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -436,7 +436,7 @@ def test_parameter_types_follow_the_declared_defaults(tmp_path):
     """A value whose type cannot stand for the default's is refused before any run."""
     import nbformat
 
-    from agentstudies import runner
+    from agentstudies.book import runner
 
     nb = nbformat.v4.new_notebook()
     cell = nbformat.v4.new_code_cell('seed = 0\nrate = 0.5\nname = "x"\nflag = True\nitems = [1]\nopt = None\n')
@@ -584,7 +584,7 @@ def test_build_command_only_builds(tree, capsys, monkeypatch):
 def test_relative_artifacts_env_one_rule_for_plain_papermill(tmp_path, monkeypatch):
     """chapter.artifacts_root resolves a relative folder against $PWD (the shell's folder,
     which papermill's kernel inherits even with --cwd), the CLI against its cwd: same."""
-    from agentstudies.chapter import artifacts_root
+    from agentstudies.book.chapter import artifacts_root
 
     shell = tmp_path / "shell"
     (shell / "notebooks").mkdir(parents=True)
@@ -610,7 +610,7 @@ def test_kernel_gets_one_blas_thread_unless_the_caller_sets_it(monkeypatch):
 
 
 def test_side_by_side_order_prefers_the_same_profiles_last_run(tmp_path):
-    from agentstudies.runner import DURATIONS_FILE, _last_seconds, _record_seconds
+    from agentstudies.book.runner import DURATIONS_FILE, _last_seconds, _record_seconds
 
     chapters = tmp_path / "book" / "chapters"
     chapters.mkdir(parents=True)
@@ -631,7 +631,7 @@ def test_side_by_side_order_prefers_the_same_profiles_last_run(tmp_path):
 
 
 def test_a_fresh_clone_orders_its_first_run_by_the_shipped_durations(tmp_path):
-    from agentstudies.runner import REFERENCE_DURATIONS_FILE, _last_seconds, _record_seconds, toc_chapters
+    from agentstudies.book.runner import REFERENCE_DURATIONS_FILE, _last_seconds, _record_seconds, toc_chapters
 
     (tmp_path / "notebooks").mkdir()
     (tmp_path / REFERENCE_DURATIONS_FILE).write_text(json.dumps({"paper": {"a": 200.0, "b": 30.0}}))
@@ -665,7 +665,7 @@ def test_confidence_levels_are_checked_up_front(tmp_path):
 
 
 def test_the_book_model_imports_alone_without_papermill():
-    """chapter, booksite and paper_runs read the TOC and parameters through
+    """book.chapter, book.site and book.paper.runs read the TOC and parameters through
     agentstudies.book.model: importing it loads no other pipeline module and no papermill
     (issue 22 item 3), counted in a fresh interpreter."""
     import subprocess

@@ -23,8 +23,8 @@ from agentstudies.sasst.rules import (
     score_matrix,
     weight_correlation,
 )
-from agentstudies.studies import sasst_geometry_audit as ga
-from agentstudies.studies import sasst_real_features as rf
+from agentstudies.studies.sasst import geometry_audit as ga
+from agentstudies.studies.sasst import real_features as rf
 
 
 def _bits(a):

@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 
 from agentstudies.findings import CONTROL_COLUMNS
-from agentstudies.studies import sasst_feasibility as fz
-from agentstudies.studies.sasst_findings import (
+from agentstudies.studies.sasst import feasibility as fz
+from agentstudies.studies.sasst.findings import (
     TESTABILITY_COLUMNS,
     feasibility_controls,
     feasibility_testability,

@@ -176,7 +176,7 @@ def test_quadratic_tilts_express_xor_and_the_disc_and_round_trip():
 def test_separated_table5_design_drops_every_artifact_on_the_high_x4_tercile():
     from scipy.stats import norm
 
-    from agentstudies.studies import sasst_calibration as cal
+    from agentstudies.studies.sasst import calibration as cal
 
     X = np.zeros((2, 8))
     X[1, 3] = 1.0  # x4 = 1 > Phi^{-1}(2/3) = 0.4307
@@ -206,7 +206,7 @@ def test_exact_multiplier_draws_have_the_cluster_multiplier_law():
     # (z_{0.95}) and the two-sided reuse against cluster multipliers, by Monte Carlo.
     from scipy.stats import norm
 
-    from agentstudies.studies._sasst_common import (
+    from agentstudies.studies.sasst._common import (
         coordinatewise_critical,
         exact_coordinatewise_critical,
         exact_multiplier_draws,
@@ -229,7 +229,7 @@ def test_exact_multiplier_draws_have_the_cluster_multiplier_law():
 
 
 def test_exact_simultaneous_critical_matches_cluster_multipliers():
-    from agentstudies.studies._sasst_common import exact_simultaneous_critical, simultaneous_critical
+    from agentstudies.studies.sasst._common import exact_simultaneous_critical, simultaneous_critical
 
     rng = np.random.default_rng(4)
     phi = np.column_stack([rng.normal(size=400), rng.normal(size=400), rng.normal(size=400)])

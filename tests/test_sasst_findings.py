@@ -1,4 +1,4 @@
-"""studies.sasst_findings.calibration_findings (issue 25) on synthetic Monte-Carlo summaries
+"""studies.sasst.findings.calibration_findings (issue 25) on synthetic Monte-Carlo summaries
 whose truth is known."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 from scipy import stats
 
 from agentstudies.findings import TABLE_COLUMNS
-from agentstudies.studies.sasst_findings import calibration_findings, paired_gap_interval
+from agentstudies.studies.sasst.findings import calibration_findings, paired_gap_interval
 
 GAP = "same-data selection covers less than the split"
 
@@ -76,7 +76,7 @@ def _t11(rates, n=40):
 
 
 def test_feasibility_planted_none_and_reversed():
-    from agentstudies.studies.sasst_findings import feasibility_findings
+    from agentstudies.studies.sasst.findings import feasibility_findings
 
     planted = {"severe_concentration": 1.0, "density_only": 1.0, "split_support_only": 1.0,
                "near_tied_rules": 0.95, "stable_positive_rule": 0.0}
@@ -93,7 +93,7 @@ def test_feasibility_planted_none_and_reversed():
 
 def test_feasibility_level_is_honoured():
     from agentstudies.findings import binomial_interval
-    from agentstudies.studies.sasst_findings import feasibility_findings
+    from agentstudies.studies.sasst.findings import feasibility_findings
 
     name = "near tied rules: most trials abstain or fail"
     for level in (0.8, 0.99):
@@ -109,7 +109,7 @@ def _t6(cov, n=400, settings=("a", "b")):
 
 
 def test_small_clusters_planted_none_reversed_and_level():
-    from agentstudies.studies.sasst_findings import small_cluster_findings
+    from agentstudies.studies.sasst.findings import small_cluster_findings
 
     g, b, t = "the gaussian band under-covers", "the bonferroni-t band is conservative", \
         "the t-scaled band under-covers in its worst setting"
@@ -139,7 +139,7 @@ def _q(**kw):
 
 
 def test_real_features_planted_none_reversed_inert_and_level():
-    from agentstudies.studies.sasst_findings import real_features_findings
+    from agentstudies.studies.sasst.findings import real_features_findings
 
     neg = "the frozen rule's weighted confirmation contrast is negative"
     rec = "the frozen rule recovers the degraded subgroup as well as the paper's"
@@ -162,7 +162,7 @@ def test_real_features_planted_none_reversed_inert_and_level():
 def test_geometry_planted_none_reversed_and_level():
     import numpy as np
 
-    from agentstudies.studies.sasst_findings import geometry_findings
+    from agentstudies.studies.sasst.findings import geometry_findings
 
     def rec(mean, n=30, sd=0.05, mech="linear"):
         a = mean + sd * np.linspace(-1.7, 1.7, n)

@@ -2,7 +2,7 @@
 
 Each shortcut is checked bit for bit (``tobytes`` equality, not a tolerance) against the
 literal computation it replaces, written out here: the neighbourhood means of
-:class:`~agentstudies.studies.sasst_real_features.NeighbourhoodDirectionFamily` (one running
+:class:`~agentstudies.studies.sasst.real_features.NeighbourhoodDirectionFamily` (one running
 sum read at every size) against ``X[order[i, :m]].mean(axis=0)`` per item and size, and the
 family's rules (directions, centres, spreads, labels) against the per-item loop with
 ``np.linalg.norm`` and each projection's own ``mean`` / ``std``.
@@ -11,7 +11,7 @@ family's rules (directions, centres, spreads, labels) against the per-item loop 
 import numpy as np
 import pytest
 
-from agentstudies.studies import sasst_real_features as rf
+from agentstudies.studies.sasst import real_features as rf
 
 
 def _bits(a):
@@ -76,7 +76,7 @@ def test_neighbourhood_family_still_rejects_bad_settings():
 def test_normal_density_and_tail_equal_scipy_stats_bit_for_bit():
     from scipy import stats
 
-    from agentstudies.studies import sasst_geometry as gs
+    from agentstudies.studies.sasst import geometry as gs
 
     xs = np.r_[np.random.default_rng(1).standard_exponential(500) * 4, 7.077441848341808, 0.0, 1e-300, 40.0, np.inf]
     with np.errstate(all="ignore"):
@@ -88,7 +88,7 @@ def test_normal_density_and_tail_equal_scipy_stats_bit_for_bit():
 def test_xor_threshold_equals_the_scipy_stats_integral():
     from scipy import integrate, optimize, stats
 
-    from agentstudies.studies import sasst_geometry as gs
+    from agentstudies.studies.sasst import geometry as gs
 
     def tail(c):
         return 2.0 * integrate.quad(lambda x: stats.norm.sf(c / x) * stats.norm.pdf(x), 0, np.inf, limit=200)[0]

@@ -12,8 +12,8 @@ import pytest
 
 from agentstudies.sasst import SASST, ComparisonPlan, Slot
 from agentstudies.sasst._shared import SharedWork
-from agentstudies.studies import sasst_calibration as C
-from agentstudies.studies._sasst_common import confirm_lean
+from agentstudies.studies.sasst import calibration as C
+from agentstudies.studies.sasst._common import confirm_lean
 
 
 def _runs(design, M, seed, Rs, shared):

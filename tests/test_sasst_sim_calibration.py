@@ -1,4 +1,4 @@
-"""Study A / Table 5 / Study A4 simulations (studies.sasst_calibration) against
+"""Study A / Table 5 / Study A4 simulations (studies.sasst.calibration) against
 independent computations: brute-force Monte Carlo with hand-written rule formulas,
 one-dimensional quadrature, closed forms, scipy/statsmodels tests and the stats library."""
 
@@ -7,8 +7,8 @@ import pandas as pd
 import pytest
 from scipy import integrate, stats
 
-from agentstudies.studies import sasst_calibration as C
-from agentstudies.studies._sasst_common import (
+from agentstudies.studies.sasst import calibration as C
+from agentstudies.studies.sasst._common import (
     StepRule,
     coordinatewise_critical,
     latent_probit_scores,
@@ -292,7 +292,7 @@ def test_study_a_result_builds_its_tables_by_paper_number_and_names_missing_reco
 
 
 def test_large_m_check_is_the_fixed_rows_of_table4_and_archives_as_a_checked_paper_run(tmp_path):
-    from agentstudies.paper_runs import ChecksumError, load_run
+    from agentstudies.book.paper.runs import ChecksumError, load_run
 
     kw = dict(design=DESIGN, M_values=[200], n_trials=6, n_draws=200, seed=3, truth_points=NPTS)
     got = C.large_m_check(**kw)

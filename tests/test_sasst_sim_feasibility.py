@@ -11,8 +11,8 @@ from agentstudies.sasst import Slot
 from agentstudies.sasst.geometry import support_constraints
 from agentstudies.sasst.planning import family_ess
 from agentstudies.sasst.rules import rule_scores
-from agentstudies.studies import sasst_feasibility as fz
-from agentstudies.studies.sasst_tables import FeasibilityResult
+from agentstudies.studies.sasst import feasibility as fz
+from agentstudies.studies.sasst.tables import FeasibilityResult
 
 
 def _ess_density(n, k, lift):

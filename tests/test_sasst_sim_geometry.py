@@ -8,9 +8,9 @@ import pytest
 from sklearn.metrics import roc_auc_score
 
 from agentstudies.sasst.geometry import KMS
-from agentstudies.studies import sasst_geometry as gs
-from agentstudies.studies import sasst_geometry_audit as ga
-from agentstudies.studies.sasst_tables import GeometryResult
+from agentstudies.studies.sasst import geometry as gs
+from agentstudies.studies.sasst import geometry_audit as ga
+from agentstudies.studies.sasst.tables import GeometryResult
 
 
 # ------------------------------------------------------------------------ AUC

@@ -12,7 +12,7 @@ from sklearn.metrics import roc_auc_score
 
 from agentstudies.sasst import split_clusters
 from agentstudies.sasst.rules import rule_from_dict, rule_scores
-from agentstudies.studies import sasst_real_features as rf
+from agentstudies.studies.sasst import real_features as rf
 
 
 @pytest.fixture(scope="module")

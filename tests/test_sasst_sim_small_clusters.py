@@ -1,4 +1,4 @@
-"""Small-cluster audit, power designs and positive control (studies.sasst_small_clusters)
+"""Small-cluster audit, power designs and positive control (studies.sasst.small_clusters)
 against independent computations on the τ²-bench feature table (pandas by hand, scipy)."""
 
 import numpy as np
@@ -7,9 +7,9 @@ import pytest
 from scipy import stats
 
 from agentstudies.envs.tau import task_features
-from agentstudies.studies import sasst_small_clusters as S
-from agentstudies.studies._sasst_common import latent_probit_scores
-from agentstudies.studies.sasst_tables import SmallClusterResult
+from agentstudies.studies.sasst import small_clusters as S
+from agentstudies.studies.sasst._common import latent_probit_scores
+from agentstudies.studies.sasst.tables import SmallClusterResult
 from agentstudies.parallel import seeded_map
 
 RADII = (0.012, 0.018, 0.04)

@@ -1,4 +1,4 @@
-"""The SASST chapters' summary sentences (agentstudies.studies.sasst_summaries) on
+"""The SASST chapters' summary sentences (agentstudies.studies.sasst.sentences) on
 synthetic tables whose answers are known: planted agreement with the paper, a rate
 clearly above / below it, the level honoured, and bad input named."""
 
@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from agentstudies.studies.sasst_summaries import (
+from agentstudies.studies.sasst.sentences import (
     feasibility_summary,
     pct_range,
     rate_beside_paper,
@@ -122,7 +122,7 @@ def _t9(values, best):
 
 
 def test_geometry_b_summary_counts_agreement_ranks_and_the_ceiling_threshold():
-    from agentstudies.studies.sasst_summaries import geometry_b_summary
+    from agentstudies.studies.sasst.sentences import geometry_b_summary
 
     mech = ["linear", "xor", "circular", "policy_by_tool"]
     t9, methods = _t9({"linear": [0.9, 0.8, 0.7, 0.6, 0.95], "xor": [0.5, 0.6, 0.5, 0.5, 0.5],
@@ -146,7 +146,7 @@ def test_geometry_b_summary_counts_agreement_ranks_and_the_ceiling_threshold():
 
 
 def test_geometry_audit_summary():
-    from agentstudies.studies.sasst_summaries import geometry_audit_summary
+    from agentstudies.studies.sasst.sentences import geometry_audit_summary
 
     t10 = pd.DataFrame({"geometry": ["a", "b", "no_radius"], "auc": [0.6, 0.7, 0.8],
                         "correct_recovery": [0.2, 0.2, 0.5]})
@@ -159,7 +159,7 @@ def test_geometry_audit_summary():
 
 
 def test_geometry_outside_summary_says_whether_inside_rows_can_test():
-    from agentstudies.studies.sasst_summaries import geometry_outside_summary
+    from agentstudies.studies.sasst.sentences import geometry_outside_summary
 
     t10 = pd.DataFrame({"geometry": ["a", "b", "a, out", "b, out"], "target_admitted": [1.0, 0.5, 0.0, 0.0],
                         "correct_recovery": [0.9, 0.5, 0.0, 0.1], "goal_length_recovery": [1.0, 0.6, 0.2, 0.4],

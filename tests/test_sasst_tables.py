@@ -1,4 +1,4 @@
-"""SASST Tables 6-11 through the one table convention (agentstudies.studies.sasst_tables).
+"""SASST Tables 6-11 through the one table convention (agentstudies.studies.sasst.tables).
 
 Hand-made trial records with counts known in advance; Tables 6 and 9-10 on engine
 records are tested in the study modules' tests.
@@ -11,8 +11,8 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from agentstudies.studies import sasst_small_clusters as sc
-from agentstudies.studies.sasst_tables import FeasibilityResult, GeometryResult, SmallClusterResult
+from agentstudies.studies.sasst import small_clusters as sc
+from agentstudies.studies.sasst.tables import FeasibilityResult, GeometryResult, SmallClusterResult
 
 
 def _cp(k: int, n: int, level: float = 0.95) -> tuple[float, float]:

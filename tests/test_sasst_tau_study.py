@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from agentstudies.studies import tau_workflow as ts
+from agentstudies.studies.tau import workflow as ts
 
 
 def test_ten_slots_with_shared_rules_per_radius():

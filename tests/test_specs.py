@@ -106,10 +106,10 @@ def test_bootstrap_spec_errors_name_the_field(kwargs, exc, field):
 
 
 def test_a_study_method_names_the_bad_bootstrap_field():
-    """tau_workflow.seed_flip_rates takes its interval settings through BootstrapSpec."""
+    """studies.tau.workflow.seed_flip_rates takes its interval settings through BootstrapSpec."""
     import pandas as pd
 
-    from agentstudies.studies.tau_workflow import seed_flip_rates
+    from agentstudies.studies.tau.workflow import seed_flip_rates
 
     ep = pd.DataFrame({"profile": "a", "workflow": "ReAct", "task_id": ["t1", "t1", "t2", "t2"],
                        "seed": [0, 1, 0, 1], "reward": [1.0, 0.0, 1.0, 1.0]})

@@ -244,7 +244,7 @@ def test_tau_chapter_episode_tables_carry_the_components(name, tmp_path, monkeyp
     import nbformat
     import pandas as pd
 
-    from agentstudies import runner
+    from agentstudies.book import runner
 
     repo = Path(__file__).resolve().parents[1]
     result = runner.run_notebook(name, {}, tmp_path / f"{name}.ipynb", profile="smoke", root=repo)

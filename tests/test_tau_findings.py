@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from agentstudies.findings import CONTROL_COLUMNS, TABLE_COLUMNS, Findings
-from agentstudies.studies import tau_workflow as ts
+from agentstudies.studies.tau import workflow as ts
 
 PV = "Uniform: Plan + verifier − ReAct"
 SHRINK = "p: the discovery choice's gain over ReAct shrinks on confirmation"
@@ -181,7 +181,7 @@ def test_planted_controls_find_the_gain_and_the_null_does_not():
 
 
 # ----------------------------------------------------------------------------- controller audit
-from agentstudies.studies import tau_controller_audit as ca  # noqa: E402
+from agentstudies.studies.tau import controller_audit as ca  # noqa: E402
 
 _PAPER13 = pd.DataFrame({"workflow": ["ReAct", "Plan + verifier", "Confirmation gate"],
                          "invalid_block_recall": [0, 1, 0.5], "valid_approval": [1, 1, 0.5],

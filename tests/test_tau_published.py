@@ -47,7 +47,7 @@ def test_flagged_task_ids_by_hand():
 
 
 # ----------------------------------------------------------------------------- published runs
-from agentstudies.studies import tau_published as tp  # noqa: E402
+from agentstudies.studies.tau import published as tp  # noqa: E402
 
 
 def _brute_pass_k(rewards_by_task: dict, k: int) -> float:
@@ -160,7 +160,7 @@ def test_confirmed_unrun_write_rule_by_hand():
 
 
 def test_seed_flip_rates_by_hand():
-    from agentstudies.studies.tau_workflow import seed_flip_rates
+    from agentstudies.studies.tau.workflow import seed_flip_rates
 
     # profile p: tasks a, b, c; workflow X flips on a and c, workflow Y on none
     rows = []

@@ -9,7 +9,7 @@ import pytest
 from scipy import stats
 
 from agentstudies.findings import TABLE_COLUMNS
-from agentstudies.studies.alfworld_training import training_findings
+from agentstudies.studies.alfworld.training import training_findings
 
 ARRIVE = "RL arrives at the frontier more often than SFT"
 WON = "RL succeeds more often than SFT at the endpoint"

@@ -11,7 +11,7 @@ valid JSON raises one naming the file instead of a bare ``JSONDecodeError``.
 
 A path outside ``data/`` (a test's own folder) or not listed is read unchecked, but a
 JSON error still names it. Code that rewrites a listed file (``python -m
-agentstudies.envs.alfworld.pools``, ``python -m agentstudies.studies.alfworld_training``)
+agentstudies.envs.alfworld.pools``, ``python -m agentstudies.studies.alfworld.training``)
 records its new digest with :func:`record`.
 """
 

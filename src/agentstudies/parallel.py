@@ -225,7 +225,7 @@ def tune_collector() -> None:
     """Raise the collector's first threshold to :data:`GC_THRESHOLD0` (never lowers it).
 
     Called in every worker of :func:`seeded_map` and by
-    :class:`agentstudies.chapter.Chapter` in a chapter's kernel. The second and third
+    :class:`agentstudies.book.chapter.Chapter` in a chapter's kernel. The second and third
     thresholds are kept.
     """
     import gc

@@ -283,7 +283,7 @@ class PaperTables:
     """Mixin: the one paper-table convention (issue 22, item 2).
 
     A result that regenerates tables of a paper sets the class attribute ``PAPER`` (the
-    paper's key in :mod:`agentstudies.paper_map`: ``"sasst"``, ``"handoff"``, ``"cir"``,
+    paper's key in :mod:`agentstudies.book.paper.map`: ``"sasst"``, ``"handoff"``, ``"cir"``,
     ``"impossiblebench"``, ``"tau"``) and implements one private method per table,
     ``_table_<n>(self) -> pandas.DataFrame`` (``n`` the paper's table number, or a name
     such as ``"router"`` for a layout the paper prints without a number). Callers use

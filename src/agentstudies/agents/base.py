@@ -2,7 +2,7 @@
 
 A policy is anything with ``name``, ``simulated``, ``reset(task_id, seed, role)`` and
 ``act(observation) -> action`` -- the calls the study drivers really make
-(``studies/alfworld_handoff.py``: ``reset(task_id, seed, role="reacher" | "solver")``
+(``studies/alfworld/handoff/run.py``: ``reset(task_id, seed, role="reacher" | "solver")``
 then ``act(observation)`` once per action). Observations and actions are environment specific
 (``agentstudies.envs.tau``: messages and tool calls; ``agentstudies.envs.alfworld``: text
 observation and admissible commands) and are documented there. Scripted policies set

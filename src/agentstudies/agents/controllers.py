@@ -19,7 +19,7 @@ Read-only calls pass every controller without review. A controller only decides 
 a proposed call reaches the environment; it never changes the call.
 
 The mechanical audit of Appendix D.7 (Table 13) that routes a fixed deck of real calls
-through these controllers lives in :mod:`agentstudies.studies.tau_controller_audit`.
+through these controllers lives in :mod:`agentstudies.studies.tau.controller_audit`.
 """
 
 from __future__ import annotations

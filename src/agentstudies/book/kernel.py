@@ -31,7 +31,7 @@ def resolve_artifacts_env(value: str | os.PathLike[str], base: Path | None = Non
     plain papermill: a relative folder is relative to the folder where the command was
     given. The ``agentstudies`` process never changes folder, so that is its cwd (the
     default ``base``); it hands the kernel the absolute path. A kernel started by plain
-    papermill may run elsewhere (``--cwd notebooks``), so :func:`agentstudies.chapter.
+    papermill may run elsewhere (``--cwd notebooks``), so :func:`agentstudies.book.chapter.
     artifacts_root` resolves against the shell's ``$PWD``, which papermill passes on
     unchanged.
     """

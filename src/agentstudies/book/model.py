@@ -1,7 +1,7 @@
 """The book model: which chapters exist, their profiles and parameters, and the checks
 on a parameter value. Reads files only (``book/_toc.yml``, ``notebooks/profiles.yaml``, a
 notebook's cell tagged ``parameters``); executes nothing and imports no papermill, so
-:mod:`agentstudies.chapter`, :mod:`agentstudies.booksite` and :mod:`agentstudies.paper_runs`
+:mod:`agentstudies.book.chapter`, :mod:`agentstudies.book.site` and :mod:`agentstudies.book.paper.runs`
 import it without the rest of the pipeline.
 
 Parameters are validated before anything runs: every key injected (from a profile, from
@@ -408,7 +408,7 @@ def _usable_problem(name: str, value: Any) -> str | None:
     """Why an in-type, in-range value still cannot work (``None``: it can), issue 24.
 
     Checked before a run (``agentstudies run``/``book``) and inside the kernel by
-    :meth:`agentstudies.chapter.Chapter.from_parameters` (plain papermill): NaN or +/-inf for
+    :meth:`agentstudies.book.chapter.Chapter.from_parameters` (plain papermill): NaN or +/-inf for
     any number (``-p min_ess inf`` failed with ``KeyError: None``), a sample-size count of
     :data:`SAMPLE_SIZE_PARAMETERS` below 1, a draw count of :data:`DRAW_PARAMETERS` below 1 or
     so large that one float64 replicate per draw exceeds the bootstrap's memory bound

@@ -1,6 +1,6 @@
 """Scheduling the book's chapters: :func:`run_book` checks every selected chapter's
 notebook and parameters first, then runs them one after another or ``at_once`` side by side
-(each in a ``python -m agentstudies._book_child`` process, longest first by the recorded
+(each in a ``python -m agentstudies.book._child`` process, longest first by the recorded
 durations), records each chapter's wall time, and reports which executed copies a run
 will replace.
 """
@@ -101,7 +101,7 @@ def run_book(
 def _run_side_by_side(chapters: Sequence[str], profile: str, jobs: int | None, root: Path, log_output: bool,
                       echo: Callable[[str], None], at_once: int) -> list[RunResult]:
     """:func:`run_book`'s ``at_once`` path: up to ``at_once`` child processes
-    (``python -m agentstudies._book_child``), each running one chapter and writing its
+    (``python -m agentstudies.book._child``), each running one chapter and writing its
     :class:`RunResult` (or its error) as JSON. Ctrl-C / SIGTERM here sends SIGTERM to the
     running children, waits for them (each keeps its last good chapter) and re-raises."""
 
@@ -121,7 +121,7 @@ def _run_side_by_side(chapters: Sequence[str], profile: str, jobs: int | None, r
                     out = Path(tmp) / f"{chapter}.json"
                     spec = json.dumps({"chapter": chapter, "profile": profile, "jobs": jobs, "root": str(root),
                                        "log_output": log_output, "result": str(out)})
-                    running[chapter] = (subprocess.Popen([sys.executable, "-m", "agentstudies._book_child", spec]), out)
+                    running[chapter] = (subprocess.Popen([sys.executable, "-m", "agentstudies.book._child", spec]), out)
                 if failure is not None:
                     todo.clear()
                 for chapter, (proc, out) in list(running.items()):
@@ -194,7 +194,7 @@ def _last_seconds(root: Path, chapter: str, profile: str | None = None) -> float
         return float("inf")
 
 def _child_result(chapter: str, returncode: int, out: Path) -> RunResult | BookError:
-    """Read what a ``_book_child`` process wrote: a :class:`RunResult`, or the error it hit."""
+    """Read what a ``book._child`` process wrote: a :class:`RunResult`, or the error it hit."""
     try:
         rec = json.loads(out.read_text())
     except (OSError, ValueError):

@@ -2,7 +2,7 @@
 
 Implements "When Harnesses Lose the Signal: Causal Evaluation of Recovery in LLM Agents"
 (Xiao et al., arXiv:2610.00372) on plain tables, so paired logs from any harness can be
-analysed -- this project's ALFWorld harness (:mod:`agentstudies.studies.alfworld_recovery`)
+analysed -- this project's ALFWorld harness (:mod:`agentstudies.studies.alfworld.recovery`)
 is one producer, not a requirement.
 
 Paired evaluation

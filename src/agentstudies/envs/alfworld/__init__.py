@@ -18,7 +18,7 @@ Modules (imported lazily; the engine stack takes a couple of seconds to import):
 ``validation`` ``validate_game``: goal predicates present before the engine loads a game.
 
 The handoff study that drives these with the scripted policies is
-:mod:`agentstudies.studies.alfworld_handoff`.
+:mod:`agentstudies.studies.alfworld.handoff.run`.
 
 Official ALFWorld data: set ``ALFWORLD_DATA`` and pass
 ``[env.load_game_file(p) for p in env.official_game_files("valid_unseen")]`` as the pool

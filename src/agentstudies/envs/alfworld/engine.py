@@ -216,7 +216,7 @@ def parse_cache_enabled() -> bool:
 _SAS: "OrderedDict[str, tuple]" = OrderedDict()
 _SAS_MAX = 256
 
-#: The run's scratch folder (``agentstudies.runner.SCRATCH_ENV``: set by ``agentstudies run``
+#: The run's scratch folder (``agentstudies.book.runner.SCRATCH_ENV``: set by ``agentstudies run``
 #: / ``book`` for the length of the run). Translations are also written to its
 #: ``alfworld-sas/`` folder, so every worker process and chapter of the run translates
 #: each problem once; unset, the memo is per process.

@@ -80,7 +80,7 @@ SHORT_NAMES: dict[str, str] = {
 SPLITS: dict[str, tuple[int, ...]] = {
     "valid_seen": tuple(C.TRAIN_SCENE_NUMBERS),
     "valid_unseen": tuple(C.TEST_SCENE_NUMBERS),
-    # training problems for the learned checkpoints (studies/alfworld_training.py): the
+    # training problems for the learned checkpoints (studies/alfworld/training/__init__.py): the
     # training floor plans, as in ALFWorld's own train split; its own key in every seed
     "train": tuple(C.TRAIN_SCENE_NUMBERS),
     # development problems (checkpoint selection / learning-curve evaluations during

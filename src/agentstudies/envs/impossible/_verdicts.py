@@ -33,7 +33,7 @@ __all__ = ["VerdictCache", "run_cached", "reusable", "shared_verdict_cache", "SC
 #: Bump when the stored form of a verdict or what determines a run changes.
 _CACHE_FORMAT = 2
 #: Environment variable naming the build's scratch folder (set by the runner,
-#: :data:`agentstudies.runner.SCRATCH_ENV`); verdicts go to ``<folder>/impossible-verdicts``.
+#: :data:`agentstudies.book.runner.SCRATCH_ENV`); verdicts go to ``<folder>/impossible-verdicts``.
 SCRATCH_ENV = "AGENTSTUDIES_SCRATCH"
 #: Outcomes that depend only on what determines the run (not on the machine's load).
 _REUSABLE_OUTCOMES = frozenset({"passed", "failed", "error", "memory", "exited_early"})

@@ -1,0 +1,25 @@
+"""Checkpoint handoff on the real ALFWorld engine (chapter ``alfworld_handoff``).
+
+* :mod:`~agentstudies.studies.alfworld.handoff.run` -- natural rollouts, the verified
+  frontier and cloned solvers (:func:`run_handoff_study` -> :class:`HandoffStudy`);
+* :mod:`~agentstudies.studies.alfworld.handoff.report` -- the paper's Table 8, solver
+  testability, findings and planted controls (reads the study's tables, runs no engine).
+
+Notebooks import the package (``from agentstudies.studies.alfworld import handoff as ah``).
+"""
+
+from __future__ import annotations
+
+from agentstudies.studies.alfworld.handoff.report import (HANDOFF_CONTROL_SUBJECTS, PAPER_FINDINGS,
+                                                          SOLVER_TESTABILITY_COLUMNS, TABLE8_COLUMNS,
+                                                          handoff_controls, handoff_findings, solver_testability)
+from agentstudies.studies.alfworld.handoff.run import (ACTION_COLUMNS, AUDIT_COLUMNS, EPISODE_COLUMNS, STEP_COLUMNS,
+                                                       TRAJECTORY_COLUMNS, HandoffStudy, llm_checkpoint_tables,
+                                                       make_study_checkpoints, run_handoff_study)
+
+__all__ = [
+    "run_handoff_study", "make_study_checkpoints", "HandoffStudy", "TRAJECTORY_COLUMNS", "STEP_COLUMNS",
+    "EPISODE_COLUMNS", "ACTION_COLUMNS", "AUDIT_COLUMNS", "TABLE8_COLUMNS", "handoff_findings",
+    "PAPER_FINDINGS", "llm_checkpoint_tables", "solver_testability", "SOLVER_TESTABILITY_COLUMNS",
+    "handoff_controls", "HANDOFF_CONTROL_SUBJECTS",
+]

@@ -1,0 +1,696 @@
+"""Tables, findings, planted controls and sentences of the ALFWorld recovery study.
+
+:class:`RecoveryTables` regenerates the CIR paper's tables (``result.table("delta")``,
+``"counts"``, ``"mechanism"``, ``"router"``; the paper prints them without numbers) with
+the paper's values beside this run's; :func:`testability` measures which arms changed
+anything; :func:`recovery_findings` judges each paper claim by an interval;
+:func:`recovery_controls` runs the verdict rules on planted and null subjects.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+import pandas as pd
+
+from agentstudies.findings import controls_sentence
+from agentstudies.parallel import keyed_seed, seeded_map
+from agentstudies.results import PaperTables
+from agentstudies.studies.alfworld.recovery.harness import CONDITIONS, DELAYS, OPERATIONS, ROUTER_DELAYS
+from agentstudies.studies.alfworld.recovery.pipeline import HORIZON_FEATURES
+from agentstudies.studies.alfworld.recovery.run import RecoveryStudy
+
+__all__ = ["CONTROL_SUBJECTS", "RecoveryTables", "TESTABILITY_COLUMNS", "archived_run_sentences", "controls_sentence",
+           "paper_table", "reappearance_table", "recovery_controls", "recovery_findings", "router_sentences",
+           "testability"]
+
+
+# ------------------------------------------------------------------ paper values
+def paper_table(name: str) -> pd.DataFrame:
+    """The paper's values of table ``name`` from ``data/paper/alfworld_recovery_<name>.csv``
+    (labelled ``source = "paper"``). Raises ``KeyError`` naming the stored tables."""
+    from agentstudies.studies._paper import paper_values
+
+    return paper_values("alfworld_recovery", name).assign(source="paper")
+
+
+# ------------------------------------------------------------------ paper-shaped tables
+def _fmt(est, lo=np.nan, hi=np.nan, digits: int = 1) -> str:
+    if est is None or (isinstance(est, float) and np.isnan(est)):
+        return ""
+    s = f"{est:+.{digits}f}"
+    if lo is not None and hi is not None and np.isfinite(lo) and np.isfinite(hi):
+        s += f" [{lo:+.{digits}f}, {hi:+.{digits}f}]"
+    return s
+
+
+def _paper_lookup(p: pd.DataFrame, **keys):
+    sel = p
+    for k, v in keys.items():
+        sel = sel[sel[k].astype(str) == str(v)]
+    return sel.iloc[0] if len(sel) else None
+
+
+
+def _delta(result, *, cohort: str = "primary-factual-success", operation: str = "refresh",
+                stale: str = "stale-2") -> pd.DataFrame:
+    """Delta (points, [interval]) of clean and stale and stale - clean per delay for one
+    cohort -- this run's rows, then the paper's (``source``; CIR paper, first table and
+    "Stale-minus-clean differences stay positive at later delays")."""
+    c = result.cells[(result.cells["cohort"] == cohort) & (result.cells["operation"] == operation)]
+    k = result.contrasts[(result.contrasts["cohort"] == cohort) & (result.contrasts["operation"] == operation)
+                         & (result.contrasts["condition"] == stale)]
+    rows = []
+    for d in sorted(c["delay"].unique()):
+        cl = c[(c["condition"] == "clean") & (c["delay"] == d)]
+        st = c[(c["condition"] == stale) & (c["delay"] == d)]
+        kk = k[k["delay"] == d]
+        rows.append({"source": "this run", "delay": int(d), "n": int(c["n"].iloc[0]),
+                     "clean": _fmt(*cl[["delta", "delta_ci_low", "delta_ci_high"]].iloc[0]) if len(cl) else "",
+                     stale: _fmt(*st[["delta", "delta_ci_low", "delta_ci_high"]].iloc[0]) if len(st) else "",
+                     f"{stale} − clean": _fmt(*kk[["estimate", "ci_low", "ci_high"]].iloc[0]) if len(kk) else ""})
+    p = paper_table("delta")
+    p = p[p["cohort"] == cohort]
+    for d in sorted(p["delay"].unique()):
+        g = p[p["delay"] == d]
+        def val(cond, est):
+            r = _paper_lookup(g, condition=cond, estimand=est)
+            return "" if r is None else _fmt(r["value"], r["ci_low"], r["ci_high"], 2)
+        rows.append({"source": "paper", "delay": int(d), "n": int(g["n"].iloc[0]), "clean": val("clean", "delta"),
+                     stale: val(stale, "delta"), f"{stale} − clean": val(stale, "delta_minus_clean")})
+    return pd.DataFrame(rows)
+
+
+def _counts(result, *, cohorts: Sequence[str] = ("primary-complete", "independent-complete"),
+                 delay: int = 0, operation: str = "refresh", conditions: Sequence[str] = ("clean", "stale-2"),
+                 paper: str = "complete") -> pd.DataFrame:
+    """Paired counts (rescue / harm / both succeed / both fail) and Delta per cohort and
+    condition at one delay, this run then paper (CIR paper, complete cohorts)."""
+    c = result.cells
+    rows = []
+    for coh in cohorts:
+        for cond in conditions:
+            r = c[(c["cohort"] == coh) & (c["condition"] == cond) & (c["delay"] == delay) & (c["operation"] == operation)]
+            if r.empty:
+                continue
+            r = r.iloc[0]
+            rows.append({"source": "this run", "cohort": coh, "condition": cond, "n": int(r["n"]), "rescue": int(r["rescue"]),
+                         "harm": int(r["harm"]), "both succeed": int(r["both_succeed"]), "both fail": int(r["both_fail"]),
+                         "Δ (pp)": _fmt(r["delta"], r["delta_ci_low"], r["delta_ci_high"])})
+    p = paper_table(paper)
+    for coh in cohorts:
+        for cond in conditions:
+            g = p[(p["cohort"] == coh) & (p["condition"] == cond) & (p["delay"] == delay)]
+            if g.empty:
+                continue
+            d = _paper_lookup(g, estimand="delta")
+            rs = _paper_lookup(g, estimand="rescue")
+            hm = _paper_lookup(g, estimand="harm")
+            rows.append({"source": "paper", "cohort": coh, "condition": cond, "n": int(g["n"].iloc[0]),
+                         "rescue": pd.NA if rs is None else int(rs["value"]), "harm": pd.NA if hm is None else int(hm["value"]),
+                         "both succeed": pd.NA, "both fail": pd.NA,
+                         "Δ (pp)": "" if d is None else _fmt(d["value"], d["ci_low"], d["ci_high"], 2)})
+    out = pd.DataFrame(rows)
+    for col in ("rescue", "harm", "both succeed", "both fail"):
+        if col in out:
+            out[col] = out[col].astype("Int64")
+    return out
+
+
+def _mechanism(result, *, cohort: str = "mechanism-complete",
+                    cells: Sequence[tuple[str, int]] = (("stale-2", 4), ("clean", 0))) -> pd.DataFrame:
+    """Full refresh / content-ablated / replan-only: Delta, rescue / harm and the rescues
+    shared with full refresh, per (condition, delay); this run then paper (CIR paper,
+    mechanism controls)."""
+    c = result.cells[result.cells["cohort"] == cohort]
+    rows = []
+    shared = {}
+    for op in ("ablated", "replan"):
+        try:
+            sh = result.shared_rescues("refresh", op)
+            for r in sh[sh["cohort"] == cohort].itertuples(index=False):
+                shared[(r.condition, int(r.delay), op)] = int(r.shared)
+        except KeyError:
+            pass
+    for cond, d in cells:
+        for op in OPERATIONS:
+            r = c[(c["condition"] == cond) & (c["delay"] == d) & (c["operation"] == op)]
+            if r.empty:
+                continue
+            r = r.iloc[0]
+            rows.append({"source": "this run", "condition": cond, "delay": d, "operation": op, "n": int(r["n"]),
+                         "rescue": int(r["rescue"]), "harm": int(r["harm"]),
+                         "Δ (pp)": _fmt(r["delta"], r["delta_ci_low"], r["delta_ci_high"]),
+                         "rescues shared with full": int(r["rescue"]) if op == "refresh" else shared.get((cond, d, op), pd.NA)})
+    p = paper_table("mechanism")
+    for cond, d in cells:
+        for op in OPERATIONS:
+            g = p[(p["condition"] == cond) & (p["delay"] == d) & (p["operation"] == op)]
+            if g.empty:
+                continue
+            dl = _paper_lookup(g, estimand="delta")
+            rs = _paper_lookup(g, estimand="rescue")
+            shr = _paper_lookup(g, estimand="shared_rescues_with_refresh")
+            rows.append({"source": "paper", "condition": cond, "delay": d, "operation": op, "n": int(g["n"].iloc[0]),
+                         "rescue": pd.NA if rs is None else int(rs["value"]), "harm": pd.NA,
+                         "Δ (pp)": "" if dl is None else _fmt(dl["value"], dl["ci_low"], dl["ci_high"], 2),
+                         "rescues shared with full": (int(rs["value"]) if (rs is not None and op == "refresh") else
+                                                      (pd.NA if shr is None else int(shr["value"])))})
+    out = pd.DataFrame(rows)
+    for col in ("rescue", "harm", "rescues shared with full"):
+        if col in out:
+            out[col] = out[col].astype("Int64")
+    return out
+
+
+def _router(evaluation) -> pd.DataFrame:
+    """The CIR evaluation table: success never -> policy, Delta [interval], rescue / harm,
+    intervention rate, sign-flip p; per policy (condition ``all``) and CIR per condition;
+    this run then paper (CIR paper, "Test: 70.33% -> 73.33%")."""
+    t = evaluation.table
+    rows = []
+    order = ["never", "cir", "anomaly", "rate-matched", "cate"] + [p for p in dict.fromkeys(t["policy"])
+                                                                   if p.startswith(("always-", "random-"))]
+    for pol in [p for p in order if p in set(t["policy"])]:
+        conds = ["all"] + ([c for c in ("clean", "stale-1", "stale-2", "missing") if c in set(t["condition"])]
+                           if pol == "cir" else [])
+        for cond in conds:
+            r = t[(t["policy"] == pol) & (t["condition"] == cond)]
+            if r.empty:
+                continue
+            r = r.iloc[0]
+            rows.append({"source": "this run", "policy": pol, "condition": cond, "n": int(r["n"]),
+                         "success": f"{r['success_never']:.1f} → {r['success_policy']:.1f}",
+                         "Δ vs never (pp)": _fmt(r["delta"], r["ci_low"], r["ci_high"]),
+                         "rescue / harm": f"{int(r['rescue'])} / {int(r['harm'])}",
+                         "refreshed (%)": round(float(r["intervention_rate"]), 1),
+                         "sign-flip p": "" if not np.isfinite(r["sign_flip_p"]) else f"{r['sign_flip_p']:.3f}"})
+    p = paper_table("evaluation")
+    for r in p.itertuples(index=False):
+        rows.append({"source": "paper", "policy": r.policy, "condition": r.condition, "n": int(r.n),
+                     "success": f"{r.success_never:.2f} → {r.success_policy:.2f}",
+                     "Δ vs never (pp)": _fmt(r.delta, r.ci_low, r.ci_high, 2),
+                     "rescue / harm": f"{int(r.rescue)} / {int(r.harm)}",
+                     "refreshed (%)": r.intervention_rate if np.isfinite(r.intervention_rate) else np.nan,
+                     "sign-flip p": "" if not np.isfinite(r.sign_flip_p) else f"{r.sign_flip_p:.3f}"})
+    return pd.DataFrame(rows)
+
+
+
+@dataclass(frozen=True)
+class RecoveryTables(PaperTables):
+    """The CIR paper's tables regenerated from one run, this run's rows then the paper's
+    (``source`` column; values from ``data/paper/alfworld_recovery_<name>.csv``).
+
+    ``paired``: :func:`agentstudies.recovery.analyze_paired`'s result on
+    :meth:`RecoveryStudy.analysis_table`; ``evaluation``: the router evaluation
+    (:attr:`agentstudies.studies.alfworld.recovery.pipeline.RouterPipeline.evaluation`),
+    needed only for ``table("router")``. The paper prints these tables without numbers, so
+    they are named: ``table("delta", cohort=..., operation=..., stale=...)`` (Δ of clean,
+    stale and stale − clean per delay; the paper's first table and "Stale-minus-clean
+    differences"), ``table("counts", cohorts=..., delay=..., ...)`` (paired counts of the
+    complete cohorts), ``table("mechanism", cohort=..., cells=...)`` (full / content-ablated
+    / replan-only) and ``table("router")`` (the CIR evaluation, blanket baselines
+    included). Raises ``ValueError`` from ``table("router")`` without an evaluation.
+    """
+
+    PAPER = "cir"
+    paired: Any
+    evaluation: Any = None
+
+    def _table_delta(self, **kw) -> pd.DataFrame:
+        return _delta(self.paired, **kw)
+
+    def _table_counts(self, **kw) -> pd.DataFrame:
+        return _counts(self.paired, **kw)
+
+    def _table_mechanism(self, **kw) -> pd.DataFrame:
+        return _mechanism(self.paired, **kw)
+
+    def _table_router(self) -> pd.DataFrame:
+        if self.evaluation is None:
+            raise ValueError("RecoveryTables has no router evaluation: pass evaluation=RouterPipeline.evaluation")
+        return _router(self.evaluation)
+
+
+# ------------------------------------------------------------------ findings that can fail (issue 25)
+#: Columns of :func:`testability` (``testability.csv``).
+TESTABILITY_COLUMNS: tuple[str, ...] = ("cohort", "operation", "condition", "delay", "forks", "active",
+                                        "action_changed", "next_action_changed", "outcome_changed")
+
+
+def testability(study: RecoveryStudy) -> pd.DataFrame:
+    """Did each intervention change anything? (issue 25 item 2).
+
+    One row per cohort x operation x condition x delay of ``study.paired``: forks, active
+    forks (branch still running at the delay), and the share of *all* forks (an ended
+    branch changes nothing) in which the operation changed the agent's own later actions
+    (``action_changed``), its next action (``next_action_changed``) and the outcome
+    (``outcome_changed``, ``y_with != y_without``) -- fractions in [0, 1].
+
+    Raises ``KeyError`` if the paired table lacks ``changed`` / ``changed_next``.
+    """
+    p = study.paired
+    for col in ("changed", "changed_next"):
+        if col not in p:
+            raise KeyError(f"paired table lacks {col!r}: rerun the study with this version")
+    p = p.assign(outcome=(p["y_with"] != p["y_without"]).astype(float), changed=p["changed"].astype(float),
+                 changed_next=p["changed_next"].astype(float), active=p["active"].astype(int))
+    g = p.groupby(["cohort", "operation", "condition", "delay"], sort=False)
+    out = g.agg(forks=("task_id", "size"), active=("active", "sum"), action_changed=("changed", "mean"),
+                next_action_changed=("changed_next", "mean"), outcome_changed=("outcome", "mean")).reset_index()
+    return out[list(TESTABILITY_COLUMNS)]
+
+
+def _paper_text(table: str, unit: str = " pp", **keys) -> str:
+    """The paper's value (and interval when given) from ``data/paper`` as text."""
+    p = paper_table(table)
+    r = _paper_lookup(p, **keys)
+    if r is None:
+        return "n/a"
+    val = r["value"] if "value" in r else r["delta"]
+    s = f"{val:+.2f}{unit}" if unit else f"{val:g}"  # no unit: a count
+    if np.isfinite(r.get("ci_low", np.nan)) and np.isfinite(r.get("ci_high", np.nan)):
+        s += f" [{r['ci_low']:+.2f}, {r['ci_high']:+.2f}]"
+    return s
+
+
+def _bootstrap_diff(diff: pd.Series, *, level: float, n_draws: int, seed: int, key: str) -> tuple[float, float, float, int]:
+    """Mean of a per-task difference (points) with its task-level percentile bootstrap
+    interval: ``(estimate, ci_low, ci_high, n_tasks)`` (NaNs when empty)."""
+    from agentstudies.stats import paired_cluster_bootstrap, percentile_interval
+
+    v = diff.to_numpy(float)
+    if v.size == 0:
+        return np.nan, np.nan, np.nan, 0
+    sums = np.column_stack([v, np.ones_like(v)])
+    rng = np.random.default_rng(keyed_seed(seed, "findings", key))
+    reps = paired_cluster_bootstrap(sums, lambda t: t[:, 0] / t[:, 1], n_draws=n_draws, rng=rng)  # t: (draws, 2) totals
+    lo, hi = percentile_interval(reps, level)
+    return float(v.mean()), float(lo), float(hi), int(v.size)
+
+
+def _arm_share(testab: pd.DataFrame | None, cohort: str, cells: Sequence[tuple[str, str, int]],
+               col: str = "action_changed") -> tuple[float, int]:
+    """Largest share ``col`` over the arm cells (operation, condition, delay) of a run
+    cohort, and their forks; (NaN, 0) without a testability table or cells."""
+    if testab is None:
+        return np.nan, 0
+    t = testab[testab["cohort"] == cohort]
+    sel = pd.concat([t[(t["operation"] == op) & (t["condition"] == c) & (t["delay"] == d)] for op, c, d in cells])
+    if sel.empty:
+        return np.nan, 0
+    return float(sel[col].max()), int(sel["forks"].sum())
+
+
+def _interval_or_untestable(name, paper, est, lo, hi, n, *, side, level, quantity, testab, run_cohort, cells,
+                            col="action_changed", what="changed the agent's actions"):
+    """An interval finding, unless the arms it rests on changed nothing (measured)."""
+    from agentstudies.findings import interval_finding, untestable_finding
+
+    share, forks = _arm_share(testab, run_cohort, cells, col)
+    if np.isfinite(share) and share == 0.0 and forks > 0:
+        arms = ", ".join(f"{op} ({c}, d = {d})" for op, c, d in cells)
+        return untestable_finding(name, paper, measured=share,
+                                  why=f"{arms} {what} in 0 of {forks} forks of the {run_cohort} cohort")
+    return interval_finding(name, paper, est, lo, hi, n, paper_side=side, level=level, quantity=quantity, fmt="+.1f")
+
+
+def recovery_findings(result, evaluation=None, testab: pd.DataFrame | None = None, *, n_draws: int = 2000,
+                      seed: int = 0):
+    """The CIR paper's findings judged on this run (issue 25): a :class:`agentstudies.findings.Findings`.
+
+    Parameters
+    ----------
+    result : :class:`agentstudies.recovery.RecoveryResult` of ``study.analysis_table()``;
+        its ``level`` is the level of every interval here.
+    evaluation : :class:`agentstudies.recovery.RouterEvaluation` (router findings; omitted if None).
+    testab : :func:`testability` of the study; an arm that changed the agent's actions in
+        0 forks makes the findings resting on it ``not testable here`` (the CIR
+        "harms no clean trajectory" finding: an arm that changed no clean *outcome*).
+    n_draws, seed : task-level bootstrap of the contrasts computed here (full - replan;
+        CIR vs baselines; CIR's stale-2 gain vs the other conditions).
+
+    Each row's rule names its interval (Delta and contrasts in points, CIR paper tables;
+    thresholds 0, the paper's sign-flip criterion p < 0.05). Never a point-estimate sign.
+
+    Length: one block per paper finding (twelve to sixteen), in the paper's order.
+    """
+    from agentstudies.findings import Findings, exact_finding, untestable_finding
+
+    level = float(result.params.get("level", 0.95))
+    c = result.cells.set_index(["cohort", "condition", "delay", "operation"])
+    k = result.contrasts.set_index(["cohort", "condition", "delay", "operation"])
+    nan4 = (np.nan, np.nan, np.nan, 0)
+
+    def cell(coh, cond, d, op="refresh"):
+        try:
+            r = c.loc[(coh, cond, d, op)]
+            return float(r["delta"]), float(r["delta_ci_low"]), float(r["delta_ci_high"]), int(r["n"])
+        except KeyError:
+            return nan4
+
+    def con(coh, d, cond="stale-2", op="refresh"):
+        try:
+            r = k.loc[(coh, cond, d, op)]
+            return float(r["estimate"]), float(r["ci_low"]), float(r["ci_high"]), int(r["n"])
+        except KeyError:
+            return nan4
+
+    kw = dict(level=level, testab=testab)
+    fs, rows = "primary-factual-success", []
+    rows.append(_interval_or_untestable(
+        "Immediate refresh harms clean factual-success trajectories", _paper_text("delta", cohort=fs, condition="clean",
+                                                                                   delay=0, estimand="delta"),
+        *cell(fs, "clean", 0), side="below", quantity="Δ (clean, d = 0, pp)", run_cohort="primary",
+        cells=[("refresh", "clean", 0)], **kw))
+    for d in DELAYS:
+        rows.append(_interval_or_untestable(
+            f"Stale − clean > 0 at d = {d} (factual-success cohort)",
+            _paper_text("delta", cohort=fs, condition="stale-2", delay=d, estimand="delta_minus_clean"),
+            *con(fs, d), side="above", quantity=f"Δ(stale-2) − Δ(clean) at d = {d} (pp)", run_cohort="primary",
+            cells=[("refresh", "clean", d), ("refresh", "stale-2", d)], **kw))
+    ind = "independent-factual-success"
+    rows.append(_interval_or_untestable(
+        "Independent cohort keeps stale > clean (d = 2)",
+        f"stale {_paper_text('delta', cohort=ind, condition='stale-2', delay=2, estimand='delta')} vs clean "
+        f"{_paper_text('delta', cohort=ind, condition='clean', delay=2, estimand='delta')}",
+        *con(ind, 2), side="above", quantity="Δ(stale-2) − Δ(clean) at d = 2, independent (pp)",
+        run_cohort="independent", cells=[("refresh", "clean", 2), ("refresh", "stale-2", 2)], **kw))
+    pc = "primary-complete"
+    rows.append(_interval_or_untestable(
+        "Complete primary cohort: stale Δ > clean Δ at d = 0",
+        _paper_text("complete", cohort=pc, condition="stale-2", delay=0, estimand="delta_minus_clean"),
+        *con(pc, 0), side="above", quantity="Δ(stale-2) − Δ(clean) at d = 0, complete (pp)", run_cohort="primary",
+        cells=[("refresh", "clean", 0), ("refresh", "stale-2", 0)], **kw))
+    rows.append(_two_way(result, testab))
+    rows += _mechanism_findings(result, cell, testab, level=level, n_draws=n_draws, seed=seed)
+    if evaluation is not None:
+        rows += _router_findings(evaluation, testab, level=level, n_draws=n_draws, seed=seed)
+    return Findings.build(rows, seed=seed, title="CIR paper findings on this run (simulated agent unless an LLM)",
+                          level=level, n_draws=n_draws)
+
+
+def _two_way(result, testab):
+    """'Refresh both rescues and harms under stale' (complete primary, d = 0): the
+    paper's exact criterion rescue > 0 and harm > 0."""
+    from agentstudies.findings import exact_finding, untestable_finding
+
+    paper = (f"{_paper_text('complete', '', cohort='primary-complete', condition='stale-2', delay=0, estimand='rescue')}"
+             f" rescues / {_paper_text('complete', '', cohort='primary-complete', condition='stale-2', delay=0, estimand='harm')}"
+             " harms")
+    name = "Refresh both rescues and harms under two-step stale (complete, d = 0)"
+    share, forks = _arm_share(testab, "primary", [("refresh", "stale-2", 0)])
+    if np.isfinite(share) and share == 0.0 and forks > 0:
+        return untestable_finding(name, paper, measured=share,
+                                  why=f"refresh (stale-2, d = 0) changed the agent's actions in 0 of {forks} forks")
+    r = result.cells[(result.cells["cohort"] == "primary-complete") & (result.cells["condition"] == "stale-2")
+                     & (result.cells["delay"] == 0) & (result.cells["operation"] == "refresh")]
+    if r.empty:
+        return untestable_finding(name, paper, measured=0.0, why="this run has no complete primary stale-2 cell")
+    r = r.iloc[0]
+    return exact_finding(name, paper, float(r["rescue"] + r["harm"]), int(r["n"]),
+                         holds=bool(r["rescue"] > 0 and r["harm"] > 0),
+                         rule=f"rescue > 0 and harm > 0 (this run: {int(r['rescue'])} rescues, {int(r['harm'])} harms)",
+                         fmt=".0f", otherwise="inconclusive")
+
+
+def _mechanism_findings(result, cell, testab, *, level, n_draws, seed):
+    """Mechanism controls (stale-2, d = 4, mechanism cohort): full refresh helps; the
+    content-ablated refresh keeps a positive effect; full refresh beats replan-only."""
+    mc = "mechanism-complete"
+    paper = lambda op: _paper_text("mechanism", cohort=mc, condition="stale-2", delay=4, operation=op,  # noqa: E731
+                                   estimand="delta")
+    rows = [
+        _interval_or_untestable("Full refresh helps under two-step stale at d = 4 (mechanism cohort)", paper("refresh"),
+                                *cell(mc, "stale-2", 4, "refresh"), side="above", level=level, testab=testab,
+                                quantity="Δ full refresh (stale-2, d = 4, pp)", run_cohort="mechanism",
+                                cells=[("refresh", "stale-2", 4)]),
+        _interval_or_untestable("Content-ablated refresh keeps a positive effect (stale-2, d = 4)", paper("ablated"),
+                                *cell(mc, "stale-2", 4, "ablated"), side="above", level=level, testab=testab,
+                                quantity="Δ content-ablated (stale-2, d = 4, pp)", run_cohort="mechanism",
+                                cells=[("ablated", "stale-2", 4)]),
+    ]
+    t = result.table
+    t = t[(t["cohort"] == mc) & (t["condition"] == "stale-2") & (t["delay"] == 4)]
+    w = t.pivot_table(index="task_id", columns="operation", values="y_with", aggfunc="first")
+    diff = (100 * (w["refresh"] - w["replan"])) if {"refresh", "replan"} <= set(w.columns) else pd.Series(dtype=float)
+    est = _bootstrap_diff(diff, level=level, n_draws=n_draws, seed=seed, key="full-minus-replan")
+    rows.append(_interval_or_untestable(
+        "Full refresh beats replan-only (stale-2, d = 4)", f"{paper('refresh')} vs {paper('replan')}", *est,
+        side="above", level=level, testab=testab, quantity="Δ full − Δ replan-only (stale-2, d = 4, pp)",
+        run_cohort="mechanism", cells=[("replan", "stale-2", 4)]))
+    return rows
+
+
+def _policy_diff(ep: pd.DataFrame, a: str, b: str | None = None, cond_a: str | None = None,
+                 cond_b: str | None = None) -> pd.Series:
+    """Per-task difference (points per trajectory) between two policies' outcomes, or
+    (``b`` None) between policy ``a``'s gains Delta = Y^pi - Y^never on two conditions."""
+    e = ep.assign(gain=100.0 * (ep["y_policy"] - ep["y_never"]), y=100.0 * ep["y_policy"])
+    if b is not None:
+        w = e.pivot_table(index=["task_id", "condition"], columns="policy", values="y", aggfunc="first")
+        if a not in w or b not in w:
+            return pd.Series(dtype=float)
+        return (w[a] - w[b]).groupby(level="task_id").mean()
+    g = e[e["policy"] == a].pivot_table(index="task_id", columns="condition", values="gain", aggfunc="first")
+    if cond_a not in g or cond_b not in g:
+        return pd.Series(dtype=float)
+    return g[cond_a] - g[cond_b]
+
+
+def _router_findings(evaluation, testab, *, level, n_draws, seed):
+    """CIR findings on the evaluation pool: gain over never-refresh, no clean harm,
+    largest gain on two-step stale, CIR > both anomaly baselines, sign-flip p < 0.05.
+
+    Length: five findings, each with its paper value, interval and testability check.
+    """
+    from agentstudies.findings import exact_finding, interval_finding, untestable_finding
+
+    t = evaluation.table.set_index(["policy", "condition"])
+    ep = evaluation.episodes
+    pe = paper_table("evaluation").set_index(["policy", "condition"])
+    pv = lambda pol, cond, col="delta": float(pe.loc[(pol, cond), col]) if (pol, cond) in pe.index else np.nan  # noqa: E731
+    rows = []
+    arms = [("refresh", c, d) for c in CONDITIONS for d in ROUTER_DELAYS]
+    share, forks = _arm_share(testab, "evaluation", arms)
+    inert = np.isfinite(share) and share == 0.0 and forks > 0
+    what = "changed the agent's actions"
+    oall, _ = _arm_share(testab, "evaluation", arms, col="outcome_changed")
+    if not inert and np.isfinite(oall) and oall == 0.0 and forks > 0:  # actions changed, no outcome ever did
+        inert, share, what = True, oall, "changed the outcome"
+    name = "CIR raises success over never-refresh"
+    paper = f"{pv('cir', 'all'):+.2f} pp [{pv('cir', 'all', 'ci_low'):+.2f}, {pv('cir', 'all', 'ci_high'):+.2f}]"
+    if inert:
+        why = f"refresh {what} in 0 of {forks} evaluation forks"
+        rows.append(untestable_finding(name, paper, why=why, measured=share))
+    else:
+        r = t.loc[("cir", "all")]
+        rows.append(interval_finding(name, paper, r["delta"], r["ci_low"], r["ci_high"], r["n"], paper_side="above",
+                                     level=level, quantity="CIR Δ vs never (pp, evaluation pool)", fmt="+.1f"))
+    # no clean harm: testable only if refresh can change a clean outcome at some router delay
+    name = "CIR harms no clean trajectory"
+    paper = f"{pv('cir', 'clean', 'harm'):.0f} clean harms"
+    oshare, oforks = _arm_share(testab, "evaluation", [("refresh", "clean", d) for d in ROUTER_DELAYS],
+                                col="outcome_changed")
+    if np.isfinite(oshare) and oshare == 0.0 and oforks > 0:
+        rows.append(untestable_finding(name, paper, measured=oshare,
+                                       why=f"refresh on clean observations changed no outcome in {oforks} evaluation "
+                                           "forks at any delay, so no router can harm a clean trajectory here"))
+    else:
+        h = evaluation.clean_harm.set_index("policy").loc["cir"]
+        rows.append(exact_finding(name, paper, h["harms"], h["n"], holds=bool(h["harms"] == 0),
+                                  rule="0 clean harms (the paper reports 0)", fmt=".0f"))
+    # largest gain on two-step stale: stale-2's gain exceeds each other condition's
+    others = [x for x in ("clean", "stale-1", "missing") if (("cir", x) in t.index)]
+    ests = [_bootstrap_diff(_policy_diff(ep, "cir", None, "stale-2", o), level=level, n_draws=n_draws, seed=seed,
+                            key=f"cir-stale2-vs-{o}") for o in others]
+    name = "CIR's largest gain is on two-step stale"
+    paper = f"{pv('cir', 'stale-2'):+.2f} pp on stale-2"
+    if inert:
+        rows.append(untestable_finding(name, paper, why=f"refresh {what} in 0 of {forks} evaluation forks", measured=share))
+    elif ests:
+        lo, hi = min(e[1] for e in ests), min(e[2] for e in ests)
+        est = min(e[0] for e in ests)
+        rows.append(interval_finding(name, paper, est, lo, hi, ests[0][3], paper_side="above",
+                                     level=level, fmt="+.1f",
+                                     quantity="every Δ(stale-2) − Δ(other condition) of CIR (pp; the bounds are "
+                                              "the smallest lower and smallest upper bound of the three intervals)"))
+    for base in ("anomaly", "rate-matched"):
+        name = f"CIR beats the {base} baseline"
+        paper = f"{pv('cir', 'all'):+.2f} vs {pv(base, 'all'):+.2f} pp"
+        if inert:
+            rows.append(untestable_finding(name, paper, why=f"refresh {what} in 0 of {forks} evaluation forks", measured=share))
+            continue
+        e = _bootstrap_diff(_policy_diff(ep, "cir", base), level=level, n_draws=n_draws, seed=seed, key=f"cir-{base}")
+        rows.append(interval_finding(name, paper, *e, paper_side="above", level=level, fmt="+.1f",
+                                     quantity=f"success(CIR) − success({base}) per trajectory (pp)"))
+    p, alpha = float(t.loc[("cir", "all"), "sign_flip_p"]), 1 - level
+    if inert:
+        rows.append(untestable_finding("CIR's gain is significant (sign-flip test)",
+                                       f"p = {pv('cir', 'all', 'sign_flip_p'):.3f}", measured=share,
+                                       why=f"refresh {what} in 0 of {forks} evaluation forks"))
+        return rows
+    rows.append(exact_finding("CIR's gain is significant (sign-flip test)", f"p = {pv('cir', 'all', 'sign_flip_p'):.3f}",
+                              p, t.loc[("cir", "all"), "n"], holds=bool(p < alpha),
+                              rule=f"task-level sign-flip p < {alpha:g} = 1 − level (this run: p = {p:.3f})", fmt=".3f",
+                              otherwise="inconclusive"))
+    return rows
+
+
+#: The planted and null subjects of :func:`recovery_controls` (labels appear on every row).
+CONTROL_SUBJECTS = {
+    "planted": "planted (synthetic paired table): refresh rescues 40% of failing stale-2 and harms 15% of "
+               "succeeding clean trajectories",
+    "null": "null (synthetic paired table): refresh flips 10% of outcomes either way in both conditions; "
+            "success 50%, so no effect",
+}
+
+
+def _control_table(kind: str, n_tasks: int, rng: np.random.Generator) -> pd.DataFrame:
+    """One synthetic paired table (conditions clean / stale-2, delay 0, refresh) of a
+    :data:`CONTROL_SUBJECTS` subject; ``cohort = "primary-complete"``."""
+    rows = []
+    for t in range(n_tasks):
+        for cond in ("clean", "stale-2"):
+            if kind == "planted":
+                y0 = int(rng.random() < (0.8 if cond == "clean" else 0.5))
+                u = rng.random()
+                y1 = (1 if (y0 == 0 and u < 0.4) else y0) if cond == "stale-2" else (0 if (y0 == 1 and u < 0.15) else y0)
+            else:
+                y0 = int(rng.random() < 0.5)
+                y1 = 1 - y0 if rng.random() < 0.1 else y0
+            rows.append(dict(cohort="primary-complete", task_id=f"s{t:03d}", condition=cond, delay=0,
+                             operation="refresh", y_without=y0, y_with=int(y1)))
+    return pd.DataFrame(rows)
+
+
+def _control_replicate(item, rng, **kw):  # seeded_map signature
+    from agentstudies.findings import judge
+    from agentstudies.recovery import analyze_paired
+
+    kind, r = item
+    tab = _control_table(kind, kw["n_tasks"], np.random.default_rng(keyed_seed(kw["root"], "control", kind, r)))
+    res = analyze_paired(tab, level=kw["level"], n_draws=kw["n_draws"], seed=int(keyed_seed(kw["root"], "boot", kind, r)
+                                                                                  .generate_state(1)[0]))
+    c = res.cells.set_index(["condition"]).loc["clean"]
+    k = res.contrasts.iloc[0]
+    return (judge(c["delta_ci_low"], c["delta_ci_high"], paper_side="below"),
+            judge(k["ci_low"], k["ci_high"], paper_side="above"))
+
+
+def recovery_controls(*, replicates: int = 40, n_tasks: int = 60, level: float = 0.95, n_draws: int = 400,
+                      seed: int = 0, n_jobs: int = 1) -> pd.DataFrame:
+    """Planted controls of the recovery verdict rules (issue 25 item 3): ``controls.csv``.
+
+    Runs the chapter's own rules -- :func:`agentstudies.recovery.analyze_paired` task-level
+    bootstrap intervals judged by :func:`agentstudies.findings.judge` -- on ``replicates``
+    synthetic paired tables of ``n_tasks`` tasks from a *planted* subject (the paper's
+    clean harm and stale rescue exist by construction) and a *null* subject (no effect;
+    :data:`CONTROL_SUBJECTS`). Families: "immediate refresh harms clean trajectories"
+    (Delta_clean CI below 0) and "stale − clean > 0" (contrast CI above 0). Returns
+    :data:`agentstudies.findings.CONTROL_COLUMNS` rows: power (planted) and
+    false-positive rate (null) with exact Clopper-Pearson ``level`` intervals.
+
+    A synthetic paired table, not the ALFWorld engine: this checks the *method*, whose
+    inputs are paired tables of any harness. Raises ``ValueError`` for fewer than 2
+    replicates or tasks.
+    """
+    from agentstudies.findings import control_row
+
+    if replicates < 2 or n_tasks < 2:
+        raise ValueError(f"replicates={replicates}, n_tasks={n_tasks}: need at least 2 of each")
+    items = [(kind, r) for kind in ("planted", "null") for r in range(replicates)]
+    out = seeded_map(_control_replicate, items, seed=seed, n_jobs=n_jobs, n_tasks=n_tasks, level=level, root=seed,
+                     n_draws=n_draws)
+    fams = [("Immediate refresh harms clean trajectories", f"{100 * level:g}% CI of Δ(clean) below 0"),
+            ("Stale − clean > 0", f"{100 * level:g}% CI of Δ(stale-2) − Δ(clean) above 0")]
+    rows = []
+    for j, (fam, rule) in enumerate(fams):
+        for kind in ("planted", "null"):
+            v = [o[j] for (kd, _), o in zip(items, out) if kd == kind]
+            rows.append(control_row(fam, CONTROL_SUBJECTS[kind], v, planted=kind == "planted",
+                                    rule=f"{rule}; {n_tasks} tasks per replicate", level=level))
+    return pd.DataFrame(rows)
+
+
+def reappearance_table(findings) -> pd.DataFrame:
+    """The earlier ``reappearance.csv`` layout as a superset of ``findings.csv``: the
+    findings table plus ``this_run`` (the estimate and interval as text) and
+    ``reappears`` (True / False from the verdict; NA when inconclusive or not testable)."""
+    t = findings.table()
+    this_run = [("" if not np.isfinite(e) else (f"{e:+.1f} [{lo:+.1f}, {hi:+.1f}]" if np.isfinite(lo) else f"{e:g}"))
+                for e, lo, hi in zip(t["estimate"], t["ci_low"], t["ci_high"])]
+    reap = pd.array([True if v == "reappears" else (False if v == "contradicted" else pd.NA) for v in t["verdict"]],
+                    dtype="boolean")
+    return t.assign(this_run=this_run, reappears=reap)
+
+
+def router_sentences(pipe) -> dict[str, str]:
+    """Sentences for the chapter from a :class:`agentstudies.studies.alfworld.recovery.pipeline.RouterPipeline`: ``"blanket"`` (CIR's
+    evaluation intervention rate and whether a blanket rule rescues exactly its set) and
+    ``"leak"`` (the horizon features, dropped or kept, and their measured separation)."""
+    rs = pipe.rescue_sets.set_index("policy")
+    cir = rs.loc["cir"]
+    same = [p for p in rs.index if p.startswith(("always-", "random-")) and bool(rs.loc[p, "same_rescued_set"])]
+    rate = 100 * float(pipe.cir_eval_rate)
+    if int(cir["rescued"]) == 0:
+        blanket = (f"CIR refreshed {rate:.1f}% of the evaluation trajectories and rescued none, so no rescued set "
+                   "can distinguish it from a blanket rule here.")
+    elif same:
+        blanket = (f"CIR refreshed {rate:.1f}% of the evaluation trajectories; its {int(cir['rescued'])} rescued "
+                   f"trajectories (from {int(cir['rescue_tasks'])} tasks) are exactly those of the blanket rule(s) "
+                   f"{', '.join(same)}: on this pool its selectivity adds nothing a fixed rule does not.")
+    else:
+        blanket = (f"CIR refreshed {rate:.1f}% of the evaluation trajectories; no blanket rule (always at one delay, "
+                   f"or random at CIR's rate) rescues exactly its {int(cir['rescued'])} trajectories.")
+    leak = pipe.leak
+    hz = leak[leak["horizon_feature"]]
+    sep = float(hz["separation"].max()) if hz["separation"].notna().any() else np.nan
+    meas = ("(not measurable here: the primary cohort has only successes or only failures)" if not np.isfinite(sep)
+            else f"(on the primary cohort they separate factual success from failure with AUC up to {sep:.2f})")
+    if pipe.dropped_features:
+        leak_s = (f"The router features {', '.join(pipe.dropped_features)} encode how long the factual run "
+                  f"lasted, which a router cannot know at its decision, and were removed {meas}.")
+    else:
+        leak_s = (f"The router kept {', '.join(HORIZON_FEATURES)}, which encode how long the factual run lasted, "
+                  f"information a router cannot have at its decision {meas}.")
+    return dict(blanket=blanket, leak=leak_s)
+
+
+
+
+def archived_run_sentences(findings: pd.DataFrame, testab: pd.DataFrame) -> dict[str, str]:
+    """Sentences for an archived run (:mod:`agentstudies.book.paper.runs`) from its saved tables:
+    ``"findings"`` -- the verdict counts of its ``findings.csv`` (column ``verdict``);
+    ``"testability"`` -- over its refresh forks in ``testability.csv`` (all forks, an ended
+    branch counting as unchanged), how many changed the agent's next action and how many
+    the outcome. Raises ``KeyError`` naming a missing column, ``ValueError`` for a verdict
+    outside :data:`agentstudies.findings.VERDICTS`."""
+    from agentstudies.findings import VERDICTS
+
+    for name, t, cols in (("findings", findings, ("verdict",)),
+                          ("testability", testab, ("operation", "forks", "next_action_changed", "outcome_changed"))):
+        missing = [c for c in cols if c not in t]
+        if missing:
+            raise KeyError(f"archived {name} table lacks column(s) {missing}")
+    bad = sorted(set(findings["verdict"]) - set(VERDICTS))
+    if bad:
+        raise ValueError(f"unknown verdict(s) {bad}; expected some of {VERDICTS}")
+    c = findings["verdict"].value_counts()
+    n = {v: int(c.get(v, 0)) for v in VERDICTS}
+    verb = lambda k: "is" if k == 1 else "are"  # noqa: E731
+    f_s = (f"Of {len(findings)} paper findings, {n['reappears']} reappear{'s' if n['reappears'] == 1 else ''}, "
+           f"{n['contradicted']} "
+           f"{verb(n['contradicted'])} contradicted, {n['inconclusive']} {verb(n['inconclusive'])} inconclusive "
+           f"and {n['not testable here']} {verb(n['not testable here'])} not testable here.")
+    r = testab[testab["operation"] == "refresh"]
+    forks = int(r["forks"].sum())
+    nxt = int(round(float((r["next_action_changed"] * r["forks"]).sum())))
+    out = int(round(float((r["outcome_changed"] * r["forks"]).sum())))
+    pct = (lambda k: f"{100 * k / forks:.1f} %") if forks else (lambda k: "–")
+    t_s = (f"A refresh changed the agent's next action in {nxt} of {forks} refresh forks ({pct(nxt)}) and the "
+           f"outcome in {out} ({pct(out)}).")
+    return dict(findings=f_s, testability=t_s)
