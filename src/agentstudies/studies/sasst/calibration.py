@@ -49,45 +49,37 @@ follows in closed form, ``softmax(m^g / tau)^T m^g - m^g_baseline``, because eve
 scoring and held-out ratio of the plan has the same population limit ``m^g``. The truth
 of a learned rule is that of the rule actually selected in the trial.
 
-Length: one module because the design, the three trial kinds, their summaries
-(:class:`StudyAResult`) and the large-M check share the design's cached rules and
-population truths; split it when a fourth study reuses them.
 """
 
 from __future__ import annotations
 
-import functools
 import threading
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import numpy as np
 import pandas as pd
-from scipy import special as _special
 from scipy import stats as _st
-from scipy.stats import qmc
-from statsmodels.stats.contingency_tables import mcnemar
 
 from agentstudies.parallel import keyed_seed
-from agentstudies.sasst import SASST, SELECTED, ClusterData, ComparisonPlan, Slot
+from agentstudies.sasst import SASST, Slot
 from agentstudies.sasst import SharedWork
-from agentstudies.sasst.geometry import Standardizer
-from agentstudies.sasst.rules import FixedFamily, ProjectionTiltRule, Rule, UniformRule, rule_scores
+from agentstudies.sasst.rules import FixedFamily
 from agentstudies.studies.sasst._common import (
     Confirmed,
     confirm_lean,
-    StepRule,
-    coordinatewise_critical,
     exact_coordinatewise_critical,
     exact_simultaneous_critical,
-    latent_probit_scores,
-    proportion_interval,
     run_trials,
 )
-from agentstudies.results import PaperTables
 from agentstudies.stats import contribution_se
 from agentstudies.studies._paper import paper_note, paper_values
+
+from agentstudies.studies.sasst._calibration_design import (ARTIFACTS, CONTRAST, FEATURES, SEPARATED_STRESS, SYSTEMS,
+                                                           StudyADesign, _stress_slot, a4_slots,
+                                                           oracle_index, population_contrasts, population_means)
+from agentstudies.studies.sasst._calibration_summaries import StudyAResult
 
 __all__ = [
     "FEATURES",
@@ -118,210 +110,6 @@ __all__ = [
     "PAPER_TABLE4_NOTES",
 ]
 
-FEATURES: tuple[str, ...] = tuple(f"x{i}" for i in range(1, 9))
-SYSTEMS: tuple[str, ...] = ("baseline", "A1", "A2", "A3", "A4", "A5")
-ARTIFACTS: tuple[str, ...] = SYSTEMS[1:]
-#: The stressed contrast of Study A: the plan's selected artifact minus the baseline.
-CONTRAST: dict[str, float] = {SELECTED: 1.0, "baseline": -1.0}
-
-_TERCILE = float(_st.norm.ppf(2 / 3))
-#: ``separated_stress`` of Table 5's separated design: the high tercile of ``x4`` lies
-#: about 0.18 (several standard errors at M >= 1000) below every other tercile's truth.
-SEPARATED_STRESS = 0.8
-
-
-@functools.lru_cache(maxsize=16)
-def _cluster_ids(n: int) -> np.ndarray:
-    """``c00000 ... c{n-1}`` (read-only, shared by every trial with ``n`` clusters)."""
-    ids = np.array([f"c{i:05d}" for i in range(n)])
-    ids.flags.writeable = False
-    return ids
-
-
-@dataclass(frozen=True)
-class StudyADesign:
-    """The Study A data-generating process and comparison plan (see the module docstring).
-
-    Parameters
-    ----------
-    rho : float
-        Loading of the shared latent task effect (pairing of the systems' outcomes).
-    temperature : float
-        Softmax temperature ``tau`` of the plan's selection step (success-rate units).
-    tilt_strength, tilt_clip : float
-        ``lambda`` and ``c`` of the registry tilts ``exp(lambda clip(u, -c, c))``.
-    separated_stress : float
-        ``d >= 0``: every artifact's probit index drops by ``d`` on the high tercile of
-        ``x4`` (``x4 > Phi^{-1}(2/3)``), a common-mode stress the softmax cannot escape, so
-        that tercile's truth stands apart from every other tercile (Table 5's *separated*
-        design). ``0`` (default) is the near-tie design: ``x4..x8`` are irrelevant.
-    """
-
-    rho: float = 0.5
-    temperature: float = 0.05
-    tilt_strength: float = 0.75
-    tilt_clip: float = 2.0
-    separated_stress: float = 0.0
-
-    # -------------------------------------------------------------- outcomes
-    def probit_index(self, X: np.ndarray) -> np.ndarray:
-        """Probit indices ``a_j(W)`` (N, 6) in :data:`SYSTEMS` order for features (N, 8)."""
-        X = np.asarray(X, dtype=float)
-        if X.ndim != 2 or X.shape[1] != len(FEATURES):
-            raise ValueError(f"features must have shape (N, {len(FEATURES)}); got {X.shape}")
-        x1, x2, x3 = X[:, 0], X[:, 1], X[:, 2]
-        zero = np.zeros(len(X))
-        drop = self.separated_stress * (X[:, 3] > _TERCILE) if self.separated_stress else zero
-        return np.column_stack([
-            zero,
-            0.40 - 0.35 * x1 - drop,
-            0.35 - 0.25 * (x2**2 - 1.0) - drop,
-            0.30 + 0.25 * x3 - drop,
-            zero + 0.25 - drop,
-            zero - drop,
-        ])
-
-    def success_prob(self, X: np.ndarray) -> np.ndarray:
-        """``P(Y_j = 1 | W) = Phi(a_j(W))``, shape (N, 6)."""
-        # scipy.special.ndtr is what norm.cdf evaluates (loc 0, scale 1: the same bits) without
-        # the distribution machinery's argument checks, a third of a Table 4 trial's simulation
-        return _special.ndtr(self.probit_index(X))
-
-    def simulate(self, n_clusters: int, rng: np.random.Generator) -> ClusterData:
-        """``n_clusters`` i.i.d. clusters: features, one paired outcome per system.
-
-        Cluster ids are ``c00000, c00001, ...`` (the plan's split masks hash them).
-        """
-        if n_clusters < 4:
-            raise ValueError(f"n_clusters must be >= 4; got {n_clusters}")
-        X = rng.standard_normal((n_clusters, len(FEATURES)))
-        Z = latent_probit_scores(self.success_prob(X), self.rho, 1, rng)
-        return ClusterData(_cluster_ids(n_clusters), Z, X, SYSTEMS, FEATURES, np.ones(n_clusters, dtype=int))
-
-    # -------------------------------------------------------------- plan and rules
-    def plan(self, n_splits: int) -> ComparisonPlan:
-        """Soft selection among A1..A5 with ``R = n_splits`` scoring/held-out splits."""
-        return ComparisonPlan(SYSTEMS, candidates=ARTIFACTS, selection="soft",
-                              temperature=self.temperature, n_splits=int(n_splits))
-
-    @functools.cached_property
-    def _registry(self) -> tuple[Rule, ...]:
-        st = Standardizer(mean=np.zeros(len(FEATURES)), scale=np.ones(len(FEATURES)))
-        rules: list[Rule] = [UniformRule()]
-
-        def tilt(direction: np.ndarray, label: str) -> ProjectionTiltRule:
-            return ProjectionTiltRule(columns=FEATURES, standardizer=st, direction=direction,
-                                      strength=self.tilt_strength, clip=self.tilt_clip, label=label)
-
-        for f, name in enumerate(FEATURES):
-            for sign, side in ((1.0, "high"), (-1.0, "low")):
-                e = np.zeros(len(FEATURES))
-                e[f] = sign
-                rules.append(tilt(e, f"{side} {name}"))
-        for sign, side in ((1.0, "high"), (-1.0, "low")):
-            e = np.zeros(len(FEATURES))
-            e[0], e[2] = sign / np.sqrt(2), -sign / np.sqrt(2)
-            rules.append(tilt(e, f"{side} (x1 - x3)"))
-        return tuple(rules)
-
-    def registry(self) -> tuple[Rule, ...]:
-        """The 19 bounded candidate rules (uniform, 16 axis tilts, 2 oblique tilts)."""
-        return self._registry
-
-    @functools.cached_property
-    def _terciles(self) -> tuple[Rule, ...]:
-        cuts = {"low": (-np.inf, -_TERCILE), "middle": (-_TERCILE, _TERCILE), "high": (_TERCILE, np.inf)}
-        return tuple(StepRule(columns=(f,), lo=lo, hi=hi, inside=1.0, outside=0.0, label=f"{t} tercile of {f}")
-                     for f in FEATURES for t, (lo, hi) in cuts.items())
-
-    def tercile_registry(self) -> tuple[Rule, ...]:
-        """24 tercile indicators (Table 5's worst-tercile search), population cut points."""
-        return self._terciles
-
-    def rule_labels(self, which: str = "registry") -> list[str]:
-        rules = self.registry() if which == "registry" else self.tercile_registry()
-        return [r.describe() if isinstance(r, UniformRule) else (r.label or r.describe()) for r in rules]
-
-    def __getstate__(self) -> dict:  # do not pickle cached rules (rebuilt on demand)
-        return {k: v for k, v in self.__dict__.items() if not k.startswith("_")}
-
-
-# ------------------------------------------------------------------ population truths
-def _rules(design: StudyADesign, which: str) -> tuple[Rule, ...]:
-    if which == "registry":
-        return design.registry()
-    if which == "tercile":
-        return design.tercile_registry()
-    raise ValueError(f"unknown registry {which!r}; expected 'registry' or 'tercile'")
-
-
-@functools.lru_cache(maxsize=16)
-def population_means(design: StudyADesign, which: str = "registry", n_points: int = 2**21,
-                     seed: int = 20260831) -> np.ndarray:
-    """Population tilted success rates ``m_gj = E[s_g(W) Phi(a_j(W))] / E[s_g(W)]``.
-
-    A fixed scrambled-Sobol sample of ``W ~ N(0, I_8)`` (``n_points``, a power of two;
-    scipy ``qmc.Sobol``) integrates every rule of the registry ``which``
-    (``"registry"``: the 19 rules; ``"tercile"``: the 24 terciles). The conditional
-    success probabilities are exact, so the only error is the integration error of the
-    feature sample (about ``1e-5`` at the default size). Cached per process.
-
-    Returns
-    -------
-    array (G, 6), systems in :data:`SYSTEMS` order.
-
-    Raises
-    ------
-    ValueError
-        If ``n_points`` is not a power of two or ``which`` is unknown.
-    """
-    if n_points < 2 or n_points & (n_points - 1):
-        raise ValueError(f"n_points must be a power of two; got {n_points}")
-    rules = _rules(design, which)
-    sob = qmc.Sobol(d=len(FEATURES), scramble=True, seed=seed)
-    chunk = min(n_points, 2**17)
-    num = np.zeros((len(rules), len(SYSTEMS)))
-    den = np.zeros(len(rules))
-    for _ in range(n_points // chunk):
-        X = _st.norm.ppf(sob.random(chunk))
-        P = design.success_prob(X)
-        S = np.vstack([rule_scores(r, X, FEATURES) for r in rules])
-        num += S @ P
-        den += S.sum(axis=1)
-    return num / den[:, None]
-
-
-def population_contrasts(design: StudyADesign, means: np.ndarray,
-                         contrast: dict[str, float] | None = None) -> np.ndarray:
-    """``Delta(g) = c^T theta(P^g; A)`` for every rule from its population means (G,).
-
-    The selected pseudo-system's population value is ``softmax(m / tau)^T m`` over the
-    artifacts (every scoring and held-out subset has the same population ratio ``m``).
-    """
-    contrast = CONTRAST if contrast is None else contrast
-    m = np.asarray(means, dtype=float)
-    cand = m[:, 1:]
-    z = (cand - cand.max(axis=1, keepdims=True)) / design.temperature
-    q = np.exp(z)
-    q /= q.sum(axis=1, keepdims=True)
-    theta = {s: m[:, j] for j, s in enumerate(SYSTEMS)}
-    theta[SELECTED] = np.sum(q * cand, axis=1)
-    out = np.zeros(m.shape[0])
-    for k, coef in contrast.items():
-        if k not in theta:
-            raise ValueError(f"contrast refers to unknown system {k!r}")
-        out += coef * theta[k]
-    return out
-
-
-def oracle_index(design: StudyADesign, n_points: int = 2**21, tol: float = 1e-9) -> int:
-    """Registry index of the fixed oracle rule: the population minimizer of ``Delta(g)``.
-
-    Ties within ``tol`` go to the first rule in registry order.
-    """
-    delta = population_contrasts(design, population_means(design, "registry", n_points))
-    return int(np.flatnonzero(delta <= delta.min() + tol)[0])
-
 
 # ------------------------------------------------------------------ trials
 def _engine(design: StudyADesign, R: int, slots: Sequence[Slot], families: dict, rng: np.random.Generator) -> SASST:
@@ -351,11 +139,6 @@ def _shared_engine(design: StudyADesign, R: int, layout: tuple, build: Callable[
         eng = cache[key] = SASST(design.plan(R), slots, families, inference="pointwise", n_stability=0, seed=seed)
     eng.seed = seed
     return eng
-
-
-def _stress_slot(name: str, family: str, contrast: dict[str, float] | None = None) -> Slot:
-    return Slot(name, dict(CONTRAST if contrast is None else contrast), sign=-1, family=family, radius=None,
-                geometry="none", density_cap=5.0, min_ess=20.0)
 
 
 def _slot_record(rep: Confirmed, disc, name: str) -> dict[str, Any]:
@@ -508,16 +291,6 @@ def table5_trial(
     return recs
 
 
-def a4_slots() -> list[Slot]:
-    """The six-slot signed family of Study A4 (uniform +1 / stressed -1 for three contrasts)."""
-    out = []
-    for label, contrast in (("selected", CONTRAST), ("A4", {"A4": 1.0, "baseline": -1.0}),
-                            ("A5", {"A5": 1.0, "baseline": -1.0})):
-        out.append(Slot(f"uniform: {label} - baseline", dict(contrast), sign=1))
-        out.append(_stress_slot(f"stress: {label} - baseline", "registry", contrast))
-    return out
-
-
 def a4_trial(
     trial: int,
     rng: np.random.Generator,
@@ -596,153 +369,6 @@ def run_a4(*, design: StudyADesign, M_values: Sequence[int], n_trials: int, R: i
     return pd.concat(parts, ignore_index=True)
 
 
-# ------------------------------------------------------------------ summaries
-def _truths(design: StudyADesign, which: str, n_points: int, contrast=None) -> np.ndarray:
-    return population_contrasts(design, population_means(design, which, n_points), contrast)
-
-
-def _summarize_table4(records: pd.DataFrame, design: StudyADesign, n_points: int = 2**21) -> pd.DataFrame:
-    """Table 4: one-sided pointwise coverage (fragility direction), bias and SE ratio.
-
-    ``coverage`` is the share of trials with ``Delta(g_hat) <= estimate + crit * se``
-    among trials whose rule passed discovery and confirmation support (the others have no
-    bound; ``n_failed`` counts them). ``lower_coverage`` is the opposite one-sided bound,
-    ``bias = mean(estimate - Delta)``, ``se_ratio = mean(se) / sd(estimate - Delta)``,
-    ``oracle_share`` the share of learned rules equal to the oracle rule.
-    """
-    truth = _truths(design, "registry", n_points)
-    oracle = int(np.argmin(truth))
-    rows = []
-    for (M, R, rule), g in records.groupby(["M", "R", "rule"], sort=True):
-        ok = g[g["feasible"]]
-        t = truth[ok["rule_index"].to_numpy()]
-        err = ok["estimate"].to_numpy() - t
-        cov = t <= ok["estimate"].to_numpy() + ok["crit_upper"].to_numpy() * ok["se"].to_numpy() + 1e-12
-        low = t >= ok["estimate"].to_numpy() - ok["crit_lower"].to_numpy() * ok["se"].to_numpy() - 1e-12
-        k, n = int(cov.sum()), len(ok)
-        lo_ci, hi_ci = proportion_interval(k, n)
-        rows.append({
-            "M": int(M), "R": int(R), "rule": rule, "coverage": k / n if n else np.nan, "n_trials": n,
-            "mc_low": lo_ci, "mc_high": hi_ci, "lower_coverage": float(low.mean()) if n else np.nan,
-            "bias": float(err.mean()) if n else np.nan, "emp_se": float(err.std(ddof=1)) if n > 1 else np.nan,
-            "mean_se": float(ok["se"].mean()) if n else np.nan,
-            "se_ratio": float(ok["se"].mean() / err.std(ddof=1)) if n > 1 else np.nan,
-            "oracle_share": float((ok["rule_index"] == oracle).mean()) if n else np.nan,
-            "n_failed": int(len(g) - n),
-        })
-    return pd.DataFrame(rows)
-
-
-def _summarize_table5(records: pd.DataFrame, design: StudyADesign, n_points: int = 2**21,
-                     level: float = 0.95) -> pd.DataFrame:
-    """Table 5: split vs same-data coverage of the worst-tercile upper bound, paired.
-
-    Per ``M``: both coverages (trials where both procedures produced a bound), the paired
-    gap ``split - same``, its one-sided ``level`` lower bound (normal approximation to the
-    paired difference, ``gap - z sd(d)/sqrt(T)``) and McNemar's test on the discordant
-    pairs (statsmodels, exact binomial).
-    """
-    truth = _truths(design, "tercile", n_points)
-    rows = []
-    for M, g in records.groupby("M", sort=True):
-        wide = g.pivot(index="trial", columns="procedure")
-        ok = wide["feasible"].all(axis=1)
-        cov = {}
-        for proc in ("split", "same data"):
-            est = wide[("estimate", proc)][ok].to_numpy()
-            up = est + wide[("crit_upper", proc)][ok].to_numpy() * wide[("se", proc)][ok].to_numpy()
-            cov[proc] = truth[wide[("rule_index", proc)][ok].to_numpy(int)] <= up + 1e-12
-        a, b = cov["split"], cov["same data"]
-        T = len(a)
-        d = a.astype(float) - b.astype(float)
-        gap = float(d.mean())
-        lb = gap - _st.norm.ppf(level) * float(d.std(ddof=1)) / np.sqrt(T) if T > 1 else np.nan
-        table = [[int(np.sum(a & b)), int(np.sum(a & ~b))], [int(np.sum(~a & b)), int(np.sum(~a & ~b))]]
-        p = float(mcnemar(table, exact=True).pvalue) if (table[0][1] + table[1][0]) > 0 else 1.0
-        rows.append({"M": int(M), "split_coverage": float(a.mean()), "same_data_coverage": float(b.mean()),
-                     "gap": gap, "gap_lower_bound": lb, "mcnemar_p": p, "split_only": table[0][1],
-                     "same_only": table[1][0], "n_trials": T})
-    return pd.DataFrame(rows)
-
-
-def _summarize_a4(records: pd.DataFrame, design: StudyADesign, n_points: int = 2**21) -> pd.DataFrame:
-    """Study A4: familywise coverage of the six-slot signed band and false-fragility rate.
-
-    Familywise coverage: every support-feasible slot's signed bound lies on the correct
-    side of its truth (``eta (Delta - B) >= 0``). False fragility: some stressed slot's
-    upper bound is below 0 (a confirmed fragility claim at the band level, stability not
-    required) although its truth is ``>= 0``. Infeasible slots have no bound and count
-    as covered and not confirmed.
-    """
-    means = population_means(design, "registry", n_points)
-    truths = {}
-    for s in a4_slots():
-        t = population_contrasts(design, means, s.contrast)
-        truths[s.name] = t
-    rows = []
-    for M, g in records.groupby("M", sort=True):
-        feas = g["feasible"].to_numpy(bool)
-        idx = np.where(feas, g["rule_index"].to_numpy(int), 0)
-        t = np.array([truths[s][i] for s, i in zip(g["slot"], idx)])
-        sign = g["sign"].to_numpy(float)
-        crit = np.nan_to_num(g["crit"].to_numpy(float), nan=0.0)
-        bound = g["estimate"].to_numpy(float) - sign * crit * np.nan_to_num(g["se"].to_numpy(float))
-        covered = ~feas | (sign * (t - bound) >= -1e-12)
-        false = feas & (sign < 0) & (bound < 0) & (t >= 0)
-        fam = pd.Series(covered).groupby(g["trial"].to_numpy()).all()
-        ff = pd.Series(false).groupby(g["trial"].to_numpy()).any()
-        n, k, f = len(fam), int(fam.sum()), int(ff.sum())
-        c_lo, c_hi = proportion_interval(k, n)
-        f_lo, f_hi = proportion_interval(f, n)
-        rows.append({"M": int(M), "familywise_coverage": k / n, "fw_mc_low": c_lo, "fw_mc_high": c_hi,
-                     "false_fragility": f / n, "ff_mc_low": f_lo, "ff_mc_high": f_hi, "n_trials": n})
-    return pd.DataFrame(rows)
-
-
-@dataclass(frozen=True)
-class StudyAResult(PaperTables):
-    """Trial records of one Study A run and the design they were drawn from.
-
-    ``table(4)``, ``table(5)`` and ``table("a4")`` (:class:`~agentstudies.results.PaperTables`,
-    paper ``"sasst"``) summarise ``table4`` / ``table5`` / ``a4`` records (from
-    :func:`run_table4`, :func:`run_table5`, :func:`run_a4`); the population truths are
-    integrated over ``n_points`` quasi-random feature points. Table 4: one-sided pointwise
-    coverage (fragility direction) with its exact Monte-Carlo interval, the opposite
-    bound's coverage, bias, SE ratio, oracle share, per ``M, R, rule``. Table 5: split vs
-    same-data coverage of the worst-tercile upper bound, the paired gap, its one-sided
-    ``level`` lower bound and McNemar's p per ``M``. A4: familywise coverage and
-    false-fragility rate of the six-slot signed band per ``M``.
-
-    Raises
-    ------
-    ValueError
-        From :meth:`table` when the records that table needs were not given.
-    """
-
-    PAPER = "sasst"
-    design: StudyADesign
-    table4: pd.DataFrame | None = None
-    table5: pd.DataFrame | None = None
-    a4: pd.DataFrame | None = None
-    n_points: int = 2**21
-    level: float = 0.95
-
-    def _records(self, name: str) -> pd.DataFrame:
-        rec = getattr(self, name)
-        if rec is None:
-            raise ValueError(f"this StudyAResult holds no {name} records (pass {name}=run_{name if name == 'a4' else name}(...))")
-        return rec
-
-    def _table_4(self) -> pd.DataFrame:
-        return _summarize_table4(self._records("table4"), self.design, self.n_points)
-
-    def _table_5(self) -> pd.DataFrame:
-        return _summarize_table5(self._records("table5"), self.design, self.n_points, self.level)
-
-    def _table_a4(self) -> pd.DataFrame:
-        return _summarize_a4(self._records("a4"), self.design, self.n_points)
-
-
 #: Columns of :func:`large_m_check` (the fixed oracle rule's Table 4 row per ``M``).
 LARGE_M_COLUMNS = ("M", "R", "n_trials", "coverage", "mc_se", "mc_low", "mc_high", "lower_coverage",
                    "se_ratio", "bias")
@@ -751,7 +377,7 @@ LARGE_M_COLUMNS = ("M", "R", "n_trials", "coverage", "mc_se", "mc_low", "mc_high
 def large_m_check(*, design: StudyADesign, M_values: Sequence[int] = (1000, 4000, 16000), n_trials: int = 1000,
                   R: int = 5, n_draws: int = 2000, seed: int = 777, n_jobs: int = 1,
                   truth_points: int = 2**21) -> pd.DataFrame:
-    """Table 4's fixed oracle rule at larger ``M``: is its under-coverage finite-sample? (issue 30)
+    """Table 4's fixed oracle rule at larger ``M``: is its under-coverage finite-sample?
 
     Runs :func:`run_table4` (``R`` only) and keeps the ``fixed`` rows of ``table(4)``:
     one-sided (fragility) coverage with its Monte-Carlo standard error
