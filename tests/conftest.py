@@ -23,7 +23,7 @@ import pytest
 
 from agentstudies.book import runner
 
-#: The suite tests computation, not a user's cross-build cache (issue 31): the ALFWorld
+#: The suite tests computation, not a user's cross-build cache: the ALFWorld
 #: user cache (``agentstudies.envs.alfworld.usercache.CACHE_ENV``) is off in every test
 #: and chapter run of the session unless a test turns it on (tests/test_alfworld_usercache.py).
 os.environ["AGENTSTUDIES_CACHE"] = "off"

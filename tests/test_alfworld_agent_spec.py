@@ -1,6 +1,5 @@
 """The ALFWorld handoff and recovery studies take the agent as one
-:class:`agentstudies.specs.AgentSpec` or as the chapters' flat ``agent`` + ``llm_settings``
-(issue 22 item 4): both give the same model configuration and the same tables, against a
+:class:`agentstudies.specs.AgentSpec` or as the chapters' flat ``agent`` + ``llm_settings``: both give the same model configuration and the same tables, against a
 scripted chat server on 127.0.0.1 (the replies are the planner expert's plan, computed
 independently of the studies, as in ``tests/test_llm_alfworld.py``)."""
 

@@ -1,5 +1,5 @@
 """Every code example in the ALFWorld chapters' markdown and in the README's ALFWorld
-snippets runs as written (issue 8, item 7)."""
+snippets runs as written."""
 
 from __future__ import annotations
 

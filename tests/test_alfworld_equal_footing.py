@@ -1,4 +1,4 @@
-"""The equal-footing SFT checkpoint (issue 26 item 4): shipped with digests, verified on
+"""The equal-footing SFT checkpoint: shipped with digests, verified on
 load, trained on as many environment problems as RL."""
 
 from __future__ import annotations

@@ -263,7 +263,7 @@ def test_admissible_features_by_hand():
 
 
 def test_belief_reads_the_raw_look_reply():
-    """ALFWorld's own look reply (issue 26 item 2) tells the belief where the agent is
+    """ALFWorld's own look reply tells the belief where the agent is
     (no visit counted): a stale belief at the fridge is corrected by the raw reply."""
     b = Belief()
     b.update(INTRO)

@@ -273,7 +273,7 @@ def test_step_cache_leaves_every_fork_unchanged():
         assert a["paired"] == b["paired"] and a["decisions"] == b["decisions"] and a["branches"] == b["branches"]
 
 
-# ------------------------------------------------------------------ findings that can fail (issue 25)
+# ------------------------------------------------------------------ findings that can fail
 def _synthetic_paired(kind, n=40, seed=0):
     """Paired table of the factual-success cohort: 'planted' = clean harm + stale rescue at
     every delay, 'reversed' = clean rescue... (clean fails) + stale harm, 'none' = no change."""
@@ -460,7 +460,7 @@ def test_router_findings_not_testable_when_no_outcome_can_change():
     assert rows["why"].str.contains("changed the outcome in 0 of 144").sum() == 5
 
 
-# ------------------------------------------------------------------ the stale-list rule (issue 26)
+# ------------------------------------------------------------------ the stale-list rule
 class ListReadingPolicy(ReadingPolicy):
     """ReadingPolicy that declares it reads the admissible list and logs every (shown
     text, shown list) pair in a class-level log (shared by its deep copies)."""
@@ -528,7 +528,7 @@ def test_stale_condition_shows_the_stale_list_and_refresh_the_current_one():
         ar.run_task(pools["primary"][0], ListReadingPolicy(), stale_admissible="fresh")
 
 
-# ------------------------------------------------------------------ the Fork harness (issue 22 item 3)
+# ------------------------------------------------------------------ the Fork harness
 def test_fork_rows_match_the_branches_they_come_from():
     """Every paired row is the Fork of its branch: y_with is the traced branch's outcome
     (re-stepped on a fresh engine), an ended branch carries y_without, changed / changed_next

@@ -1,4 +1,4 @@
-"""The official-data path on a game where two receptacles share one location (issue 26 item 6).
+"""The official-data path on a game where two receptacles share one location.
 
 In the official ALFWorld data several receptacles can share a location (alfworld issues
 97 / 121 / 131): once the agent is there, ``go to`` the other one is refused, yet

@@ -1,4 +1,4 @@
-"""Acceptance tests of the trained ALFWorld checkpoints (issue 8) and action validity (issue 12.4)."""
+"""Tests of the trained ALFWorld checkpoints and action validity."""
 
 from __future__ import annotations
 
@@ -235,7 +235,7 @@ def test_bootstrap_difference_by_brute_force():
 
 
 def test_dev_split_never_in_handoff_or_recovery_pools():
-    """Three disjoint splits (issue 26 item 3): the development problems the learning
+    """Three disjoint splits: the development problems the learning
     curves were evaluated on are neither evaluation problems (every pool of pools.json,
     which the handoff and recovery studies load) nor training problems, by digest; the
     shipped learning-curve log of the list checkpoints evaluated only development tasks."""

@@ -1,4 +1,4 @@
-"""The cross-build user cache of ALFWorld translations and checked games (issue 31 item 3).
+"""The cross-build user cache of ALFWorld translations and checked games.
 
 A cached and an uncached run must give byte-identical outputs, and an entry altered on
 disk must be detected by its checksum, reported and recomputed -- never trusted.

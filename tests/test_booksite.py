@@ -465,7 +465,7 @@ def test_differs_because_reads_profile_and_simulated_label(tmp_path):
 
 # ------------------------------------------------------------------ glossary vs method pages
 #: Glossary entries whose definition states a sign or a direction; each is checked below
-#: against the method page that states the same thing (issue 29 item 4).
+#: against the method page that states the same thing.
 _DIRECTION = re.compile(r"\b(positive|negative|larger|smaller|below|above|low|high|fails? without|"
                         r"succeeds? without|increases?|decreases?)\b", re.I)
 _OUTCOMES = re.compile(r"\b(fail|succeed)s?\s+without\b.*?\b(fail|succeed)s?\s+with\b", re.S)

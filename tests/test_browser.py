@@ -15,7 +15,7 @@ with every request to another origin blocked. A page fails on
 * horizontal overflow: the page wider than the window, or the text column wider than
   itself (tables and code may scroll inside their own box, the column may not);
 * a display equation cut off (wider than its box, and the box does not scroll);
-* what a reader should never see (issue 29 item 6): a table cell reading ``nan``/``NaN``/
+* what a reader should never see: a table cell reading ``nan``/``NaN``/
   ``inf``/``<NA>``/``None``; a table without a ``<caption>``; the same image twice on a
   page; a table or figure number used twice on a page; a raw ``$`` (not a price like $50), ``\\texttt`` (or another LaTeX command) or a format placeholder
   (``{name:fmt}``, ``name_x:.4f``, ``(n_pool tasks)``) in the rendered text; a bullet list

@@ -1,5 +1,4 @@
-"""The artefact classifier validated on hand-written submissions it was not built from
-(issue 25, item 5): ``data/classifier_corpus/corpus.yaml`` (the development set the
+"""The artefact classifier validated on hand-written submissions it was not built from: ``data/classifier_corpus/corpus.yaml`` (the development set the
 classifier's rules were extended against) and ``heldout.yaml`` (written after those rules
 were frozen, scored once)."""
 

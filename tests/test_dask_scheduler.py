@@ -1,4 +1,4 @@
-"""Scale-out on an existing dask.distributed cluster (issue 13, item 4): one LocalCluster
+"""Scale-out on an existing dask.distributed cluster: one LocalCluster
 started once; seeded_map sends its items there through one reused client, and a
 simulation's table equals the local run's."""
 

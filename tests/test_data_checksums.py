@@ -1,4 +1,4 @@
-"""Every data file the package reads is checked (issue 24, item 4).
+"""Every data file the package reads is checked.
 
 ``data/SHA256SUMS`` covers the files without a ``.sha256`` of their own; a changed or
 truncated file is refused with a message naming it and the ``git checkout`` that restores it,

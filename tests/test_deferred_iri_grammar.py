@@ -1,4 +1,4 @@
-"""agentstudies defers rfc3987_syntax's grammar build (issue 31 item 4) without changing answers."""
+"""agentstudies defers rfc3987_syntax's grammar build without changing answers."""
 
 from __future__ import annotations
 

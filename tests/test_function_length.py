@@ -10,8 +10,7 @@ from pathlib import Path
 SRC = Path(__file__).resolve().parents[1] / "src" / "agentstudies"
 LIMIT = 60
 
-# The exemption list this rule started with (issue 7) is empty since 2026-12-03 (issue 22
-# item 5) and was removed: a long function states its reason or is split.
+# No exemption list: a long function states its reason or is split.
 
 
 def _code_lines(lines, node):

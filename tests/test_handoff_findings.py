@@ -1,4 +1,4 @@
-"""Handoff findings judged from intervals (issue 25): known truths on synthetic handoff tables."""
+"""Handoff findings judged from intervals: known truths on synthetic handoff tables."""
 
 from __future__ import annotations
 

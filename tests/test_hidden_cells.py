@@ -44,9 +44,9 @@ CONVERTED = ("tau_workflow_stress", "tau_controller_audit", "tau_published_runs"
 #: (chapter, kind, text in the flagged line; "" = any) -> why it is still allowed.
 EXEMPT: dict[tuple[str, str, str], str] = {
     ("method_handoff", "comparison", ""): "method page: a worked Eq. 9 example says whether its residual interval "
-                                          "covers zero; not a study chapter of issue 25",
+                                          "covers zero; not a study chapter with findings",
     ("method_sasst", "comparison", ""): "method page: a planted toy example says what its planted design does to "
-                                        "the gap; not a study chapter of issue 25",
+                                        "the gap; not a study chapter with findings",
     ("alfworld_recovery", "comparison", "clean_match_all"): "descriptive clone-audit check (every feasible clean "
                                                             "re-run matches the factual run), not a paper finding",
 }

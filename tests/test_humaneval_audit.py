@@ -1,5 +1,4 @@
-"""The three-way audit of the HumanEval originals and the docstring-example parser
-(issue 23, item 6): hand-worked examples, computed independently of the audit."""
+"""The three-way audit of the HumanEval originals and the docstring-example parser: hand-worked examples, computed independently of the audit."""
 
 from __future__ import annotations
 

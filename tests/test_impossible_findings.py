@@ -1,4 +1,4 @@
-"""Findings, testability and planted controls of the ImpossibleBench chapters (issue 25),
+"""Findings, testability and planted controls of the ImpossibleBench chapters,
 on synthetic truths: a planted effect reappears, none is inconclusive, a reversed one is
 contradicted, an inert arm is not testable here, and ``level`` is honoured. No sandbox runs."""
 

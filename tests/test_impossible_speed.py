@@ -1,4 +1,4 @@
-"""The impossible-task study's speed-ups compute what they replace (issue 31).
+"""The impossible-task study's speed-ups compute what they replace.
 
 * ``_classify._walk`` / ``_children`` (a list-based walk with cached children) give the
   nodes of ``ast.walk`` / ``ast.iter_child_nodes``, the same objects in the same order;

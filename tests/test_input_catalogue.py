@@ -1,4 +1,4 @@
-"""A catalogue of malformed inputs across every entry point (issue 12, item 1).
+"""A catalogue of malformed inputs across every entry point.
 
 Each case feeds one malformed input to SASST, the checkpoint-handoff API, the τ episode
 and audit import, or the ``agentstudies`` CLI, and asserts an error -- or, where the
@@ -534,7 +534,7 @@ def test_cli_corrupt_notebook_is_one_line(tiny_root, capsys):
 
 def test_cli_o_wins_over_the_environment_and_a_failed_first_run_leaves_nothing(tiny_root, tmp_path, monkeypatch, capsys):
     """Two -o runs with AGENTSTUDIES_ARTIFACTS set never share a folder; a first -o run that
-    fails leaves no empty OUT.artifacts/ (issue 24, item 5)."""
+    fails leaves no empty OUT.artifacts/."""
     nb = tiny_root / "notebooks" / "alpha.ipynb"
     book = nbf.read(nb, as_version=4)
     book.cells.append(nbf.v4.new_code_cell(

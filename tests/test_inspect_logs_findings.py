@@ -1,4 +1,4 @@
-"""studies.inspect.findings.log_findings (issue 25) on synthetic tables whose truth is known."""
+"""studies.inspect.findings.log_findings on synthetic tables whose truth is known."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Same parameters and seed -> byte-identical tables, whatever ``--jobs`` is (issue 7).
+"""Same parameters and seed -> byte-identical tables, whatever ``--jobs`` is.
 
 Every chapter that declares ``n_jobs`` is run at its smoke profile twice: the shared
 smoke run with ``--jobs 2`` and a second run with ``--jobs 1`` (both from tests/conftest.py's

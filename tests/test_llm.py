@@ -183,7 +183,7 @@ def _acknowledging_agent(act_after: int, served: str = "served-checkpoint-7b"):
 
 
 def test_acknowledging_agent_scores_1_where_the_write_ran():
-    """tau2-bench issue 182 / PR 297: the user must not end the conversation between its
+    """tau2-bench#182 / PR #297: the user must not end the conversation between its
     consent and the agent's write."""
     agent = "llm:openai-api/local/scripted"
     with ScriptedChatServer(_acknowledging_agent(act_after=1)) as server:
@@ -231,7 +231,7 @@ def test_scripted_chat_user_rules():
     assert u.pending and u.reply("Processing.") is not None
     u.write_ran()
     assert u.reply("Done.") is None and u.unrun_consents == 0 and u.consents == 1
-    # wait_turns = 0 is the old behaviour (tau2-bench issue 182): ends right after consenting
+    # wait_turns = 0 is the old behaviour (tau2-bench#182): ends right after consenting
     u = ScriptedChatUser(task, wait_turns=0)
     u.reply("Shall I proceed?")
     assert u.reply("Thank you for confirming, processing it now.") is None

@@ -1,4 +1,4 @@
-"""The paper-table convention (issue 22 item 2): ``result.table(n)`` dispatches to
+"""The paper-table convention: ``result.table(n)`` dispatches to
 ``_table_<n>``, names the paper, and refuses a table it cannot build by listing those it can."""
 
 import pandas as pd

@@ -1,4 +1,4 @@
-"""Plain papermill follows the CLI's rules (issue 24, item 1).
+"""Plain papermill follows the CLI's rules.
 
 ``papermill notebooks/X.ipynb out.ipynb -p ...`` (as the README documents it) runs a chapter
 without the ``agentstudies`` runner: no parameter check before the run, no staging. The

@@ -242,7 +242,7 @@ def test_cate_router_hash_is_deterministic(fitted):
     a.verify()
 
 
-# ---------------------------------------------------------------- blanket baselines (issue 25 item 4)
+# ---------------------------------------------------------------- blanket baselines
 def test_blanket_baselines_against_hand_computation():
     test = synth(24, 5, prefix="e")
     test["active"] = True

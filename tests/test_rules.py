@@ -1,4 +1,4 @@
-"""CONTRIBUTING.md's rules, checked (issue 22 item 5).
+"""CONTRIBUTING.md's rules, checked.
 
 * **Tolerances** live in ``agentstudies._tolerances``: no bare float literal of magnitude
   at most ``1e-5`` (what a tolerance, a clip or an epsilon looks like) in the code of a
@@ -37,10 +37,9 @@ METHODS = ("sasst", "handoff", "recovery", "stats")
 #: A float literal this small (and not 0) is a tolerance, epsilon or clip.
 TOLERANCE_LIKE = 1e-5
 
-#: Method modules with bare tolerance-like literals, and how many, while their owners
-#: move them to agentstudies._tolerances. sasst/ is being reorganised (issue 22 item 4)
-#: and recovery/_router.py split (item 3) by other engineers in this round; this list
-#: must reach {} (the test fails when a count rises, and when it falls until lowered).
+#: Method modules with bare tolerance-like literals, and how many, until they move to
+#: agentstudies._tolerances; this list must reach {} (the test fails when a count rises,
+#: and when it falls until lowered).
 ALLOWED: dict[str, int] = {
     "sasst/_geometry.py": 2,  # sd > 1e-12, median > 1e-12 (DEGENERATE_TOL)
     "sasst/_planning.py": 1,  # covered >= -1e-12 (SUPPORT_TOL)

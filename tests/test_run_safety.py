@@ -1,4 +1,4 @@
-"""Runs never damage the book (issue 12, item 2): an interrupted run (SIGINT, as Ctrl-C in
+"""Runs never damage the book: an interrupted run (SIGINT, as Ctrl-C in
 a terminal sends it to the whole foreground process group) and a run that fails on
 purpose leave the book's executed chapter notebook and its artifacts byte-identical.
 

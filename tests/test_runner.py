@@ -212,7 +212,7 @@ def test_figures_reach_the_executed_notebook(tree, monkeypatch):
 
 
 def test_run_notebook_respects_existing_artifacts_env(tree, tmp_path, monkeypatch):
-    """Without -o the environment variable chooses the folder; -o wins over it (issue 24)."""
+    """Without -o the environment variable chooses the folder; -o wins over it."""
     monkeypatch.setenv("AGENTSTUDIES_ARTIFACTS", str(tmp_path / "elsewhere"))
     runner.run_notebook("nojobs", {"n": 3}, root=tree)
     got = json.loads((tmp_path / "elsewhere" / "nojobs" / "seen.json").read_text())
@@ -666,8 +666,7 @@ def test_confidence_levels_are_checked_up_front(tmp_path):
 
 def test_the_book_model_imports_alone_without_papermill():
     """book.chapter, book.site and book.paper.runs read the TOC and parameters through
-    agentstudies.book.model: importing it loads no other pipeline module and no papermill
-    (issue 22 item 3), counted in a fresh interpreter."""
+    agentstudies.book.model: importing it loads no other pipeline module and no papermill, counted in a fresh interpreter."""
     import subprocess
 
     code = ("import sys, agentstudies.book.model; "

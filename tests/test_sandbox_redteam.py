@@ -1,7 +1,7 @@
 """Red-team suite of the impossible-task sandbox: adversarial submissions, each run through
 :func:`run_submission` (real processes), each with the verdict it must get.
 
-The classes (issue 23): verdict forging (harness globals, builtins, inherited descriptors,
+The classes: verdict forging (harness globals, builtins, inherited descriptors,
 extra lines, stolen nonce); ``dir_fd`` / ``openat`` reads and writes; Unix and IP sockets;
 ``/proc`` of other processes; host files and cross-run tampering; fork, thread, memory,
 recursion and disk bombs; signals; threads; output floods; early exits of every kind;

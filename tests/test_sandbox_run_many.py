@@ -1,4 +1,4 @@
-"""run_many: thread workers give the outcomes of the sequential path, in input order (issue 31)."""
+"""run_many: thread workers give the outcomes of the sequential path, in input order."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Speed work on SASST rule scoring and refits changes no number (issue 31, brief H2).
+"""Speed work on SASST rule scoring and refits changes no number.
 
 Each shortcut is checked against the computation it replaces, bit for bit (``tobytes``
 equality, not a tolerance): the batched tilt scores of :func:`score_matrix` against every

@@ -1,4 +1,4 @@
-"""Testability and planted controls of the feasibility chapter (issue 25 items 2-3):
+"""Testability and planted controls of the feasibility chapter:
 ``feasibility_testability`` on hand-made records, ``feasibility_controls`` on a few real
 Study C replicates (the planted subject is blocked by construction, the null is not)."""
 

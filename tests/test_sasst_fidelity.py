@@ -1,4 +1,4 @@
-"""SASST fidelity to the paper (issue 13, item 1): split denominators in discovery
+"""SASST fidelity to the paper: split denominators in discovery
 feasibility (App. C.2), confirmation distances in the frozen discovery geometry (C.3),
 statuses in Table 3's order, the soft selection the rules are tuned against, and
 stability that reruns the slot on each resample. Every expected value is computed here

@@ -1,4 +1,4 @@
-"""studies.sasst.findings.calibration_findings (issue 25) on synthetic Monte-Carlo summaries
+"""studies.sasst.findings.calibration_findings on synthetic Monte-Carlo summaries
 whose truth is known."""
 
 from __future__ import annotations

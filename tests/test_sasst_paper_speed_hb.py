@@ -1,4 +1,4 @@
-"""Speed work on the SASST real-feature and geometry studies changes no number (issue 31, brief HB).
+"""Speed work on the SASST real-feature and geometry studies changes no number.
 
 Each shortcut is checked bit for bit (``tobytes`` equality, not a tolerance) against the
 literal computation it replaces, written out here: the neighbourhood means of

@@ -1,4 +1,4 @@
-"""A subset with no rule weight (issue 30 / H3 item 3): the plan's ratios there are NaN
+"""A subset with no rule weight: the plan's ratios there are NaN
 (undefined) without numpy's "invalid value encountered in divide" RuntimeWarning, which
 tau_workflow_stress printed into its chapter from ``sasst/_plan.py``; the defined values
 elsewhere are unchanged and the support check sees a split share of 0."""

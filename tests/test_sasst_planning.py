@@ -1,4 +1,4 @@
-"""Planning tools (issue 13, item 5): stressed-ESS power and the small-cluster coverage
+"""Planning tools: stressed-ESS power and the small-cluster coverage
 check for a user's own N, family and effect size, against closed forms and brute force."""
 
 import numpy as np

@@ -1,4 +1,4 @@
-"""Pre-registration (issue 13, item 2): a frozen discovery saved to one JSON file
+"""Pre-registration: a frozen discovery saved to one JSON file
 confirms new episodes from that file alone, in a fresh process, with the same report as
 the in-memory run; custom rule kinds round-trip through the rule registry."""
 
@@ -143,7 +143,7 @@ def test_preregistration_confirms_in_a_fresh_process_like_the_in_memory_run(tmp_
         pre.confirm(ep1, f1)
 
 
-# ----------------------------------------------------------------------------- issue 30, item 1
+# ----------------------------------------------------------------------------- what the integrity binds
 # A pre-registration that binds: each change below must be refused with the field named.
 from agentstudies.sasst import PreregistrationError  # noqa: E402
 from agentstudies.sasst.geometry import SHIFT_TOLERANCE

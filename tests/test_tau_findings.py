@@ -1,4 +1,4 @@
-"""Findings of the τ chapters (issue 25): workflow-stress findings, testability and planted
+"""Findings of the τ chapters: workflow-stress findings, testability and planted
 controls, and the controller-audit findings, on synthetic inputs whose truth is known."""
 
 from __future__ import annotations

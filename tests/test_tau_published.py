@@ -16,7 +16,7 @@ from agentstudies.envs.tau import pristine_db
 
 def test_task_audit_flags_retail_2_to_4_failing_gold_reads():
     """retail 2-4 read product 6086499569, which is not in the retail database
-    (tau2-bench issue 89): the audit must flag that read; retail 0, 1 and 5 are clean."""
+    (tau2-bench#89): the audit must flag that read; retail 0, 1 and 5 are clean."""
     ids = [f"retail/{i}" for i in range(6)]
     audit = task_audit(task_ids=ids).set_index("task_id")
     products = pristine_db("retail").products

@@ -1,4 +1,4 @@
-"""ToolSandbox-style world, scoring, scripted agents (issue 11 acceptance checks)."""
+"""ToolSandbox-style world, scoring, scripted agents."""
 
 from __future__ import annotations
 

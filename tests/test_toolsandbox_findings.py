@@ -1,4 +1,4 @@
-"""ToolSandbox findings, testability and planted controls on synthetic truths (issue 25 / 27 item 4)."""
+"""ToolSandbox findings, testability and planted controls on synthetic truths."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""ToolSandboxEnv.observation() hands out shared views read-only (review leftover of issue 31).
+"""ToolSandboxEnv.observation() hands out shared views read-only.
 
 The per-episode reuse of message views means an agent that changed an observation's
 message would have changed every later observation; now changing one raises TypeError

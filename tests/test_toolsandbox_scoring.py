@@ -1,4 +1,4 @@
-"""ToolSandbox-faithful scoring (issue 27 item 1): adversarial trajectories.
+"""ToolSandbox-faithful scoring: adversarial trajectories.
 
 Each test builds a trajectory that the old scorer rewarded (reply before the look-up, a
 write before the clock was read, one keyword for a decline, an unrelated write) and checks

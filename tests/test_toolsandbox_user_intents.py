@@ -1,4 +1,4 @@
-"""The LLM path's user: which question an agent's free text asks (issue 27 item 4).
+"""The LLM path's user: which question an agent's free text asks.
 
 The phrasings below were written before the matcher was changed, as an agent might ask
 them; each names the slot a person would hear in it. (They are not independent of this

@@ -1,4 +1,4 @@
-"""alfworld_training.training_findings (issue 25) on synthetic held-out episodes whose truth
+"""alfworld_training.training_findings on synthetic held-out episodes whose truth
 is known: planted RL gain -> reappears, none -> inconclusive, reversed -> contradicted, level."""
 
 from __future__ import annotations

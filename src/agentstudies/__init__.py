@@ -92,7 +92,7 @@ __all__ = ["__version__"]
 
 
 def _defer_iri_grammar() -> None:
-    """Defer ``rfc3987_syntax``'s grammar build until an IRI is actually checked (issue 31).
+    """Defer ``rfc3987_syntax``'s grammar build until an IRI is actually checked.
 
     jsonschema's format module imports ``rfc3987_syntax`` whenever it is installed
     (jupyter-events pulls it in), and that import builds an Earley parser for RFC 3987:

@@ -1,4 +1,4 @@
-"""Checked reads of the files shipped under ``data/`` (issue 24, item 4).
+"""Checked reads of the files shipped under ``data/``.
 
 ``data/SHA256SUMS`` lists ``<sha256>  <path relative to data/>`` (the format of
 ``sha256sum``) for every shipped data file that has no checksum file of its own

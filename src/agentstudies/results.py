@@ -280,7 +280,7 @@ class Result:
 
 
 class PaperTables:
-    """Mixin: the one paper-table convention (issue 22, item 2).
+    """Mixin: the one paper-table convention.
 
     A result that regenerates tables of a paper sets the class attribute ``PAPER`` (the
     paper's key in :mod:`agentstudies.book.paper.map`: ``"sasst"``, ``"handoff"``, ``"cir"``,

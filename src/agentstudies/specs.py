@@ -1,6 +1,6 @@
 """Parameter objects for the groups of settings that recur across study signatures.
 
-Two groups travel together through many functions (issue 22 item 4):
+Two groups travel together through many functions:
 
 * :class:`AgentSpec` -- which agent acts and, for a model, where and how it samples:
   ``agent`` (``"simulated"`` or ``"llm:<provider>/<model>"``), ``base_url``,

@@ -30,7 +30,7 @@ from agentstudies.agents._llm import (
 from agentstudies.agents.base import Policy, SimulatedPolicyMixin
 from agentstudies.agents.controllers import WORKFLOWS, ProposedCall, make_controller
 
-#: 12 names (issue 22 item 4 budget); everything environment-specific is in the subpackages.
+#: 12 names (budget); everything environment-specific is in the subpackages.
 __all__ = [
     "Policy",
     "SimulatedPolicyMixin",

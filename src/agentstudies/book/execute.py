@@ -84,7 +84,7 @@ def run_notebook(
     ``artifacts`` (Python only) names the artifacts root outright and wins over both.
     ``$AGENTSTUDIES_ARTIFACTS`` sets the artifacts root of a run *without* ``output_path``
     (a relative value is relative to the folder the command was given in, see
-    :func:`resolve_artifacts_env`); ``output_path`` wins over it (issue 24), so two ``-o``
+    :func:`resolve_artifacts_env`); ``output_path`` wins over it, so two ``-o``
     runs never share a folder. A failed run that created the artifacts root removes it
     again (no empty ``OUT.artifacts/`` is left).
 

@@ -405,7 +405,7 @@ SAMPLE_SIZE_PARAMETERS = frozenset({
 DRAW_PARAMETERS = frozenset({"n_boot", "n_draws", "n_multiplier"})
 
 def _usable_problem(name: str, value: Any) -> str | None:
-    """Why an in-type, in-range value still cannot work (``None``: it can), issue 24.
+    """Why an in-type, in-range value still cannot work (``None``: it can).
 
     Checked before a run (``agentstudies run``/``book``) and inside the kernel by
     :meth:`agentstudies.book.chapter.Chapter.from_parameters` (plain papermill): NaN or +/-inf for

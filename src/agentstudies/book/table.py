@@ -1,4 +1,4 @@
-"""The one table renderer of the book: every table a chapter displays (issue 29 item 1).
+"""The one table renderer of the book: every table a chapter displays.
 
 :class:`Table` (shown by ``Chapter.table`` and, inside a chapter, by every DataFrame,
 Series or Styler a cell displays: :func:`install_table_formatter`) renders theme-consistent

@@ -3,8 +3,8 @@ task-level cluster-bootstrap intervals, rescue / harm, intervention rates, the c
 rate and the sign-flip p-value (:func:`evaluate_policies` -> :class:`RouterEvaluation`),
 and which trajectories each policy rescues (:func:`rescue_sets`).
 
-Source: CIR paper (Xiao et al., arXiv:2610.00372), the evaluation protocol; the rescue-set
-comparison: issue 25 item 4.
+Source: CIR paper (Xiao et al., arXiv:2610.00372), the evaluation protocol (the rescue-set
+comparison is ours).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 the vault that seals the evaluation outcomes until frozen routers are shown.
 
 Source: CIR paper (Xiao et al., arXiv:2610.00372): everything is frozen before the
-evaluation pool's outcomes are read; blanket baselines: issue 25 item 4.
+evaluation pool's outcomes are read; the blanket baselines are ours.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ class OutcomesSealedError(RuntimeError):
 
 
 
-#: Kinds of the degeneracy-revealing baselines (issue 25 item 4): ``always`` refreshes every
+#: Kinds of the degeneracy-revealing baselines: ``always`` refreshes every
 #: trajectory at one delay; ``random`` refreshes a keyed random share of trajectories at a
 #: keyed random candidate delay.
 BLANKET_KINDS: tuple[str, ...] = ("always", "random")
@@ -61,7 +61,7 @@ def blanket_routers(features: Sequence[str], *, rate: float, seed: int = 0,
 
     ``rate`` is a fraction in [0, 1]; match it to the router's *evaluation* intervention
     rate (decisions on the evaluation features need no outcomes, so matching there reads
-    nothing sealed). Source: issue 25 item 4 (degeneracy-revealing baselines).
+    nothing sealed). Source: ours (degeneracy-revealing baselines).
 
     Raises ``ValueError`` for a rate outside [0, 1].
     """

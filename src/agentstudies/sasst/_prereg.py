@@ -18,7 +18,7 @@ File layout (``format`` :data:`FORMAT`)::
      quantiles, cdf}], tolerance}, "registry": {families, rule_kinds},
      "integrity": {algorithm, digest, fields}}
 
-What binds (issue 30): ``integrity`` holds a SHA-256 over the four sections and one per
+What binds: ``integrity`` holds a SHA-256 over the four sections and one per
 field (down to each slot's and each frozen rule's entries), so an edited threshold, cap,
 rule or geometry is refused at :meth:`Preregistration.load`, naming the field (the
 digests guard against edits, not against someone who rewrites them too). ``registry``

@@ -119,8 +119,8 @@ class ScriptedChatUser:
     An agent message that asks nothing ends the conversation (``None``) unless a consent
     is pending: then the user answers "please go ahead" for up to ``wait_turns`` such
     messages and ends after the next one with ``end_reason = "write_never_ran"``. This
-    is the fix of the τ²-bench user-simulator bug (sierra-research/tau2-bench issue 182,
-    PR 297) where the user ended the conversation right after confirming, before the
+    is the fix of the τ²-bench user-simulator bug (sierra-research/tau2-bench#182,
+    PR #297) where the user ended the conversation right after confirming, before the
     agent's write ran ("Thank you for confirming, processing it now" then scored 0).
     After ``max_turns`` replies the user ends with ``end_reason = "max_turns"``.
 

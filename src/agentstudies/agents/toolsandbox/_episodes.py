@@ -235,7 +235,7 @@ def run_episodes(cases: Sequence[Case], *, workflows: Sequence[str] = WORKFLOWS,
     every fresh process worker first pays about 1 CPU-s of imports plus its own warm-up
     (rouge-score / nltk, the ROUGE-L memo), so ``n_jobs=2`` measured 0.61x-0.70x of
     ``n_jobs=1`` on a first call and 0.85x with warm workers (``benchmarks/bench_parallel.py``,
-    ``bench_toolsandbox.py``, 2 shared cores, issue 31). Pass ``n_jobs > 1`` only for grids
+    ``bench_toolsandbox.py``, 2 shared cores). Pass ``n_jobs > 1`` only for grids
     many times larger, where the per-worker start is amortised.
 
     ``agent="llm:<provider/model>"`` runs :class:`agentstudies.agents.toolsandbox.LLMToolSandboxPolicy`

@@ -156,7 +156,7 @@ _TREATED = dict(p_dependency_giveup=0.08, p_canonicalization=0.1, p_insufficient
 #: *reading* the shown names and descriptions (:func:`rank_tools`); no probability acts on
 #: the augmentations, so scramble and distraction effects come from what they read.
 #: ``reader``: reading only, every mistake probability 0. ``base_knobs`` / ``treated_knobs``:
-#: the earlier agents (issue 11), which find tools in the canonical registry and confuse
+#: the earlier agents, which find tools in the canonical registry and confuse
 #: them with per-augmentation probabilities (kept as a named option for comparison).
 PROFILES: Mapping[str, ToolAgentProfile] = {
     "base": ToolAgentProfile("base", **_NO_CONFUSION),

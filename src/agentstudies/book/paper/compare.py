@@ -1,4 +1,4 @@
-"""Our table beside the paper's: the one module of paper comparisons (issue 22 item 3).
+"""Our table beside the paper's: the one module of paper comparisons.
 
 Chapters and the book's generated pages compare this run with a paper through these
 functions only; the paper's values are read from CSV (``data/paper/`` or a chapter's

@@ -566,7 +566,7 @@ def run_many(subs: Sequence[Submission], config: SandboxConfig = SandboxConfig()
     on the child and parses one line, so two threads keep two cores busy. Process workers
     (loky) had to import the package and pay the once-per-process canary runs (~0.4 s)
     each before their first run, which is why ``n_jobs=2`` gained nothing over ``n_jobs=1``
-    on 24-run batches (issue 31). The canary runs once, here, before any worker starts;
+    on 24-run batches. The canary runs once, here, before any worker starts;
     per-run uids are leased by ``flock`` (exclusive between threads too), and the result
     pipe's descriptors are close-on-exec, so a concurrent run's child never holds them.
 

@@ -197,7 +197,7 @@ def _failed_gold_calls(task: TauTask) -> tuple[list[str], list[str]]:
 
     A failing write raises ``ToolError`` in the package's own gold replay, which skips it
     silently, so the gold database never gets its change. A failing read (for example a
-    product id that is not in the database, as in retail 2-4, tau2-bench issue 89) does not
+    product id that is not in the database, as in retail 2-4, tau2-bench#89) does not
     change the gold database, but the gold trajectory it belongs to cannot be followed by
     an agent. ``transfer_to_human_agents`` cannot fail and is skipped; ``calculate`` counts
     as a read.

@@ -156,7 +156,7 @@ class ToolSandboxEnv:
         log holds that same message object at that index (a replaced or restored message
         is viewed afresh), and the tool specs once per episode: the scripted and LLM
         agents only read them (about 8 observations per episode rebuilt every earlier
-        message's dict; issue 31). Shared, so read-only: each message and spec is a
+        message's dict). Shared, so read-only: each message and spec is a
         :class:`ReadOnlyDict` (nested dicts / lists read-only too; changing one raises
         ``TypeError``); the returned dict and its ``messages`` list are the caller's."""
         seen = self._views

@@ -127,7 +127,7 @@ def _recipes() -> list[tuple[str, dict]]:
     for first, second in (("setting", "stock"), ("currency", "add_reminder"), ("weather_city", "send_contact"),
                           ("stock", "remove_reminder"), ("units", "add_contact"), ("send_contact", "setting")):
         r.append(("two_requests", {"first": first, "second": second}))
-    # issue 27: look-ups behind wifi (and low battery), branching DAGs; appended so earlier ids stay
+    # look-ups behind wifi (and low battery), branching DAGs; appended so earlier ids stay
     for what, low, arg in (("stock", False, "Apple"), ("stock", True, "Nvidia"), ("stock", False, "Adobe"),
                            ("currency", False, None), ("currency", True, None), ("weather_city", False, ("Berlin", 0)),
                            ("weather_city", True, ("Toronto", 1)), ("weather_city", True, ("Mumbai", 0))):

@@ -1,4 +1,4 @@
-"""Impossible coding tasks: planted controls of the chapters' verdict rules (issue 25 item 3).
+"""Impossible coding tasks: planted controls of the chapters' verdict rules.
 
 Part of the study driver :mod:`agentstudies.studies.impossible` (import from there):
 :func:`impossible_controls` runs each rule on synthetic tables of a planted subject (the
@@ -22,7 +22,7 @@ from agentstudies.studies.impossible.rates import reminder_analysis, workflow_sa
 __all__ = ["CONTROL_SUBJECTS", "impossible_controls"]
 
 
-# ------------------------------------------------------------------------ planted controls (issue 25 item 3)
+# ------------------------------------------------------------------------ planted controls
 #: The subjects of :func:`cheating_controls` / :func:`workflow_controls` (labels on every
 #: row). Synthetic tables drawn from stated rates, not the sandbox or the agents.
 CONTROL_SUBJECTS = {
@@ -128,7 +128,7 @@ _CONTROL_FAMILIES = {
 
 def impossible_controls(families: Sequence[str], *, replicates: int = 40, n_tasks: int = 30, level: float = 0.95,
                         n_draws: int = 400, seed: int = 0, n_jobs: int = 1, min_ess: float = 8.0) -> pd.DataFrame:
-    """Planted controls of the ImpossibleBench verdict rules (issue 25 item 3): ``controls.csv``.
+    """Planted controls of the ImpossibleBench verdict rules: ``controls.csv``.
 
     For each family of ``families`` (``"setting"``: the paired rate-difference rule of
     :func:`rate_difference` behind every workflow finding; ``"difficulty"``: its stratified

@@ -28,7 +28,7 @@ __all__ = [
 ]
 
 
-# ------------------------------------------------------------------------ findings (issue 25)
+# ------------------------------------------------------------------------ findings
 #: The paper's claims behind :func:`cheating_findings` / :func:`workflow_findings`
 #: (ImpossibleBench Secs. 3-5). Values are approximate, read from the paper's figures via
 #: secondary summaries (``shared/notes/impossiblebench.md``,
@@ -92,7 +92,7 @@ def _factor(arm: Workflow, base: Workflow) -> str:
 
 def workflow_testability(episodes: pd.DataFrame, attempts: pd.DataFrame, *,
                          base: str | Workflow = BASE_WORKFLOW) -> pd.DataFrame:
-    """Did each workflow change anything? (issue 25 item 2): ``testability.csv`` rows.
+    """Did each workflow change anything? ``testability.csv`` rows.
 
     For every workflow of ``episodes`` other than ``base`` (a :class:`Workflow` or its
     name), over the paired episodes (same task, variant kind, policy, replicate, reminder
@@ -266,7 +266,7 @@ def cheating_findings(episodes: pd.DataFrame, testab: pd.DataFrame | None = None
         rounds, cheated, passed, classified, difficulty, task_id``).
 
     Source: ImpossibleBench (Zhong, Raghunathan & Carlini, 2025) Secs. 3-5 for the claims
-    (:data:`PAPER_FINDINGS`, approximate); issue 25 for the verdict rules.
+    (:data:`PAPER_FINDINGS`, approximate); the verdict rules: :mod:`agentstudies.findings`.
 
     Length: one statement per paper claim (ten), in the paper's order, beside the two small
     judges they share; split apart, a reader could no longer see which rule judges which claim.
@@ -400,7 +400,7 @@ def workflow_findings(report, episodes: pd.DataFrame, reminder=None, testab: pd.
         Missing columns in ``episodes``.
 
     Source: ImpossibleBench Sec. 5 (workflows, approximate values); SASST (Xu et al., 2026)
-    for the uniform slot; CIR's paired forks for the reminder; issue 25 for the rules.
+    for the uniform slot; CIR's paired forks for the reminder; the rules: :mod:`agentstudies.findings`.
     """
     from dataclasses import replace
 
@@ -458,7 +458,7 @@ def reminder_harm_sentence(cells: pd.DataFrame) -> str:
     ``cells`` is :func:`reminder_analysis`'s ``.cells`` (``cohort``, ``harm``). Says that the
     reminder made the agent abandon solvable tasks when any ``original`` fork was harmed,
     otherwise that none was (and where such a cost would show). A run with no ``original``
-    cohort counts as no harm. The choice lives here, not in a notebook cell (issue 25).
+    cohort counts as no harm. The choice lives here, not in a notebook cell.
 
     Raises ``KeyError`` if ``cells`` lacks ``cohort`` or ``harm``.
     """

@@ -1,4 +1,4 @@
-"""The "Bring your own Inspect logs" chapter's findings (issue 25 item 1).
+"""The "Bring your own Inspect logs" chapter's findings.
 
 The chapter converts real Inspect logs (τ²-bench retail, Inspect's mock model playing a
 *simulated* agent with two fixed workflows) into an episode table, runs SASST and pass^k
@@ -7,7 +7,7 @@ claims from those tables: exact criteria for the conversion and the abstention, 
 (Clopper-Pearson) or task-bootstrap intervals for rates, and ``not testable here`` from a
 measurement (no errored sample, no task whose replicates disagree).
 
-Source: issue 25; τ-bench's pass^k (Yao et al., 2024, §5); the τ chapters' evaluator
+Source: τ-bench's pass^k (Yao et al., 2024, §5); the τ chapters' evaluator
 audit (degenerate agents pass some τ² tasks).
 """
 

@@ -1,4 +1,4 @@
-"""Findings of the SASST simulation chapters (issue 25 item 1): Monte-Carlo coverage and
+"""Findings of the SASST simulation chapters: Monte-Carlo coverage and
 error rates judged by exact intervals against the paper's stated targets.
 
 :func:`calibration_findings` reads the summaries of :mod:`agentstudies.studies.sasst.calibration`
@@ -10,7 +10,7 @@ same-data gap has a Wald interval from the discordant pairs (the same pairs McNe
 uses). The targets are the paper's: nominal ``1 - alpha`` coverage and an ``alpha``
 false-fragility rate (SASST, Appendix D.1).
 
-Source: issue 25; SASST Appendix D (Tables 4-12).
+Source: SASST Appendix D (Tables 4-12).
 """
 
 from __future__ import annotations
@@ -355,7 +355,7 @@ FEASIBILITY_CONTROL_FAMILIES: dict[str, tuple[str, str, float, str, str]] = {
 
 
 def feasibility_testability(records: pd.DataFrame, *, tol: float | None = None) -> pd.DataFrame:
-    """Was each Study C setting able to test its claim? (issue 25 item 2): ``testability.csv``.
+    """Was each Study C setting able to test its claim? ``testability.csv``.
 
     Per setting of the trial records (:func:`agentstudies.studies.sasst.feasibility.run_feasibility`):
     ``rule_frozen`` - share of trials in which discovery admitted a rule (the support
@@ -392,7 +392,7 @@ def feasibility_testability(records: pd.DataFrame, *, tol: float | None = None) 
 
 def feasibility_controls(cfg=None, *, replicates: int = 20, trials: int = 5, level: float = 0.95, seed: int = 0,
                          n_jobs: int = 1, backend: str = "loky", n_stability: int = 5) -> pd.DataFrame:
-    """Planted controls of the feasibility chapter's verdict rule (issue 25 item 3): ``controls.csv``.
+    """Planted controls of the feasibility chapter's verdict rule: ``controls.csv``.
 
     For each family of :data:`FEASIBILITY_CONTROL_FAMILIES`, ``replicates`` replicates of
     ``trials`` Study C trials of the *planted* setting (the claim holds by construction)

@@ -275,8 +275,8 @@ class AuditConfig:
 #: Relative margin below the nearest target tilt's distance of the "target outside budget" radius.
 #: The distance is measured where the budget is checked: on each trial's discovery half, with
 #: the registry and the geometry fitted there as discovery fits them (score-blind: features
-#: only), so no target tilt can be admitted (issue 30; an all-task budget admitted the target
-#: in 27 of 1,200 trials). The margin keeps the budget clearly below the target, not at it.
+#: only), so no target tilt can be admitted (a budget measured on all tasks admitted
+#: the target in 27 of 1,200 trials). The margin keeps the budget clearly below the target, not at it.
 OUTSIDE_MARGIN = 0.2
 
 #: Suffix of the Table 10 rows whose budget excludes the target (the paper's setting).

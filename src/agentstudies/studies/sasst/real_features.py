@@ -134,8 +134,8 @@ class RealFeatureConfig:
     direction_neighbours : neighbourhood sizes of the ``item_bump+direction`` registry's tilts
     ceiling_target : recovery-AUC ceiling at or above which the design can reproduce the
         paper's recovery; ``None`` (default) is the paper's achieved AUC
-        (:data:`PAPER_RECOVERY_AUC`; issue 30: a cut-off of ours, 0.9, said "can test"
-        for a ceiling below what the paper's rule achieved)
+        (:data:`PAPER_RECOVERY_AUC`: a lower cut-off of ours would say "can test" for
+        a ceiling below what the paper's rule achieved)
     n_stability : discovery resamples for functional stability
     top_fraction : share of items forming the top-weighted set (stability and diagnostics)
     stability_threshold, min_ess, density_cap : support and stability checks

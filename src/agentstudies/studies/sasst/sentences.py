@@ -1,4 +1,4 @@
-"""The "What this run shows" sentences of the SASST chapters Tables 6-11 (issue 25 acceptance).
+"""The "What this run shows" sentences of the SASST chapters Tables 6-11.
 
 The chapters ``sasst_small_clusters`` and ``sasst_feasibility`` used to build these
 sentences in hidden notebook cells, with comparisons against the paper's values and a

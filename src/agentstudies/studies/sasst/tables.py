@@ -1,4 +1,4 @@
-"""SASST Tables 6-11 as paper-table results (issue 22 item 2: one table convention).
+"""SASST Tables 6-11 as paper-table results (one table convention).
 
 Each result holds the trial records (and the design) its chapter ran and regenerates the
 paper's tables through :meth:`agentstudies.results.PaperTables.table` (``PAPER = "sasst"``):

@@ -385,7 +385,7 @@ def episode_counts(episodes: pd.DataFrame) -> pd.DataFrame:
     )
 
 
-# ----------------------------------------------------------------------------- findings (issue 25)
+# ----------------------------------------------------------------------------- findings
 #: The four fractions of Table 13, in the paper's column order.
 TABLE13_METRICS = ("invalid_block_recall", "valid_approval", "confirmed_executed", "declined_blocked")
 
@@ -449,7 +449,7 @@ class ControllerAudit(PaperTables):
 
 def audit_findings(audit: pd.DataFrame, boundary: pd.DataFrame, episodes: pd.DataFrame | None = None,
                    testab: pd.DataFrame | None = None, *, paper: pd.DataFrame | None = None):
-    """The controller audit's findings (issue 25 item 1), each by the paper's exact criterion.
+    """The controller audit's findings, each by the paper's exact criterion.
 
     - one row per workflow: *its Table 13 row equals the paper's* (all four fractions to
       three decimals; Appendix D.7);
@@ -544,7 +544,7 @@ def _decision_replay(deck: list[DeckCard], kind: str, rng) -> pd.DataFrame:
 
 
 def audit_controls(*, replicates: int = 40, level: float = 0.95, seed: int = 0) -> pd.DataFrame:
-    """Planted controls of the audit's verdict rule (issue 25 item 3): ``controls.csv``.
+    """Planted controls of the audit's verdict rule: ``controls.csv``.
 
     Each replicate draws a deck (:func:`audit_deck` with seed ``seed + r``: other argument
     alterations) and replays it through the three controllers' decisions with the

@@ -477,7 +477,7 @@ def confirmed_unrun_writes(records: Sequence[dict]) -> pd.DataFrame:
     asks for an answer (a ``?``, "let me know", "shall I", "would you like", "confirm"),
     proposes a write (cancel, book, change, update, upgrade, issue/send a certificate, add
     bags, refund) and is not an offer to transfer to a human; and the gold holds a write
-    tool. The agent's write can then never run: the episode is over (τ²-bench issue 182
+    tool. The agent's write can then never run: the episode is over (tau2-bench#182
     describes the same user-simulator behaviour).
 
     Returns

@@ -340,7 +340,7 @@ def seed_flip_rates(episodes: pd.DataFrame, *, n_draws: int = 2000, level: float
     return pd.DataFrame(rows)
 
 
-# ----------------------------------------------------------------------------- findings (issue 25)
+# ----------------------------------------------------------------------------- findings
 #: Contrasts whose testability is measured: (name, workflow, reference).
 CONTRASTS: tuple[tuple[str, str, str], ...] = (
     ("Plan + verifier − ReAct", "Plan + verifier", BASELINE),
@@ -353,7 +353,7 @@ TESTABILITY_COLUMNS = ["profile", "contrast", "workflow", "reference", "pairs", 
 
 
 def workflow_testability(episodes: pd.DataFrame) -> pd.DataFrame:
-    """Did a workflow change anything? (issue 25 item 2): ``testability.csv``.
+    """Did a workflow change anything? ``testability.csv``.
 
     Pairs are the episodes of one (profile, task, seed) under the contrast's two workflows.
     Per profile and contrast:
@@ -447,7 +447,7 @@ def _paper14(study: str | None) -> dict[str, Any]:
 def stress_findings(reports: Mapping[str, SASSTReport], *, testab: pd.DataFrame | None = None,
                     seed_flips: pd.DataFrame | None = None, study_of: Mapping[str, str] | None = None,
                     labels: Mapping[str, str] | None = None):
-    """The workflow stress chapter's findings (issue 25 item 1), per agent profile.
+    """The workflow stress chapter's findings, per agent profile.
 
     For each profile's ten-slot report (Studies F / G of SASST Section 4):
 
@@ -623,7 +623,7 @@ def _stress_control_replicate(item, rng, **kw):  # seeded_map signature
 def stress_controls(*, replicates: int = 40, n_tasks: int = 40, n_seeds: int = 2, level: float = 0.95,
                     n_draws: int = 400, n_stability: int = 10, min_ess: float = 20.0, seed: int = 0,
                     n_jobs: int = 1) -> pd.DataFrame:
-    """Planted controls of the chapter's SASST verdict rule (issue 25 item 3): ``controls.csv``.
+    """Planted controls of the chapter's SASST verdict rule: ``controls.csv``.
 
     Runs :func:`run_tau_sasst` (the ten slots, the same plan, family and radii rule) on
     ``replicates`` synthetic episode tables of ``n_tasks`` tasks × ``n_seeds`` seeds with

@@ -394,7 +394,7 @@ def plot_group_means(result: GroupMeans, estimand: str = "similarity", *, title:
     return fig
 
 
-# ------------------------------------------------- findings (issue 25 / issue 27 item 4)
+# ------------------------------------------------- findings
 #: (arm, reference) augmentation contrasts: distraction tools against the base allow-list,
 #: each scramble against the +3 distraction tools it is applied on.
 AUGMENTATION_CONTRASTS: tuple[tuple[str, str], ...] = (

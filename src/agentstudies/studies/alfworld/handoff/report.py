@@ -1,8 +1,7 @@
 """Findings, planted controls, solver testability and Table 8 of the ALFWorld handoff study.
 
-Split from :mod:`agentstudies.studies.alfworld.handoff.run` (module length rule, issue 22 item
-3), which re-exports every public name here, so callers keep importing from it. Everything
-here reads the study's tables (``episodes``, ``actions``) or the handoff method's results;
+The package :mod:`agentstudies.studies.alfworld.handoff` re-exports every public name
+here beside those of :mod:`~agentstudies.studies.alfworld.handoff.run`. Everything here reads the study's tables (``episodes``, ``actions``) or the handoff method's results;
 nothing runs the engine.
 """
 
@@ -91,7 +90,7 @@ SOLVER_TESTABILITY_COLUMNS = ["split", "reacher", "states", "next_action_changed
 
 def solver_testability(episodes: pd.DataFrame, actions: pd.DataFrame | None = None, *, base: str = "SFT",
                        treated: str = "RL") -> pd.DataFrame:
-    """Did swapping the solver change anything? (issue 25 item 2).
+    """Did swapping the solver change anything?
 
     Per split and reacher, over the reached states (one per task, seed, reacher): the share
     of states where the ``treated`` solver's first command differs from the ``base``
@@ -325,7 +324,7 @@ def _handoff_control_replicate(item, rng, **kw):  # seeded_map signature
 
 def handoff_controls(*, replicates: int = 40, n_per_type: int = 5, n_seeds: int = 2, level: float = 0.95,
                      n_draws: int = 200, seed: int = 0, n_jobs: int = 1) -> pd.DataFrame:
-    """Planted controls of the handoff verdict rules (issue 25 item 3): ``controls.csv``.
+    """Planted controls of the handoff verdict rules: ``controls.csv``.
 
     The chapter's rules (:func:`agentstudies.handoff.analyze_handoff` task-stratified
     bootstrap intervals judged by :func:`agentstudies.findings.judge`) on ``replicates``

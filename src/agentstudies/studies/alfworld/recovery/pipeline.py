@@ -174,7 +174,7 @@ def router_pipeline(
         finite = lambda th: {k: (v if np.isfinite(v) else str(v)) for k, v in th.items()}  # noqa: E731 - strict JSON
         p.write_text(json.dumps({k: dict(kind=r.kind, sha256=r.sha256, thresholds=finite(r.thresholds))
                                  for k, r in routers.items()}, indent=1, sort_keys=True) + "\n")
-    # degeneracy-revealing baselines (issue 25 item 4): blanket "always at d" rules and a random
+    # degeneracy-revealing baselines: blanket "always at d" rules and a random
     # refresh matched to CIR's rate on the *evaluation* pool (decisions need no outcomes)
     eval_rate = float(routers["cir"].decide(vault.features)["intervene"].mean())
     blankets = blanket_routers(feats, rate=eval_rate, seed=seed, candidate_delays=routers["cir"].candidate_delays,

@@ -235,14 +235,14 @@ class RecoveryTables(PaperTables):
         return _router(self.evaluation)
 
 
-# ------------------------------------------------------------------ findings that can fail (issue 25)
+# ------------------------------------------------------------------ findings that can fail
 #: Columns of :func:`testability` (``testability.csv``).
 TESTABILITY_COLUMNS: tuple[str, ...] = ("cohort", "operation", "condition", "delay", "forks", "active",
                                         "action_changed", "next_action_changed", "outcome_changed")
 
 
 def testability(study: RecoveryStudy) -> pd.DataFrame:
-    """Did each intervention change anything? (issue 25 item 2).
+    """Did each intervention change anything?
 
     One row per cohort x operation x condition x delay of ``study.paired``: forks, active
     forks (branch still running at the delay), and the share of *all* forks (an ended
@@ -320,7 +320,7 @@ def _interval_or_untestable(name, paper, est, lo, hi, n, *, side, level, quantit
 
 def recovery_findings(result, evaluation=None, testab: pd.DataFrame | None = None, *, n_draws: int = 2000,
                       seed: int = 0):
-    """The CIR paper's findings judged on this run (issue 25): a :class:`agentstudies.findings.Findings`.
+    """The CIR paper's findings judged on this run: a :class:`agentstudies.findings.Findings`.
 
     Parameters
     ----------
@@ -583,7 +583,7 @@ def _control_replicate(item, rng, **kw):  # seeded_map signature
 
 def recovery_controls(*, replicates: int = 40, n_tasks: int = 60, level: float = 0.95, n_draws: int = 400,
                       seed: int = 0, n_jobs: int = 1) -> pd.DataFrame:
-    """Planted controls of the recovery verdict rules (issue 25 item 3): ``controls.csv``.
+    """Planted controls of the recovery verdict rules: ``controls.csv``.
 
     Runs the chapter's own rules -- :func:`agentstudies.recovery.analyze_paired` task-level
     bootstrap intervals judged by :func:`agentstudies.findings.judge` -- on ``replicates``

@@ -3,7 +3,7 @@
 The shipped pair (:mod:`agentstudies.studies.alfworld.training`) is unequal in data: SFT
 clones expert demonstrations of the first ``sft_tasks_per_type`` = 3 training problems
 per type (18 problems), RL trains on all ``train_tasks_per_type`` = 20 per type (120
-problems). The *equal-footing* checkpoint ``SFT-equal`` (issue 26 item 4) is trained by
+problems). The *equal-footing* checkpoint ``SFT-equal`` is trained by
 the same behaviour cloning (:func:`~agentstudies.studies.alfworld.training.train_sft`,
 same steps, learning rate, L2 and admissible-list setting as the shipped SFT) on expert
 demonstrations of **every** problem of RL's training pool, generated exactly as RL's

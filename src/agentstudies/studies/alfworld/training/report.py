@@ -26,7 +26,7 @@ PAPER_REFERENCE = {
 # ------------------------------------------------------------------ inference
 def setting_summary(ev: pd.DataFrame, *, level: float = 0.95, n_draws: int = 2000, seed: int = 0) -> pd.DataFrame:
     """Success, arrival and inadmissible commands per episode by ``setting`` (with / without
-    the admissible list), checkpoint and split, with intervals (issue 26 item 1 ablation).
+    the admissible list), checkpoint and split, with intervals (ablation).
 
     ``ev``: rows of :func:`evaluate_checkpoint` plus a ``setting`` column. Success and
     arrival: share of episodes with the exact Clopper-Pearson ``level`` interval
@@ -94,7 +94,7 @@ def bootstrap_difference(
 
 def training_findings(ev: pd.DataFrame, *, n_draws: int = 2000, seed: int = 0, level: float = 0.95,
                       informative_range: tuple[float, float] = (0.05, 0.95)):
-    """The training chapter's findings (issue 25 item 1) from the held-out episodes.
+    """The training chapter's findings from the held-out episodes.
 
     - *RL arrives at the frontier more often than SFT*: the task-stratified paired
       bootstrap interval (:func:`bootstrap_difference`, column ``arrived``) of RL − SFT
