@@ -44,7 +44,6 @@ LAYER_OF = {
     "studies": "studies",
     "episodes": "base",  # episode tables from the user's Inspect logs (imports results only)
     "book": "top",  # the book layer: chapter, table, site, runner, cli, paper/, and the pipeline
-    "cli": "top",  # alias of book.cli for console scripts installed before the move (agentstudies.__init__ lists it)
 }
 
 #: Layer -> layers it may import (besides its own package).

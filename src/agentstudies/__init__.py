@@ -23,9 +23,8 @@ book      everything about the book: chapter, table renderer, site, CLI, runner 
 Moved modules
 -------------
 Every module that moved into its family subpackage or into ``book/``, old path -> new
-path. Of the old paths only ``agentstudies.cli`` still imports (a thin alias, because
-console scripts installed before the move name ``agentstudies.cli:main``); it goes in the
-next release.
+path (none of the old paths imports any more; the ``agentstudies`` console script is
+``agentstudies.book.cli:main``).
 
 ==================================================  ====================================================
 old path                                            new path
