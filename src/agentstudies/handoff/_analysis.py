@@ -32,7 +32,6 @@ from agentstudies.handoff._boot import (
 from agentstudies.results import PaperTables, make_provenance, renamed_keyword, tidy_rows
 from agentstudies.handoff._validate import check_strata, validate_episodes
 from agentstudies.handoff._estimands import (
-    BY_TYPE_ESTIMANDS,
     _flat_statistic,
     _symbols,
     episode_task_stats,

@@ -91,7 +91,7 @@ def _as_flag(s: pd.Series, name: str, table: str, keys_df: pd.DataFrame, keys) -
         ok = na | (num == 0.0) | (num == 1.0)
         vals = np.where(na, 0.0, num) == 1.0
     else:
-        mapping = {True: True, False: False, 1: True, 0: False, "True": True, "true": True,
+        mapping = {True: True, False: False, "True": True, "true": True,  # 1 / 0 hash as True / False
                    "False": False, "false": False, "1": True, "0": False}
         obj = s.astype(object).to_numpy()
         mapped = [None if n else mapping.get(v, None) if isinstance(v, (bool, np.bool_, int, np.integer, float, str)) else None

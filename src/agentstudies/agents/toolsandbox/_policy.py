@@ -31,10 +31,9 @@ attempt ("cannot").
 
 from __future__ import annotations
 
-import datetime as _dt
 import math
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Mapping, Sequence
 

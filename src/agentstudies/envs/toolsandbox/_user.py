@@ -70,7 +70,7 @@ class ScriptedUser:
         current = self.intents[k - 1] if k else self.intents[0]
         if act.get("act") == "ask":
             slot = act.get("slot")
-            if slot not in current.hidden and not (slot in current.slots):
+            if slot not in current.hidden and slot not in current.slots:
                 text = (f"Sorry, I don't understand the question \"{last.content}\". "
                         "Please ask me about something I said or need.")
                 return Message(Role.USER, Role.AGENT, text, (Role.USER, Role.AGENT), act={"act": "answer", "slot": slot, "value": None})

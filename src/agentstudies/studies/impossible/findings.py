@@ -122,7 +122,10 @@ def workflow_testability(episodes: pd.DataFrame, attempts: pd.DataFrame, *,
         a = sig[sig["workflow"] == wf].set_index(key)
         j = a.join(b, how="inner", lsuffix="_a", rsuffix="_b")
         n = len(j)
-        share = (lambda c: float((j[f"{c}_a"] != j[f"{c}_b"]).mean()) if n else float("nan"))
+
+        def share(c: str, j: pd.DataFrame = j, n: int = n) -> float:
+            return float((j[f"{c}_a"] != j[f"{c}_b"]).mean()) if n else float("nan")
+
         rows.append(dict(arm=wf, factor=_factor(Workflow.from_name(wf), base), compared_with=base.name, episodes=n,
                          next_action_changed=share("first"), code_changed=share("full"),
                          outcome_changed=share("outcome")))

@@ -67,7 +67,6 @@ from agentstudies.studies.sasst._common import (
     _check_latent,
     _latent_scores_from_index,
     confirm_lean,
-    latent_probit_scores,
     run_trials,
 )
 from agentstudies.stats import bonferroni_t_critical, contribution_se, multiplier_critical_value

@@ -17,7 +17,7 @@ a workflow difference rests on tasks the evaluator cannot tell apart from doing 
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd

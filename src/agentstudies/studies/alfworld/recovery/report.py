@@ -338,7 +338,7 @@ def recovery_findings(result, evaluation=None, testab: pd.DataFrame | None = Non
 
     Length: one block per paper finding (twelve to sixteen), in the paper's order.
     """
-    from agentstudies.findings import Findings, exact_finding, untestable_finding
+    from agentstudies.findings import Findings
 
     level = float(result.params.get("level", 0.95))
     c = result.cells.set_index(["cohort", "condition", "delay", "operation"])
