@@ -10,12 +10,13 @@
 * **No skip that depends on files left by an earlier run**: a test that needs a chapter's
   artifacts takes the ``smoke_runs`` fixture (tests/conftest.py), which builds them in the
   session; a test that reads ``artifacts_root()`` or ``artifacts/`` and skips is refused.
-* **Public surfaces**: each package's ``__all__`` stays within its budget in
-  :data:`ALL_BUDGET` (present size where it cannot shrink yet; the target in a comment).
+* **Public surfaces**: every package's ``__all__``, at every depth, stays within its
+  budget in :data:`ALL_BUDGET` (present size where it cannot shrink yet; the target in a
+  comment).
 * **Module length**: no module in ``src/`` over :data:`MODULE_LIMIT` lines without a
-  line starting ``Length:`` in its module docstring saying why it is one module (issue 22
-  item 3). The 15 modules over it when the rule came (2026-12-03) were split or given
-  their reason; there is no pending list any more.
+  line starting ``Length:`` in its module docstring saying why it is one module.
+* **Tests import public names**: a private module or name of ours imported by a test is
+  listed in :data:`PRIVATE_IMPORTS` with the reason.
 
 The function-length rule is tests/test_function_length.py; the layers are
 tests/test_architecture.py.
@@ -260,3 +261,71 @@ def test_no_module_over_the_length_rule_without_a_reason():
     assert not over, (
         f"modules over {MODULE_LIMIT} lines: split them into modules with one job each, or add a "
         f"line starting 'Length:' to the module docstring saying why it is one module: {over}")
+
+
+#: Private modules and names of ours that tests import, module -> why a test needs it. A
+#: test otherwise imports what a user imports; this list only shrinks (an entry no test
+#: uses any more fails until it is removed).
+PRIVATE_IMPORTS: dict[str, str] = {
+    "agentstudies": "the _data module (checked reads of data/): the checksum tests call it directly",
+    "agentstudies._data": "DataFileError, the checked reader's error (base module without a public package)",
+    "agentstudies._tolerances": "the tolerance a test compares against is the one the code uses",
+    "agentstudies.agents.alfworld": "the learned policy's feature module, tested on hand-built beliefs",
+    "agentstudies.agents.alfworld._learned": "candidate features and atoms, checked against hand-worked states",
+    "agentstudies.agents.impossible": "the scripted policy module, for its speed-up equivalence test",
+    "agentstudies.agents.toolsandbox": "the episode driver and policy modules, for the scoring oracles",
+    "agentstudies.agents.toolsandbox._policy": "the word splitters, against ToolSandbox's own tokenisation",
+    "agentstudies.book.chapter": "the markdown helpers of glued sentences, on hand-written inputs",
+    "agentstudies.book.runner": "the duration record the scheduler orders chapters by",
+    "agentstudies.book.schedule": "conftest reads a side-by-side child's result as the book does",
+    "agentstudies.envs.alfworld._testing": "small generated games: the fixtures of the engine tests",
+    "agentstudies.envs.alfworld.engine": "the operator array, compared with TextWorld's own grounding",
+    "agentstudies.envs.alfworld.env": "the engine class, to count parses and swap the memo out",
+    "agentstudies.envs.impossible": "the sandbox's isolation layers, runner, verdict cache and classifier, each "
+                                    "attacked or checked on its own",
+    "agentstudies.envs.impossible._sandbox": "SandboxFault, the error a broken sandbox raises",
+    "agentstudies.envs.impossible._verify": "the variant table's data folder, to rebuild it in a temp dir",
+    "agentstudies.envs.tau": "the τ feature module, checked feature by feature",
+    "agentstudies.envs.tau._audit": "one audit episode, run on a hand-picked task",
+    "agentstudies.envs.toolsandbox._env": "the read-only views the environment hands out",
+    "agentstudies.envs.toolsandbox._scoring": "ToolSandbox's scoring pieces, each against the peer's formula",
+    "agentstudies.episodes": "one sample's row and the sample reader, on hand-made Inspect logs",
+    "agentstudies.parallel": "the chunking seeded_map uses, for its order and sizes",
+    "agentstudies.sasst": "the resampling and rules modules, for the exact speed-up checks",
+    "agentstudies.sasst._engine": "the selection and radius screen, against brute force",
+    "agentstudies.sasst._geometry": "sorted-support W1 helpers, against scipy.stats.wasserstein_distance",
+    "agentstudies.sasst._plan": "the plan's ratio and softmax, against closed forms",
+    "agentstudies.sasst._resample": "the resampled selections, against a direct loop",
+    "agentstudies.sasst._results": "the result fingerprint's fields, for the speed-cache key",
+    "agentstudies.sasst._support": "the support screen, against brute force",
+    "agentstudies.studies": "the paper-values module, whose data files the checksum test lists",
+    "agentstudies.studies._paper": "the paper-values folder and index, checked against data/paper/README.md",
+    "agentstudies.studies.alfworld.handoff.run": "the model-agent wiring of the study, with a scripted chat server",
+    "agentstudies.studies.sasst._common": "the simulation studies' shared trial pieces, against closed forms",
+}
+
+
+def _private_imports() -> dict[str, set[str]]:
+    """Module -> test files that import a private module or name of ours from it."""
+    found: dict[str, set[str]] = {}
+    for p in _test_files():
+        for node in ast.walk(ast.parse(p.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and not node.level and (node.module or "").split(".")[0] == "agentstudies":
+                private_module = any(part.startswith("_") for part in node.module.split(".")[1:])
+                if private_module or any(a.name.startswith("_") for a in node.names):
+                    found.setdefault(node.module, set()).add(p.name)
+            elif isinstance(node, ast.Import):
+                for a in node.names:
+                    parts = a.name.split(".")
+                    if parts[0] == "agentstudies" and any(part.startswith("_") for part in parts[1:]):
+                        found.setdefault(a.name, set()).add(p.name)
+    return found
+
+
+def test_tests_import_public_names():
+    found = _private_imports()
+    unlisted = {m: sorted(files) for m, files in found.items() if m not in PRIVATE_IMPORTS}
+    assert not unlisted, ("tests import private names of these modules; import the public name, or list the "
+                          f"module in PRIVATE_IMPORTS with the reason: {unlisted}")
+    stale = sorted(set(PRIVATE_IMPORTS) - set(found))
+    assert not stale, f"PRIVATE_IMPORTS lists modules no test imports privately any more (remove them): {stale}"

@@ -464,7 +464,7 @@ def test_score_matrix_shares_a_familys_standardization_and_equals_each_rules_own
         QuadraticTiltFamily,
         score_matrix,
     )
-    from agentstudies.sasst._geometry import Standardizer
+    from agentstudies.sasst.geometry import Standardizer
 
     @dataclass(frozen=True, eq=False)
     class Doubled(ProjectionTiltRule):

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from agentstudies.sasst import SASST, ComparisonPlan, Slot
-from agentstudies.sasst._shared import SharedWork
+from agentstudies.sasst import SharedWork
 from agentstudies.studies.sasst import calibration as C
 from agentstudies.studies.sasst._common import confirm_lean
 
