@@ -230,6 +230,11 @@ def test_neutral_control_row():
     assert t["built_in"] == "AgentParams.strictness" and t["neutral"] == "strictness = 0"
     assert (t["set_by_simulation"], t["set_by_simulation_ci_low"]) == (-0.30, -0.40)
     assert "set by the simulation" in row.sentence() and "strictness = 0" in row.sentence()
+    fs = Findings.build([row, interval_finding("b", "p", 0.1, 0.05, 0.2, 9, paper_side="above", basis="method",
+                                               why="w")], seed=0)
+    assert list(fs.compact().columns) == ["finding", "verdict", "basis", "estimate", "ci_low", "ci_high", "n",
+                                          "set_by_simulation", "set_by_simulation_ci_low", "set_by_simulation_ci_high"]
+    assert "set_by_simulation" not in Findings.build(fs.rows[1:], seed=0).compact()
     with pytest.raises(ValueError, match="different claims"):
         neutral_control(neu, interval_finding("other", "p", 0, -1, 1, 3, paper_side="below"),
                         built_in=("x",), setting="x = 0")

@@ -17,6 +17,7 @@ from agentstudies.envs.impossible import Workflow, workflow_grid
 from agentstudies.findings import CONTROL_COLUMNS, TABLE_COLUMNS
 from agentstudies.parallel import keyed_seed
 from agentstudies.studies import impossible as st
+from agentstudies.studies.impossible import findings as st_findings
 
 N_TASKS = 12
 STRICT, LENIENT = "strict/writable/abort-off/r3", "lenient/writable/abort-off/r3"
@@ -275,3 +276,30 @@ def test_reminder_harm_sentence_counts_harms_on_originals_only():
     assert st.reminder_harm_sentence(cells[cells["cohort"] != "original"]).startswith("no solvable task")
     with pytest.raises(KeyError, match="harm"):
         st.reminder_harm_sentence(cells.drop(columns="harm"))
+
+
+def test_built_in_claim_takes_its_verdict_from_the_neutral_run():
+    """The simulated strict arm cheats less only because AgentParams sets it: with the
+    neutral run (arms identical in the agent, the strict arm inert there) the verdict is
+    the neutral run's, the simulated -100 pp shown apart as set by the simulation."""
+    sim = grid(strict_effect("planted"))
+    neu = grid(strict_effect("none"))
+    inert = pd.DataFrame([dict(arm=w, factor="strictness", compared_with=BASE, episodes=36, next_action_changed=0.0,
+                               code_changed=0.0, outcome_changed=0.0) for w in (STRICT, LENIENT)])
+    f = st.cheating_findings(sim, neutral=(neu, inert), n_draws=200)
+    r = verdict(f, "A strict prompt lowers cheating")
+    assert (r.basis, r.verdict) == ("built in", "not testable here")
+    assert "AgentParams.cheat_strictness" in r.built_in and r.simulated[0] == pytest.approx(-100.0)
+    t = f.table().set_index("finding").loc["A strict prompt lowers cheating"]
+    assert t["neutral"] == st_findings.NEUTRAL_SETTING and "cheat_strictness" in t["built_in"]
+    # without a neutral run the row still says it is built in, with the simulated verdict
+    r0 = verdict(st.cheating_findings(sim, n_draws=200), "A strict prompt lowers cheating")
+    assert (r0.basis, r0.verdict) == ("built in", "reappears")
+    # every row states a basis; the rounds claim is arithmetic and cannot be contradicted
+    assert all(x.basis for x in f.rows)
+    rounds = verdict(f, "More feedback rounds raise cheating")
+    assert rounds.basis == "arithmetic" and rounds.can_contradict is False
+    # the neutral parameters switch off exactly the named effects
+    p = st_findings.neutral_params()
+    assert set(p.cheat_strictness.values()) == {0.0} and p.cheat_hidden == 0.0 and p.cheat_easy == 0.0
+    assert p.p_fix_hidden == p.p_fix_visible and p.reminder_cheat == 0.0 and p.abort_base == float("-inf")

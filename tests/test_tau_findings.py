@@ -75,11 +75,17 @@ def test_no_shrinkage_is_inconclusive_and_a_larger_confirmation_gain_contradicts
     assert _find(_with(report, est=0.5, se=0.05, disc_gain=0.1, critical=2.0)).verdict(SHRINK) == "contradicted"
 
 
+def _uniform_se(rep, se):
+    t = rep.table.copy()
+    t.loc[[s for s in t.index if s.startswith("Uniform: ")], "se"] = se
+    return dataclasses.replace(rep, table=t)
+
+
 def test_confirmed_counts_are_the_papers_exact_criterion(report):
-    rep = _with(report, est=0.3, se=0.05, disc_gain=0.3, critical=2.0)
+    rep = _uniform_se(_with(report, est=0.3, se=0.005, disc_gain=0.3, critical=2.0), 0.005)
     assert _find(rep).verdict(NO_GAIN) == "reappears"
     assert _find(rep).verdict(NO_STRESS) == "reappears"
-    rep = _with(report, est=0.3, se=0.05, disc_gain=0.3, critical=2.0,
+    rep = _with(report, est=0.3, se=0.005, disc_gain=0.3, critical=2.0,
                 statuses={PV: "confirmed", "Stress r2: Confirmation gate − ReAct": "confirmed"})
     assert _find(rep).verdict(NO_GAIN) == "contradicted"
     assert _find(rep).verdict(NO_STRESS) == "contradicted"
@@ -108,7 +114,10 @@ def test_an_inert_workflow_makes_its_claims_not_testable(report):
     one_acts = testab.assign(next_action_changed=[0.0, 0.2, 0.2])
     f = _find(rep, testab=one_acts)
     assert f.verdict(SHRINK) == "not testable here"  # the choice (Plan + verifier) is inert
-    assert f.verdict(NO_GAIN) == "reappears"  # the gate acted, so the uniform claims stand
+    # the gate acted, so the uniform claims stand; at se 0.05 the rule cannot see +3.75 points
+    assert f.verdict(NO_GAIN) == "not testable here"
+    f = _find(_uniform_se(rep, 0.005), testab=one_acts)
+    assert f.verdict(NO_GAIN) == "reappears"
 
 
 def test_level_is_honoured(report):
@@ -283,3 +292,18 @@ def test_paper_column_reads_the_papers_own_choice(report):
                            study_of={"p": g})
     paper = f.table().set_index("finding").loc[SHRINK, "paper"]
     assert "choice Confirmation gate" in paper and paper.endswith(f"confirmation {gate:g}")
+
+
+def test_no_gain_carries_its_power_at_the_papers_effect(report):
+    """Power of "confirmed" at the paper's +3.75 points: Phi(0.0375 / se - c), by hand
+    with scipy; under 0.8 the "no gain" verdict is not testable here, with the power shown."""
+    from scipy import stats
+
+    rep = _uniform_se(_with(report, est=0.0, se=0.02, disc_gain=0.1, critical=2.7424), 0.02)
+    row = next(r for r in _find(rep).rows if r.finding == NO_GAIN)
+    power = stats.norm.cdf(0.0375 / 0.02 - 2.7424)
+    assert power < 0.8 and row.verdict == "not testable here" and row.measured == pytest.approx(power)
+    assert f"{power:.2f}" in row.why and "+3.75 points" in row.why
+    assert row.basis == "built in" and row.built_in
+    shrink = next(r for r in _find(rep).rows if r.finding == SHRINK)
+    assert shrink.basis == "method"

@@ -18,7 +18,7 @@ def _episodes(gap: float, *, n: int = 60, seed: int = 0, inert: bool = False) ->
     for i in range(n):
         moved = (i % 4 == 0) and not inert
         for aug, sim in (("base", ref[i]), ("3_distraction_tools", ref[i] + (gap if moved else 0.0))):
-            rows.append({"base_scenario": f"s{i:03d}", "profile": "p", "seed": 0, "workflow": "ReAct",
+            rows.append({"base_scenario": f"s{i:03d}", "profile": "base", "seed": 0, "workflow": "ReAct",
                          "augmentation": aug, "similarity": sim,
                          "categories": "state_dependency|single_user_turn" if i % 2 else "single_user_turn",
                          "tool_calls": 3 + (aug != "base" and moved), "failed_calls": 0, "blocked_calls": 0,
@@ -28,7 +28,7 @@ def _episodes(gap: float, *, n: int = 60, seed: int = 0, inert: bool = False) ->
 
 def _verdict(ep, level=0.95):
     tb = ts.testability(ep)
-    f = ts.toolsandbox_findings(ep, tb, profile="p", n_draws=2000, level=level)
+    f = ts.toolsandbox_findings(ep, tb, profile="base", n_draws=2000, level=level)
     return f, f.verdict("3_distraction_tools lowers similarity against base")
 
 
@@ -88,3 +88,24 @@ def test_controls_power_and_false_positive_rate():
     assert "planted" in c.loc["power", "subject"] and "null" in c.loc["false-positive rate", "subject"]
     with pytest.raises(ValueError, match="drop"):
         ts.controls(135, drop=0.6)
+
+
+def test_category_claim_is_built_in_and_judged_on_the_neutral_profile():
+    """state_dependency scenarios score lower in the simulated run because the base
+    profile gives up on them with p_dependency_giveup > 0; the neutral profile (that
+    probability 0, same draws otherwise) decides the verdict, the simulated gap beside it."""
+    sim = _episodes(0.0)
+    sim.loc[sim["categories"].str.contains("state_dependency"), "similarity"] -= 0.3
+    neu = _episodes(0.0)
+    f = ts.toolsandbox_findings(sim, ts.testability(sim), profile="base", neutral=neu, n_draws=500)
+    r = next(x for x in f.rows if x.finding == "state_dependency scenarios score lower than the rest")
+    assert (r.basis, r.built_in) == ("built in", ("ToolAgentProfile.p_dependency_giveup",))
+    # the neutral run's tagged and untagged scenarios share one similarity distribution
+    # here, so the gap is the sampling difference only; the simulated one is 0.3 lower
+    assert r.simulated[0] - r.estimate == pytest.approx(-0.3)
+    assert r.verdict != "reappears" and "p_dependency_giveup = 0" in r.neutral
+    aug = next(x for x in f.rows if x.finding.startswith("3_distraction_tools"))
+    assert aug.basis == "measured" and "rank_tools" in aug.why
+    from agentstudies.studies.toolsandbox.run import neutral_profile
+    p = neutral_profile("base")
+    assert (p.name, p.p_dependency_giveup, p.p_insufficient, p.p_canonicalization) == ("base", 0.0, 0.0, 0.0)

@@ -855,6 +855,16 @@ class Findings(Result):
         """``findings.csv``: columns exactly :data:`TABLE_COLUMNS`, one row per claim."""
         return pd.DataFrame([r.row() for r in self.rows], columns=list(TABLE_COLUMNS))
 
+    def compact(self) -> pd.DataFrame:
+        """The table a chapter displays: ``finding, verdict, basis, estimate, ci_low, ci_high,
+        n``, plus ``set_by_simulation`` (and its interval) when a row is ``built in`` --
+        narrow enough for the text column; ``findings.csv`` keeps every column."""
+        t = self.table()
+        cols = ["finding", "verdict", "basis", "estimate", "ci_low", "ci_high", "n"]
+        if (t["basis"] == "built in").any():
+            cols += ["set_by_simulation", "set_by_simulation_ci_low", "set_by_simulation_ci_high"]
+        return t[cols]
+
     def _tidy(self) -> pd.DataFrame:
         recs = []
         for r in self.rows:

@@ -7,6 +7,11 @@ claims from those tables: exact criteria for the conversion and the abstention, 
 (Clopper-Pearson) or task-bootstrap intervals for rates, and ``not testable here`` from a
 measurement (no errored sample, no task whose replicates disagree).
 
+Bases: the conversion, pass^k's drop and the error counting are ``arithmetic`` (true by
+the reader's construction or by definition); the idle agent's passes rest on τ²'s own
+evaluator (``measured``: the agent does nothing, so a pass is the environment's); SASST's
+abstention on a small log is a ``method`` property.
+
 Source: τ-bench's pass^k (Yao et al., 2024, §5); the τ chapters' evaluator
 audit (degenerate agents pass some τ² tasks).
 """
@@ -94,12 +99,14 @@ def log_findings(episodes: pd.DataFrame, n_samples: int, report: Any, counted: p
     KeyError
         A missing column or ``on_error`` row; ValueError as :func:`passk_drop_by_task`.
     """
-    from agentstudies.findings import (Findings, binomial_interval, exact_finding, interval_finding,
-                                       untestable_finding)
+    from agentstudies.findings import (NONNEGATIVE, PROPORTION, Findings, binomial_interval, exact_finding,
+                                       interval_finding, untestable_finding)
 
+    arith = dict(basis="arithmetic")
     rows = [exact_finding("every Inspect sample becomes one episode row", "Inspect's own sample count",
                           len(episodes), n_samples, holds=bool(len(episodes) == n_samples),
-                          rule=f"rows = samples ({len(episodes)} vs {n_samples})")]
+                          rule=f"rows = samples ({len(episodes)} vs {n_samples})", basis="arithmetic",
+                          why="the reader writes one row per sample by construction; the count checks it did")]
     per = passk_drop_by_task(episodes, 1)
     idle_t = per[per["workflow"] == idle]
     if not len(idle_t):
@@ -108,22 +115,24 @@ def log_findings(episodes: pd.DataFrame, n_samples: int, report: Any, counted: p
     rate, lo, hi = binomial_interval(hits, len(idle_t), level=level)
     rows.append(interval_finding("an idle agent passes some τ² retail tasks",
                                  "degenerate agents pass some τ² tasks (the τ chapters' evaluator audit)", rate, lo,
-                                 hi, len(idle_t), paper_side="above", level=level,
-                                 quantity=f"share of tasks the {idle!r} agent passes (exact)"))
+                                 hi, len(idle_t), paper_side="above", level=level, domain=PROPORTION,
+                                 quantity=f"share of tasks the {idle!r} agent passes (exact)", basis="measured",
+                                 why="the idle agent does nothing, so a pass is τ²'s own evaluator's verdict"))
     status = report.table["status"]
     n_conf = int((status == "confirmed").sum())
     rows.append(exact_finding("SASST certifies nothing from a log this small",
                               "support checks refuse to certify from few clusters (SASST, Appendix C)", n_conf,
-                              len(status), holds=n_conf == 0, rule="0 confirmed slots (SASST status)"))
+                              len(status), holds=n_conf == 0, rule="0 confirmed slots (SASST status)",
+                              basis="method", why="SASST's support checks on a log of few task clusters"))
     t = passk_drop_by_task(episodes, k)
     n_flip = int(t["flips"].sum())
     name = f"pass^{k} falls below pass^1"
     paper = "pass^k drops as k grows (τ-bench, Yao et al., 2024)"
     if k < 2:
-        rows.append(untestable_finding(name, paper, measured=float(k),
+        rows.append(untestable_finding(name, paper, measured=float(k), basis="arithmetic",
                                        why=f"k = {k}: pass^k is pass^1 by definition (run with k >= 2)"))
     elif n_flip == 0:
-        rows.append(untestable_finding(name, paper, measured=0.0,
+        rows.append(untestable_finding(name, paper, measured=0.0, basis="arithmetic",
                                        why=f"the replicates of no task disagree (0 of {len(t)}), so "
                                            f"pass^{k} equals pass^1 by construction"))
     else:
@@ -135,7 +144,10 @@ def log_findings(episodes: pd.DataFrame, n_samples: int, report: Any, counted: p
         reps = x[idx].sum(axis=(1, 2)) / (len(x) * m)
         lo, hi = percentile_interval(reps, level)
         rows.append(interval_finding(name, paper, float(x.mean()), float(lo), float(hi), len(x), paper_side="above",
-                                     level=level, quantity=f"mean pass^1 − pass^{k} (task bootstrap)"))
+                                     level=level, quantity=f"mean pass^1 − pass^{k} (task bootstrap)",
+                                     domain=NONNEGATIVE, basis="arithmetic",
+                                     why=f"pass^{k} <= pass^1 by definition; above 0 once some task's replicates "
+                                         "disagree"))
     for mode in ("zero", "exclude"):
         if mode not in counted.index:
             raise KeyError(f"error-counting table lacks on_error={mode!r}; it has {list(counted.index)}")
@@ -143,9 +155,10 @@ def log_findings(episodes: pd.DataFrame, n_samples: int, report: Any, counted: p
     name = "excluding errored samples raises the pass rate"
     paper = "excluding failed samples conditions on the model not failing (this book's counting rule)"
     if n_err == 0:
-        rows.append(untestable_finding(name, paper, measured=0.0, why="no sample errored"))
+        rows.append(untestable_finding(name, paper, measured=0.0, why="no sample errored", **arith))
     else:
         z, e = float(counted.loc["zero", "pass rate"]), float(counted.loc["exclude", "pass rate"])
-        rows.append(exact_finding(name, paper, e - z, n_err, holds=bool(e > z),
-                                  rule=f"exclude rate above zero rate ({e:.3f} vs {z:.3f})"))
+        rows.append(exact_finding(name, paper, e - z, n_err, holds=bool(e > z), criterion=(">", 0.0),
+                                  domain=NONNEGATIVE, rule=f"exclude rate above zero rate ({e:.3f} vs {z:.3f})",
+                                  why="passes / (n - errors) >= passes / n by arithmetic", **arith))
     return Findings.build(rows, seed=seed, title="inspect_logs findings", level=level, n_draws=n_draws)

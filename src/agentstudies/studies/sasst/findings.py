@@ -1,5 +1,5 @@
-"""Findings of the SASST simulation chapters: Monte-Carlo coverage and
-error rates judged by exact intervals against the paper's stated targets.
+"""Findings of the SASST simulation chapters: Monte-Carlo coverage and error rates judged
+by exact intervals against the paper's stated targets.
 
 :func:`calibration_findings` reads the summaries of :mod:`agentstudies.studies.sasst.calibration`
 (Table 4, Table 5, Study A4); :func:`small_cluster_findings` Table 6, :func:`feasibility_findings`
@@ -9,6 +9,14 @@ Study D's quantities (Table 12). Every rate is a count of trials, so its interva
 same-data gap has a Wald interval from the discordant pairs (the same pairs McNemar's test
 uses). The targets are the paper's: nominal ``1 - alpha`` coverage and an ``alpha``
 false-fragility rate (SASST, Appendix D.1).
+
+Every row rests on a ``method`` basis (a property of SASST checked where the simulation
+knows the truth), except the feasibility settings whose candidate lifts exceed the density
+cap by construction (``arithmetic``). A "near nominal" coverage claim is judged by an
+equivalence rule (:func:`agentstudies.findings.coverage_finding`, margin alpha/2), pooled
+only over independent configurations (Table 4: over M, never over R, whose trials share
+their clusters); a "worst setting" claim is adjusted for its selection
+(:func:`agentstudies.findings.worst_setting_finding`).
 
 Source: SASST Appendix D (Tables 4-12).
 """
@@ -47,20 +55,22 @@ def calibration_findings(t4: pd.DataFrame, t5: pd.DataFrame, a4: pd.DataFrame, *
                          level: float = 0.95):
     """The calibration chapter's findings (SASST Study A, Appendix D.1).
 
-    - per rule of Table 4 (``fixed``, ``learned``), pooled over its (M, R) cells: *the
-      one-sided pointwise bound covers at least at the nominal* ``1 - alpha``: exact
-      interval of the pooled coverage above ``1 - alpha`` (reappears only for a
-      conservative bound; contradicted when the whole interval lies below);
+    - per rule of Table 4 (``fixed``, ``learned``) and R, pooled over its M cells (each M
+      an independent set of trials; the R cells of one M share them): *the one-sided
+      pointwise bound covers near the nominal* ``1 - alpha``: the exact interval of the
+      pooled coverage within ``1 - alpha ± alpha / 2``
+      (:func:`agentstudies.findings.coverage_finding`; contradicted when it lies wholly
+      outside);
     - *same-data selection covers less than the split*: the pooled paired gap (split −
       same data, :func:`paired_gap_interval` over Table 5's M) above 0 (paper values read
       from ``data/paper``);
     - per M of Study A4: *false fragility stays below alpha* (exact interval of the rate
-      below ``alpha``) and *familywise coverage is at least nominal* (exact interval above
-      ``1 - alpha``).
+      below ``alpha``) and *familywise coverage is near nominal* (exact interval within
+      ``1 - alpha ± alpha / 2``).
 
     Parameters
     ----------
-    t4 : :func:`sasst_calibration.summarize_table4` (``rule, coverage, n_trials``).
+    t4 : the Table 4 summary (``M, R, rule, coverage, n_trials``).
     t5 : :func:`sasst_calibration.summarize_table5` (``split_only, same_only, n_trials``).
     a4 : :func:`sasst_calibration.summarize_a4` (``M, familywise_coverage,
         false_fragility, n_trials``).
@@ -74,26 +84,29 @@ def calibration_findings(t4: pd.DataFrame, t5: pd.DataFrame, a4: pd.DataFrame, *
     KeyError
         A missing column.
     """
-    from agentstudies.findings import Findings, binomial_interval, interval_finding
+    from agentstudies.findings import Findings, binomial_interval, coverage_finding, interval_finding, pool_independent
     from agentstudies.studies import paper_values
 
-    for name, t, cols in (("t4", t4, {"rule", "coverage", "n_trials"}),
+    for name, t, cols in (("t4", t4, {"M", "R", "rule", "coverage", "n_trials"}),
                           ("t5", t5, {"split_only", "same_only", "n_trials"}),
                           ("a4", a4, {"M", "familywise_coverage", "false_fragility", "n_trials"})):
         if not cols <= set(t.columns):
             raise KeyError(f"{name} lacks column(s) {sorted(cols - set(t.columns))}")
     nominal = 1.0 - alpha
+    known = dict(basis="method", why="coverage of the population contrast the simulation knows")
+    p4 = paper_values("sasst_calibration", "table4")
     rows = []
-    for rule, g in t4.groupby("rule", sort=True):
+    for (rule, R), g in t4.groupby(["rule", "R"], sort=True):
         g = g[g["n_trials"] > 0]
-        k, n = int(round((g["coverage"] * g["n_trials"]).sum())), int(g["n_trials"].sum())
-        if n == 0:
+        if not len(g):
             continue
-        rate, lo, hi = binomial_interval(k, n, level=level)
-        rows.append(interval_finding(f"the {rule} rule's one-sided bound covers at least at the nominal level",
-                                     f"Table 4: {rule} rule coverage near {nominal:g}", rate, lo, hi, n,
-                                     paper_side="above", threshold=nominal, level=level,
-                                     quantity=f"pooled coverage of the {rule} rule (exact)", fmt=".4f"))
+        k, n = pool_independent(g, sample="M", rate="coverage")
+        pr = p4[(p4["rule"] == rule) & (p4["R"] == R)]["coverage"]
+        ptxt = (f"Table 4: {rule} rule, R = {int(R)}: {pr.min():g} to {pr.max():g} over M" if len(pr)
+                else f"Table 4: R = {int(R)} not run in the paper")
+        rows.append(coverage_finding(f"the {rule} rule's one-sided bound covers near the nominal level (R = {int(R)})",
+                                     ptxt, k, n, nominal=nominal, level=level,
+                                     quantity=f"coverage of the {rule} rule pooled over M (exact)", **known))
     p5 = paper_values("sasst_calibration", "table5").dropna(subset=["gap"])
     p5_txt = "; ".join(f"M = {int(r.M)}: gap {r.gap:g}, one-sided lower bound {r.gap_lower_bound:g}, McNemar p "
                        f"{r.mcnemar_p:g}" for r in p5.itertuples()) or "gap not reported"
@@ -103,8 +116,9 @@ def calibration_findings(t4: pd.DataFrame, t5: pd.DataFrame, a4: pd.DataFrame, *
         d, lo, hi = paired_gap_interval(b, c, n, level=level)
         rows.append(interval_finding("same-data selection covers less than the split",
                                      f"Table 5: {p5_txt}",
-                                     d, lo, hi, n, paper_side="above", level=level,
-                                     quantity="split − same-data coverage (paired, pooled over M)", fmt=".4f"))
+                                     d, lo, hi, n, paper_side="above", level=level, domain=(-1.0, 1.0),
+                                     quantity="split − same-data coverage (paired, pooled over M)", fmt=".4f",
+                                     **known))
     for r in a4.itertuples(index=False):
         nt = int(r.n_trials)
         if nt == 0:
@@ -112,13 +126,13 @@ def calibration_findings(t4: pd.DataFrame, t5: pd.DataFrame, a4: pd.DataFrame, *
         rate, lo, hi = binomial_interval(int(round(r.false_fragility * nt)), nt, level=level)
         rows.append(interval_finding(f"false fragility stays below alpha (M = {int(r.M)})",
                                      f"Study A4: {_paper(pa4, r.M, 'false_fragility')}", rate, lo, hi, nt,
-                                     paper_side="below", threshold=alpha, level=level,
-                                     quantity="false-fragility rate (exact)", fmt=".4f"))
-        rate, lo, hi = binomial_interval(int(round(r.familywise_coverage * nt)), nt, level=level)
-        rows.append(interval_finding(f"familywise coverage is at least nominal (M = {int(r.M)})",
-                                     f"Study A4: {_paper(pa4, r.M, 'familywise_coverage')}", rate, lo, hi, nt,
-                                     paper_side="above", threshold=nominal, level=level,
-                                     quantity="familywise coverage (exact)", fmt=".4f"))
+                                     paper_side="below", threshold=alpha, level=level, domain=(0.0, 1.0),
+                                     quantity="false-fragility rate (exact)", fmt=".4f", basis="method",
+                                     why="the null family's truth is known: every fragility call is false"))
+        rows.append(coverage_finding(f"familywise coverage is near nominal (M = {int(r.M)})",
+                                     f"Study A4: {_paper(pa4, r.M, 'familywise_coverage')}",
+                                     int(round(r.familywise_coverage * nt)), nt, nominal=nominal, level=level,
+                                     quantity="familywise coverage (exact)", **known))
     return Findings.build(rows, seed=None, title="sasst_calibration findings", alpha=alpha, level=level)
 
 
@@ -130,16 +144,20 @@ def _feasibility_finding(setting: str, k: int, n: int, prate: float, check: str,
 
     ptxt = f"Table 11: abstention or failure {prate:g} ({check})"
     name = setting.replace("_", " ")
+    method = dict(basis="method", why="the setting's registry and truth are known: the support checks are judged "
+                                      "on a design where the right answer is set")
     if prate == 1.0:
         return exact_finding(f"{name}: every trial abstains or fails a check", ptxt, k / n, n,
-                             holds=k == n, rule=f"all {n} trials blocked (ours: {k})")
+                             holds=k == n, rule=f"all {n} trials blocked (ours: {k})", basis="arithmetic",
+                             why=f"the setting's candidates are built to break a support check ({check}), so "
+                                 "blocking them follows from the check's threshold")
     if prate == 0.0:
         return exact_finding(f"{name}: no trial is blocked", ptxt, k / n, n, holds=k == 0,
-                             rule=f"0 of {n} trials blocked (ours: {k})")
+                             rule=f"0 of {n} trials blocked (ours: {k})", **method)
     rate, lo, hi = binomial_interval(k, n, level=level)
     return interval_finding(f"{name}: most trials abstain or fail", ptxt, rate, lo, hi, n,
-                            paper_side="above", threshold=0.5, level=level,
-                            quantity="abstention-or-failure rate (exact)", fmt=".3f")
+                            paper_side="above", threshold=0.5, level=level, domain=(0.0, 1.0),
+                            quantity="abstention-or-failure rate (exact)", fmt=".3f", **method)
 
 
 def feasibility_findings(t11: pd.DataFrame, *, level: float = 0.95):
@@ -195,7 +213,9 @@ def small_cluster_findings(t6: pd.DataFrame, *, alpha: float = 0.05, level: floa
     - a range wholly above (Bonferroni-t): *the rule is conservative*, the pooled interval
       lies above;
     - a range straddling it (t-scaled, "not uniformly adequate"): *the rule under-covers in
-      its worst setting*, the exact interval of the lowest setting's coverage lies below.
+      some setting*, adjusted for choosing the worst of the settings
+      (:func:`agentstudies.findings.worst_setting_finding`, Šidák): reappears when one
+      setting's adjusted exact interval lies below, contradicted when every one lies above.
 
     Parameters
     ----------
@@ -211,13 +231,14 @@ def small_cluster_findings(t6: pd.DataFrame, *, alpha: float = 0.05, level: floa
     KeyError
         A missing column.
     """
-    from agentstudies.findings import Findings, binomial_interval, interval_finding
+    from agentstudies.findings import Findings, binomial_interval, interval_finding, worst_setting_finding
     from agentstudies.studies import paper_values
 
     need = {"setting", "rule", "familywise_coverage", "n_trials"}
     if not need <= set(t6.columns):
         raise KeyError(f"t6 lacks column(s) {sorted(need - set(t6.columns))}")
     nominal = 1.0 - alpha
+    known = dict(basis="method", why="familywise coverage under null settings the simulation knows")
     rows = []
     for p in paper_values("sasst_small_clusters", "table6").itertuples(index=False):
         g = t6[(t6["rule"] == p.rule) & (t6["n_trials"] > 0)]
@@ -230,16 +251,15 @@ def small_cluster_findings(t6: pd.DataFrame, *, alpha: float = 0.05, level: floa
             rate, lo, hi = binomial_interval(int(k.sum()), int(g["n_trials"].sum()), level=level)
             what = "under-covers" if side == "below" else "is conservative"
             rows.append(interval_finding(f"the {p.rule} band {what}", ptxt, rate, lo, hi, int(g["n_trials"].sum()),
-                                         paper_side=side, threshold=nominal, level=level,
+                                         paper_side=side, threshold=nominal, level=level, domain=(0.0, 1.0),
                                          quantity="familywise coverage pooled over the null settings (exact)",
-                                         fmt=".4f"))
+                                         fmt=".4f", **known))
         else:
-            j = int(g["familywise_coverage"].to_numpy().argmin())
-            rate, lo, hi = binomial_interval(int(k.iloc[j]), int(g["n_trials"].iloc[j]), level=level)
-            rows.append(interval_finding(f"the {p.rule} band under-covers in its worst setting", ptxt, rate, lo, hi,
-                                         int(g["n_trials"].iloc[j]), paper_side="below", threshold=nominal,
-                                         level=level, quantity=f"familywise coverage in {g['setting'].iloc[j]} "
-                                                               "(lowest setting, exact)", fmt=".4f"))
+            rows.append(worst_setting_finding(f"the {p.rule} band under-covers in some setting", ptxt,
+                                              k.tolist(), g["n_trials"].astype(int).tolist(),
+                                              g["setting"].astype(str).tolist(), threshold=nominal,
+                                              paper_side="below", level=level, quantity="familywise coverage",
+                                              **known))
     return Findings.build(rows, seed=None, title="sasst_small_clusters findings", alpha=alpha, level=level)
 
 
@@ -271,24 +291,26 @@ def real_features_findings(q: dict, *, level: float = 0.95):
     p = paper_values("sasst_real_features", "table12").set_index("quantity")["paper"]
     z = float(stats.norm.ppf(0.5 + level / 2))
     w, se, n = float(q["weighted"]), float(q["se"]), int(q["n_confirmation"])
+    known = dict(basis="method", why="real item texts and features, a simulated score tensor and a planted "
+                                     "degradation of known size")
     rows = [interval_finding("the frozen rule's weighted confirmation contrast is negative",
                              f"Table 12: {p['weighted confirmation contrast']} {p['pointwise 95% interval']}",
                              w, w - z * se, w + z * se, n, paper_side="below", level=level,
-                             quantity="weighted confirmation contrast (pointwise)", fmt=".4f")]
+                             quantity="weighted confirmation contrast (pointwise)", fmt=".4f", **known)]
     rows.append(exact_finding("the formal status is the paper's", f"Table 12: {p['formal status']}",
                               float(q["status"] == p["formal status"]), n, holds=bool(q["status"] == p["formal status"]),
-                              rule=f"SASST status equals the paper's (ours: {q['status']})"))
+                              rule=f"SASST status equals the paper's (ours: {q['status']})", **known))
     name = "the frozen rule recovers the degraded subgroup as well as the paper's"
     ceil, target = float(q["registry_ceiling"]), float(q["ceiling_target"])
     if not ceil >= target:
         rows.append(untestable_finding(name, f"Table 12: recovery AUC {p['recovery AUC']}", measured=ceil,
                                        why=f"no rule of the registry reaches the paper's AUC {target:.3f} on this "
-                                           f"pool (ceiling {ceil:.3f})"))
+                                           f"pool (ceiling {ceil:.3f})", basis="method"))
     else:
         auc = float(q["recovery_auc"])
         rows.append(exact_finding(name, f"Table 12: recovery AUC {p['recovery AUC']}", auc, n,
                                   holds=bool(auc >= target), otherwise="inconclusive",
-                                  rule=f"recovery AUC at least the paper's {target:.3f}"))
+                                  rule=f"recovery AUC at least the paper's {target:.3f}", **known))
     return Findings.build(rows, seed=None, title="sasst_real_features findings", level=level)
 
 
@@ -331,9 +353,10 @@ def geometry_findings(records: pd.DataFrame, *, method: str = "kms", level: floa
         ptxt = (f"Table 9: {method} AUC {paper.loc[mech, method]:g}" if mech in paper.index and method in paper.columns
                 else "mechanism not in the paper's Table 9")
         rows.append(interval_finding(f"{mech}: the {method} rule recovers the subgroup above chance", ptxt, mean, lo,
-                                     hi, n, paper_side="above", threshold=0.5, level=level,
+                                     hi, n, paper_side="above", threshold=0.5, level=level, domain=(0.0, 1.0),
                                      quantity=f"mean held-out AUC of the {method} rule (t interval over trials)",
-                                     fmt=".3f"))
+                                     fmt=".3f", basis="method",
+                                     why="held-out recovery of a subgroup the simulation planted"))
     return Findings.build(rows, seed=None, title="sasst_geometry findings", method=method, level=level)
 
 

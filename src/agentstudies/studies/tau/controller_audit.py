@@ -486,14 +486,17 @@ def audit_findings(audit: pd.DataFrame, boundary: pd.DataFrame, episodes: pd.Dat
         rows.append(exact_finding(f"{w} routes the audit deck as Table 13 states", f"Table 13: {printed}",
                                   float(match[w]), int(audit.loc[w, "n_calls"]) if "n_calls" in audit else len(audit),
                                   holds=bool(match[w]),
-                                  rule=f"all four fractions equal the paper's to three decimals (ours: {ours})"))
+                                  rule=f"all four fractions equal the paper's to three decimals (ours: {ours})",
+                                  basis="arithmetic", why="the audit deck is balanced and its reviewer an oracle, so "
+                                                          "the fractions follow from the deck's composition"))
     if "passed" not in boundary:
         raise KeyError(f"boundary table lacks column 'passed'; it has {list(boundary.columns)}")
     n_pass = int(boundary["passed"].sum())
     rows.append(exact_finding("every controller boundary check passes",
                               "controllers fail closed and show the full mutation (Appendix D.7)",
                               n_pass, len(boundary), holds=bool(n_pass == len(boundary)),
-                              rule=f"all {len(boundary)} boundary checks pass (ours: {n_pass})"))
+                              rule=f"all {len(boundary)} boundary checks pass (ours: {n_pass})", basis="arithmetic",
+                              why="the controllers are written to fail closed; the checks confirm this code does"))
     if episodes is not None:
         miss = [c for c in ("workflow", "blocked_calls", "declined_calls") if c not in episodes]
         if miss:
@@ -505,7 +508,7 @@ def audit_findings(audit: pd.DataFrame, boundary: pd.DataFrame, episodes: pd.Dat
             t = testab[testab["contrast"].isin(["Plan + verifier − ReAct", "Confirmation gate − ReAct"])]
             acted = float(t["next_action_changed"].max()) if len(t) else None
         if acted is not None and acted == 0.0:
-            rows.append(untestable_finding(name, paper_txt, measured=acted,
+            rows.append(untestable_finding(name, paper_txt, measured=acted, basis="arithmetic",
                                            why="neither controller changed a proposed action in any episode"))
         else:
             by = episodes.groupby("workflow")[["blocked_calls", "declined_calls"]].sum()
@@ -515,7 +518,8 @@ def audit_findings(audit: pd.DataFrame, boundary: pd.DataFrame, episodes: pd.Dat
             rows.append(exact_finding(name, paper_txt, float(holds), len(episodes), holds=bool(holds),
                                       rule="no blocked call outside Plan + verifier and no declined call outside the "
                                            f"gate (blocked under: {', '.join(blockers) or 'none'}; declined under: "
-                                           f"{', '.join(decliners) or 'none'})"))
+                                           f"{', '.join(decliners) or 'none'})", basis="arithmetic",
+                                      why="only the verifier's code path can block and only the gate's can decline"))
     return Findings.build(rows, seed=None, title="tau_controller_audit findings")
 
 

@@ -566,7 +566,9 @@ def published_findings(runs: pd.DataFrame, passk: pd.DataFrame, flips: pd.DataFr
     KeyError
         A missing column in one of the tables.
     """
-    from agentstudies.findings import Findings, exact_finding, interval_finding, untestable_finding
+    from agentstudies.findings import (
+        NONNEGATIVE, PROPORTION, Findings, exact_finding, interval_finding, untestable_finding,
+    )
 
     for name, t, cols in (("passk", passk, {"k", "estimate"}), ("flips", flips, {"flips"}),
                           ("replay", replay, {"agree", "reward_info_missing"}), ("paper_passk", paper_passk, {"k", "pass_k"})):
@@ -580,22 +582,27 @@ def published_findings(runs: pd.DataFrame, passk: pd.DataFrame, flips: pd.DataFr
     same = bool((joined["estimate"].round(3) == joined["pass_k"].round(3)).all()) and len(joined) == len(passk)
     printed = ", ".join(f"{v:.3f}" for v in joined["pass_k"])
     recorded = replay[~replay["reward_info_missing"]]
+    real = "the τ-bench authors' published trajectories (real model runs), recomputed here"
     rows = [
         interval_finding(f"pass^k falls from k = 1 to k = {k_max}", "pass^k drops as k grows (τ-bench paper, Yao et al., 2024)",
-                         drop, lo, hi, n_tasks, paper_side="above", level=level,
-                         quantity=f"pass^1 - pass^{k_max}"),
+                         drop, lo, hi, n_tasks, paper_side="above", level=level, domain=NONNEGATIVE,
+                         quantity=f"pass^1 - pass^{k_max}", basis="arithmetic",
+                         why="pass^k <= pass^1 by definition; it is above 0 exactly when some task's trials disagree "
+                             "(the next row)"),
         interval_finding("identical trials of a task disagree on some tasks",
                          "agents are inconsistent across trials (τ-bench paper, Yao et al., 2024)", share, s_lo, s_hi, n_tasks,
-                         paper_side="above", level=level, quantity="share of tasks whose verdict flips"),
+                         paper_side="above", level=level, quantity="share of tasks whose verdict flips",
+                         domain=PROPORTION, basis="measured", why=real),
         exact_finding("pass^k equals the printed leaderboard", f"leaderboard pass^1..{k_max}: {printed}",
                       float(passk["estimate"].iloc[-1]), n_tasks, holds=same,
-                      rule="every k equal to three decimals"),
+                      rule="every k equal to three decimals", basis="measured", why=real),
         exact_finding("our replayed DB verdict agrees with every recorded reward",
                       "τ-bench's recorded rewards", float(recorded["agree"].mean()), len(recorded),
                       holds=bool(recorded["agree"].all()),
-                      rule="agreement on every replayed run with a reward record"),
+                      rule="agreement on every replayed run with a reward record", basis="measured", why=real),
         untestable_finding("a workflow changes reliability", "(the τ chapters' workflow contrast)",
                            why="every published run used the same tool-calling agent: one workflow, no contrast",
-                           measured=1.0, rule="a contrast needs at least two workflows on the same tasks"),
+                           measured=1.0, rule="a contrast needs at least two workflows on the same tasks",
+                           basis="measured"),
     ]
     return Findings.build(rows, seed=seed, title="tau_published_runs findings", n_draws=n_draws, level=level)

@@ -472,6 +472,17 @@ def stress_findings(reports: Mapping[str, SASSTReport], *, testab: pd.DataFrame 
     :func:`workflow_testability`, ``next_action_changed == 0``) makes the claims that rest
     on it ``not testable here``.
 
+    What each rests on (:data:`CLAIM_BASIS`): with the simulated profiles, the workflows'
+    gains and the stress effects are set by the profiles' intercepts and the shared
+    slopes of :func:`agentstudies.agents.tau.mistake_probabilities` (``built in``); the
+    shrinking of the discovery choice's gain and the stability abstention are properties
+    of SASST's selection (``method``); an LLM's rows are ``measured``. *No average gain
+    is confirmed* carries the power of its rule at this run's size to see the paper's
+    discovery gain (+3.75 points, ``data/paper``): the better uniform slot's
+    ``Phi(0.0375 / se - c)`` with the report's critical value ``c``
+    (:func:`agentstudies.findings.wald_power`); under 0.8 the verdict is ``not testable
+    here`` (:func:`agentstudies.findings.power_gated`).
+
     Parameters
     ----------
     reports : {profile: SASSTReport} from :func:`run_tau_sasst`.
@@ -494,6 +505,9 @@ def stress_findings(reports: Mapping[str, SASSTReport], *, testab: pd.DataFrame 
 
     if not reports:
         raise ValueError("stress_findings needs at least one report")
+    from agentstudies.studies import paper_note
+
+    paper_gain = float(paper_note("tau_workflow_stress", "discovery_gain_study_f"))
     studies = ["Study F, Qwen3-8B (paper)", "Study G, Qwen2.5-7B (paper)"]
     study_of = dict(study_of) if study_of is not None else {p: (studies[i] if i < 2 else None)
                                                              for i, p in enumerate(reports)}
@@ -543,8 +557,9 @@ def stress_findings(reports: Mapping[str, SASSTReport], *, testab: pd.DataFrame 
             rows.append(untestable_finding(name, f"{sname}: {pp.get('Confirmed', 0)} confirmed of 10 slots",
                                            measured=0.0, why="neither enhanced workflow changed a proposed action"))
         else:
-            rows.append(exact_finding(name, f"{sname}: 0 of 2 uniform slots confirmed", n_conf_uni, len(uni),
-                                      holds=n_conf_uni == 0, rule="0 confirmed uniform slots (SASST status)"))
+            f = exact_finding(name, f"{sname}: 0 of 2 uniform slots confirmed", n_conf_uni, len(uni),
+                              criterion=("==", 0), domain=(0, len(uni)), rule="0 confirmed uniform slots (SASST status)")
+            rows.append(_gain_power(f, t.loc[uni, "se"], rep.critical, paper_gain, level=float(rep.level)))
         # 3. no stress / control claim confirmed (exact)
         n_conf_other = int((t.loc[other, "status"] == "confirmed").sum())
         n_band = int(np.isfinite(t.loc[other, "bound"].to_numpy(float)).sum())
@@ -585,7 +600,58 @@ def stress_findings(reports: Mapping[str, SASSTReport], *, testab: pd.DataFrame 
                                              float(r["share"]), float(r["ci_low"]), float(r["ci_high"]),
                                              int(r["tasks"]), paper_side="above", level=float(r["level"]),
                                              quantity="share of tasks whose ReAct verdict flips across seeds"))
+    simulated = not any(str(p).startswith("llm:") for p in reports)
+    rows = [_stated(r, simulated) for r in rows]
     return Findings.build(rows, seed=None, title="tau_workflow_stress findings", level=level)
+
+
+#: What each claim of :func:`stress_findings` rests on with the simulated profiles, by the
+#: claim's text after the profile label: (basis, why, built-in parameters or code path).
+CLAIM_BASIS: dict[str, tuple[str, str, tuple[str, ...]]] = {
+    "the discovery choice's gain over ReAct shrinks on confirmation": (
+        "method", "selection: the hard argmax on discovery is scored again on held-out confirmation tasks", ()),
+    "no average gain over ReAct is confirmed": (
+        "built in", "the workflows' success levels were set a few points apart by hand",
+        ("TauProfile intercepts (verifier_*, user_decline_*)",)),
+    "no stress or control claim is confirmed": (
+        "built in", "the stress effects are the simulated mistakes' feature slopes",
+        ("mistake_probabilities slopes", "TauProfile intercepts")),
+    "the most stable frozen rule stays below the stability threshold": (
+        "method", "SASST's own abstain rule on its discovery resamples", ()),
+    "identical reruns of ReAct flip the verdict on some tasks": (
+        "built in", "the scripted policy draws its mistakes afresh for each seed", ("ScriptedTauPolicy seeded draws",)),
+}
+
+
+def _stated(row, simulated: bool):
+    """``row`` with the basis of :data:`CLAIM_BASIS` (``measured`` for an LLM agent)."""
+    from dataclasses import replace
+
+    claim = row.finding.split(": ", 1)[-1]
+    if claim not in CLAIM_BASIS:
+        raise KeyError(f"no basis stated for the claim {row.finding!r}")
+    basis, why, names = CLAIM_BASIS[claim]
+    if not simulated and basis == "built in":
+        basis, why, names = "measured", "an LLM agent: its code does not contain the effect", ()
+    return replace(row, basis=basis, built_in=names, why="; ".join(x for x in (why, row.why) if x))
+
+
+def _gain_power(row, se: pd.Series, critical: float, effect: float, *, level: float):
+    """"No average gain is confirmed" with the power of the SASST confirmation rule to see a
+    gain of ``effect`` (success share) at this run's size: the better uniform slot's
+    :func:`agentstudies.findings.wald_power` with the report's critical value; not testable
+    here under 0.8 (:func:`agentstudies.findings.power_gated`), also when no uniform slot
+    has a standard error."""
+    from agentstudies.findings import power_gated, untestable_finding, wald_power
+
+    se = pd.to_numeric(se, errors="coerce").to_numpy(float)
+    se = se[np.isfinite(se) & (se > 0)]
+    words = f"the paper's +{100 * effect:.2f} points"
+    if not len(se) or not np.isfinite(critical):
+        return untestable_finding(row.finding, row.paper, measured=0.0, rule=row.rule,
+                                  why=f"no uniform slot has a band, so the rule's power to see {words} is unknown")
+    power = max(wald_power(effect, x, level=level, critical=float(critical)) for x in se)
+    return power_gated(row, power, effect=words)
 
 
 #: Subjects of :func:`stress_controls` (labels say planted / null).

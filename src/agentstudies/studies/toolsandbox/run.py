@@ -23,7 +23,7 @@ hands plain tables to the methods (:mod:`agentstudies.sasst`, :mod:`agentstudies
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -60,6 +60,8 @@ __all__ = [
     "paired_gap",
     "tag_gap",
     "toolsandbox_findings",
+    "CATEGORY_PARAMS",
+    "neutral_profile",
     "controls",
     "departures_table",
 ]
@@ -517,27 +519,36 @@ def tag_gap(episodes: pd.DataFrame, tag: str, *, n_draws: int = 2000, level: flo
 
 _PAPER_NOTE = "lower (ToolSandbox's direction; its numbers are not in /work/shared, so none is shown)"
 
+#: The scripted agent's per-category mistake probability behind each category claim
+#: (:class:`agentstudies.agents.toolsandbox.ToolAgentProfile`); 0 is its neutral value.
+CATEGORY_PARAMS: Mapping[str, str] = {"state_dependency": "p_dependency_giveup",
+                                      "canonicalization": "p_canonicalization",
+                                      "insufficient_information": "p_insufficient"}
 
-def toolsandbox_findings(episodes: pd.DataFrame, testab: pd.DataFrame, *, profile: str, workflow: str = BASELINE,
-                         n_draws: int = 2000, level: float = 0.95, seed: int = 0):
-    """The chapter's findings (:class:`agentstudies.findings.Findings`) for one profile and workflow.
 
-    One row per augmentation contrast present ("<arm> lowers similarity against
-    <reference>": 95% cluster interval of the paired gap below 0; ``not testable here`` when
-    :func:`testability` says the arm changed no outcome for this profile) and one per
-    category tag ToolSandbox singles out as hard (state dependency, canonicalization,
-    insufficient information: tagged minus untagged scenario means below 0).
+def neutral_profile(profile: str = "base"):
+    """The scripted ``profile`` with every per-category mistake probability of
+    :data:`CATEGORY_PARAMS` at 0 (its neutral value), under the same name, so its episodes
+    share the profile's random numbers (:func:`agentstudies.agents.toolsandbox.run_episodes`
+    keys them by profile name) and differ only where a category probability acted.
 
     Raises
     ------
-    ValueError
-        Unknown profile or workflow.
+    KeyError
+        An unknown profile name.
     """
-    from agentstudies.findings import Findings, interval_finding, untestable_finding
+    from dataclasses import replace as _replace
 
-    ep = episodes[(episodes["profile"] == profile) & (episodes["workflow"] == workflow)]
-    if ep.empty:
-        raise ValueError(f"no episodes of profile {profile!r} under workflow {workflow!r}")
+    from agentstudies.agents.toolsandbox import get_profile
+
+    return _replace(get_profile(profile), **{p: 0.0 for p in CATEGORY_PARAMS.values()})
+
+
+def _toolsandbox_rows(ep: pd.DataFrame, testab: pd.DataFrame, *, profile: str, n_draws: int, level: float,
+                      seed: int) -> list:
+    """The rows of :func:`toolsandbox_findings` before their basis is stated."""
+    from agentstudies.findings import interval_finding, untestable_finding
+
     rows = []
     for arm, ref in AUGMENTATION_CONTRASTS:
         if arm not in set(ep["augmentation"]) or ref not in set(ep["augmentation"]):
@@ -554,7 +565,7 @@ def toolsandbox_findings(episodes: pd.DataFrame, testab: pd.DataFrame, *, profil
         rows.append(interval_finding(text, _PAPER_NOTE, est, lo, hi, n, paper_side="below", level=level,
                                      quantity=f"similarity gap {arm} - {ref}"))
     tagged = ep.groupby("base_scenario")["categories"].first().str.split("|")
-    for tag in ("state_dependency", "canonicalization", "insufficient_information"):
+    for tag in CATEGORY_PARAMS:
         k = int(tagged.map(lambda t: tag in t).sum())
         if k in (0, len(tagged)):
             rows.append(untestable_finding(f"{tag} scenarios score lower than the rest", _PAPER_NOTE, measured=float(k),
@@ -563,7 +574,76 @@ def toolsandbox_findings(episodes: pd.DataFrame, testab: pd.DataFrame, *, profil
         est, lo, hi, n = tag_gap(ep, tag, n_draws=n_draws, level=level, seed=seed)
         rows.append(interval_finding(f"{tag} scenarios score lower than the rest", _PAPER_NOTE, est, lo, hi, n,
                                      paper_side="below", level=level, quantity=f"similarity gap {tag} - others"))
-    return Findings.build(rows, seed=seed, title=f"ToolSandbox-style findings ({profile_label(profile)}, {workflow})",
+    return rows
+
+
+def _basis_of(text: str, profile: str) -> tuple[str, str, tuple[str, ...]]:
+    """(basis, why, built-in names) of a row of :func:`toolsandbox_findings` for ``profile``."""
+    if str(profile).startswith("llm:"):
+        return "measured", "an LLM agent: its code does not contain the effect", ()
+    from agentstudies.agents.toolsandbox import get_profile
+
+    prof = get_profile(profile)
+    tag = next((t for t in CATEGORY_PARAMS if text.startswith(f"{t} ")), None)
+    if tag is not None:
+        p = CATEGORY_PARAMS[tag]
+        if getattr(prof, p) > 0:
+            return "built in", f"the scripted agent fails {tag} scenarios with probability {p}", (
+                f"ToolAgentProfile.{p}",)
+        return "measured", f"{p} is 0 for this profile: what is left comes from the scenarios and the reading", ()
+    if prof.tool_choice == "registry":
+        return "built in", "the registry agent confuses tools with per-augmentation probabilities", (
+            "ToolAgentProfile.confuse_*",)
+    return ("measured", "no probability acts on the augmentation: the scripted reader ranks the shown tools by "
+                        "their words (rank_tools), so a gap is what its reading gets wrong", ())
+
+
+def toolsandbox_findings(episodes: pd.DataFrame, testab: pd.DataFrame, *, profile: str, workflow: str = BASELINE,
+                         neutral: pd.DataFrame | None = None, n_draws: int = 2000, level: float = 0.95,
+                         seed: int = 0):
+    """The chapter's findings (:class:`agentstudies.findings.Findings`) for one profile and workflow.
+
+    One row per augmentation contrast present ("<arm> lowers similarity against
+    <reference>": 95% cluster interval of the paired gap below 0; ``not testable here`` when
+    :func:`testability` says the arm changed no outcome for this profile) and one per
+    category tag ToolSandbox singles out as hard (state dependency, canonicalization,
+    insufficient information: tagged minus untagged scenario means below 0).
+
+    Basis: a category claim of a scripted profile whose probability of
+    :data:`CATEGORY_PARAMS` is above 0 is ``built in``; with ``neutral`` (the episodes of
+    :func:`neutral_profile` under ``workflow``, same cases and seeds) its verdict is the
+    neutral run's, the simulated gap shown apart
+    (:func:`agentstudies.findings.neutral_control`). An augmentation claim of a reading
+    profile is ``measured`` (no probability acts on the augmentation); of a registry
+    profile ``built in``; an LLM's rows are ``measured``.
+
+    Raises
+    ------
+    ValueError
+        Unknown profile or workflow.
+    """
+    from agentstudies.findings import Findings, neutral_control
+
+    ep = episodes[(episodes["profile"] == profile) & (episodes["workflow"] == workflow)]
+    if ep.empty:
+        raise ValueError(f"no episodes of profile {profile!r} under workflow {workflow!r}")
+    kw = dict(profile=profile, n_draws=n_draws, level=level, seed=seed)
+    rows = _toolsandbox_rows(ep, testab, **kw)
+    neutral_rows = {}
+    if neutral is not None:
+        nep = neutral[(neutral["profile"] == profile) & (neutral["workflow"] == workflow)]
+        if nep.empty:
+            raise ValueError(f"no neutral episodes of profile {profile!r} under workflow {workflow!r}")
+        neutral_rows = {r.finding: r for r in _toolsandbox_rows(nep, testability(nep), **kw)}
+    out = []
+    for r in rows:
+        basis, why, names = _basis_of(r.finding, profile)
+        if basis == "built in" and r.finding in neutral_rows:
+            setting = f"{', '.join(n.split('.')[-1] for n in names)} = 0, every other draw the same"
+            out.append(neutral_control(neutral_rows[r.finding], r, built_in=names, setting=setting))
+        else:
+            out.append(replace(r, basis=basis, built_in=names, why="; ".join(x for x in (why, r.why) if x)))
+    return Findings.build(out, seed=seed, title=f"ToolSandbox-style findings ({profile_label(profile)}, {workflow})",
                           inputs={"episodes": ep}, profile=profile, workflow=workflow, level=level, n_draws=n_draws)
 
 
