@@ -10,8 +10,9 @@ with milestones, minefields and the eight augmentations (:func:`generate_scenari
 Modules: ``_context`` (tables, messages, snapshots), ``_tools``, ``_scenarios`` (scenario,
 intent and case types), ``_world`` (entity pools, starting world, milestone pieces),
 ``_intents`` (one builder per request type), ``_templates`` (template registry,
-:func:`generate_scenarios`), ``_augmentations`` (:func:`make_cases`), ``_scoring``,
-``_user``, ``_env``.
+:func:`generate_scenarios`), ``_augmentations`` (:func:`make_cases`, :func:`perturb_phones`),
+``_scoring``, ``_matching`` (the milestone matcher), ``_targets`` (targets read from the
+world, :class:`WorldRef`), ``_user``, ``_env``.
 """
 
 from agentstudies.envs.toolsandbox._context import (

@@ -47,7 +47,6 @@ ToolSandbox's formulas).
 
 from __future__ import annotations
 
-import itertools
 import math
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
@@ -57,6 +56,8 @@ import numpy as np
 
 from agentstudies._tolerances import EXACT_TOL
 from agentstudies.envs.toolsandbox._context import ID_COLUMNS, NAMESPACES, ExecutionContext, Role
+from agentstudies.envs.toolsandbox._matching import _parents, _reference, best_mapping, topological_order
+from agentstudies.envs.toolsandbox._targets import WorldRef, resolve_targets, resolve_value
 
 __all__ = [
     "CONSTRAINT_KINDS",
@@ -110,70 +111,6 @@ DEPARTURES: Mapping[str, str] = {
 #: The departures :func:`evaluate` can switch off (``departures=...``): the rest are
 #: structural (how the world is stored or simulated) and change no formula.
 SCORING_OPTIONS: tuple[str, ...] = ("final_state", "reference_sentences")
-
-
-@dataclass(frozen=True)
-class WorldRef:
-    """A target value read from the starting world: column ``column`` of the row of table
-    ``namespace`` whose id column (``ID_COLUMNS[namespace]``) equals ``key``."""
-
-    namespace: str
-    key: Any
-    column: str
-
-
-def resolve_value(value: Any, initial: Mapping[str, Sequence[Mapping[str, Any]]]) -> Any:
-    """``value`` with every :class:`WorldRef` inside it (dicts, lists, tuples) replaced by the
-    cell it names in ``initial`` (namespace -> rows).
-
-    Raises
-    ------
-    KeyError
-        The namespace, row or column is not in ``initial``.
-    """
-    if isinstance(value, WorldRef):
-        idc = ID_COLUMNS.get(value.namespace)
-        rows = initial.get(value.namespace)
-        if idc is None or rows is None:
-            raise KeyError(f"WorldRef namespace {value.namespace!r} is not a table of the starting world "
-                           f"({sorted(initial)}); fix the scenario's target")
-        for r in rows:
-            if r.get(idc) == value.key:
-                if value.column not in r:
-                    raise KeyError(f"WorldRef column {value.column!r} not in {value.namespace} row {value.key!r} "
-                                   f"(columns {sorted(r)})")
-                return r[value.column]
-        raise KeyError(f"WorldRef row {value.namespace}[{idc} = {value.key!r}] is not in the starting world")
-    if isinstance(value, Mapping):
-        return {k: resolve_value(v, initial) for k, v in value.items()}
-    if isinstance(value, tuple):
-        return tuple(resolve_value(v, initial) for v in value)
-    if isinstance(value, list):
-        return [resolve_value(v, initial) for v in value]
-    return value
-
-
-def _has_ref(value: Any) -> bool:
-    if isinstance(value, WorldRef):
-        return True
-    if isinstance(value, Mapping):
-        return any(_has_ref(v) for v in value.values())
-    if isinstance(value, (tuple, list)):
-        return any(_has_ref(v) for v in value)
-    return False
-
-
-def resolve_targets(milestones: Sequence["Milestone"], initial: Mapping[str, Sequence[Mapping[str, Any]]]) -> tuple["Milestone", ...]:
-    """``milestones`` with their :class:`WorldRef` targets read from ``initial``
-    (namespace -> rows, e.g. ``ExecutionContext.table(ns, 0)`` per namespace). Milestones
-    without a reference are returned as they are."""
-    out = []
-    for ms in milestones:
-        if any(_has_ref(c.target) for c in ms.constraints):
-            ms = Milestone(ms.name, tuple(replace(c, target=resolve_value(c.target, initial)) if _has_ref(c.target) else c
-                                          for c in ms.constraints))
-        out.append(ms)
-    return tuple(out)
 
 
 def _initial_world(ctx: ExecutionContext) -> dict[str, list[dict[str, Any]]]:
@@ -427,10 +364,6 @@ def constrained_namespaces(milestones: Sequence[Milestone]) -> set[str]:
             if c.kind not in ("tool_trace", "guardrail") and c.namespace in NAMESPACES}
 
 
-def _parents(k: int, edges: Sequence[tuple[int, int]]) -> dict[int, list[int]]:
-    return {i: [u for u, v in edges if v == i] for i in range(k)}
-
-
 def with_guardrails(milestones: Sequence[Milestone], edges: Sequence[tuple[int, int]] = ()) -> tuple[Milestone, ...]:
     """``milestones`` with ToolSandbox's automatic guardrails (``MilestoneMatcher.
     _add_guardrail_constraints``, ``evaluation.py`` lines 996-1041): milestone ``i`` gets a
@@ -510,102 +443,6 @@ def similarity_matrix(milestones: Sequence[Milestone], ctx: ExecutionContext) ->
     (reference ``r = 0``). Shape K x n_messages."""
     S = similarity_tensor(milestones, ctx)
     return S[:, 0, :] if S.size else np.zeros((len(milestones), len(ctx.messages)))
-
-
-def topological_order(k: int, edges: Sequence[tuple[int, int]]) -> list[int]:
-    """A topological order of nodes ``0..k-1`` (ValueError on a cycle or a bad node)."""
-    parents: dict[int, set[int]] = {i: set() for i in range(k)}
-    for u, v in edges:
-        if not (0 <= u < k and 0 <= v < k) or u == v:
-            raise ValueError(f"bad DAG edge {(u, v)} for {k} milestones")
-        parents[v].add(u)
-    order, done = [], set()
-    while len(order) < k:
-        ready = [i for i in range(k) if i not in done and parents[i] <= done]
-        if not ready:
-            raise ValueError(f"milestone edges {list(edges)} contain a cycle")
-        order.append(ready[0])
-        done.add(ready[0])
-    return order
-
-
-def _as_tensor(S: np.ndarray) -> np.ndarray:
-    S = np.asarray(S, dtype=float)
-    if S.ndim == 2:  # no reference dependence: S[i, r, m] = S[i, m] for every r
-        return np.repeat(S[:, None, :], max(S.shape[1], 1), axis=1)
-    if S.ndim != 3 or S.shape[1] != S.shape[2]:
-        raise ValueError(f"S must be K x T or K x T x T; got shape {S.shape}")
-    return S
-
-
-def _reference(i: int, assign: Sequence[int | None], parents: Mapping[int, list[int]], first: int = 0) -> int:
-    """Reference snapshot of milestone ``i``: its latest-matched parent's index, else ``first``."""
-    return max((assign[p] for p in parents[i] if assign[p] is not None), default=first)
-
-
-def best_mapping(S: np.ndarray, edges: Sequence[tuple[int, int]], first: int = 0) -> tuple[float, list[int]]:
-    """Exact maximum of the mean milestone similarity over DAG-respecting mappings.
-
-    ``S`` is K x T (no reference dependence) or K x T x T with ``S[i, r, m]`` the
-    similarity of milestone ``i`` at message ``m`` against the reference snapshot ``r``
-    (:func:`similarity_tensor`). As in ToolSandbox (``MilestoneMatcher._dfs``,
-    ``evaluation.py`` lines 1056-1163) every milestone gets an index ``m_i`` in
-    ``first..T-1`` (``first``: the first user message) with ``m_u <= m_v`` for every edge
-    ``u -> v`` (the indices are non-decreasing along a topological order); milestone ``i``
-    is scored against ``r_i`` = the largest index of its parents (``first`` for a root).
-    Branch and bound over a topological order with an upper bound ``max_{r,m} S`` per
-    milestone. For a milestone none of whose children depend on the reference, only
-    *record* indices are tried (an index whose similarity exceeds every earlier admissible
-    one): a later index of no larger similarity only tightens the children's range.
-
-    Returns ``(mean similarity, mapping)``; ``(1.0, [])`` when K = 0.
-
-    Raises
-    ------
-    ValueError
-        A cycle or bad edge, a malformed ``S``, or ``first`` outside ``0..T-1``.
-    """
-    S = _as_tensor(S)
-    K = S.shape[0]
-    if K == 0:
-        return 1.0, []
-    T = S.shape[2]
-    if not 0 <= first < T:
-        raise ValueError(f"first (the first user message) must be in 0..{T - 1}; got {first}")
-    order = topological_order(K, edges)
-    parents = _parents(K, edges)
-    children = {i: [v for u, v in edges if u == i] for i in range(K)}
-    rdep = [bool(np.ptp(S[i], axis=0).max() > 0) for i in range(K)]
-    dominance = [not any(rdep[c] for c in children[i]) for i in range(K)]
-    row_max = S.reshape(K, -1).max(axis=1)
-    suffix = np.zeros(K + 1)
-    for j in range(K - 1, -1, -1):
-        suffix[j] = suffix[j + 1] + row_max[order[j]]
-    best_val, best_map = -1.0, [first] * K
-    assign: list[int | None] = [None] * K
-
-    def rec(j: int, acc: float) -> None:
-        nonlocal best_val, best_map
-        if acc + suffix[j] <= best_val + EXACT_TOL:
-            return
-        if j == K:
-            best_val, best_map = acc, [int(a) for a in assign]
-            return
-        i = order[j]
-        ref = _reference(i, assign, parents, first)
-        record = -1.0
-        for m in range(ref, T):
-            s = S[i, ref, m]
-            if s > record or not dominance[i]:
-                record = max(record, s)
-                assign[i] = m
-                rec(j + 1, acc + s)
-                assign[i] = None
-                if dominance[i] and s >= row_max[i]:
-                    break
-
-    rec(0, 0.0)
-    return max(best_val, 0.0) / K, best_map
 
 
 def turn_count(ctx: ExecutionContext) -> int:
@@ -733,18 +570,3 @@ def evaluate(
         turn_count=turn_count(ctx),
         undone=undone,
     )
-
-
-def brute_force_mapping(S: np.ndarray, edges: Sequence[tuple[int, int]], first: int = 0) -> float:
-    """Maximum mean over *all* mappings (exponential; for tests). ``S``: K x T or K x T x T."""
-    S = _as_tensor(S)
-    K, T = S.shape[0], S.shape[2]
-    if K == 0:
-        return 1.0
-    parents = _parents(K, edges)
-    best = 0.0
-    for combo in itertools.product(range(first, T), repeat=K):
-        if any(combo[u] > combo[v] for u, v in edges):
-            continue
-        best = max(best, sum(S[i, _reference(i, combo, parents, first), m] for i, m in enumerate(combo)) / K)
-    return best
