@@ -91,6 +91,7 @@ def test_french_answer_guardrails_not_counted(scenarios):
     best = max(_rl(r, french) for r in refs)
     assert ours == pytest.approx((1.0 + (best ** (1 / 3)) ** (1 / 2)) / 2)
     assert abs(ours - toolsandbox) < 0.05          # acceptance: within 0.05 of ToolSandbox
+    assert env.evaluate().toolsandbox_similarity == pytest.approx(toolsandbox)  # reported beside ours
     # counting the 4 automatic guardrails in the mean (the old scorer) would lift it well above
     counted = (1.0 + ((best ** (1 / 3)) * 1.0) ** (1 / 6)) / 2
     assert counted > ours
@@ -148,7 +149,7 @@ def test_write_then_undo_scores_zero_where_the_final_state_lacks_it(scenarios):
     _step(env, say)
     assert evaluate(env.ctx, sc.milestones, sc.edges, departures=()).similarity == 1.0
     ev = env.evaluate()
-    assert ev.undone and ev.similarity == 0.0
+    assert ev.undone and ev.similarity == 0.0 and ev.toolsandbox_similarity == 1.0
     # set -> unset: 'wifi on' is a SETTING snapshot matched after the first call
     st = next(s for s in scenarios if s.template == "setting" and s.intents[0].slots == {"setting": "wifi", "on": True}
               and len(s.milestones) == 1)

@@ -468,8 +468,10 @@ class Evaluation:
     """Score of one trajectory: ``similarity`` (0 if a minefield was hit or a matched write
     was undone, else the milestone part), ``milestone_similarity``, ``mapping`` (message
     index per milestone), per-milestone similarities, whether a minefield was hit,
-    ``matched`` (milestones at similarity 1), ``turn_count`` and ``undone`` (departure
-    ``final_state``)."""
+    ``matched`` (milestones at similarity 1), ``turn_count``, ``undone`` (departure
+    ``final_state``) and ``toolsandbox_similarity``: the same trajectory under
+    ToolSandbox's formulas alone (every departure of :data:`SCORING_OPTIONS` off; ``nan``
+    where not computed)."""
 
     similarity: float
     milestone_similarity: float
@@ -479,6 +481,7 @@ class Evaluation:
     matched: int
     turn_count: int
     undone: bool = False
+    toolsandbox_similarity: float = float("nan")
 
 
 def _first_reference(milestones: Sequence[Milestone]) -> tuple[Milestone, ...]:
@@ -546,12 +549,18 @@ def evaluate(
     bad = sorted(set(departures) - set(SCORING_OPTIONS))
     if bad:
         raise ValueError(f"unknown scoring departure(s) {bad}; expected a subset of {SCORING_OPTIONS}")
-    if "reference_sentences" not in departures:
-        milestones = _first_reference(milestones)
-    ms = with_guardrails(milestones, edges) if guardrails else tuple(milestones)
     first = first_user_index(ctx)
+    plain = _first_reference(milestones)  # one reference sentence per constraint, as in ToolSandbox
+    if "reference_sentences" not in departures:
+        milestones = plain
+    ms = with_guardrails(milestones, edges) if guardrails else tuple(milestones)
     S = similarity_tensor(ms, ctx)
     value, mapping = best_mapping(S, edges, first)
+    if "reference_sentences" in departures and plain != tuple(milestones):
+        ms0 = with_guardrails(plain, edges) if guardrails else plain
+        value0 = best_mapping(similarity_tensor(ms0, ctx), edges, first)[0]
+    else:
+        value0 = value
     parents = _parents(len(ms), edges)
     scores = tuple(float(S[i, _reference(i, mapping, parents, first), m]) for i, m in enumerate(mapping))
     hit = False
@@ -569,4 +578,5 @@ def evaluate(
         matched=sum(1 for s in scores if s >= 1.0 - EXACT_TOL),
         turn_count=turn_count(ctx),
         undone=undone,
+        toolsandbox_similarity=0.0 if hit else float(value0),
     )
