@@ -281,9 +281,16 @@ def test_every_scoring_option_is_named_used_and_nothing_else_departs(scenarios):
     src = inspect.getsource(_scoring)
     for name in SCORING_OPTIONS:
         assert f'"{name}" in departures' in src or f'"{name}" not in departures' in src, name
-    structural = {"reference_milestone", "initial_world_exempts_nothing", "setting_table", "web_fixtures", "scripted_user"}
+    structural = {"reference_milestone", "initial_world_exempts_nothing", "tool_trace_message", "setting_table",
+                  "web_fixtures", "scripted_user"}
     assert set(DEPARTURES) == set(SCORING_OPTIONS) | structural
     assert all(len(DEPARTURES[k]) > 40 for k in DEPARTURES)       # each says what differs and why
+    # tool_trace_message is harmless only while every tool a milestone traces reads (a
+    # minefield has no children: one message earlier or later it nullifies all the same)
+    from agentstudies.envs.toolsandbox import MUTATING_TOOLS
+
+    traced = {c.tool for s in scenarios for ms in s.milestones for c in ms.constraints if c.kind == "tool_trace"}
+    assert traced and not traced & MUTATING_TOOLS
     with pytest.raises(ValueError, match="unknown scoring departure"):
         evaluate(ExecutionContext({ns: [] for ns in NAMESPACES}), [], (), departures=("guardrails_off",))
     # final_state: add then remove the new contact

@@ -103,6 +103,9 @@ DEPARTURES: Mapping[str, str] = {
                                      "tables the root itself constrains; ToolSandbox's guardrail loop looks the "
                                      "reference -1 up as milestones[-1], which also exempts the last milestone's "
                                      "tables",
+    "tool_trace_message": "a tool-call milestone is matched at the agent's call message; ToolSandbox matches the "
+                          "execution environment's reply that carries the trace, one message later (the tools "
+                          "traced here only read, so the world snapshots compared are the same)",
     "setting_table": "device settings are stored as key/value rows and read as one row {setting: value} "
                      "for snapshots (the values compared are the same)",
     "web_fixtures": "web look-ups (places, weather, stocks, currencies) answer from local fixtures, not a paid API",
