@@ -59,7 +59,9 @@ def test_counts_and_coverage(scenarios, cases):
     assert {c.augmentation for c in cases} == set(AUGMENTATIONS)
     assert len(TOOLS) >= 34
     for s in scenarios:
-        assert s.milestones and s.minefields and s.allow_list
+        assert s.milestones and s.allow_list
+        # ToolSandbox keeps minefields for insufficient-information scenarios (evaluation.py 777-786)
+        assert bool(s.minefields) == ("insufficient_information" in s.categories), s.scenario_id
 
 
 def test_every_scenario_validates(scenarios):
@@ -75,11 +77,13 @@ def test_gold_scores_one_on_every_case(cases):
 
 
 def test_minefield_zeroes_an_otherwise_perfect_trajectory(cases):
-    for c in cases[::8]:
-        # the trigger (an unrelated write) also breaks an automatic guardrail; without them
-        # the milestones stay perfect and the minefield alone zeroes the score
-        ev = replay_gold(c, trigger=True).evaluate(guardrails=False)
-        assert ev.milestone_similarity == 1.0, c.case_id
+    mined = [c for c in cases[::8] if c.scenario.minefields]
+    assert len(mined) >= 10
+    for c in mined:
+        # the trigger calls the forbidden tool: any non-zero minefield similarity nullifies
+        # the trajectory (ToolSandbox evaluation.py 978-982)
+        assert not replay_gold(c).evaluate().minefield_hit, c.case_id
+        ev = replay_gold(c, trigger=True).evaluate()
         assert ev.minefield_hit and ev.similarity == 0.0, c.case_id
 
 
@@ -178,9 +182,13 @@ def test_column_similarities_hand_worked():
     assert rouge_l("the cat sat", "the cat") == pytest.approx(0.8)
     assert column_similarity("exact", "+1415", "+1415") == 1.0
     assert column_similarity("exact", 3.0, 3) == 1.0
-    assert column_similarity("close:60", 100.0, 130.0) == pytest.approx(0.5)
-    assert column_similarity("close:60", 100.0, 200.0) == 0.0
-    assert column_similarity("contains", "cannot", "Sorry, I CANNOT do that") == 1.0
+    # ToolSandbox close: 0/1 within the absolute tolerance (evaluation.py 76-114, utils.py 401-422)
+    assert column_similarity("close:60", 100.0, 130.0) == 1.0
+    assert column_similarity("close:60", 100.0, 160.0) == 1.0
+    assert column_similarity("close:60", 100.0, 160.5) == 0.0
+    # contains: polars str.contains_any, case-sensitive (evaluation.py 137-159)
+    assert column_similarity("contains", "cannot", "Sorry, I cannot do that") == 1.0
+    assert column_similarity("contains", "cannot", "Sorry, I CANNOT do that") == 0.0
     with pytest.raises(ValueError):
         column_similarity("fuzzy", 1, 1)
 
@@ -195,14 +203,16 @@ def test_geometric_mean_inside_a_milestone_and_turn_count():
     ctx.add_message(Message(Role.AGENT, Role.USER, "done", (Role.AGENT, Role.USER)))
     ctx.add_message(Message(Role.USER, Role.EXECUTION_ENVIRONMENT, "", (Role.USER, Role.EXECUTION_ENVIRONMENT),
                             tool_call={"name": "end_conversation", "arguments": {}}))
-    ms = [Milestone("m", (Constraint("tool_trace", target={"timestamp": 100.0}, measures={"timestamp": "close:50"}, tool="shift_timestamp"),
-                          Constraint("guardrail", "CONTACT")))]
+    reply = Constraint("snapshot", "SANDBOX", {"sender": "agent", "recipient": "user", "content": "all done now"},
+                       {"content": "rouge_l"})
+    ms = [Milestone("m", (reply, Constraint("guardrail", "CONTACT")))]
     ev = evaluate(ctx, ms, (), guardrails=False)
-    # constraint similarities 1 - 30/50 = 0.4 and 1: geometric mean sqrt(0.4)
-    assert ev.similarity == pytest.approx(np.sqrt(0.4))
-    # automatic guardrails on the three tables no milestone constrains (all unchanged): 0.4^(1/5)
-    assert evaluate(ctx, ms, ()).similarity == pytest.approx(0.4 ** (1 / 5))
-    assert ev.mapping == (2,)
+    # ROUGE-L('all done now', 'done'): P = 1, R = 1/3, F = 0.5; the row is the geometric mean
+    # of (1, 1, 0.5); the guardrail (1) multiplies in but is not counted (evaluation.py 906-914)
+    assert ev.similarity == pytest.approx(0.5 ** (1 / 3))
+    # the automatic guardrails (unchanged tables, 1) are not counted either
+    assert evaluate(ctx, ms, ()).similarity == pytest.approx(0.5 ** (1 / 3))
+    assert ev.mapping == (4,)
     # 6 messages minus the system message and the user -> environment message
     assert turn_count(ctx) == 4 == ev.turn_count
 
@@ -213,6 +223,11 @@ def test_best_mapping_hand_example():
     val, mp = best_mapping(S, [(0, 1)])
     assert val == pytest.approx(0.75) and mp == [2, 3]
     assert best_mapping(np.zeros((0, 3)), [])[0] == 1.0
+    # ToolSandbox's DFS lets the next milestone take the same index (range(last, max + 1),
+    # evaluation.py 1087-1107): both milestones at message 1 -> (1 + 1) / 2
+    assert best_mapping(np.array([[0.0, 1.0, 0.0], [0.0, 1.0, 0.0]]), [(0, 1)]) == (1.0, [1, 1])
+    # and starts at the first user message: nothing before index `first` is matched
+    assert best_mapping(np.array([[1.0, 0.0, 0.4]]), [], first=1) == (pytest.approx(0.4), [2])
 
 
 @st.composite
@@ -233,9 +248,10 @@ def test_matcher_equals_brute_force(case):
     S, edges = case
     val, mapping = best_mapping(S, edges)
     assert val == pytest.approx(brute_force_mapping(S, edges))
-    # the returned mapping is admissible and attains the value
-    assert all(mapping[u] is None or mapping[v] is None or mapping[u] < mapping[v] for u, v in edges)
-    assert sum(S[i, m] for i, m in enumerate(mapping) if m is not None) / S.shape[0] == pytest.approx(val)
+    # the returned mapping assigns every milestone, is admissible and attains the value
+    assert len(mapping) == S.shape[0] and all(m is not None for m in mapping)
+    assert all(mapping[u] <= mapping[v] for u, v in edges)
+    assert sum(S[i, m] for i, m in enumerate(mapping)) / S.shape[0] == pytest.approx(val)
 
 
 def test_cycle_rejected():

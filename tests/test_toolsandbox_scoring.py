@@ -62,8 +62,13 @@ def _reply_refs(scenario):
     raise AssertionError(f"{scenario.scenario_id} has no reply milestone")
 
 
-def _n_auto(scenario):
-    return len([ns for ns in NAMESPACES if ns not in constrained_namespaces(scenario.milestones)])
+def _contains_key(scenario):
+    """The key value a reply milestone's 'contains' constraint looks for."""
+    for ms in scenario.milestones:
+        for c in ms.constraints:
+            if c.kind == "snapshot" and c.measures.get("content") == "contains":
+                return c.target["content"]
+    raise AssertionError(f"{scenario.scenario_id} has no key-value check")
 
 
 def test_reply_before_lookup_scores_below_one(scenarios):
@@ -75,12 +80,11 @@ def test_reply_before_lookup_scores_below_one(scenarios):
     early = _play(stock, [("say", {"act": "ask", "slot": "anything"}, answer), call, ("say", {"act": "done"}, "Done.")])
     ev = early.evaluate()
     assert good == 1.0
-    # the reply milestone can only map to a message after the look-up: "Done." against the references
-    refs = _reply_refs(stock)
-    reply = (_rl(refs, "Done.") ** (1 / 3)) ** (1 / (1 + _n_auto(stock)))
-    # either the look-up and "Done." (1 + reply) or the early answer alone (0 + 1)
-    assert ev.similarity == pytest.approx(max(1.0 + reply, 1.0) / 2)
-    assert ev.similarity < 1.0
+    # the reply milestone maps at or after the look-up: "Done." lacks the price, so the
+    # 'contains' constraint zeroes it (1 + 0); or the look-up milestone takes a message
+    # without the call and the reply the early answer (0 + 1): either way 1 / 2
+    assert _contains_key(stock) not in "Done." and _contains_key(stock) in answer
+    assert ev.similarity == pytest.approx(0.5)
 
 
 def test_write_before_reading_the_clock_scores_half(scenarios):
@@ -89,7 +93,7 @@ def test_write_before_reading_the_clock_scores_half(scenarios):
     rest = [g for g in sc.gold if g is not add]
     ev = _play(sc, [add] + rest).evaluate()
     # milestones: read the clock -> reminder added (against the clock milestone's snapshot,
-    # which already holds the reminder): one of two milestones, mean 0.5
+    # which already holds the reminder, so no row is added): one of two milestones, mean 0.5
     assert len(sc.milestones) == 2
     assert ev.similarity == pytest.approx(0.5)
     assert _play(sc, sc.gold).evaluate().similarity == 1.0
@@ -116,11 +120,10 @@ def test_paraphrased_declines_score_by_rouge_l(scenarios, paraphrase):
     steps = [g if g[1].get("act") != "cannot" else ("say", {"act": "cannot"}, paraphrase) for g in sc.gold]
     ev = _play(sc, steps).evaluate()
     refs = _reply_refs(sc)
-    # one milestone: explicit guardrail, the message row (sender, recipient, content) and the
-    # automatic guardrails; geometric means: R^(1/3) for the row, then over all constraints
-    k = 2 + _n_auto(sc)
-    assert ev.similarity == pytest.approx((_rl(refs, paraphrase) ** (1 / 3)) ** (1 / k))
-    assert ev.similarity > 0.9
+    # one milestone: the message row (sender, recipient, content: R^(1/3)) times the explicit
+    # and automatic guardrails (1 each), which are not counted (ToolSandbox evaluation.py 906-914)
+    assert ev.similarity == pytest.approx(_rl(refs, paraphrase) ** (1 / 3))
+    assert ev.similarity > 0.75
     keyword_only = _play(sc, [g if g[1].get("act") != "cannot" else ("say", {"act": "cannot"}, "cannot") for g in sc.gold])
     assert ev.similarity > keyword_only.evaluate().similarity
 
@@ -131,35 +134,36 @@ def test_unit_formatted_answers_score_by_rouge_l(scenarios, answer):
     steps = [g if g[0] == "call" else ("say", g[1], answer) for g in sc.gold]
     ev = _play(sc, steps).evaluate()
     refs = _reply_refs(sc)
-    reply = (_rl(refs, answer) ** (1 / 3)) ** (1 / (1 + _n_auto(sc)))
+    # reply milestone: ROUGE-L row R^(1/3) and the 'contains' row (1), geometric mean of two
+    reply = ((_rl(refs, answer) ** (1 / 3)) * 1.0) ** (1 / 2)
     assert ev.similarity == pytest.approx((1.0 + reply) / 2)
-    assert ev.similarity > 0.9  # '$231.42' and '231.42 USD' both share the number's tokens with a reference
+    assert ev.similarity > 0.9  # '$231.42' and '231.42 USD' both contain the price and share its tokens
 
 
-def _unrelated_write(sc):
-    free = [ns for ns in NAMESPACES if ns not in constrained_namespaces(sc.milestones)]
-    if "CONTACT" in free:
-        return ("call", "add_contact", {"name": "Bogus Person", "phone_number": "+19995550000"})
-    if "REMINDER" in free:
-        return ("call", "add_reminder", {"content": "bogus", "reminder_timestamp": 2.0e9})
-    raise AssertionError(f"{sc.scenario_id}: no free table for an unrelated write ({free})")
+def test_unrelated_write_is_caught_only_between_reference_and_match(scenarios):
+    """ToolSandbox puts a milestone's guardrails against its reference and predecessor
+    milestones only (evaluation.py 996-1041): a write to an unconstrained table between the
+    look-up and the reply zeroes the reply milestone; the same write before the look-up (a
+    root with no reference constraint has no guardrails) is not caught."""
+    sc = next(s for s in scenarios if s.template == "stock" and len(s.milestones) == 2)
+    write = ("call", "add_contact", {"name": "Bogus Person", "phone_number": "+19995550000"})
+    from agentstudies.envs.toolsandbox import Case, ToolView
 
+    case = gold_case(sc)
+    case = Case(case.case_id, sc, "base", ToolView(case.view.tools + ("add_contact",)))
 
-def test_unrelated_write_is_caught_by_a_guardrail_on_every_scenario(scenarios):
-    for sc in scenarios:
-        write = _unrelated_write(sc)
-        case = gold_case(sc)
-        tools = case.view.tools
-        if write[1] not in tools:
-            from agentstudies.envs.toolsandbox import Case, ToolView
-            case = Case(case.case_id, sc, "base", ToolView(tools + (write[1],)))
+    def run(steps):
         env = ToolSandboxEnv(case, 0)
-        for step in [write] + list(sc.gold):
-            if env.done:
-                break
+        for step in steps:
             env.step(ToolCall(step[1], dict(step[2])) if step[0] == "call" else Say(step[2], step[1]))
-        assert env.evaluate(guardrails=False).similarity == 1.0, sc.scenario_id
-        assert env.evaluate().similarity < 1.0, sc.scenario_id
+        return env.evaluate()
+
+    gold = list(sc.gold)
+    assert [g[0] for g in gold] == ["call", "say"]
+    between = run([gold[0], write, gold[1]])
+    assert between.similarity == pytest.approx(0.5)          # (1 + 0) / 2
+    assert run([write] + gold).similarity == 1.0
+    assert between.milestone_scores[1] == 0.0
 
 
 def test_snapshot_needs_equal_row_counts_and_matches_rows_optimally():
@@ -170,6 +174,8 @@ def test_snapshot_needs_equal_row_counts_and_matches_rows_optimally():
     # greedy would pair 'Ana Bo' with 'Ana' (0.667) and leave 'Bo' with 'Cy' (0); the optimum
     # pairs Ana-'Ana Cy' and Bo-'Ana Bo': both F = 2*1*0.5/1.5 = 2/3
     assert table_similarity(c, [{"name": "Ana Bo"}, {"name": "Ana Cy"}]) == pytest.approx(2 / 3)
+    # a target column missing from the rows: 0 (evaluation.py 310-313)
+    assert table_similarity(Constraint("snapshot", "CONTACT", {"nickname": "A"}), [{"name": "A"}]) == 0.0
 
 
 @st.composite
@@ -191,11 +197,10 @@ def test_reference_dependent_matcher_equals_brute_force(case):
     parents = {i: [u for u, v in edges if v == i] for i in range(S.shape[0])}
     got = 0.0
     for i, m in enumerate(mapping):
-        if m is not None:
-            r = max((mapping[p] for p in parents[i] if mapping[p] is not None), default=0)
-            got += S[i, r, m]
+        r = max((mapping[p] for p in parents[i]), default=0)
+        got += S[i, r, m]
     assert got / S.shape[0] == pytest.approx(val)
-    assert all(mapping[u] is None or mapping[v] is None or mapping[u] < mapping[v] for u, v in edges)
+    assert all(mapping[u] <= mapping[v] for u, v in edges)
 
 
 # ------------------------------------------------------------------ the world (item 2)
@@ -324,16 +329,19 @@ def test_gate_user_judges_by_intent_text_not_gold(scenarios):
 def _naive_tensor(milestones, ctx):
     """S[i, r, m] from the definition: every cell scored alone (fresh reader, no grouping of
     references by table version), constraints in the scorer's order (fixed, then reference)."""
-    from agentstudies.envs.toolsandbox._scoring import _constraint_at, _geo, _Reader
+    from agentstudies.envs.toolsandbox._scoring import _constraint_at, _Reader, resolve_targets
 
+    milestones = resolve_targets(milestones, {ns: ctx.table(ns, 0) for ns in NAMESPACES})
     n = len(ctx.messages)
     S = np.zeros((len(milestones), n, n))
     for i, ms in enumerate(milestones):
         order = [c for c in ms.constraints if not c.uses_reference] + [c for c in ms.constraints if c.uses_reference]
-        refd = any(c.uses_reference for c in ms.constraints)
-        for m in range(1, n):
-            for r in (range(m) if refd else range(n)):
-                S[i, r, m] = _geo([_constraint_at(c, _Reader(ctx), m, r if refd else 0) for c in order])
+        counted = sum(c.kind != "guardrail" for c in ms.constraints)
+        for m in range(n):
+            for r in range(m + 1):
+                vals = [_constraint_at(c, _Reader(ctx), m, r) for c in order]
+                # product to the power 1 / (non-guardrail constraints), evaluation.py 906-914
+                S[i, r, m] = 0.0 if min(vals) <= 0.0 else float(np.exp(np.sum(np.log(vals)) / counted))
     return S
 
 
@@ -360,7 +368,7 @@ def test_similarity_tensor_equals_the_cell_by_cell_definition(scenarios):
     envs = _agent_envs(scenarios)
     assert len({e.termination for e in envs}) >= 1 and sum(e.evaluate().similarity < 1.0 for e in envs) >= 1
     for env in envs:
-        ms = with_guardrails(env.scenario.milestones)
+        ms = with_guardrails(env.scenario.milestones, env.scenario.edges)
         fast, slow = similarity_tensor(ms, env.ctx), _naive_tensor(ms, env.ctx)
         assert np.array_equal(fast, slow), env.case.case_id   # bit for bit, not approx
         for ns in NAMESPACES:

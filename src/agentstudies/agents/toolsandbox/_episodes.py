@@ -38,6 +38,7 @@ EPISODE_COLUMNS: tuple[str, ...] = (
     "case_id", "base_scenario", "category", "categories", "augmentation", "workflow", "profile", "seed",
     "similarity", "milestone_similarity", "turn_count", "milestones_matched", "n_milestones", "minefield_hit",
     "termination", "tool_calls", "failed_calls", "blocked_calls", "declined_calls", "messages",
+    "undone", "toolsandbox_similarity",
 )
 
 #: Columns added to the episode table of an LLM agent (:meth:`LLMPolicyBase.episode_record`;
@@ -157,6 +158,8 @@ def _row(case: Case, workflow: str, profile: str, seed: int, env: ToolSandboxEnv
         "milestones_matched": ev.matched, "n_milestones": len(sc.milestones), "minefield_hit": ev.minefield_hit,
         "termination": env.termination, "tool_calls": len(calls), "failed_calls": sum(1 for m in replies if m.error),
         "blocked_calls": counts["blocked_calls"], "declined_calls": counts["declined_calls"], "messages": len(env.ctx.messages),
+        # the world-write undone check and the score under ToolSandbox's formulas alone (envs.toolsandbox.DEPARTURES)
+        "undone": ev.undone, "toolsandbox_similarity": ev.toolsandbox_similarity,
     }
 
 
@@ -200,7 +203,7 @@ def run_episode(case: Case, workflow: str, profile: str | ToolAgentProfile = "ba
     except Exception:  # noqa: BLE001 - ToolSandbox: an exception scores 0 with the maximum turn count
         counts = {"blocked_calls": 0, "declined_calls": 0}
         env.termination = "exception"
-        ev = Evaluation(0.0, 0.0, (), (), False, 0, env.ctx.max_messages)
+        ev = Evaluation(0.0, 0.0, (), (), False, 0, env.ctx.max_messages, toolsandbox_similarity=0.0)
     row = _row(case, workflow, name, seed, env, counts, ev)
     if policy is not None:
         row.update({"agent": name, "simulated": False, **policy.episode_record()})

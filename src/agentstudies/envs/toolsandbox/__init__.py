@@ -10,8 +10,9 @@ with milestones, minefields and the eight augmentations (:func:`generate_scenari
 Modules: ``_context`` (tables, messages, snapshots), ``_tools``, ``_scenarios`` (scenario,
 intent and case types), ``_world`` (entity pools, starting world, milestone pieces),
 ``_intents`` (one builder per request type), ``_templates`` (template registry,
-:func:`generate_scenarios`), ``_augmentations`` (:func:`make_cases`), ``_scoring``,
-``_user``, ``_env``.
+:func:`generate_scenarios`), ``_augmentations`` (:func:`make_cases`, :func:`perturb_phones`),
+``_scoring``, ``_matching`` (the milestone matcher), ``_targets`` (targets read from the
+world, :class:`WorldRef`), ``_user``, ``_env``.
 """
 
 from agentstudies.envs.toolsandbox._context import (
@@ -25,16 +26,18 @@ from agentstudies.envs.toolsandbox._context import (
     Snapshot,
 )
 from agentstudies.envs.toolsandbox._env import SYSTEM_PROMPT, Say, ToolCall, ToolSandboxEnv, gold_case, replay_gold, validate_scenario
-from agentstudies.envs.toolsandbox._augmentations import case_table, is_branching, make_cases, ranked_distractors
+from agentstudies.envs.toolsandbox._augmentations import case_table, is_branching, make_cases, perturb_phones, ranked_distractors
 from agentstudies.envs.toolsandbox._scenarios import AUGMENTATIONS, CATEGORIES, Case, Intent, Scenario
 from agentstudies.envs.toolsandbox._templates import generate_scenarios
 from agentstudies.envs.toolsandbox._scoring import (
     CONSTRAINT_KINDS,
     DEPARTURES,
+    SCORING_OPTIONS,
     SIMILARITIES,
     Constraint,
     Evaluation,
     Milestone,
+    WorldRef,
     best_mapping,
     column_similarity,
     evaluate,
@@ -62,10 +65,10 @@ from agentstudies.envs.toolsandbox._user import ScriptedUser
 
 __all__ = [
     "AUGMENTATIONS", "CATEGORIES", "CONSTRAINT_KINDS", "DEPARTURES", "DEFAULT_MAX_MESSAGES", "MUTATING_TOOLS", "NAMESPACES",
-    "ROLES", "SCRAMBLES", "SIMILARITIES", "SYSTEM_PROMPT", "TOOLS", "TOOL_NAMES", "WEB_TOOLS",
+    "ROLES", "SCORING_OPTIONS", "SCRAMBLES", "SIMILARITIES", "SYSTEM_PROMPT", "TOOLS", "TOOL_NAMES", "WEB_TOOLS",
     "Case", "Constraint", "Evaluation", "ExecutionContext", "Intent", "Message", "MessageCapReached", "Milestone",
-    "Role", "Say", "Scenario", "ScriptedUser", "Snapshot", "ToolCall", "ToolError", "ToolSandboxEnv", "ToolView",
+    "Role", "Say", "Scenario", "ScriptedUser", "Snapshot", "ToolCall", "ToolError", "ToolSandboxEnv", "ToolView", "WorldRef",
     "best_mapping", "canonical_phone", "case_table", "column_similarity", "evaluate", "execute_tool", "format_number",
-    "generate_scenarios", "gold_case", "is_branching", "ranked_distractors", "make_cases", "replay_gold", "rouge_l", "similarity_matrix", "similarity_tensor", "table_similarity", "topological_order", "turn_count",
+    "generate_scenarios", "gold_case", "is_branching", "ranked_distractors", "make_cases", "perturb_phones", "replay_gold", "rouge_l", "similarity_matrix", "similarity_tensor", "table_similarity", "topological_order", "turn_count",
     "validate_scenario", "with_guardrails",
 ]

@@ -12,10 +12,10 @@ from typing import Any, Sequence
 import numpy as np
 
 from agentstudies.envs.toolsandbox._scenarios import AUGMENTATIONS, Case, Scenario, _SCRAMBLE_OF
-from agentstudies.envs.toolsandbox._tools import TOOLS, TOOL_NAMES, ToolView
+from agentstudies.envs.toolsandbox._tools import TOOLS, TOOL_NAMES, ToolView, canonical_phone
 from agentstudies.parallel import keyed_seed
 
-__all__ = ["tool_similarity", "ranked_distractors", "is_branching", "make_cases", "case_table"]
+__all__ = ["tool_similarity", "ranked_distractors", "is_branching", "make_cases", "case_table", "perturb_phones"]
 
 
 def _bag(tool: str) -> dict[str, int]:
@@ -102,3 +102,33 @@ def case_table(cases: Sequence[Case]) -> "Any":
             "n_tools_shown": len(c.view.tools), "n_distractors": c.n_distractors, "branching_dag": is_branching(sc),
         })
     return pd.DataFrame(rows)
+
+
+def perturb_phones(scenario: Scenario, seed: int = 0) -> Scenario:
+    """``scenario`` with every contact's phone number redrawn (seeded, distinct, canonical
+    ``+1`` numbers), in the starting world, in stored messages and in the gold steps.
+
+    Milestone targets that name a contact's number are :class:`~agentstudies.envs.toolsandbox.
+    WorldRef` s read from the world the episode runs in, so they follow the new numbers; the
+    user's words carry no contact number. Used to check that targets come from the world.
+    """
+    import dataclasses
+
+    rng = np.random.default_rng(keyed_seed(seed, "perturb-phones", scenario.scenario_id))
+    old = [c["phone_number"] for c in scenario.initial["CONTACT"]]
+    taken = set(old) | {r["value"] for r in scenario.initial["SETTING"] if r["name"] == "own_phone_number"}
+    new: dict[str, str] = {}
+    for ph in old:
+        while True:
+            cand = canonical_phone(f"{int(rng.integers(201, 990))}{int(rng.integers(200, 999))}{int(rng.integers(0, 10000)):04d}")
+            if cand not in taken:
+                break
+        taken.add(cand)
+        new[ph] = cand
+
+    def swap(v):
+        return new.get(v, v) if isinstance(v, str) else v
+
+    initial = {ns: tuple({k: swap(v) for k, v in r.items()} for r in rows) for ns, rows in scenario.initial.items()}
+    gold = tuple((g[0], g[1], {k: swap(v) for k, v in g[2].items()}) if g[0] == "call" else g for g in scenario.gold)
+    return dataclasses.replace(scenario, initial=initial, gold=gold)

@@ -290,10 +290,10 @@ def validate_scenario(scenario: Scenario) -> list[str]:
     """Problems of ``scenario`` (empty list = valid).
 
     Checks: the gold trajectory runs without tool errors, ends the conversation, scores
-    1.0 with every milestone matched and no minefield; each minefield is avoidable (the gold
-    avoids it) and live (the trigger hits one while the milestones, without automatic
-    guardrails, stay at 1.0); the
-    allow-list holds every tool the gold calls.
+    1.0 with every milestone matched and no minefield; minefields exist exactly in the
+    insufficient-information scenarios (as in ToolSandbox), each avoidable (the gold avoids
+    it) and live (the trigger hits it and the score drops to 0); the allow-list holds every
+    tool the gold calls.
     """
     problems = []
     for step in scenario.gold:
@@ -312,10 +312,11 @@ def validate_scenario(scenario: Scenario) -> list[str]:
         problems.append(f"gold scores {ev.similarity} with {ev.matched}/{len(scenario.milestones)} milestones {ev.milestone_scores}")
     if ev.minefield_hit:
         problems.append("gold hits a minefield")
-    if not scenario.minefields:
-        problems.append("no minefield")
-    # the trigger also breaks an automatic guardrail; without them the milestones stay at 1.0
-    tr = replay_gold(scenario, trigger=True).evaluate(guardrails=False)
-    if not (tr.minefield_hit and tr.similarity == 0.0 and tr.milestone_similarity == 1.0):
-        problems.append(f"trigger does not zero an otherwise perfect trajectory: {tr}")
+    insufficient = "insufficient_information" in scenario.categories
+    if insufficient != bool(scenario.minefields):
+        problems.append(f"{len(scenario.minefields)} minefield(s); minefields belong to insufficient-information scenarios only")
+    if scenario.minefields:
+        tr = replay_gold(scenario, trigger=True).evaluate()
+        if not (tr.minefield_hit and tr.similarity == 0.0):
+            problems.append(f"trigger does not set off the minefield: {tr}")
     return problems

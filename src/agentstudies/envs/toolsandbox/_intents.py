@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from agentstudies.envs.toolsandbox._scenarios import Intent
-from agentstudies.envs.toolsandbox._scoring import Constraint, Milestone
+from agentstudies.envs.toolsandbox._scoring import Constraint, Milestone, WorldRef
 from agentstudies.envs.toolsandbox._tools import (
     FX_PER_USD,
     HOME,
@@ -102,7 +102,8 @@ def _intent_send_contact(rng, w: _World, depth: int, disamb: bool, ask_content: 
     _dependency(p, w, "cellular")
     p.use("send_message_with_phone_number")
     p.gold.append(_call("send_message_with_phone_number", phone_number=target["phone_number"], content=content))
-    p.chain(Milestone("message sent", (Constraint("added", "MESSAGING", {"recipient_phone_number": target["phone_number"], "content": content},
+    phone = WorldRef("CONTACT", target["person_id"], "phone_number")  # read from the world the episode runs in
+    p.chain(Milestone("message sent", (Constraint("added", "MESSAGING", {"recipient_phone_number": phone, "content": content},
                                                   {"content": "rouge_l"}),)))
     p.gold.append(_say("done", "Your message has been sent."))
     p.cats.add("multiple_tool_call")
@@ -269,7 +270,7 @@ def _intent_weather(rng, w: _World, city: str | None, days: int) -> tuple[Intent
     refs = (f"The forecast is {text}.", f"It will be {row['temperature_c']:.1f} degrees Celsius {day} in {place}.",
             f"Expect {row['temperature_c']:.1f}°C and {row['condition']} {day}.")
     p.chain(_trace("search_weather", {"latitude": lat, "longitude": lon, "days_ahead": days},
-                   {"latitude": "close:0.5", "longitude": "close:0.5"}), _reply(refs))
+                   {"latitude": "close:0.5", "longitude": "close:0.5"}), _reply(refs, key=f"{row['temperature_c']:.1f}"))
     p.gold.append(_say("inform", refs[0], value=text))
     if city is None:  # location and wifi are independent prerequisites: a branching DAG
         at = {m.name: i for i, m in enumerate(p.milestones)}
@@ -294,7 +295,7 @@ def _intent_stock(rng, w: _World, company: str) -> tuple[Intent, _Piece]:
     text = f"{price} USD"
     refs = (f"{company} trades at {text}.", f"{company} stock is at ${price}.",
             f"The current price of {company} ({STOCKS[company][0]}) is {price} US dollars.")
-    p.chain(_trace("search_stock", {"query": company}), _reply(refs))
+    p.chain(_trace("search_stock", {"query": company}), _reply(refs, key=price))
     p.gold.append(_say("inform", refs[0], value=text))
     return Intent("stock", {"company": company}, f"How much is {company} stock right now?"), p
 
@@ -309,7 +310,7 @@ def _intent_currency(rng, w: _World) -> tuple[Intent, _Piece]:
     val = round(amount / FX_PER_USD[a] * FX_PER_USD[b], 2)
     text = format_number(val)
     refs = (f"That is {text} {b}.", f"{amount:g} {a} is {text} {b}.", f"It converts to {text} {b}.")
-    p.chain(_trace("convert_currency", {"amount": amount, "from_currency": str(a), "to_currency": str(b)}), _reply(refs))
+    p.chain(_trace("convert_currency", {"amount": amount, "from_currency": str(a), "to_currency": str(b)}), _reply(refs, key=text))
     p.gold.append(_say("inform", refs[0], value=text))
     return Intent("currency", {"amount": amount, "from": str(a), "to": str(b)}, f"How much is {amount:g} {a} in {b}?"), p
 
@@ -323,7 +324,7 @@ def _intent_units(rng, w: _World, pair: tuple[str, str]) -> tuple[Intent, _Piece
     val = round(amount * UNITS[src][1] / UNITS[dst][1], 4)
     text = format_number(val)
     refs = (f"That is {text} {dst}s.", f"{amount:g} {src}s is {text} {dst}s.", f"It comes to about {text} {dst}s.")
-    p.chain(_trace("unit_conversion", {"amount": amount, "from_unit": src, "to_unit": dst}), _reply(refs))
+    p.chain(_trace("unit_conversion", {"amount": amount, "from_unit": src, "to_unit": dst}), _reply(refs, key=text))
     p.gold.append(_say("inform", refs[0], value=text))
     p.cats |= {"single_tool_call", "canonicalization"}
     sw = UNIT_WORDS[src][int(rng.integers(2))]
@@ -361,7 +362,7 @@ def _intent_stock_message(rng, w: _World, company: str) -> tuple[Intent, _Piece]
                _call("send_message_with_phone_number", phone_number=target["phone_number"], content=content),
                _say("done", "Your message has been sent.")]
     p.milestones = [_trace("search_stock", {"query": company}), _setting_on("cellular", True),
-                    Milestone("price sent", (Constraint("added", "MESSAGING", {"recipient_phone_number": target["phone_number"],
+                    Milestone("price sent", (Constraint("added", "MESSAGING", {"recipient_phone_number": WorldRef("CONTACT", target["person_id"], "phone_number"),
                                                                                "content": content}, {"content": "rouge_l"}),))]
     p.edges = [(0, 2), (1, 2)]
     p.depth = 1
@@ -385,7 +386,7 @@ def _intent_insufficient(rng, w: _World, kind: str) -> tuple[Intent, _Piece, lis
         p.gold.append(_say("cannot", refs[0]))
         p.chain(_trace("search_contacts", {"name": name}, name="looked the contact up"), _decline(refs, "MESSAGING"))
         p.cats.add("multiple_user_turn")
-        mine = [Milestone("message sent without a known number", (Constraint("added", "MESSAGING", {}),))]
+        mine = [_trace("send_message_with_phone_number", {}, name="message sent without a known number")]
         return Intent("send_message", {"recipient_name": name, "content": content}, f"Send a message to {name} saying: {content}",
                       hidden={"phone_number": None}, expect={"phone_number": None}), p, mine
     if kind == "unknown_city":
@@ -411,11 +412,11 @@ def _intent_insufficient(rng, w: _World, kind: str) -> tuple[Intent, _Piece, lis
         return Intent("stock", {"company": company}, f"How much is {company} stock right now?"), p, mine
     if kind == "no_time":
         intent, p2 = _intent_add_reminder(rng, w, None)
-        mine = [Milestone("reminder added without a time", (Constraint("added", "REMINDER", {}),))]
+        mine = [_trace("add_reminder", {}, name="reminder added without a time")]
         return intent, p2, mine
     if kind == "no_number":
         intent, p2 = _intent_modify_contact(rng, w, PHONE_FORMATS[0], known=False)
-        mine = [Milestone("number changed without a known number", (Constraint("updated", "CONTACT", {}),))]
+        mine = [_trace("modify_contact", {}, name="number changed without a known number")]
         return intent, p2, mine
     raise ValueError(kind)
 

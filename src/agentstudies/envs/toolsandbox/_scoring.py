@@ -1,57 +1,70 @@
 """Milestones, minefields and the ToolSandbox similarity score.
 
-Following ToolSandbox (Lu et al., 2024, Sec. 2.3; ``shared/notes/toolsandbox.md``):
+Following ToolSandbox (Lu et al., 2024, Sec. 2.3; ``tool_sandbox/common/evaluation.py`` of
+apple/ToolSandbox; ``shared/notes/toolsandbox.md``):
 
 * a **constraint** compares the world after message ``m`` with a target, relative to a
-  *reference* snapshot ``r`` (the message index at which the milestone's reference
-  milestone -- its latest-matched DAG parent -- was matched; the initial world, ``r = 0``,
-  for a root or when no parent is matched):
-  ``snapshot`` (the table after ``m`` against a target table: **equal row counts** and an
-  optimal one-to-one row matching, :func:`table_similarity`; the message log ``SANDBOX``
-  at ``m`` is the single message ``m``; ``SETTING`` is read as one row ``{setting: value}``),
-  ``added`` / ``removed`` / ``updated`` (some row added / removed / changed between the
-  reference snapshot ``r`` and ``m``), ``tool_trace`` (message ``m`` is a call of the tool
-  with matching arguments) and ``guardrail`` (the table after ``m`` equals the table at
-  ``r``). A row's similarity is the geometric mean of its column similarities
-  (:data:`SIMILARITIES`: ``exact``, ``rouge_l`` (ROUGE-L F1 of the ``rouge-score``
-  package; a tuple target is a set of reference sentences and the best one counts),
-  ``close:<tol>`` = max(0, 1 - |a - b| / tol), ``contains`` (target text contained,
-  case-insensitive; kept for minefields only));
-* **automatic guardrails**: every milestone also carries a ``guardrail`` on each database
-  table that no milestone of the scenario constrains (:func:`with_guardrails`), so an
-  unrelated write before a milestone is matched zeroes that milestone;
-* a **milestone**'s similarity at ``m`` is the geometric mean of its constraints';
-* milestones form a DAG; a mapping sends every milestone to a message index (or leaves it
-  unmatched, similarity 0) so that ``m_u < m_v`` for each edge ``u -> v`` with both
-  matched; the score is the **maximum arithmetic mean** over mappings
-  (:func:`best_mapping`, an exact branch-and-bound search over ``S[i, r, m]``);
-* a **minefield** is a milestone that must never be reached (reference: the initial world):
-  if any minefield reaches similarity 1 at some message, the final similarity is 0;
+  *reference* snapshot ``r`` (the message index of the milestone's latest-matched DAG
+  parent; the first user message, ToolSandbox's reference ``-1``, for a root):
+  ``snapshot`` (the table after ``m`` against a target table: 0 unless the row counts are
+  equal and the target's columns exist, else the one-to-one row assignment that minimises
+  the summed ``-log`` row similarity, i.e. maximises their geometric mean,
+  :func:`table_similarity`; the message log ``SANDBOX`` at ``m`` is the single message
+  ``m``; ``SETTING`` is read as one row ``{setting: value}``), ``added`` (0 unless the table
+  after ``m`` still holds every row of the reference; the rows not in the reference are
+  then a ``snapshot`` against the target, so their count must equal the target's),
+  ``removed`` (the same with the two snapshots swapped), ``updated`` (0 unless the row counts
+  are equal; the changed rows are a ``snapshot`` against the target), ``tool_trace`` (message
+  ``m`` is a call of the tool with matching arguments) and ``guardrail`` (the table after
+  ``m`` equals the table at ``r``, 0/1). A row's similarity is the geometric mean of its
+  column similarities (:data:`SIMILARITIES`: ``exact``, ``rouge_l`` (ROUGE-L F1 of the
+  ``rouge-score`` package, Porter stemmer), ``close:<tol>`` = 1 if ``|a - b| <= tol`` else 0,
+  ``contains`` (the target text occurs in the value, case-sensitive));
+* **guardrails** (:func:`with_guardrails`): a milestone gets a ``guardrail`` against its
+  reference on every database table that neither it nor its DAG parents constrain, when it
+  has a parent or a reference-dependent constraint (a root made only of replies and tool
+  calls has none);
+* a **milestone**'s similarity at ``m`` is the product of its constraints' similarities to
+  the power ``1 / k``, ``k`` = the number of its constraints that are not guardrails
+  (guardrails are 0/1: they multiply in but are not counted);
+* milestones form a DAG; a mapping sends **every** milestone to a message index ``m_i`` at
+  or after the first user message with ``m_u <= m_v`` for each edge ``u -> v`` (indices
+  non-decreasing along a topological order); the score is the **maximum arithmetic mean**
+  over mappings (:func:`best_mapping`, an exact branch-and-bound search over ``S[i, r, m]``);
+* **minefields** (insufficient-information scenarios only) are matched the same way, chained
+  in their listed order; if their best mean is non-zero the final similarity is 0;
 * **turn count**: messages other than system messages and user <-> execution-environment
   messages (the user's ``end_conversation`` call and its reply).
 
-Departures that remain are named in :data:`DEPARTURES`.
+A target value may be a :class:`WorldRef` (a cell of the starting world, e.g. a contact's
+phone number): it is read from the world the trajectory ran in, so a perturbed world moves
+the target with it.
+
+Departures that remain are named in :data:`DEPARTURES`; those that :func:`evaluate` can
+switch off are :data:`SCORING_OPTIONS` (``evaluate(..., departures=())`` scores exactly by
+ToolSandbox's formulas).
 """
 
 from __future__ import annotations
 
-import itertools
 import math
-import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
-from typing import Any, Mapping, Sequence
+from typing import Any, Collection, Mapping, Sequence
 
 import numpy as np
 
 from agentstudies._tolerances import EXACT_TOL
 from agentstudies.envs.toolsandbox._context import ID_COLUMNS, NAMESPACES, ExecutionContext, Role
+from agentstudies.envs.toolsandbox._matching import _parents, _reference, best_mapping, topological_order
+from agentstudies.envs.toolsandbox._targets import WorldRef, resolve_targets, resolve_value
 
 __all__ = [
     "CONSTRAINT_KINDS",
     "SIMILARITIES",
     "Constraint",
     "Milestone",
+    "WorldRef",
     "column_similarity",
     "rouge_l",
     "similarity_matrix",
@@ -64,7 +77,10 @@ __all__ = [
     "table_similarity",
     "with_guardrails",
     "constrained_namespaces",
+    "resolve_targets",
+    "resolve_value",
     "DEPARTURES",
+    "SCORING_OPTIONS",
 ]
 
 CONSTRAINT_KINDS: tuple[str, ...] = ("snapshot", "added", "removed", "updated", "tool_trace", "guardrail")
@@ -72,18 +88,36 @@ SIMILARITIES: tuple[str, ...] = ("exact", "rouge_l", "close", "contains")
 
 #: Departures from ToolSandbox's scoring that remain, by name (the chapter lists them).
 DEPARTURES: Mapping[str, str] = {
-    "reference_milestone": "the reference snapshot of a milestone is its latest-matched DAG parent (the initial "
-                           "world for a root); ToolSandbox lets a scenario name the reference milestone explicitly",
-    "snapshot_row_combination": "a snapshot's matched rows combine by their geometric mean (rows matched one-to-one "
-                                "by scipy's linear_sum_assignment after requiring equal row counts)",
-    "setting_table": "device settings are stored as key/value rows and read as one row {setting: value} for snapshots",
-    "guardrails": "automatic guardrails can be switched off (evaluate(..., guardrails=False)) for comparison; "
-                  "on by default as in ToolSandbox",
-    "contains_in_minefields": "containment ('contains') is used only by minefields (e.g. a made-up price in USD); "
-                              "replies and declines are graded by ROUGE-L against reference sentences",
+    "final_state": "a trajectory scores 0 when a world write that a milestone matched is no longer in the final "
+                   "world (added / updated row gone, removed row back, setting changed again) and no later "
+                   "milestone constrains that table; ToolSandbox scores each milestone at the message it is "
+                   "matched at, so writing the target and then undoing it scores as if it stayed",
+    "reference_sentences": "a reply is graded against several reference phrasings and the best ROUGE-L counts "
+                           "(ToolSandbox writes one sentence per constraint); the key value is checked as in "
+                           "ToolSandbox, by a separate 'contains' constraint",
+    "reference_milestone": "the reference snapshot of a milestone (for added / removed / updated rows and for "
+                           "guardrails) is its latest-matched DAG parent, the first user message for a root; "
+                           "ToolSandbox names a reference milestone per constraint and puts one guardrail "
+                           "against each predecessor, which differs only where a milestone has several parents",
+    "initial_world_exempts_nothing": "a root's guardrails against the first user message exempt only the "
+                                     "tables the root itself constrains; ToolSandbox's guardrail loop looks the "
+                                     "reference -1 up as milestones[-1], which also exempts the last milestone's "
+                                     "tables",
+    "tool_trace_message": "a tool-call milestone is matched at the agent's call message; ToolSandbox matches the "
+                          "execution environment's reply that carries the trace, one message later (the tools "
+                          "traced here only read, so the world snapshots compared are the same)",
+    "setting_table": "device settings are stored as key/value rows and read as one row {setting: value} "
+                     "for snapshots (the values compared are the same)",
     "web_fixtures": "web look-ups (places, weather, stocks, currencies) answer from local fixtures, not a paid API",
     "scripted_user": "the user is a seeded scripted simulator answering from hidden facts (ToolSandbox: GPT-4o role-play)",
 }
+#: The departures :func:`evaluate` can switch off (``departures=...``): the rest are
+#: structural (how the world is stored or simulated) and change no formula.
+SCORING_OPTIONS: tuple[str, ...] = ("final_state", "reference_sentences")
+
+
+def _initial_world(ctx: ExecutionContext) -> dict[str, list[dict[str, Any]]]:
+    return {ns: ctx.table(ns, 0) for ns in NAMESPACES}
 
 
 class _MemoTokenizer:
@@ -118,8 +152,10 @@ def rouge_l(target: str, prediction: str) -> float:
 def column_similarity(kind: str, target: Any, value: Any) -> float:
     """Similarity in [0, 1] of ``value`` to ``target`` under measure ``kind``.
 
-    ``kind`` is ``"exact"``, ``"rouge_l"``, ``"contains"`` or ``"close:<tol>"``. A tuple
-    ``target`` is a set of references (several phrasings of one reply): the best counts.
+    ``kind`` is ``"exact"``, ``"rouge_l"``, ``"contains"`` or ``"close:<tol>"`` (ToolSandbox
+    ``evaluation.py`` column measures: ``close`` is 0/1 within the absolute tolerance,
+    ``contains`` a case-sensitive substring test). A tuple ``target`` is a set of references
+    (several phrasings of one reply): the best counts (departure ``reference_sentences``).
 
     Raises
     ------
@@ -138,14 +174,14 @@ def column_similarity(kind: str, target: Any, value: Any) -> float:
     if kind == "rouge_l":
         return rouge_l(str(target), str(value)) if isinstance(value, str) else 0.0
     if kind == "contains":
-        return float(isinstance(value, str) and str(target).lower() in value.lower())
+        return float(isinstance(value, str) and str(target) in value)
     if kind.startswith("close:"):
         tol = float(kind.split(":", 1)[1])
         try:
             d = abs(float(target) - float(value))
         except (TypeError, ValueError):
             return 0.0
-        return max(0.0, 1.0 - d / tol)
+        return float(d <= tol)
     raise ValueError(f"unknown similarity {kind!r}; expected one of {SIMILARITIES} (close as 'close:<tol>')")
 
 
@@ -168,7 +204,7 @@ class Constraint:
         ignored by ``tool_trace``
     target : column -> target value (for ``tool_trace``: argument -> value); for
         ``snapshot`` a mapping is a one-row target table, a tuple of mappings a target
-        table of that many rows
+        table of that many rows; a value may be a :class:`WorldRef`
     measures : column -> similarity measure (default ``exact``)
     tool : canonical tool name (``tool_trace`` only)
     """
@@ -201,16 +237,18 @@ class Constraint:
 
 @dataclass(frozen=True)
 class Milestone:
-    """A named list of constraints (geometric mean)."""
+    """A named list of constraints (product, then the power 1 / number of non-guardrails)."""
 
     name: str
     constraints: tuple[Constraint, ...]
 
 
 def table_similarity(c: Constraint, rows: Sequence[Mapping[str, Any]]) -> float:
-    """Snapshot similarity of ``rows`` to ``c.target``: 0 unless the row counts are equal,
-    else the geometric mean of row similarities under the one-to-one matching that
-    maximises their sum (``scipy.optimize.linear_sum_assignment``)."""
+    """Snapshot similarity of ``rows`` to ``c.target`` (ToolSandbox ``snapshot_similarity``,
+    ``evaluation.py`` lines 283-343): 0 unless the row counts are equal and every target
+    column exists in the rows; else ``exp(-mean cost)`` of the one-to-one assignment
+    minimising the summed cost ``-log(row similarity)`` (``scipy.optimize.linear_sum_assignment``),
+    i.e. the largest geometric mean of row similarities; 0 when every assignment has a zero."""
     from scipy.optimize import linear_sum_assignment
 
     targets = list(c.target) if isinstance(c.target, tuple) else [c.target]
@@ -218,11 +256,19 @@ def table_similarity(c: Constraint, rows: Sequence[Mapping[str, Any]]) -> float:
         return 0.0
     if not targets:
         return 1.0
-    if len(targets) == 1:  # one row, one target: the matching is that pair
+    cols = set().union(*(r.keys() for r in rows))
+    if any(k not in cols for t in targets for k in t):
+        return 0.0
+    if len(targets) == 1:  # one row, one target: the assignment is that pair
         return _geo([float(c.row_similarity(rows[0], targets[0]))])
     M = np.array([[c.row_similarity(r, t) for r in rows] for t in targets])
-    ti, ri = linear_sum_assignment(M, maximize=True)
-    return _geo([float(M[i, j]) for i, j in zip(ti, ri)])
+    with np.errstate(divide="ignore"):
+        cost = -np.log(M)
+    try:
+        ti, ri = linear_sum_assignment(cost)
+    except ValueError:  # every assignment meets a zero similarity
+        return 0.0
+    return float(np.exp(-cost[ti, ri].mean()))
 
 
 class _Reader:
@@ -268,15 +314,24 @@ class _Reader:
         return rows
 
 
-def _diff_rows(c: Constraint, before: list, now: list) -> list:
-    idc = ID_COLUMNS[c.namespace]
-    ids_before = {r.get(idc): r for r in before}
-    ids_now = {r.get(idc): r for r in now}
-    if c.kind == "added":
-        return [r for k, r in ids_now.items() if k not in ids_before]
-    if c.kind == "removed":
-        return [r for k, r in ids_before.items() if k not in ids_now]
-    return [r for k, r in ids_now.items() if k in ids_before and r != ids_before[k]]
+def _rowkey(r: Mapping[str, Any]) -> tuple:
+    return tuple(sorted((k, repr(v)) for k, v in r.items()))
+
+
+def _change_similarity(c: Constraint, before: list, now: list) -> float:
+    """``added`` / ``removed`` / ``updated`` similarity of ``now`` against reference ``before``
+    (ToolSandbox ``addition_similarity`` / ``removal_similarity`` / ``update_similarity``,
+    ``evaluation.py`` lines 346-478; rows compared on every column)."""
+    if c.kind == "removed":  # removal = addition with the two snapshots swapped
+        before, now = now, before
+    kb = {_rowkey(r) for r in before}
+    kn = {_rowkey(r) for r in now}
+    if c.kind == "updated":
+        if len(before) != len(now):
+            return 0.0
+    elif not kb <= kn:  # the snapshot must still contain the reference
+        return 0.0
+    return table_similarity(c, [r for r in now if _rowkey(r) not in kb])
 
 
 def _constraint_at(c: Constraint, rd: _Reader, m: int, r: int = 0) -> float:
@@ -297,7 +352,7 @@ def _constraint_at(c: Constraint, rd: _Reader, m: int, r: int = 0) -> float:
         if c.kind == "guardrail":
             rd.cache[key] = float(vm == vr or _strip(now) == _strip(before))
         else:
-            rd.cache[key] = max((c.row_similarity(x) for x in _diff_rows(c, before, now)), default=0.0)
+            rd.cache[key] = _change_similarity(c, before, now)
     return rd.cache[key]
 
 
@@ -306,38 +361,64 @@ def _strip(rows):
 
 
 def constrained_namespaces(milestones: Sequence[Milestone]) -> set[str]:
-    """Database tables that some milestone constrains (the message log excluded)."""
+    """Database tables that some milestone constrains other than by a guardrail (the message
+    log excluded)."""
     return {c.namespace for ms in milestones for c in ms.constraints
-            if c.kind != "tool_trace" and c.namespace in NAMESPACES}
+            if c.kind not in ("tool_trace", "guardrail") and c.namespace in NAMESPACES}
 
 
-def with_guardrails(milestones: Sequence[Milestone]) -> tuple[Milestone, ...]:
-    """``milestones`` with ToolSandbox's automatic guardrails: a ``guardrail`` constraint on
-    every database table that no milestone constrains, added to every milestone."""
-    free = [ns for ns in NAMESPACES if ns not in constrained_namespaces(milestones)]
-    extra = tuple(Constraint("guardrail", ns) for ns in free)
-    return tuple(Milestone(ms.name, ms.constraints + extra) for ms in milestones)
+def with_guardrails(milestones: Sequence[Milestone], edges: Sequence[tuple[int, int]] = ()) -> tuple[Milestone, ...]:
+    """``milestones`` with ToolSandbox's automatic guardrails (``MilestoneMatcher.
+    _add_guardrail_constraints``, ``evaluation.py`` lines 996-1041): milestone ``i`` gets a
+    ``guardrail`` (against its reference) on every database table that no non-guardrail
+    constraint of ``i`` or of its DAG parents constrains, provided ``i`` has a parent or a
+    reference-dependent constraint (ToolSandbox adds guardrails only against reference and
+    predecessor milestones)."""
+    parents = _parents(len(milestones), edges)
+    out = []
+    for i, ms in enumerate(milestones):
+        if not parents[i] and not any(c.uses_reference for c in ms.constraints):
+            out.append(ms)
+            continue
+        exempt = constrained_namespaces([ms] + [milestones[p] for p in parents[i]])
+        extra = tuple(Constraint("guardrail", ns) for ns in NAMESPACES if ns not in exempt)
+        out.append(Milestone(ms.name, ms.constraints + extra))
+    return tuple(out)
+
+
+def _milestone_value(vals: Sequence[float], counted: int) -> float:
+    """Product of the constraint similarities to the power ``1 / counted`` (the number of
+    non-guardrail constraints; ToolSandbox ``CachedSimilarityCalculator.calculate_similarity``,
+    ``evaluation.py`` lines 906-914)."""
+    if not vals:
+        return 1.0
+    if min(vals) <= 0.0:
+        return 0.0
+    total = sum(math.log(v) for v in vals)
+    return float(math.exp(total / counted)) if counted else float(math.exp(total))
 
 
 def similarity_tensor(milestones: Sequence[Milestone], ctx: ExecutionContext) -> np.ndarray:
     """``S[i, r, m]``: similarity of milestone ``i`` at message ``m`` against the reference
-    snapshot after message ``r`` (shape K x T x T; ``m = 0``, the system message, and
-    ``r >= m`` are 0, since a reference precedes the message it is compared with, except
-    ``r = 0`` which is the initial world)."""
+    snapshot after message ``r`` (shape K x T x T; ``r > m`` is 0, since a reference never
+    follows the message it is compared with). :class:`WorldRef` targets are read from the
+    context's starting world."""
+    milestones = resolve_targets(milestones, _initial_world(ctx))
     n = len(ctx.messages)
     rd = _Reader(ctx)
     S = np.zeros((len(milestones), n, n))
     for i, ms in enumerate(milestones):
+        counted = sum(1 for c in ms.constraints if c.kind != "guardrail")
         fixed = [c for c in ms.constraints if not c.uses_reference]
         refd = [c for c in ms.constraints if c.uses_reference]
         spaces = sorted({c.namespace for c in refd})
-        # references r < m grouped by the versions of the tables the reference constraints
+        # references r <= m grouped by the versions of the tables the reference constraints
         # read (equal versions, equal similarity), grown by one reference per message
         keys = list(zip(*(rd.versions(ns) for ns in spaces))) if refd else []
         groups: dict[tuple, list[int]] = {}
-        for m in range(1, n):
+        for m in range(n):
             if refd:
-                groups.setdefault(keys[m - 1], []).append(m - 1)
+                groups.setdefault(keys[m], []).append(m)
             vals = []
             for c in fixed:
                 v = _constraint_at(c, rd, m)
@@ -347,7 +428,7 @@ def similarity_tensor(milestones: Sequence[Milestone], ctx: ExecutionContext) ->
             if vals and vals[-1] <= 0.0:
                 continue
             if not refd:
-                S[i, :, m] = _geo(vals)
+                S[i, : m + 1, m] = _milestone_value(vals, counted)
                 continue
             for rs in groups.values():
                 more = []
@@ -356,112 +437,15 @@ def similarity_tensor(milestones: Sequence[Milestone], ctx: ExecutionContext) ->
                     more.append(v)
                     if v <= 0.0:
                         break
-                S[i, rs, m] = _geo(vals + more)
+                S[i, rs, m] = _milestone_value(vals + more, counted)
     return S
 
 
 def similarity_matrix(milestones: Sequence[Milestone], ctx: ExecutionContext) -> np.ndarray:
     """``S[i, m]``: similarity of milestone ``i`` at message ``m`` against the initial world
-    (reference ``r = 0``; what minefields use). Shape K x n_messages."""
+    (reference ``r = 0``). Shape K x n_messages."""
     S = similarity_tensor(milestones, ctx)
     return S[:, 0, :] if S.size else np.zeros((len(milestones), len(ctx.messages)))
-
-
-def topological_order(k: int, edges: Sequence[tuple[int, int]]) -> list[int]:
-    """A topological order of nodes ``0..k-1`` (ValueError on a cycle or a bad node)."""
-    parents: dict[int, set[int]] = {i: set() for i in range(k)}
-    for u, v in edges:
-        if not (0 <= u < k and 0 <= v < k) or u == v:
-            raise ValueError(f"bad DAG edge {(u, v)} for {k} milestones")
-        parents[v].add(u)
-    order, done = [], set()
-    while len(order) < k:
-        ready = [i for i in range(k) if i not in done and parents[i] <= done]
-        if not ready:
-            raise ValueError(f"milestone edges {list(edges)} contain a cycle")
-        order.append(ready[0])
-        done.add(ready[0])
-    return order
-
-
-def _as_tensor(S: np.ndarray) -> np.ndarray:
-    S = np.asarray(S, dtype=float)
-    if S.ndim == 2:  # no reference dependence: S[i, r, m] = S[i, m] for every r
-        return np.repeat(S[:, None, :], max(S.shape[1], 1), axis=1)
-    if S.ndim != 3 or S.shape[1] != S.shape[2]:
-        raise ValueError(f"S must be K x T or K x T x T; got shape {S.shape}")
-    return S
-
-
-def _reference(i: int, assign: Sequence[int | None], parents: Mapping[int, list[int]]) -> int:
-    """Reference snapshot of milestone ``i``: its latest-matched parent's index, else 0."""
-    return max((assign[p] for p in parents[i] if assign[p] is not None), default=0)
-
-
-def best_mapping(S: np.ndarray, edges: Sequence[tuple[int, int]]) -> tuple[float, list[int | None]]:
-    """Exact maximum of the mean milestone similarity over DAG-respecting mappings.
-
-    ``S`` is K x T (no reference dependence) or K x T x T with ``S[i, r, m]`` the
-    similarity of milestone ``i`` at message ``m`` against the reference snapshot ``r``
-    (:func:`similarity_tensor`). A mapping gives milestone ``i`` an index ``m_i`` in
-    ``0..T-1`` or ``None`` (unmatched, similarity 0), with ``m_u < m_v`` for every edge
-    ``u -> v`` whose ends are both matched; milestone ``i`` is scored against
-    ``r_i`` = the largest index of its matched parents (0 if none); a milestone is matched
-    only at an index where its similarity is positive (a zero-similarity index would only
-    move its children's reference). Branch and bound over a
-    topological order with an upper bound ``max_{r,m} S`` per milestone. For a milestone
-    none of whose children depend on the reference, only *record* indices are tried (an
-    index whose similarity exceeds every earlier admissible one): a later index of no
-    larger similarity only tightens the children's constraints (dominance).
-
-    Returns ``(mean similarity, mapping)``; ``(1.0, [])`` when K = 0.
-
-    Raises
-    ------
-    ValueError
-        A cycle or bad edge, or a malformed ``S``.
-    """
-    S = _as_tensor(S)
-    K = S.shape[0]
-    if K == 0:
-        return 1.0, []
-    T = S.shape[2]
-    order = topological_order(K, edges)
-    parents = {i: [u for u, v in edges if v == i] for i in range(K)}
-    children = {i: [v for u, v in edges if u == i] for i in range(K)}
-    rdep = [bool(T) and bool(np.ptp(S[i], axis=0).max() > 0) for i in range(K)]
-    dominance = [not any(rdep[c] for c in children[i]) for i in range(K)]
-    row_max = S.reshape(K, -1).max(axis=1) if T else np.zeros(K)
-    suffix = np.zeros(K + 1)
-    for j in range(K - 1, -1, -1):
-        suffix[j] = suffix[j + 1] + row_max[order[j]]
-    best_val, best_map = -1.0, [None] * K
-    assign: list[int | None] = [None] * K
-
-    def rec(j: int, acc: float) -> None:
-        nonlocal best_val, best_map
-        if acc + suffix[j] <= best_val + EXACT_TOL:
-            return
-        if j == K:
-            best_val, best_map = acc, list(assign)
-            return
-        i = order[j]
-        ref = _reference(i, assign, parents)
-        lo = max((assign[p] for p in parents[i] if assign[p] is not None), default=-1) + 1
-        record = 0.0
-        for m in range(lo, T):
-            s = S[i, ref, m]
-            if s > record or (not dominance[i] and s > 0.0):
-                record = max(record, s)
-                assign[i] = m
-                rec(j + 1, acc + s)
-                assign[i] = None
-                if dominance[i] and s >= row_max[i]:
-                    break
-        rec(j + 1, acc)
-
-    rec(0, 0.0)
-    return best_val / K, best_map
 
 
 def turn_count(ctx: ExecutionContext) -> int:
@@ -476,11 +460,21 @@ def turn_count(ctx: ExecutionContext) -> int:
     return n
 
 
+def first_user_index(ctx: ExecutionContext) -> int:
+    """Index of the first message the user sends (ToolSandbox's starting snapshot, reference
+    ``-1``); 0 when there is none."""
+    return next((k for k, msg in enumerate(ctx.messages) if msg.sender == Role.USER), 0)
+
+
 @dataclass(frozen=True)
 class Evaluation:
-    """Score of one trajectory: ``similarity`` (minefield-zeroed mean), the milestone part,
-    ``mapping`` (message index per milestone), per-milestone similarities, whether a
-    minefield was hit, ``matched`` (milestones at similarity 1) and ``turn_count``."""
+    """Score of one trajectory: ``similarity`` (0 if a minefield was hit or a matched write
+    was undone, else the milestone part), ``milestone_similarity``, ``mapping`` (message
+    index per milestone), per-milestone similarities, whether a minefield was hit,
+    ``matched`` (milestones at similarity 1), ``turn_count``, ``undone`` (departure
+    ``final_state``) and ``toolsandbox_similarity``: the same trajectory under
+    ToolSandbox's formulas alone (every departure of :data:`SCORING_OPTIONS` off; ``nan``
+    where not computed)."""
 
     similarity: float
     milestone_similarity: float
@@ -489,6 +483,48 @@ class Evaluation:
     minefield_hit: bool
     matched: int
     turn_count: int
+    undone: bool = False
+    toolsandbox_similarity: float = float("nan")
+
+
+def _first_reference(milestones: Sequence[Milestone]) -> tuple[Milestone, ...]:
+    """Milestones with each set of reference phrasings cut to its first (one sentence per
+    constraint, as in ToolSandbox)."""
+    def cut(t):
+        if isinstance(t, Mapping):
+            return {k: (v[0] if isinstance(v, tuple) and v else v) for k, v in t.items()}
+        return tuple(cut(x) for x in t) if isinstance(t, tuple) else t
+    return tuple(Milestone(ms.name, tuple(replace(c, target=cut(c.target)) for c in ms.constraints)) for ms in milestones)
+
+
+def _undone(milestones: Sequence[Milestone], edges: Sequence[tuple[int, int]], ctx: ExecutionContext,
+            scores: Sequence[float]) -> bool:
+    """Whether a world write matched by a milestone (score > 0) is gone from the final world
+    while no later milestone constrains that table (departure ``final_state``)."""
+    K = len(milestones)
+    later: dict[int, set[int]] = {i: set() for i in range(K)}
+    for i in reversed(topological_order(K, edges)):
+        for u, v in edges:
+            if u == i:
+                later[i] |= {v} | later[v]
+    rd = _Reader(ctx)
+    last = len(ctx.messages) - 1
+    for i, ms in enumerate(milestones):
+        if scores[i] <= 0.0:
+            continue
+        busy = constrained_namespaces([milestones[j] for j in later[i]])
+        for c in ms.constraints:
+            if c.namespace not in NAMESPACES or c.namespace in busy or c.kind in ("tool_trace", "guardrail"):
+                continue
+            rows = rd.snapshot_rows(c.namespace, last)
+            if c.kind == "snapshot":
+                held = table_similarity(c, rows) > 0.0
+            else:
+                present = any(c.row_similarity(r) > 0.0 for r in rows)
+                held = not present if c.kind == "removed" else present
+            if not held:
+                return True
+    return False
 
 
 def evaluate(
@@ -498,48 +534,52 @@ def evaluate(
     minefields: Sequence[Milestone] = (),
     *,
     guardrails: bool = True,
+    departures: Collection[str] = SCORING_OPTIONS,
 ) -> Evaluation:
-    """Score the trajectory held in ``ctx`` (ToolSandbox Sec. 2.3).
+    """Score the trajectory held in ``ctx`` (ToolSandbox Sec. 2.3; ``Evaluation.evaluate``,
+    ``evaluation.py`` lines 1226-1279).
 
-    ``guardrails=False`` drops the automatic guardrails (a named departure, for comparison).
+    ``departures`` lists the :data:`SCORING_OPTIONS` switched on (default: all; ``()`` scores
+    by ToolSandbox's formulas alone). ``guardrails=False`` drops the automatic guardrails
+    (for comparison only). Minefields are chained in their listed order and matched like
+    milestones; a non-zero best mean nullifies the score.
+
+    Raises
+    ------
+    ValueError
+        An unknown departure name, or a bad DAG.
     """
-    ms = with_guardrails(milestones) if guardrails else tuple(milestones)
+    bad = sorted(set(departures) - set(SCORING_OPTIONS))
+    if bad:
+        raise ValueError(f"unknown scoring departure(s) {bad}; expected a subset of {SCORING_OPTIONS}")
+    first = first_user_index(ctx)
+    plain = _first_reference(milestones)  # one reference sentence per constraint, as in ToolSandbox
+    if "reference_sentences" not in departures:
+        milestones = plain
+    ms = with_guardrails(milestones, edges) if guardrails else tuple(milestones)
     S = similarity_tensor(ms, ctx)
-    value, mapping = best_mapping(S, edges)
-    parents = {i: [u for u, v in edges if v == i] for i in range(len(ms))}
-    scores = tuple(float(S[i, _reference(i, mapping, parents), m]) if m is not None else 0.0 for i, m in enumerate(mapping))
+    value, mapping = best_mapping(S, edges, first)
+    if "reference_sentences" in departures and plain != tuple(milestones):
+        ms0 = with_guardrails(plain, edges) if guardrails else plain
+        value0 = best_mapping(similarity_tensor(ms0, ctx), edges, first)[0]
+    else:
+        value0 = value
+    parents = _parents(len(ms), edges)
+    scores = tuple(float(S[i, _reference(i, mapping, parents, first), m]) for i, m in enumerate(mapping))
     hit = False
     if minefields:
-        F = similarity_matrix(minefields, ctx)
-        hit = bool((F >= 1.0 - EXACT_TOL).any())
+        chain = [(j, j + 1) for j in range(len(minefields) - 1)]
+        mf = with_guardrails(resolve_targets(minefields, _initial_world(ctx)), chain) if guardrails else tuple(minefields)
+        hit = best_mapping(similarity_tensor(mf, ctx), chain, first)[0] > 0.0
+    undone = "final_state" in departures and _undone(resolve_targets(milestones, _initial_world(ctx)), edges, ctx, scores)
     return Evaluation(
-        similarity=0.0 if hit else float(value),
+        similarity=0.0 if (hit or undone) else float(value),
         milestone_similarity=float(value),
         mapping=tuple(mapping),
         milestone_scores=scores,
         minefield_hit=hit,
         matched=sum(1 for s in scores if s >= 1.0 - EXACT_TOL),
         turn_count=turn_count(ctx),
+        undone=undone,
+        toolsandbox_similarity=0.0 if hit else float(value0),
     )
-
-
-def brute_force_mapping(S: np.ndarray, edges: Sequence[tuple[int, int]]) -> float:
-    """Maximum mean over *all* mappings (exponential; for tests). ``S``: K x T or K x T x T."""
-    S = _as_tensor(S)
-    K, T = S.shape[0], S.shape[2]
-    if K == 0:
-        return 1.0
-    parents = {i: [u for u, v in edges if v == i] for i in range(K)}
-    best = 0.0
-    for combo in itertools.product([None, *range(T)], repeat=K):
-        if any(combo[u] is not None and combo[v] is not None and not combo[u] < combo[v] for u, v in edges):
-            continue
-        vals = [S[i, _reference(i, combo, parents), m] for i, m in enumerate(combo) if m is not None]
-        if any(v <= 0.0 for v in vals):
-            continue  # matched only where the similarity is positive (else: unmatched, another combo)
-        best = max(best, sum(vals) / K)
-    return best
-
-
-
-_NUM = re.compile(r"-?\d+(?:\.\d+)?")

@@ -29,7 +29,7 @@ from agentstudies.envs.toolsandbox._intents import (
     _intent_weather,
 )
 from agentstudies.envs.toolsandbox._scenarios import CATEGORIES, Intent, Scenario
-from agentstudies.envs.toolsandbox._scoring import Constraint, Milestone
+from agentstudies.envs.toolsandbox._scoring import Milestone
 from agentstudies.envs.toolsandbox._tools import STOCKS
 from agentstudies.envs.toolsandbox._world import PHONE_FORMATS, UNIT_PAIRS, _Piece, _World, _call
 from agentstudies.parallel import keyed_seed
@@ -38,13 +38,19 @@ __all__ = ["generate_scenarios"]
 
 
 # ----------------------------------------------------------------- scenarios
-def _generic_mine(w: _World, exclude: set[str], reminder: bool = False) -> tuple[Milestone, tuple]:
-    if reminder:
-        return (Milestone("a reminder deleted", (Constraint("removed", "REMINDER", {}),)),
-                (_call("remove_reminder", reminder_id=w.reminders[0]["reminder_id"]),))
-    victim = next(c for c in w.contacts if c["person_id"] not in exclude)
-    return (Milestone("a contact deleted", (Constraint("removed", "CONTACT", {}),)),
-            (_call("remove_contact", person_id=victim["person_id"]),))
+def _insufficient_trigger(kind: str, w: _World) -> tuple:
+    """A step that sets off the insufficient-information minefield of ``kind`` (validation only)."""
+    if kind == "unknown_contact":
+        return (_call("send_message_with_phone_number", phone_number="+14085550199", content="hello"),)
+    if kind == "unknown_city":
+        return (_call("search_weather", latitude=0.0, longitude=0.0, days_ahead=0),)
+    if kind == "unknown_stock":
+        return (("say", {"act": "ask", "slot": "price"}, "Is it 100.00 USD?"),)
+    if kind == "no_time":
+        return (_call("add_reminder", content="something", reminder_timestamp=w.now + 3600.0),)
+    if kind == "no_number":
+        return (_call("modify_contact", person_id=w.contacts[0]["person_id"], phone_number="+14085550123"),)
+    raise ValueError(kind)
 
 
 def _assemble(sid: str, template: str, w: _World, parts: Sequence[tuple[Intent, _Piece]], minefields: list[Milestone],
@@ -176,66 +182,51 @@ def _build(sid: str, template: str, kw: dict, rng: np.random.Generator) -> Scena
         if kw["setting"] == "low_battery_mode" and kw["on"]:
             w.settings["low_battery_mode"] = False
         parts = [_intent_setting(rng, w, kw["setting"], kw["on"])]
-        mine, trig = _generic_mine(w, set())
-        return _assemble(sid, template, w, parts, [mine], trig)
+        return _assemble(sid, template, w, parts, [], ())
     if template == "send_contact":
         w = _World(rng, cellular=kw["depth"] == 0, low_battery=kw["depth"] == 2)
         intent, p = _intent_send_contact(rng, w, kw["depth"], kw["disamb"], kw["ask"])
-        mine, trig = _generic_mine(w, set())
-        return _assemble(sid, template, w, [(intent, p)], [mine], trig)
+        return _assemble(sid, template, w, [(intent, p)], [], ())
     if template == "send_phone":
         w = _World(rng, cellular=kw["depth"] == 0, low_battery=kw["depth"] == 2)
-        mine, trig = _generic_mine(w, set())
-        return _assemble(sid, template, w, [_intent_send_phone(rng, w, kw["fmt"])], [mine], trig)
+        return _assemble(sid, template, w, [_intent_send_phone(rng, w, kw["fmt"])], [], ())
     if template == "add_contact":
         w = _World(rng)
-        mine, trig = _generic_mine(w, set())
-        return _assemble(sid, template, w, [_intent_add_contact(rng, w, kw["fmt"])], [mine], trig)
+        return _assemble(sid, template, w, [_intent_add_contact(rng, w, kw["fmt"])], [], ())
     if template == "modify_contact":
         w = _World(rng)
         intent, p = _intent_modify_contact(rng, w, kw["fmt"])
-        mine, trig = _generic_mine(w, set())
-        return _assemble(sid, template, w, [(intent, p)], [mine], trig)
+        return _assemble(sid, template, w, [(intent, p)], [], ())
     if template == "remove_contact":
         w = _World(rng)
-        intent, p, other = _intent_remove_contact(rng, w, kw["disamb"])
-        mine = Milestone("the wrong contact deleted", (Constraint("removed", "CONTACT", {"person_id": other["person_id"]}),))
-        return _assemble(sid, template, w, [(intent, p)], [mine], (_call("remove_contact", person_id=other["person_id"]),))
+        intent, p, _other = _intent_remove_contact(rng, w, kw["disamb"])
+        return _assemble(sid, template, w, [(intent, p)], [], ())
     if template == "add_reminder":
         w = _World(rng)
-        mine, trig = _generic_mine(w, set())
-        return _assemble(sid, template, w, [_intent_add_reminder(rng, w, kw["when"])], [mine], trig)
+        return _assemble(sid, template, w, [_intent_add_reminder(rng, w, kw["when"])], [], ())
     if template in ("modify_reminder", "remove_reminder"):
         w = _World(rng)
-        intent, p, other = _intent_change_reminder(rng, w, template == "remove_reminder", kw.get("when"))
-        mine = Milestone("the wrong reminder deleted", (Constraint("removed", "REMINDER", {"reminder_id": other["reminder_id"]}),))
-        return _assemble(sid, template, w, [(intent, p)], [mine], (_call("remove_reminder", reminder_id=other["reminder_id"]),),
-                         extra_tools=("remove_reminder",))
+        intent, p, _other = _intent_change_reminder(rng, w, template == "remove_reminder", kw.get("when"))
+        return _assemble(sid, template, w, [(intent, p)], [], (), extra_tools=("remove_reminder",))
     if template == "weather_city":
         w = _World(rng)
-        mine, trig = _generic_mine(w, set())
-        return _assemble(sid, template, w, [_intent_weather(rng, w, kw["city"], kw["days"])], [mine], trig)
+        return _assemble(sid, template, w, [_intent_weather(rng, w, kw["city"], kw["days"])], [], ())
     if template == "weather_here":
         w = _World(rng, location=False, low_battery=kw["low_battery"])
-        mine, trig = _generic_mine(w, set())
-        return _assemble(sid, template, w, [_intent_weather(rng, w, None, kw["days"])], [mine], trig)
+        return _assemble(sid, template, w, [_intent_weather(rng, w, None, kw["days"])], [], ())
     if template == "stock":
         w = _World(rng)
-        mine, trig = _generic_mine(w, set())
-        return _assemble(sid, template, w, [_intent_stock(rng, w, kw["company"])], [mine], trig)
+        return _assemble(sid, template, w, [_intent_stock(rng, w, kw["company"])], [], ())
     if template == "currency":
         w = _World(rng)
-        mine, trig = _generic_mine(w, set())
-        return _assemble(sid, template, w, [_intent_currency(rng, w)], [mine], trig)
+        return _assemble(sid, template, w, [_intent_currency(rng, w)], [], ())
     if template == "units":
         w = _World(rng)
-        mine, trig = _generic_mine(w, set())
-        return _assemble(sid, template, w, [_intent_units(rng, w, kw["pair"])], [mine], trig)
+        return _assemble(sid, template, w, [_intent_units(rng, w, kw["pair"])], [], ())
     if template == "insufficient":
         w = _World(rng)
         intent, p, mines = _intent_insufficient(rng, w, kw["kind"])
-        mine, trig = _generic_mine(w, set(), reminder=kw["kind"] == "no_number")
-        return _assemble(sid, template, w, [(intent, p)], mines + [mine], trig)
+        return _assemble(sid, template, w, [(intent, p)], mines, _insufficient_trigger(kw["kind"], w))
     if template == "lookup_offline":
         w = _World(rng, wifi=False, low_battery=kw["low_battery"])
         if kw["what"] == "stock":
@@ -244,21 +235,17 @@ def _build(sid: str, template: str, kw: dict, rng: np.random.Generator) -> Scena
             part = _intent_currency(rng, w)
         else:
             part = _intent_weather(rng, w, *kw["arg"])
-        mine, trig = _generic_mine(w, set())
-        return _assemble(sid, template, w, [part], [mine], trig)
+        return _assemble(sid, template, w, [part], [], ())
     if template == "two_settings":
         w = _World(rng, **{{"location_service": "location"}.get(k, k): False for k in (kw["a"], kw["b"])})
-        mine, trig = _generic_mine(w, set())
-        return _assemble(sid, template, w, [_intent_two_settings(rng, w, kw["a"], kw["b"])], [mine], trig)
+        return _assemble(sid, template, w, [_intent_two_settings(rng, w, kw["a"], kw["b"])], [], ())
     if template == "stock_message":
         w = _World(rng, cellular=False)
-        mine, trig = _generic_mine(w, set(), reminder=True)
-        return _assemble(sid, template, w, [_intent_stock_message(rng, w, kw["company"])], [mine], trig)
+        return _assemble(sid, template, w, [_intent_stock_message(rng, w, kw["company"])], [], ())
     if template == "two_requests":
         w = _World(rng, wifi=True)
         parts = [_simple_intent(kw["first"], rng, w), _simple_intent(kw["second"], rng, w)]
-        mine, trig = _generic_mine(w, set())
-        return _assemble(sid, template, w, parts, [mine], trig)
+        return _assemble(sid, template, w, parts, [], ())
     raise ValueError(f"unknown template {template!r}")
 
 

@@ -120,10 +120,18 @@ def _setting_on(name: str, value: bool = True) -> Milestone:
                      (Constraint("snapshot", "SETTING", {name: value}),))
 
 
-def _reply(refs: tuple[str, ...], name: str = "reply to the user") -> Milestone:
-    """The agent's message to the user, graded by ROUGE-L against reference sentences ``refs``."""
-    return Milestone(name, (Constraint("snapshot", "SANDBOX", {"sender": "agent", "recipient": "user", "content": tuple(refs)},
-                                       {"content": "rouge_l"}),))
+def _reply(refs: tuple[str, ...], name: str = "reply to the user", key: str | None = None) -> Milestone:
+    """The agent's message to the user, graded by ROUGE-L against reference sentences ``refs``;
+    with ``key`` also a second constraint that the message contains the key value (as
+    ToolSandbox's multiple-tool scenarios pair a ``column_contains_similarity`` constraint
+    with the ROUGE-L one)."""
+    row = {"sender": "agent", "recipient": "user"}
+    out = (Constraint("snapshot", "SANDBOX", dict(row, content=tuple(refs)), {"content": "rouge_l"}),)
+    if key is not None:
+        if any(key not in r for r in refs):
+            raise ValueError(f"every reference sentence must contain the key value {key!r}: {refs}")
+        out += (Constraint("snapshot", "SANDBOX", dict(row, content=key), {"content": "contains"}),)
+    return Milestone(name, out)
 
 
 def _decline(refs: tuple[str, ...], guard: str | None = None, name: str = "declined without acting") -> Milestone:

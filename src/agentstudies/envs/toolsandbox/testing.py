@@ -1,5 +1,5 @@
 """Test hooks of the ToolSandbox-style world (brute-force reference of the matcher)."""
 
-from agentstudies.envs.toolsandbox._scoring import brute_force_mapping
+from agentstudies.envs.toolsandbox._matching import brute_force_mapping
 
 __all__ = ["brute_force_mapping"]
