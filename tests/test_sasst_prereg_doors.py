@@ -72,8 +72,9 @@ def _labelled(rep, *fields):
     """The report is labelled not pre-registered, and names each field as a departure."""
     assert rep.registration == "not pre-registered" and not rep.preregistered
     assert set(rep.to_frame()["registration"]) == {"not pre-registered"}
+    assert set(rep.report_table()["registration"]) == {"not pre-registered"}
     text = rep.summary()
-    assert "NOT PRE-REGISTERED" in text
+    assert "NOT PRE-REGISTERED" in text and "statuses (not pre-registered)" in text
     for f in fields:
         hit = [d for d in rep.departures if d.startswith(f + ":")]
         assert hit, f"departure {f!r} not named in {rep.departures}"

@@ -151,8 +151,9 @@ class SASSTReport(Result):
         return tidy_rows(t, strata=("slot",))
 
     def report_table(self) -> pd.DataFrame:
-        """The wide report (one row per slot, indexed by slot; :data:`REPORT_COLUMNS`)."""
-        return self.table.copy()
+        """The wide report (one row per slot, indexed by slot; :data:`REPORT_COLUMNS`, then
+        ``registration``: :attr:`registration` on every row)."""
+        return self.table.assign(registration=self.registration)
 
     def status_counts(self) -> pd.Series:
         """Counts of the five statuses, in the order of Table 3."""
@@ -213,7 +214,7 @@ class SASSTReport(Result):
         if d.selected_system is not None:
             lines.append(f"discovery selected system: {d.selected_system}")
         counts = self.status_counts()
-        lines.append("statuses: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
+        lines.append(f"statuses ({self.registration}): " + ", ".join(f"{k} {v}" for k, v in counts.items()))
         cols = ["estimate", "se", "bound_side", "bound", "band", "ess", "max_density", "stability", "status"]
         cols = [c for c in cols if c in self.table.columns]
         lines.append("bound_side: 'lower' = one-sided lower bound (claims of a benefit), "
