@@ -283,3 +283,17 @@ def test_check_features_uses_the_recorded_tolerance_not_the_module_constant(froz
         monkeypatch.setitem(SHIFT_TOLERANCE, k, v)
     assert loose.tolerance == permissive
     assert loose.confirm(ep2, shifted, anchor=loose.anchor).preregistered
+
+
+def test_freezing_with_an_engine_changed_after_discovery_is_refused(frozen):
+    eng = _engine()
+    disc = eng.discover(frozen["d1"])
+    eng.inference = "pointwise"  # changed between discovery and freezing
+    with pytest.raises(PreregistrationError) as exc:
+        Preregistration.from_discovery(eng, disc, frozen["d1"], confirmation_ids=frozen["f2"].index)
+    assert exc.value.field == "engine.inference"
+    # what discovery stamped: the inference settings it ran with and the episode columns it read
+    assert disc.protocol["inference"] == {"level": 0.95, "inference": "gaussian", "n_draws": 400,
+                                          "exact_multiplier": False}
+    assert disc.protocol["columns"] == {"cluster": "task_id", "seed": "seed", "system": "workflow", "score": "score"}
+    assert disc.protocol["seeds_per_cluster"] == [2]
