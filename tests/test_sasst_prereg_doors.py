@@ -297,3 +297,13 @@ def test_freezing_with_an_engine_changed_after_discovery_is_refused(frozen):
                                           "exact_multiplier": False}
     assert disc.protocol["columns"] == {"cluster": "task_id", "seed": "seed", "system": "workflow", "score": "score"}
     assert disc.protocol["seeds_per_cluster"] == [2]
+
+
+def test_the_anchor_is_the_same_for_every_run_of_the_same_discovery(frozen):
+    # the anchor is glued into a page: a second discovery with the same engine and data gives it again
+    # (wall-clock run times are not part of the file)
+    eng = _engine()
+    again = Preregistration.from_discovery(eng, eng.discover(frozen["d1"]), frozen["d1"], frozen["f1"],
+                                           confirmation_ids=frozen["f2"].index)
+    assert again.anchor == frozen["anchor"]
+    assert "runtime_s" not in json.loads(frozen["path"].read_text())["discovery"]["rules"]["stress tilt"]

@@ -144,7 +144,10 @@ class _RecordedFamily(RuleFamily):
 
 # ----------------------------------------------------------------------------- frozen rules
 def _frozen_to_dict(fr: FrozenRule) -> dict[str, Any]:
-    d = {f.name: getattr(fr, f.name) for f in dataclasses.fields(fr) if f.name not in ("rule", "candidates")}
+    """A frozen rule as JSON, without its wall-clock ``runtime_s``: the file, and so its
+    digest (the anchor), is the same for every run of the same discovery."""
+    d = {f.name: getattr(fr, f.name) for f in dataclasses.fields(fr)
+         if f.name not in ("rule", "candidates", "runtime_s")}
     d = {k: (v.item() if isinstance(v, np.generic) else v) for k, v in d.items()}
     d["rule"] = fr.rule.to_dict() if fr.rule is not None else None
     cand = fr.candidates if isinstance(fr.candidates, pd.DataFrame) else pd.DataFrame()
