@@ -158,18 +158,21 @@ def test_geometry_audit_summary():
     assert "correct recovery 0.20 with a budget and 0.50 without (paper 0.00 and 0.90)" in s
 
 
-def test_geometry_outside_summary_says_whether_inside_rows_can_test():
-    from agentstudies.studies.sasst.sentences import geometry_outside_summary
+def test_geometry_budget_summary_counts_the_target_outside_and_says_when_the_design_decides():
+    from agentstudies.studies.sasst.sentences import geometry_budget_summary
 
-    t10 = pd.DataFrame({"geometry": ["a", "b", "a, out", "b, out"], "target_admitted": [1.0, 0.5, 0.0, 0.0],
-                        "correct_recovery": [0.9, 0.5, 0.0, 0.1], "goal_length_recovery": [1.0, 0.6, 0.2, 0.4],
-                        "auc": [0.9, 0.8, 0.55, 0.6]})
-    rec = pd.DataFrame({"geometry": ["a, out", "b, out", "b, out", "a"], "target_feasible": [False, True, False, True]})
-    kw = dict(geometries=["a", "b"], outside=["a, out", "b, out"])
-    inside = geometry_outside_summary(t10, pd.DataFrame({"target_within": [0.2, 0.0]}, index=["a", "b"]), rec, **kw)
-    s = inside["a_outside_sentence"]
-    assert "admitted in 0.75 of trials on average, so they cannot test the claim" in s
-    assert "correct recovery 0.05, goal-length recovery 0.30, held-out AUC 0.55 to 0.60" in s
-    assert s.endswith("The target was admitted in 1 of 3 outside-budget discoveries.")
-    none = geometry_outside_summary(t10, pd.DataFrame({"target_within": [0.0, 0.0]}, index=["a", "b"]), rec, **kw)
-    assert "so they can test the claim" in none["a_outside_sentence"]
+    t10 = pd.DataFrame({"geometry": ["a, db", "b, db"], "target_outside": [0.5, 0.0],
+                        "correct_recovery": [0.1, 0.3], "auc": [0.55, 0.6]})
+    rec = pd.DataFrame({"geometry": ["a, db", "a, db", "b, db", "b, db", "a"],
+                        "target_outside": [True, False, False, False, True],
+                        "target_percentile": [0.80, 0.30, 0.20, 0.40, 0.99]})
+    kw = dict(budget_rows=["a, db", "b, db"], radius_quantile=0.75)
+    s = geometry_budget_summary(t10, rec, **kw)["a_budget_sentence"]
+    assert "the target tilt falls outside it in 1 of 4 discoveries (0.25;" in s  # the "a" row is not a budget row
+    assert "percentile 42 of the registry's distances on average (20 to 80)" in s  # mean 42.5 of 80, 30, 20, 40
+    assert "varies with the split" in s
+    assert "correct recovery is 0.10 to 0.30 and held-out AUC 0.55 to 0.60" in s
+    inside = geometry_budget_summary(t10, rec.assign(target_percentile=0.2, target_outside=False), **kw)
+    assert "cannot arise" in inside["a_budget_sentence"] and "0 of 4" in inside["a_budget_sentence"]
+    beyond = geometry_budget_summary(t10, rec.assign(target_percentile=0.9, target_outside=True), **kw)
+    assert "fixed by the design" in beyond["a_budget_sentence"]

@@ -33,6 +33,9 @@ class ClusterData:
     systems : tuple of J system names
     feature_names : tuple of d names
     n_seeds : array (N,), seeds per cluster
+    columns : ((role, column), ...) the episode-table columns the data were read from
+        (roles ``cluster``, ``seed``, ``system``, ``score``; set by :func:`cluster_data`,
+        empty for hand-built data); a pre-registered confirmation checks them
     """
 
     ids: np.ndarray
@@ -43,13 +46,15 @@ class ClusterData:
     n_seeds: np.ndarray
     notes: tuple[str, ...] = ()
     extra_feature_ids: tuple[str, ...] = ()
+    columns: tuple[tuple[str, str], ...] = ()
 
     def __len__(self) -> int:
         return len(self.ids)
 
     def subset(self, mask: np.ndarray) -> "ClusterData":
         return ClusterData(self.ids[mask], self.Z[mask], self.X[mask], self.systems,
-                           self.feature_names, self.n_seeds[mask], self.notes, self.extra_feature_ids)
+                           self.feature_names, self.n_seeds[mask], self.notes, self.extra_feature_ids,
+                           self.columns)
 
     def features_frame(self) -> pd.DataFrame:
         return pd.DataFrame(self.X, index=pd.Index(self.ids, name="cluster"), columns=list(self.feature_names))
@@ -119,6 +124,7 @@ def cluster_data(
         n_seeds=n_seeds,
         notes=tuple(notes),
         extra_feature_ids=extra,
+        columns=(("cluster", str(cluster)), ("seed", str(seed)), ("system", str(system)), ("score", str(score))),
     )
 
 

@@ -39,9 +39,10 @@ import pandas as pd
 from agentstudies.sasst._data import CONFIRMATION, DISCOVERY, ClusterData, cluster_data, split_clusters
 from agentstudies.sasst._geometry import Geometry, make_geometry
 from agentstudies.sasst._plan import ComparisonPlan
+from agentstudies.sasst._protocol import departures, refuse_departures, stamp
 from agentstudies.sasst._report import SASSTReport, _joint_band, _report_frame, _status_fields
 from agentstudies.sasst._shared import SharedWork
-from agentstudies.sasst._results import FINGERPRINT_FIELDS, Discovery, FrozenRule, _spec_json, fingerprint_diff
+from agentstudies.sasst._results import FINGERPRINT_FIELDS, Discovery, FrozenRule, _spec_json, refuse_other_engine
 from agentstudies.sasst._rules import FixedFamily, Rule, RuleFamily, UniformRule
 from agentstudies.sasst._scores import (_jaccard, rule_scores, score_matrix, top_set_jaccard, top_weighted_sets,
                                        weight_correlation)
@@ -383,7 +384,7 @@ class SASST:
                                                   candidate_table=candidate_tables, shared=shared)
             rules[slot.name] = by_key[key]
         return Discovery(rules, theta_d, selected, n, tuple(data.ids), geometries=dict(cache.geometries),
-                         soft_selection=soft, engine_fingerprint=self.fingerprint())
+                         soft_selection=soft, engine_fingerprint=self.fingerprint(), protocol=stamp(self, data))
 
     def _candidates(self, slot: Slot, data: ClusterData, cache: _DiscoveryCache,
                     shared: SharedWork | None = None) -> tuple[list[Rule], np.ndarray]:
@@ -493,12 +494,13 @@ class SASST:
 
     # ------------------------------------------------------------------ confirmation
     def confirm(self, discovery: Discovery, data: ClusterData) -> SASSTReport:
-        """Frozen-rule confirmation on ``I`` with joint bounds and statuses (C.3-C.5)."""
-        rows, phi, names, crit = self.confirm_records(discovery, data)
+        """Frozen-rule confirmation on ``I`` with joint bounds and statuses (C.3-C.5); what it
+        changes from :attr:`Discovery.protocol` is named in the report's ``departures``."""
+        rows, phi, names, crit = self._confirm_rows(discovery, data)
         return SASSTReport(
             table=_report_frame(rows), phi=phi, phi_slots=names, critical=crit,
             method=self.inference, level=self.level, discovery=discovery, params=self.params(),
-            n_confirmation=len(data),
+            n_confirmation=len(data), departures=tuple(departures(discovery.protocol, self, data)),
             provenance=make_provenance(seed=self.seed, confirmation_scores=data.Z, confirmation_features=data.X),
         )
 
@@ -512,8 +514,14 @@ class SASST:
         The same numbers as the report (``confirm`` is built on it; SASST Appendix
         C.3-C.5); simulation trials that run the protocol thousands of times use it to skip
         building tables. Raises as :meth:`confirm` (empty or one-cluster confirmation
-        split, clusters reused from discovery). ``shared`` as in :meth:`discover`.
+        split, clusters reused from discovery), and refuses a pre-registered discovery
+        confirmed with a departure (no label here). ``shared`` as in :meth:`discover`.
         """
+        refuse_departures(discovery.protocol, self, data)
+        return self._confirm_rows(discovery, data, shared=shared)
+
+    def _confirm_rows(self, discovery: Discovery, data: ClusterData, *, shared: SharedWork | None = None) -> tuple:
+        """The numbers of :meth:`confirm_records`, without the pre-registration check."""
         n = len(data)
         if n == 0:
             raise ValueError("empty confirmation split: no confirmation clusters")
@@ -523,12 +531,7 @@ class SASST:
         overlap = () if set(discovery.cluster_ids).isdisjoint(ids) else set(discovery.cluster_ids) & set(data.ids)
         if overlap:
             raise ValueError(f"confirmation reuses discovery cluster(s): {sorted(overlap)[:5]}")
-        if discovery.engine_fingerprint:  # a hand-built Discovery carries none
-            changed = fingerprint_diff(discovery.engine_fingerprint, self.fingerprint())
-            if changed:
-                raise ValueError(f"this engine is not the one that ran the discovery: its {', '.join(changed)} "
-                                 "differ from the discovery's (a frozen rule is confirmed only by the engine, "
-                                 "registry and thresholds it was frozen with)")
+        refuse_other_engine(discovery, self)
         masks = self.plan.split_masks(data.ids)
         memo: dict[Any, Any] = {"shared": shared}  # per frozen rule: its weighting of I (slots share rules)
         theta0 = self._weighted(UniformRule(), data, masks, memo).theta

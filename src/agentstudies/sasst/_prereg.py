@@ -14,22 +14,34 @@ File layout (``format`` :data:`FORMAT`)::
      n_stability, stability_metric, stability_mode, top_fraction, discovery_fraction,
      exact_multiplier, seed}, "discovery": {theta, selected_system, soft_selection,
      n_clusters, cluster_ids, data_hash, feature_names, geometries, rules,
-     engine_fingerprint}, "schema": {features: [{name, dtype, kind, n, mean, sd, min, max,
-     quantiles, cdf}], tolerance}, "registry": {families, rule_kinds},
+     engine_fingerprint, protocol: {inference, columns, seeds_per_cluster, preregistered,
+     confirmation_ids}}, "schema": {features: [{name, dtype, kind, n, mean, sd, min, max,
+     skew, quantiles, cdf, corr}], tolerance}, "registry": {families, rule_kinds},
      "integrity": {algorithm, digest, fields}}
 
-What binds: ``integrity`` holds a SHA-256 over the four sections and one per
-field (down to each slot's and each frozen rule's entries), so an edited threshold, cap,
-rule or geometry is refused at :meth:`Preregistration.load`, naming the field (the
-digests guard against edits, not against someone who rewrites them too). ``registry``
-records the candidate families and the class behind every rule kind the frozen rules
-use; a process whose registered class for a kind differs is refused, and so is an
-engine whose settings differ from the recorded ones (:meth:`Preregistration.confirm`
-with ``engine=``; :meth:`SASST.confirm` checks the discovery's ``engine_fingerprint``).
-``schema`` records each feature's dtype, value kind (binary / integer / continuous) and
-discovery scale summary; :meth:`Preregistration.confirm` refuses a missing, retyped or
-shifted feature (tolerances :data:`SHIFT_TOLERANCE`) unless an ``override`` names it with
-a reason, which the report's notes and provenance then carry.
+What binds: ``integrity`` holds a SHA-256 over the four sections and one per field (down
+to each slot's and each frozen rule's entries), so an edited threshold, cap, rule or
+geometry is refused at :meth:`Preregistration.load`, naming the field. Digests inside a
+file guard against edits, not against someone who rewrites them too: the *anchor*
+(:attr:`Preregistration.anchor`, the file's digest, or :meth:`Preregistration.record`, its
+digests per field) is taken at freeze time and kept outside the file (printed and glued
+into the page); ``load(path, anchor=...)`` and ``confirm(..., anchor=...)`` refuse a file
+or an in-memory pre-registration that differs from it, naming the fields when given the
+record. Only a confirmation checked against an anchor is labelled *pre-registered*.
+
+Every input that can change a confirmation's answer is recorded (the discovery's
+``protocol``, :mod:`._protocol`): the inference rule, level, draws and multiplier; the
+episode columns (cluster, seed, system, score) and seeds per cluster; the confirmation
+cluster set (``confirmation_ids``, fixed before outcomes are read); the feature schema
+with its tolerance. Whichever route confirms (:meth:`Preregistration.confirm`,
+:meth:`SASST.confirm` on ``pre.discovery``, a replaced or mutated engine), each change is
+named in the report's ``departures`` and the report is labelled *not pre-registered*.
+``registry`` records the candidate families and the class behind every rule kind the
+frozen rules use; a process whose registered class for a kind differs is refused, and so
+is an engine whose discovery settings differ (:meth:`SASST.confirm` checks the
+discovery's ``engine_fingerprint``). A retyped or shifted feature (the recorded
+tolerance, :data:`SHIFT_TOLERANCE` at freeze time) is refused unless an ``override``
+names it with a reason; the override is then a departure.
 
 Floats are written with Python's shortest round-trip repr, so a confirmation from the
 file reproduces the in-memory confirmation exactly.
@@ -55,40 +67,17 @@ from agentstudies.sasst._report import SASSTReport
 from agentstudies.sasst._results import Discovery, FrozenRule, fingerprint_diff
 from agentstudies.sasst._geometry import _GEOMETRIES, Geometry, Standardizer
 from agentstudies.sasst._plan import ComparisonPlan
+from agentstudies.sasst._protocol import (INFERENCE_FIELDS, SHIFT_TOLERANCE, PreregistrationError, schema_of,
+                                          schema_problems, stamp)
 from agentstudies.sasst._rules import RULE_KINDS, RuleFamily, rule_from_dict
 from agentstudies.sasst._slots import Slot
 
 __all__ = ["FORMAT", "SHIFT_TOLERANCE", "PreregistrationError", "Preregistration", "feature_schema",
            "geometry_state", "geometry_from_state", "preregister"]
 
-#: Format tag of a pre-registration file (format 1 had no integrity hash, schema or registry).
-FORMAT = "agentstudies.sasst.preregistration/2"
-
-#: Stated tolerances for a confirmation feature against its discovery summary. A feature
-#: is refused as *shifted* when, beyond sampling noise at the two sample sizes
-#: ``s = sqrt(1/n_D + 1/n_I)``,
-#: ``|mean_I - mean_D| / sd_D > mean_sd + 3 s`` (location),
-#: ``|log(sd_I / sd_D)| > log_sd + 3 s / sqrt(2)`` (scale; the SE of a log SD is about
-#: ``1/sqrt(2n)`` for near-normal data), or the confirmation ECDF at the recorded
-#: discovery deciles departs from the discovery ECDF there by more than
-#: ``ks + 1.36 s`` (the 5 % two-sample Kolmogorov-Smirnov allowance). A benchmark version
-#: may move a feature by less; a rescaling (x100), a swap of two differently distributed
-#: features or a recoding is far beyond it. Two features with the same distribution
-#: swapped cannot be told apart by any marginal summary.
-SHIFT_TOLERANCE = {"mean_sd": 0.5, "log_sd": math.log(2.0), "ks": 0.25}
-
-_DECILES = tuple(round(0.1 * k, 1) for k in range(1, 10))
-
-
-class PreregistrationError(ValueError):
-    """A pre-registration refuses a file, an engine or a confirmation table; ``field``
-    names what differs (``engine.slots[1].stability_threshold``, ``registry.rule_kinds.x``,
-    ``features.x0``)."""
-
-    def __init__(self, field: str, message: str) -> None:
-        super().__init__(f"{field}: {message}")
-        self.field = field
-
+#: Format tag of a pre-registration file (format 1 had no integrity hash, schema or registry;
+#: format 2 no confirmation protocol).
+FORMAT = "agentstudies.sasst.preregistration/3"
 
 # ----------------------------------------------------------------------------- geometry
 def _encode(v: Any) -> Any:
@@ -155,7 +144,10 @@ class _RecordedFamily(RuleFamily):
 
 # ----------------------------------------------------------------------------- frozen rules
 def _frozen_to_dict(fr: FrozenRule) -> dict[str, Any]:
-    d = {f.name: getattr(fr, f.name) for f in dataclasses.fields(fr) if f.name not in ("rule", "candidates")}
+    """A frozen rule as JSON, without its wall-clock ``runtime_s``: the file, and so its
+    digest (the anchor), is the same for every run of the same discovery."""
+    d = {f.name: getattr(fr, f.name) for f in dataclasses.fields(fr)
+         if f.name not in ("rule", "candidates", "runtime_s")}
     d = {k: (v.item() if isinstance(v, np.generic) else v) for k, v in d.items()}
     d["rule"] = fr.rule.to_dict() if fr.rule is not None else None
     cand = fr.candidates if isinstance(fr.candidates, pd.DataFrame) else pd.DataFrame()
@@ -180,61 +172,16 @@ def _data_hash(data: ClusterData) -> str:
 
 
 # ----------------------------------------------------------------------------- feature schema
-def _value_kind(x: np.ndarray) -> str:
-    """``binary`` (values in {0, 1}), ``integer`` (whole numbers) or ``continuous``."""
-    x = np.asarray(x, float)
-    if np.all((x == 0) | (x == 1)):
-        return "binary"
-    return "integer" if np.all(x == np.round(x)) else "continuous"
-
-
-def _dtype_kind(features: pd.DataFrame | None, name: str) -> str | None:
-    """``bool`` or ``number`` from the pandas dtype of a feature column (None without a table)."""
-    if features is None or name not in features.columns:
-        return None
-    return "bool" if pd.api.types.is_bool_dtype(features[name]) else "number"
-
-
 def feature_schema(data: ClusterData, features: pd.DataFrame | None = None) -> list[dict[str, Any]]:
     """Per-feature schema and scale summary of cluster data (one dict per column of ``X``).
 
     Each entry: ``name``, ``dtype`` (``bool``/``number`` from ``features``' pandas dtype,
     or None), ``kind`` (value kind: binary / integer / continuous), ``n`` (clusters),
-    ``mean``, ``sd`` (population, ddof 0), ``min``, ``max``, the deciles ``quantiles``
-    and the ECDF ``cdf`` at them (ties make it differ from 0.1, ..., 0.9).
+    ``mean``, ``sd`` (population, ddof 0), ``min``, ``max``, ``skew``, the deciles
+    ``quantiles``, the ECDF ``cdf`` at them (ties make it differ from 0.1, ..., 0.9) and
+    ``corr`` (Pearson correlation with each other feature, by name).
     """
-    out = []
-    for j, name in enumerate(data.feature_names):
-        x = np.asarray(data.X[:, j], float)
-        q = np.quantile(x, _DECILES)
-        out.append({"name": str(name), "dtype": _dtype_kind(features, str(name)), "kind": _value_kind(x),
-                    "n": int(len(x)), "mean": float(x.mean()), "sd": float(x.std()), "min": float(x.min()),
-                    "max": float(x.max()), "quantiles": [float(v) for v in q],
-                    "cdf": [float(np.mean(x <= v)) for v in q]})
-    return out
-
-
-def _shift_problems(rec: dict[str, Any], x: np.ndarray, tol: dict[str, float]) -> list[str]:
-    """What moved in one feature beyond :data:`SHIFT_TOLERANCE` (empty when nothing did)."""
-    n_d, n_i = max(int(rec["n"]), 1), max(len(x), 1)
-    s = math.sqrt(1.0 / n_d + 1.0 / n_i)
-    sd_d, sd_i = float(rec["sd"]), float(np.std(x))
-    problems = []
-    if sd_d > 0:
-        z = abs(float(np.mean(x)) - float(rec["mean"])) / sd_d
-        if z > tol["mean_sd"] + 3 * s:
-            problems.append(f"mean moved {z:.2f} discovery SDs (> {tol['mean_sd'] + 3 * s:.2f})")
-    if (sd_d > 0) != (sd_i > 0):
-        problems.append(f"SD {sd_i:.4g} where discovery had {sd_d:.4g}")
-    elif sd_d > 0:
-        r = abs(math.log(sd_i / sd_d))
-        if r > tol["log_sd"] + 3 * s / math.sqrt(2):
-            problems.append(f"scale changed x{sd_i / sd_d:.3g} (|log ratio| {r:.2f} > "
-                            f"{tol['log_sd'] + 3 * s / math.sqrt(2):.2f})")
-    ks = max(abs(float(np.mean(x <= q)) - c) for q, c in zip(rec["quantiles"], rec["cdf"]))
-    if ks > tol["ks"] + 1.36 * s:
-        problems.append(f"ECDF at the discovery deciles moved {ks:.2f} (> {tol['ks'] + 1.36 * s:.2f})")
-    return problems
+    return schema_of(data.X, data.feature_names, features)
 
 
 # ----------------------------------------------------------------------------- integrity
@@ -264,6 +211,12 @@ def _integrity(obj: dict[str, Any]) -> dict[str, Any]:
     return {"algorithm": "sha256", "digest": _digest([obj[k] for k in _SIGNED]), "fields": fields}
 
 
+def _deepest(was: dict[str, str], now: dict[str, str]) -> list[str]:
+    """The deepest field paths whose digests differ between two integrity records."""
+    bad = [p for p in dict.fromkeys([*was, *now]) if was.get(p) != now.get(p)]
+    return [p for p in bad if not any(q != p and (q.startswith(p + ".") or q.startswith(p + "[")) for q in bad)]
+
+
 def _check_integrity(obj: dict[str, Any]) -> None:
     """Refuse a file whose signed sections differ from its integrity record, naming the
     deepest differing fields."""
@@ -275,13 +228,34 @@ def _check_integrity(obj: dict[str, Any]) -> None:
         raise PreregistrationError(missing[0], "section missing from the file")
     if _digest([obj[k] for k in _SIGNED]) == rec["digest"]:
         return
-    now = _integrity(obj)["fields"]
-    was = rec.get("fields", {})
-    bad = [p for p in dict.fromkeys([*was, *now]) if was.get(p) != now.get(p)]
-    deepest = [p for p in bad if not any(q != p and (q.startswith(p + ".") or q.startswith(p + "[")) for q in bad)]
+    deepest = _deepest(rec.get("fields", {}), _integrity(obj)["fields"])
     raise PreregistrationError(deepest[0] if deepest else "integrity",
                                "edited after the discovery was frozen (integrity hash differs"
                                + (f"; also: {', '.join(deepest[1:6])}" if len(deepest) > 1 else "") + ")")
+
+
+def _anchor_digest(anchor: str | dict[str, Any]) -> str:
+    if isinstance(anchor, str):
+        return anchor
+    if isinstance(anchor, dict) and isinstance(anchor.get("digest"), str):
+        return anchor["digest"]
+    raise TypeError(f"anchor must be the digest string (Preregistration.anchor) or the record dict "
+                    f"(Preregistration.record()); got {type(anchor).__name__}")
+
+
+def _check_anchor(integrity: dict[str, Any], anchor: str | dict[str, Any]) -> None:
+    """Refuse a pre-registration whose digest differs from the ``anchor`` taken at freeze
+    time and kept outside the file, naming the differing fields when the anchor is a
+    :meth:`Preregistration.record`."""
+    want = _anchor_digest(anchor)
+    if integrity["digest"] == want:
+        return
+    where = _deepest(anchor.get("fields", {}), integrity["fields"]) if isinstance(anchor, dict) else []
+    raise PreregistrationError(
+        where[0] if where else "anchor",
+        f"differs from the anchor taken when the discovery was frozen (digest {integrity['digest'][:16]}... "
+        f"where the anchor holds {want[:16]}...)" + (f"; also: {', '.join(where[1:6])}" if len(where) > 1 else "")
+        + ": the pre-registration was changed after it was anchored")
 
 
 def _rule_kinds(discovery: Discovery) -> dict[str, str]:
@@ -294,39 +268,81 @@ def _rule_kinds(discovery: Discovery) -> dict[str, str]:
 
 
 # ----------------------------------------------------------------------------- the artifact
+def _confirmation_ids(ids: Any, discovery: Discovery) -> list[str] | None:
+    """The recorded confirmation cluster set (sorted text ids), checked: unique, non-empty,
+    disjoint from discovery. ``None`` records that it was not fixed."""
+    if ids is None:
+        return None
+    out = [str(i) for i in (ids.index if isinstance(ids, (pd.DataFrame, pd.Series)) else ids)]
+    if not out:
+        raise ValueError("confirmation_ids is empty; pass the confirmation cluster ids (or None: not recorded)")
+    dup = sorted({i for i in out if out.count(i) > 1})
+    if dup:
+        raise ValueError(f"confirmation_ids repeats cluster id(s) {dup[:5]}")
+    reused = sorted(set(out) & set(map(str, discovery.cluster_ids)))
+    if reused:
+        raise ValueError(f"confirmation_ids include discovery cluster(s) {reused[:5]}; confirmation clusters "
+                         "must be new")
+    return sorted(out)
+
+
 @dataclass(frozen=True)
 class Preregistration:
     """A frozen SASST discovery with everything a later confirmation needs.
 
     Build with :meth:`from_discovery` (after :meth:`SASST.discover`), write with
-    :meth:`save`, read with :meth:`load`, and confirm new episodes with :meth:`confirm`.
+    :meth:`save`, keep :attr:`anchor` (or :meth:`record`) outside the file, read with
+    :meth:`load` and confirm new episodes with :meth:`confirm`.
 
     Attributes
     ----------
     engine : the :class:`SASST` engine (plan, slots, thresholds, inference, seed); its
         families are the recorded specifications (they cannot rerun discovery)
-    discovery : the frozen :class:`Discovery` (rules, fitted geometries, diagnostics)
+    discovery : the frozen :class:`Discovery` (rules, fitted geometries, diagnostics, and
+        the confirmation ``protocol``: inference, columns, seeds per cluster, confirmation
+        cluster set, feature schema and tolerance)
     data_hash : SHA-256 of the discovery cluster data (ids, systems, features, scores)
     feature_names : the feature columns, in the order the rules and geometries read them
-    schema : per-feature dtype, value kind and discovery scale summary (:func:`feature_schema`)
     """
 
     engine: SASST
     discovery: Discovery
     data_hash: str
     feature_names: tuple[str, ...]
-    schema: tuple[dict[str, Any], ...] = ()
+
+    @property
+    def schema(self) -> tuple[dict[str, Any], ...]:
+        """Per-feature dtype, value kind and discovery summary (:func:`feature_schema`)."""
+        return tuple(self.discovery.protocol.get("schema") or ())
+
+    @property
+    def tolerance(self) -> dict[str, float]:
+        """The feature-shift tolerance recorded at freeze time (:data:`SHIFT_TOLERANCE` then)."""
+        return dict(self.discovery.protocol.get("tolerance") or SHIFT_TOLERANCE)
+
+    @property
+    def confirmation_ids(self) -> tuple[str, ...] | None:
+        """The pre-registered confirmation cluster set (None: not recorded)."""
+        ids = self.discovery.protocol.get("confirmation_ids")
+        return None if ids is None else tuple(ids)
 
     @classmethod
     def from_discovery(cls, engine: SASST, discovery: Discovery, data: ClusterData,
-                       features: pd.DataFrame | None = None) -> "Preregistration":
+                       features: pd.DataFrame | None = None, *,
+                       confirmation_ids: Any = None) -> "Preregistration":
         """Freeze ``discovery`` (from ``engine.discover(data)``) with the engine's settings.
 
         ``features`` (the discovery feature table) adds each column's pandas dtype to the
-        schema; without it only the value kind is recorded.
+        schema; without it only the value kind is recorded. ``confirmation_ids`` (ids, or
+        a feature table / Series indexed by them) fixes the confirmation cluster set before
+        any outcome is read; a confirmation on another set names the dropped and added
+        clusters as departures. Without it the set is not recorded and every confirmation
+        says so.
 
-        Raises ``ValueError`` if ``data`` is not the discovery data (cluster ids differ) or
-        ``engine`` is not the engine that ran the discovery (fields named).
+        Raises ``ValueError`` if ``data`` is not the discovery data (cluster ids differ),
+        ``engine`` is not the engine that ran the discovery (fields named, inference
+        settings included), or ``confirmation_ids`` is empty, repeats an id or reuses a
+        discovery cluster.
         """
         if tuple(map(str, data.ids)) != tuple(map(str, discovery.cluster_ids)):
             raise ValueError("data is not the discovery data: its cluster ids differ from the discovery's")
@@ -334,9 +350,18 @@ class Preregistration:
             changed = fingerprint_diff(discovery.engine_fingerprint, engine.fingerprint())
             if changed:
                 raise PreregistrationError(f"engine.{changed[0]}", "differs from the engine that ran the discovery")
-        disc = discovery if discovery.engine_fingerprint else dataclasses.replace(
-            discovery, engine_fingerprint=engine.fingerprint())
-        return cls(engine, disc, _data_hash(data), tuple(data.feature_names), tuple(feature_schema(data, features)))
+        base = dict(discovery.protocol) or stamp(engine, data)
+        for k in INFERENCE_FIELDS:
+            if k in (base.get("inference") or {}) and base["inference"][k] != getattr(engine, k):
+                raise PreregistrationError(f"engine.{k}", f"{getattr(engine, k)!r} differs from the "
+                                           f"{base['inference'][k]!r} the discovery ran with")
+        protocol = {**base, "preregistered": True,
+                    "confirmation_ids": _confirmation_ids(confirmation_ids, discovery),
+                    "schema": feature_schema(data, features), "tolerance": dict(SHIFT_TOLERANCE)}
+        disc = dataclasses.replace(discovery, engine_fingerprint=dict(discovery.engine_fingerprint
+                                                                      or engine.fingerprint()),
+                                   protocol=protocol)
+        return cls(engine, disc, _data_hash(data), tuple(data.feature_names))
 
     # ------------------------------------------------------------------ JSON
     def to_dict(self) -> dict[str, Any]:
@@ -345,21 +370,35 @@ class Preregistration:
         engine = {k: v for k, v in e.params().items()}
         engine["geometries"] = {k: _geometry_spec(v) for k, v in e.geometries.items()}
         engine["discovery_fraction"] = e.discovery_fraction
+        protocol = {k: v for k, v in d.protocol.items() if k not in ("schema", "tolerance")}
         disc = {
             "theta": d.theta, "selected_system": d.selected_system, "soft_selection": d.soft_selection,
             "n_clusters": d.n_clusters, "cluster_ids": list(map(str, d.cluster_ids)),
             "data_hash": self.data_hash, "feature_names": list(self.feature_names),
             "geometries": {k: geometry_state(g) for k, g in d.geometries.items()},
             "rules": {k: _frozen_to_dict(fr) for k, fr in d.rules.items()},
-            "engine_fingerprint": dict(d.engine_fingerprint),
+            "engine_fingerprint": dict(d.engine_fingerprint), "protocol": protocol,
         }
         obj = {"format": FORMAT, "engine": engine, "discovery": disc,
-               "schema": {"features": [dict(f) for f in self.schema], "tolerance": dict(SHIFT_TOLERANCE)},
+               "schema": {"features": [dict(f) for f in self.schema], "tolerance": self.tolerance},
                "registry": {"families": engine["families"], "rule_kinds": _rule_kinds(d)}}
         # the digests are taken over the JSON text the file will hold (floats as written)
         obj = json.loads(json.dumps(obj))
         obj["integrity"] = _integrity(obj)
         return obj
+
+    @property
+    def anchor(self) -> str:
+        """SHA-256 of this pre-registration (the file's ``integrity.digest``). Take it when
+        freezing and keep it outside the file (print it, glue it into the page): a file
+        edited and re-signed later no longer matches it."""
+        return self.to_dict()["integrity"]["digest"]
+
+    def record(self) -> dict[str, Any]:
+        """A detached record to keep outside the file: ``{"format", "digest", "fields"}``
+        (the digest per field). Passed as ``anchor=``, a mismatch names the changed fields."""
+        integ = self.to_dict()["integrity"]
+        return {"format": FORMAT, "digest": integ["digest"], "fields": dict(integ["fields"])}
 
     def save(self, path: str | Path) -> Path:
         """Write the pre-registration to ``path`` (one JSON file); returns the path."""
@@ -368,21 +407,29 @@ class Preregistration:
         return path
 
     @classmethod
-    def from_dict(cls, obj: dict[str, Any]) -> "Preregistration":
-        """Rebuild from :meth:`to_dict`, checking that it binds.
+    def from_dict(cls, obj: dict[str, Any], anchor: str | dict[str, Any] | None = None) -> "Preregistration":
+        """Rebuild from :meth:`to_dict`, checking that it binds (and, given the ``anchor``
+        taken at freeze time, that it is the anchored pre-registration).
 
         Raises
         ------
         ValueError
             Another format. :class:`PreregistrationError` (a ``ValueError``) naming the
-            field: an edited section (integrity hash), a rule kind registered in this
-            process by another class than the recorded one (``registry.rule_kinds.<kind>``),
-            or an engine that does not rebuild to the recorded fingerprint.
+            field: an edited section (integrity hash), a digest other than the anchor's
+            (``anchor``, or the changed fields given a :meth:`record`), a rule kind
+            registered in this process by another class than the recorded one
+            (``registry.rule_kinds.<kind>``), or an engine that does not rebuild to the
+            recorded fingerprint.
+
+        Length: one pass over the file's sections in order, each rebuilt and checked where
+        it is read; split, the checks would be separated from the fields they guard.
         """
         if obj.get("format") != FORMAT:
             raise ValueError(f"not a SASST pre-registration of this format (format {obj.get('format')!r}, "
                              f"expected {FORMAT!r}); freeze the discovery again")
         _check_integrity(obj)
+        if anchor is not None:
+            _check_anchor(obj["integrity"], anchor)
         for kind, qualname in obj["registry"]["rule_kinds"].items():
             have = RULE_KINDS.get(kind)
             if have is None:
@@ -405,22 +452,21 @@ class Preregistration:
         if changed:
             raise PreregistrationError(f"engine.{changed[0]}", "the recorded engine does not rebuild to the "
                                        "discovery's fingerprint (edited consistently with its digests?)")
-        rules: dict[str, FrozenRule] = {}
-        for k, fr in d["rules"].items():
-            rules[k] = _frozen_from_dict(fr)
+        rules = {k: _frozen_from_dict(fr) for k, fr in d["rules"].items()}
+        protocol = {**d["protocol"], "schema": obj["schema"]["features"], "tolerance": obj["schema"]["tolerance"]}
         disc = Discovery(rules=rules, theta={k: float(v) for k, v in d["theta"].items()},
                          selected_system=d["selected_system"], n_clusters=int(d["n_clusters"]),
                          cluster_ids=tuple(d["cluster_ids"]),
                          geometries={k: geometry_from_state(g) for k, g in d["geometries"].items()},
                          soft_selection={k: float(v) for k, v in d["soft_selection"].items()},
-                         engine_fingerprint=dict(d["engine_fingerprint"]))
-        return cls(engine, disc, d["data_hash"], tuple(d["feature_names"]),
-                   tuple(obj["schema"]["features"]))
+                         engine_fingerprint=dict(d["engine_fingerprint"]), protocol=protocol)
+        return cls(engine, disc, d["data_hash"], tuple(d["feature_names"]))
 
     @classmethod
-    def load(cls, path: str | Path) -> "Preregistration":
-        """Read a file written by :meth:`save` (raises as :meth:`from_dict`)."""
-        return cls.from_dict(json.loads(Path(path).read_text()))
+    def load(cls, path: str | Path, anchor: str | dict[str, Any] | None = None) -> "Preregistration":
+        """Read a file written by :meth:`save`, checked against ``anchor`` when given
+        (raises as :meth:`from_dict`)."""
+        return cls.from_dict(json.loads(Path(path).read_text()), anchor=anchor)
 
     def verify_data(self, data: ClusterData) -> None:
         """Check that ``data`` is the discovery data this file was frozen on (``data_hash``).
@@ -433,37 +479,36 @@ class Preregistration:
     # ------------------------------------------------------------------ confirmation
     def check_features(self, features: pd.DataFrame, data: ClusterData,
                        override: dict[str, str] | None = None) -> list[str]:
-        """Check the confirmation features against the recorded schema.
+        """Check the confirmation features against the recorded schema, under the recorded
+        tolerance (:attr:`tolerance`; :data:`SHIFT_TOLERANCE` documents its checks).
 
         Returns one note per overridden problem. Raises :class:`PreregistrationError`
-        (``features.<name>``) for a missing feature, a retyped one (pandas dtype bool vs
-        number, or value kind binary / integer / continuous changed; an integer feature
-        that shows only 0/1 passes) or a shifted one (:data:`SHIFT_TOLERANCE`), unless
-        ``override`` maps its name to a reason (a missing feature is never overridable).
+        (``features.<name>``) for a retyped feature (pandas dtype bool vs number, or value
+        kind binary / integer / continuous changed; an integer feature that shows only 0/1
+        passes) or a shifted, rescaled or sign-flipped one, unless ``override`` maps its
+        name to a reason; ``KeyError`` for a missing feature (never overridable) or an
+        override naming an unknown feature.
         """
         override = dict(override or {})
         unknown = sorted(set(override) - set(self.feature_names))
         if unknown:
             raise KeyError(f"override names feature(s) {unknown} not in the pre-registration {list(self.feature_names)}")
-        notes = []
-        for j, rec in enumerate(self.schema):
-            name = rec["name"]
-            x = data.X[:, j]
-            problems = []
-            dtype = _dtype_kind(features, name)
-            if rec["dtype"] is not None and dtype is not None and dtype != rec["dtype"]:
-                problems.append(f"dtype {dtype} where discovery had {rec['dtype']}")
-            kind = _value_kind(x)
-            if kind != rec["kind"] and not (rec["kind"] == "integer" and kind == "binary"):
-                problems.append(f"values are {kind} where discovery's were {rec['kind']}")
-            problems += _shift_problems(rec, x, SHIFT_TOLERANCE)
-            if not problems:
-                continue
-            if name not in override:
-                raise PreregistrationError(f"features.{name}", "; ".join(problems)
-                                           + f" (pass override={{{name!r}: reason}} to confirm anyway)")
-            notes.append(f"override for feature {name!r} ({override[name]}): {'; '.join(problems)}")
-        return notes
+        bad = schema_problems(self.schema, self.tolerance, data.X, data.feature_names, features)
+        for name in list(bad):  # a correlation reversed with an overridden feature is covered by its override
+            rest = [p for p in bad[name] if not any(p.startswith(f"correlation with {o} reversed") for o in override)]
+            if name not in override and rest != bad[name]:
+                if rest:
+                    bad[name] = rest
+                else:
+                    del bad[name]
+        refused = [k for k in bad if k not in override]
+        if refused:
+            also = "; ".join(f"features.{k}: {'; '.join(bad[k])}" for k in refused[1:4])
+            raise PreregistrationError(f"features.{refused[0]}", "; ".join(bad[refused[0]])
+                                       + (f" (also {also})" if also else "")
+                                       + f" (pass override={{{refused[0]!r}: reason}} to confirm anyway)")
+        return [f"override for feature {name!r} ({override[name]}): {'; '.join(problems)}"
+                for name, problems in bad.items()]
 
     def confirm(
         self,
@@ -476,6 +521,7 @@ class Preregistration:
         score: str = "score",
         engine: SASST | None = None,
         override: dict[str, str] | None = None,
+        anchor: str | dict[str, Any] | None = None,
     ) -> SASSTReport:
         """Frozen-rule confirmation on new episodes (every cluster is a confirmation cluster).
 
@@ -483,22 +529,31 @@ class Preregistration:
         pre-registered columns (read in the pre-registered order) and match the recorded
         schema (:meth:`check_features`). ``engine``, when given (an engine rebuilt from
         code), must match the recorded engine's registry, slots and settings; the
-        confirmation always runs with the recorded one. ``override`` (feature -> reason)
-        accepts a listed feature's type or distribution change; each override is written
-        to the report's ``notes`` and provenance.
+        confirmation always runs with this pre-registration's engine. ``anchor`` (the
+        :attr:`anchor` or :meth:`record` kept outside the file) is checked against this
+        pre-registration as it is now (a replaced or mutated engine, an edited and
+        re-signed file); only an anchored confirmation with no departure is labelled
+        *pre-registered*. Any departure from the recorded protocol (columns ``cluster``,
+        ``seed_col``, ``system``, ``score``; seeds per cluster; the confirmation cluster set;
+        the inference settings of this pre-registration's engine; an ``override``) is named
+        in the report's ``departures`` and labels it *not pre-registered*. ``override``
+        (feature -> reason) accepts a listed feature's type or distribution change; each
+        is written to the report's ``notes`` and provenance.
 
         Raises
         ------
         KeyError, ValueError
             On invalid tables, missing feature columns, or clusters reused from discovery.
         PreregistrationError
-            Naming the field: ``engine.<setting>`` for another engine, ``features.<name>``
-            for a retyped or shifted feature without an override.
+            Naming the field: ``engine.<setting>`` for another ``engine``, ``anchor`` (or
+            the changed fields) for a pre-registration that differs from its anchor,
+            ``features.<name>`` for a retyped or shifted feature without an override.
         """
+        if anchor is not None:
+            _check_anchor(self.to_dict()["integrity"], anchor)
         if engine is not None:
             changed = fingerprint_diff(self.discovery.engine_fingerprint, engine.fingerprint())
-            changed += [k for k in ("level", "inference", "n_draws", "exact_multiplier")
-                        if getattr(engine, k) != getattr(self.engine, k)]
+            changed += [k for k in INFERENCE_FIELDS if getattr(engine, k) != getattr(self.engine, k)]
             if changed:
                 raise PreregistrationError(f"engine.{changed[0]}", "this engine differs from the pre-registered one"
                                            + (f" (also {', '.join(changed[1:])})" if len(changed) > 1 else ""))
@@ -506,16 +561,20 @@ class Preregistration:
                             system=system, score=score, feature_columns=list(self.feature_names))
         notes = self.check_features(features, data, override)
         report = self.engine.confirm(self.discovery, data)
-        return dataclasses.replace(report, notes=tuple(report.notes) + tuple(data.notes) + tuple(notes),
-                                   provenance=make_provenance(
-            seed=self.engine.seed, episodes=episodes, features=features, preregistration=self.data_hash,
-            overrides=json.dumps(sorted(notes))))
+        return dataclasses.replace(
+            report, notes=tuple(report.notes) + tuple(data.notes) + tuple(notes),
+            anchor=_anchor_digest(anchor) if anchor is not None else "",
+            provenance=make_provenance(seed=self.engine.seed, episodes=episodes, features=features,
+                                       preregistration=self.data_hash, anchor=_anchor_digest(anchor) if anchor else "",
+                                       overrides=json.dumps(sorted(notes))))
 
 
 def preregister(engine: SASST, discovery: Discovery, data: ClusterData,
-                path: str | Path | None = None, features: pd.DataFrame | None = None) -> Preregistration:
-    """Shorthand: :meth:`Preregistration.from_discovery`, saved to ``path`` when given."""
-    pre = Preregistration.from_discovery(engine, discovery, data, features)
+                path: str | Path | None = None, features: pd.DataFrame | None = None, *,
+                confirmation_ids: Any = None) -> Preregistration:
+    """Shorthand: :meth:`Preregistration.from_discovery`, saved to ``path`` when given
+    (keep its :attr:`~Preregistration.anchor` outside the file)."""
+    pre = Preregistration.from_discovery(engine, discovery, data, features, confirmation_ids=confirmation_ids)
     if path is not None:
         pre.save(path)
     return pre

@@ -96,11 +96,19 @@ class SASSTReport(Result):
     params : the engine's parameters (:meth:`SASST.params`)
     n_confirmation : |I|
     provenance : package version, SHA-256 of the inputs, seed
+    departures : what this confirmation changed from what the discovery (or its
+        pre-registration) recorded, one ``"<field>: <what>"`` text each (SASST App. C.1,
+        C.4: the rule, thresholds and inference rule are frozen before confirmation
+        outcomes are read); any departure labels the report *not pre-registered*
+    anchor : the pre-registration digest this confirmation was checked against, held
+        outside the file (:meth:`Preregistration.confirm` with ``anchor=``); empty when
+        none was checked
 
     ``to_frame()`` is the tidy table: one row per slot (stratum ``slot``), estimand
     ``weighted_contrast`` (the frozen rule's contrast on ``I``) with ``estimate, se,
     bound, side`` (``lower`` for a positive claim, ``upper`` for a negative one),
-    ``level`` and ``n`` = |I|, and every other report field as a column.
+    ``level`` and ``n`` = |I|, every other report field as a column, and
+    ``registration`` (:attr:`registration`) on every row.
     """
 
     table: pd.DataFrame
@@ -114,8 +122,23 @@ class SASSTReport(Result):
     n_confirmation: int = 0
     provenance: ResultProvenance = field(default_factory=ResultProvenance, repr=False)
     notes: tuple[str, ...] = ()
+    departures: tuple[str, ...] = ()
+    anchor: str = ""
 
     title = "SASST report"
+
+    @property
+    def preregistered(self) -> bool:
+        """True only when the confirmation was checked against a pre-registration anchor
+        held outside the file and departs from nothing recorded."""
+        return bool(self.anchor) and not self.departures
+
+    @property
+    def registration(self) -> str:
+        """``"pre-registered"`` or ``"not pre-registered"`` (:attr:`departures` say why;
+        with none, no anchor was checked: the settings are those the discovery froze in
+        memory)."""
+        return "pre-registered" if self.preregistered else "not pre-registered"
 
     def _tidy(self) -> pd.DataFrame:
         t = self.table.reset_index()
@@ -124,11 +147,13 @@ class SASSTReport(Result):
         t["side"] = np.where(np.isfinite(t["bound"].to_numpy(float)), t["bound_side"], "")
         t["level"] = self.level
         t["n"] = self.n_confirmation
+        t["registration"] = self.registration
         return tidy_rows(t, strata=("slot",))
 
     def report_table(self) -> pd.DataFrame:
-        """The wide report (one row per slot, indexed by slot; :data:`REPORT_COLUMNS`)."""
-        return self.table.copy()
+        """The wide report (one row per slot, indexed by slot; :data:`REPORT_COLUMNS`, then
+        ``registration``: :attr:`registration` on every row)."""
+        return self.table.assign(registration=self.registration)
 
     def status_counts(self) -> pd.Series:
         """Counts of the five statuses, in the order of Table 3."""
@@ -139,9 +164,18 @@ class SASSTReport(Result):
 
         ``n_draws`` and ``seed`` default to the report's own, so
         ``report.with_inference(report.method)`` reproduces the report's band exactly.
+        Another method, ``n_draws`` or ``seed`` than the report's is a departure from the
+        frozen inference rule (SASST App. C.4): it is added to :attr:`departures`, which
+        label the result *not pre-registered* (a sensitivity analysis, as the paper's
+        Bonferroni-t rerun of Study F).
         """
         if method not in INFERENCE_METHODS:
             raise ValueError(f"unknown inference method {method!r}; choose from {INFERENCE_METHODS}")
+        gone = list(self.departures)
+        own = {"inference": self.method, "n_draws": self.params.get("n_draws"), "seed": self.params.get("seed")}
+        for k, v in (("inference", method), ("n_draws", n_draws), ("seed", seed)):
+            if v is not None and v != own[k]:
+                gone.append(f"engine.{k}: {v!r} where the confirmation ran {own[k]!r} (with_inference)")
         table = self.table.copy()
         crit = np.nan
         if self.phi_slots:
@@ -159,7 +193,7 @@ class SASSTReport(Result):
         table["critical"] = np.where(table.index.isin(self.phi_slots), crit, np.nan)
         table["method"] = method
         _assign_statuses(table)
-        return replace(self, table=table, critical=float(crit), method=method)
+        return replace(self, table=table, critical=float(crit), method=method, departures=tuple(gone))
 
     def summary(self) -> str:
         """A readable multi-line summary."""
@@ -168,10 +202,19 @@ class SASSTReport(Result):
             f"SASST report: {len(self.table)} slots, |D| = {d.n_clusters}, |I| = {self.n_confirmation}, "
             f"inference = {self.method} (critical value {self.critical:.4f}, level = {self.level:g})",
         ]
+        if self.departures:
+            lines.append(f"NOT PRE-REGISTERED: this confirmation departs from what the discovery froze in "
+                         f"{len(self.departures)} way(s); its statuses are not confirmatory:")
+            lines += [f"  departure: {x}" for x in self.departures]
+        elif not self.anchor:
+            lines.append("not pre-registered: the settings are those the discovery froze in memory, not checked "
+                         "against a pre-registration anchor held outside the file")
+        else:
+            lines.append(f"pre-registered: checked against anchor {self.anchor[:16]}..., no departure")
         if d.selected_system is not None:
             lines.append(f"discovery selected system: {d.selected_system}")
         counts = self.status_counts()
-        lines.append("statuses: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
+        lines.append(f"statuses ({self.registration}): " + ", ".join(f"{k} {v}" for k, v in counts.items()))
         cols = ["estimate", "se", "bound_side", "bound", "band", "ess", "max_density", "stability", "status"]
         cols = [c for c in cols if c in self.table.columns]
         lines.append("bound_side: 'lower' = one-sided lower bound (claims of a benefit), "

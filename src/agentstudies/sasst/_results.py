@@ -14,7 +14,7 @@ import pandas as pd
 from agentstudies.sasst._geometry import Geometry
 from agentstudies.sasst._rules import Rule
 
-__all__ = ["Discovery", "FINGERPRINT_FIELDS", "FrozenRule", "fingerprint_diff"]
+__all__ = ["Discovery", "FINGERPRINT_FIELDS", "FrozenRule", "fingerprint_diff", "refuse_other_engine"]
 
 
 @dataclass(frozen=True)
@@ -66,6 +66,12 @@ class Discovery:
     soft_selection : dict candidate -> weight of the plan's cross-fitted selection step on
         ``D`` (the selection the rules are tuned against through Eq. 2); empty without a
         selection step
+    engine_fingerprint : digests of the discovery-binding engine settings
+        (:data:`FINGERPRINT_FIELDS`)
+    protocol : what a confirmation is bound to beyond the fingerprint: the inference
+        settings, episode columns and seeds per cluster (:func:`._protocol.stamp`), and
+        from a pre-registration the confirmation cluster set and feature schema; a
+        confirmation that departs from it is labelled *not pre-registered*
     """
 
     rules: dict[str, FrozenRule]
@@ -76,12 +82,15 @@ class Discovery:
     geometries: dict[str, Geometry] = field(repr=False, default_factory=dict)
     soft_selection: dict[str, float] = field(default_factory=dict)
     engine_fingerprint: dict[str, str] = field(repr=False, default_factory=dict)
+    protocol: dict[str, Any] = field(repr=False, default_factory=dict)
 
 
 #: Engine settings a discovery is bound to (:meth:`SASST.fingerprint`): the plan, the
 #: slots (with every threshold and cap), the candidate-family registry, the radius
 #: geometries and the stability settings. The confirmation-only inference settings
-#: (``level``, ``inference``, ``n_draws``, ``exact_multiplier``) are not among them.
+#: (``level``, ``inference``, ``n_draws``, ``exact_multiplier``) are not among them: they
+#: are recorded in :attr:`Discovery.protocol`, and a confirmation that changes one is
+#: labelled *not pre-registered* with the change named.
 FINGERPRINT_FIELDS = ("plan", "slots", "families", "geometries", "n_stability", "stability_metric",
                       "stability_mode", "top_fraction", "seed")
 
@@ -105,3 +114,15 @@ def _spec_json(v: Any) -> Any:
 def fingerprint_diff(recorded: Mapping[str, str], current: Mapping[str, str]) -> list[str]:
     """Names of the :data:`FINGERPRINT_FIELDS` whose digests differ (or are missing)."""
     return [k for k in dict.fromkeys([*recorded, *current]) if recorded.get(k) != current.get(k)]
+
+
+def refuse_other_engine(discovery: Discovery, engine: Any) -> None:
+    """Raise ``ValueError`` naming the :data:`FINGERPRINT_FIELDS` in which ``engine``
+    differs from the engine that ran ``discovery`` (a hand-built Discovery carries no
+    fingerprint and passes)."""
+    if discovery.engine_fingerprint:
+        changed = fingerprint_diff(discovery.engine_fingerprint, engine.fingerprint())
+        if changed:
+            raise ValueError(f"this engine is not the one that ran the discovery: its {', '.join(changed)} "
+                             "differ from the discovery's (a frozen rule is confirmed only by the engine, "
+                             "registry and thresholds it was frozen with)")

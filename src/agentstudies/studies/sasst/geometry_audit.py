@@ -47,11 +47,10 @@ __all__ = [
     "tau_audit_features",
     "short_goal_subgroup",
     "AuditConfig",
-    "OUTSIDE_MARGIN",
-    "OUTSIDE",
-    "outside_name",
+    "DISCOVERY_BUDGET",
+    "budget_name",
     "audit_radii",
-    "discovery_outside_radii",
+    "discovery_budget_radii",
     "audit_trial",
     "run_geometry_audit",
     "bandwidth_diagnostic",
@@ -272,19 +271,16 @@ class AuditConfig:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
-#: Relative margin below the nearest target tilt's distance of the "target outside budget" radius.
-#: The distance is measured where the budget is checked: on each trial's discovery half, with
-#: the registry and the geometry fitted there as discovery fits them (score-blind: features
-#: only), so no target tilt can be admitted (a budget measured on all tasks admitted
-#: the target in 27 of 1,200 trials). The margin keeps the budget clearly below the target, not at it.
-OUTSIDE_MARGIN = 0.2
+#: Suffix of the Table 10 rows whose radius is the target-blind budget frozen on each trial's
+#: discovery half: the ``radius_quantile`` of the registry's distances there, set from the
+#: features alone before any outcome is drawn and without knowing which tilt is the target
+#: (the paper's "one frozen absolute radius budget"). Whether the target then falls outside
+#: it is an empirical result of the trial, recorded as ``target_outside``.
+DISCOVERY_BUDGET = ", discovery budget"
 
-#: Suffix of the Table 10 rows whose budget excludes the target (the paper's setting).
-OUTSIDE = ", target outside budget"
-
-def outside_name(geometry: str) -> str:
-    """Table 10 row name of ``geometry`` with the budget that excludes the target tilt."""
-    return geometry + OUTSIDE
+def budget_name(geometry: str) -> str:
+    """Table 10 row name of ``geometry`` with the target-blind discovery budget."""
+    return geometry + DISCOVERY_BUDGET
 
 def _audit_registry(cfg: AuditConfig) -> AxisTiltFamily:
     return AxisTiltFamily(strengths=tuple(cfg.strengths), use_columns=STRUCTURED_COLUMNS)
@@ -303,13 +299,12 @@ def _is_length_axis(describe: str) -> bool:
     return describe.endswith("along low scenario_words") or describe.endswith("along low scenario_chars")
 
 def audit_radii(features: pd.DataFrame, emb: Sequence[str], cfg: AuditConfig) -> pd.DataFrame:
-    """The frozen absolute radius budget: per (kernel seed, geometry), the radius and
-    whether the target rule (low ``scenario_words``) lies within it, on all tasks, and
-    ``radius_outside``: the common budget shrunk to :data:`OUTSIDE_MARGIN` (20%) below
-    the nearest target tilt's distance on all tasks (a reference only: the trials set
-    the outside budget on their discovery half, :func:`discovery_outside_radii`).
+    """The frozen absolute radius budget on all tasks: per (kernel seed, geometry), the
+    radius (``radius_quantile`` of the registry's distances), the nearest target tilt's
+    distance and whether the target rule (low ``scenario_words``) lies within it.
 
-    Score-blind: only the features enter.
+    Score-blind and target-blind: only the features enter the radius; the target's
+    distance is reported beside it, never used to set it.
     """
     X = features.to_numpy(float)
     names = list(features.columns)
@@ -325,32 +320,21 @@ def audit_radii(features: pd.DataFrame, emb: Sequence[str], cfg: AuditConfig) ->
             rows.append({"kernel_seed": k, "geometry": mode, "radius": r,
                          "target_distance_min": t_min,
                          "target_within": bool((dist[target] <= r).any()),
-                         # the paper's premise: a budget that excludes every target tilt
-                         "radius_outside": min(r, t_min * (1.0 - OUTSIDE_MARGIN)),
                          "n_registry": len(rules)})
     return pd.DataFrame(rows)
 
-def discovery_outside_radii(X_d: np.ndarray, names: Sequence[str], emb: Sequence[str], kernel_seed: int,
-                            radius: pd.Series | dict, cfg: AuditConfig) -> dict[str, float]:
-    """The "target outside budget" radius of each geometry, set on the discovery half.
+def discovery_budget_radii(X_d: np.ndarray, names: Sequence[str], emb: Sequence[str], kernel_seed: int,
+                           cfg: AuditConfig) -> dict[str, float]:
+    """The target-blind radius budget of each geometry, frozen on the discovery half.
 
-    ``min(radius[m], (1 - OUTSIDE_MARGIN) * d_min)`` with ``d_min`` the smallest distance
-    of a target tilt (low ``scenario_words``) from uniform weights, computed on the
-    discovery features ``X_d`` (n_D, d) with the registry and the geometry fitted on
-    them: the distances discovery checks the radius against. Score-blind (features
-    only), fixed before any outcome is read. Raises ``ValueError`` if the registry has
-    no target tilt.
+    The ``cfg.radius_quantile`` of the registry's distances from uniform weights, computed
+    on the discovery features ``X_d`` (n_D, d) with the registry and the geometry fitted on
+    them (the distances discovery checks the radius against). Score-blind and target-blind:
+    only features enter, and no tilt is singled out. Returns geometry -> radius.
     """
     fam = _audit_registry(cfg)
-    rules = fam.fit(np.asarray(X_d, float), list(names))
-    target = np.array([_is_target(r.describe()) for r in rules])
-    if not target.any():
-        raise ValueError("the audit registry has no low-scenario_words tilt (the target)")
-    out = {}
-    for m in AUDIT_GEOMETRIES:
-        dist = registry_distances(fam, X_d, names, _audit_geometry(m, names, emb, kernel_seed, cfg))
-        out[m] = min(float(radius[m]), float(dist[target].min()) * (1.0 - OUTSIDE_MARGIN))
-    return out
+    return {m: float(np.quantile(registry_distances(fam, X_d, names, _audit_geometry(m, names, emb, kernel_seed, cfg)),
+                                 cfg.radius_quantile)) for m in AUDIT_GEOMETRIES}
 
 def audit_trial(trial: int, rng: np.random.Generator, *, features: pd.DataFrame, emb: Sequence[str],
                 radii: pd.DataFrame, cfg: AuditConfig) -> list[dict[str, Any]]:
@@ -359,7 +343,12 @@ def audit_trial(trial: int, rng: np.random.Generator, *, features: pd.DataFrame,
 
     Returns one record per geometry (and ``no_radius``): ``accepted`` (candidates meeting
     every discovery constraint), ``accepted_radius`` (within the radius), ``correct``
-    (the selected rule is a low-``scenario_words`` tilt), ``auc`` on the held-out half.
+    (the selected rule is a low-``scenario_words`` tilt), ``auc`` on the held-out half,
+    ``target_outside`` (the nearest target tilt's discovery distance exceeds the radius)
+    and ``target_percentile`` (the share of candidates nearer uniform weights than it).
+    Each geometry has two budgets: the one frozen on all tasks (``radii``) and the one
+    frozen on this trial's discovery half (:func:`discovery_budget_radii`); both are
+    target-blind.
     """
     names = list(features.columns)
     X = features.to_numpy(float)
@@ -373,9 +362,9 @@ def audit_trial(trial: int, rng: np.random.Generator, *, features: pd.DataFrame,
     rad = radii[radii["kernel_seed"] == ks].set_index("geometry")["radius"]
     contrast = {"candidate": 1, "baseline": -1}
     common = dict(sign=-1, family="axis", min_ess=cfg.min_ess, density_cap=cfg.density_cap)
-    rad_out = discovery_outside_radii(X[d], names, emb, ks, rad, cfg)
+    rad_d = discovery_budget_radii(X[d], names, emb, ks, cfg)
     slots = [Slot(m, contrast, geometry=m, radius=float(rad[m]), **common) for m in AUDIT_GEOMETRIES]
-    slots += [Slot(outside_name(m), contrast, geometry=m, radius=float(rad_out[m]), **common)
+    slots += [Slot(budget_name(m), contrast, geometry=m, radius=float(rad_d[m]), **common)
               for m in AUDIT_GEOMETRIES]
     slots.append(Slot("no_radius", contrast, geometry="none", radius=None, **common))
     geoms = {m: _audit_geometry(m, names, emb, ks, cfg) for m in AUDIT_GEOMETRIES}
@@ -398,11 +387,14 @@ def audit_trial(trial: int, rng: np.random.Generator, *, features: pd.DataFrame,
             length_axis = _is_length_axis(rule)
         is_t = cand["rule"].map(_is_target)
         target_ok = is_t & cand["feasible"]
+        t_dist = float(cand.loc[is_t, "distance"].min()) if s.radius is not None else np.nan
         out.append({"trial": trial, "kernel_seed": ks, "geometry": s.name, "radius": s.radius,
                     "accepted": fr.n_feasible,
                     "accepted_radius": within, "n_candidates": fr.n_candidates, "correct": correct,
                     "length_axis": length_axis, "target_feasible": bool(target_ok.any()),
-                    "target_distance": float(cand.loc[is_t, "distance"].min()) if s.radius is not None else np.nan,
+                    "target_distance": t_dist,
+                    "target_outside": bool(t_dist > s.radius) if s.radius is not None else np.nan,
+                    "target_percentile": float((cand["distance"] < t_dist).mean()) if s.radius is not None else np.nan,
                     "auc": auc, "rule": rule})
     return out
 

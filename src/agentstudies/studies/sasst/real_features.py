@@ -23,6 +23,9 @@ correct answer of ``degraded`` on a subgroup item is flipped to incorrect with
 probability ``flip_share = 0.7``. Outside the subgroup the two systems have the same
 law, so the population contrast ``degraded - reference`` is 0 there and
 ``-0.7 E[p_i]`` on the subgroup.
+
+Length: one module because the pool, the score tensor, the registries, the run, its ceiling
+diagnostics and Table 12's rows share the study's feature construction and configuration.
 """
 
 from __future__ import annotations
@@ -40,7 +43,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from agentstudies.sasst import CONFIRMATION, DISCOVERY, SASST, ComparisonPlan, SASSTReport, Slot
+from agentstudies.sasst import CONFIRMATION, DISCOVERY, SASST, ComparisonPlan, SASSTReport, Slot, split_clusters
+from agentstudies.stats import contribution_se
 from agentstudies.sasst.geometry import KMS, Standardizer
 from agentstudies.sasst.rules import (
     BumpFamily,
@@ -80,6 +84,8 @@ __all__ = [
     "NeighbourhoodDirectionFamily",
     "run_study_d",
     "registry_ceiling",
+    "study_d_features",
+    "ceiling_over_splits",
     "oracle_recovery_auc",
     "study_d_sentences",
     "ORACLE_ROWS",
@@ -131,7 +137,9 @@ class RealFeatureConfig:
         1/sqrt(2) so two different labels are at distance 1) to the embeddings: a
         pre-execution, score-blind feature like the paper's subject metadata
     k_neighbors, item_lift : bandwidth neighbour rank and lift of the ``item_bump`` registry
-    direction_neighbours : neighbourhood sizes of the ``item_bump+direction`` registry's tilts
+    direction_neighbours : neighbourhood sizes of the ``item_bump+direction`` registry's tilts:
+        one size, equal to ``k_neighbors`` (the item-bump registry's bandwidth rank), set by
+        that rule and not chosen by any ceiling or subgroup label
     ceiling_target : recovery-AUC ceiling at or above which the design can reproduce the
         paper's recovery; ``None`` (default) is the paper's achieved AUC
         (:data:`PAPER_RECOVERY_AUC`: a lower cut-off of ours would say "can test" for
@@ -153,7 +161,7 @@ class RealFeatureConfig:
     topic_features: bool = True
     k_neighbors: int = 20
     item_lift: float = 3.0
-    direction_neighbours: tuple[int, ...] = (20, 40, 80)
+    direction_neighbours: tuple[int, ...] = (20,)
     ceiling_target: float | None = None
     n_stability: int = 100
     top_fraction: float = 0.10
@@ -354,9 +362,10 @@ class NeighbourhoodDirectionFamily(RuleFamily):
     xbar)``, the linear discriminant (Fisher) direction between the item's ``m`` nearest
     discovery neighbours (itself included; mean ``xbar_k``) and the whole discovery set
     (mean ``xbar``, covariance ``Sigma``, ridge ``s = shrinkage * trace(Sigma) / d``). The
-    rule is the paper's linear direction tilt (SASST C.1: a frozen projection, an
-    exponential tilt, clipped: :class:`~agentstudies.sasst.rules.ProjectionTiltRule`), the
-    projection centred and scaled by its discovery mean and standard deviation. Every
+    family is ours: the paper names no candidate family for Study D (Appendix C.1 asks
+    only for a reusable score map). Each rule is a frozen projection, exponentially tilted
+    and clipped (:class:`~agentstudies.sasst.rules.ProjectionTiltRule`), the projection
+    centred and scaled by its discovery mean and standard deviation. Every
     direction is fitted on discovery *features* only (score-blind, label-blind): the
     neighbourhoods stand in for the subgroup a tilt could express.
 
@@ -374,7 +383,7 @@ class NeighbourhoodDirectionFamily(RuleFamily):
 
     name = "neighbourhood_direction"
     _pure_fit = True  # fit depends on to_dict(), the features and the columns only (rules._memo_fit)
-    neighbours: tuple[int, ...] = (20, 40, 80)
+    neighbours: tuple[int, ...] = (20,)
     shrinkage: float = 1.0
     strengths: tuple[float, ...] = (1.0,)
     clip: float = 3.0
@@ -486,11 +495,7 @@ def run_study_d(pool: pd.DataFrame, embeddings: np.ndarray, Y: np.ndarray, split
     n = len(pool)
     if embeddings.shape[0] != n or Y.shape[0] != n:
         raise ValueError(f"pool has {n} items but embeddings {embeddings.shape[0]} and scores {Y.shape[0]}")
-    cols = [f"emb_{j:03d}" for j in range(embeddings.shape[1])]
-    if cfg.topic_features:
-        topics = pd.get_dummies(pool["domain1"]).astype(float) / np.sqrt(2.0)
-        embeddings = np.hstack([np.asarray(embeddings, float), topics.to_numpy()])
-        cols = cols + [f"topic_{t}" for t in topics.columns]
+    embeddings, cols = study_d_features(pool, embeddings, cfg)
     feats = pd.DataFrame(embeddings, index=pool.index, columns=cols)
     episodes = episode_table(Y, list(pool.index))
     d_mask = split.loc[pool.index].to_numpy() == DISCOVERY
@@ -535,8 +540,56 @@ def run_study_d(pool: pd.DataFrame, embeddings: np.ndarray, Y: np.ndarray, split
         "stability_correlation": st["stability_correlation"], "status": st["status"],
         "bound": st["bound"], "unweighted_status": un["status"], "n_discovery": int(d_mask.sum()),
         "n_confirmation": int(conf.sum()), "subgroup_confirmation": int(g_conf.sum()),
+        "amplification_se": _amplification_se(rep),
     })
     return StudyDResult(text_encoder, rep, q, s, g_conf, radius)
+
+
+def _amplification_se(rep: SASSTReport) -> float:
+    """Standard error of ``stress - unweighted`` on the confirmation items: the cluster SE of
+    the difference of the two slots' plug-in contributions (NaN when either is infeasible)."""
+    phi = dict(zip(rep.phi_slots, np.asarray(rep.phi, float).T))
+    if not {"stress", "unweighted"} <= set(phi):
+        return float("nan")
+    return float(contribution_se(phi["stress"] - phi["unweighted"]))
+
+
+def study_d_features(pool: pd.DataFrame, embeddings: np.ndarray, cfg: RealFeatureConfig
+                     ) -> tuple[np.ndarray, list[str]]:
+    """Study D's feature matrix (n, d) and its column names: the embeddings (``emb_###``)
+    and, with ``cfg.topic_features``, the one-hot ``domain1`` label scaled by 1/sqrt(2)
+    (``topic_<label>``). Score-blind and pre-execution."""
+    cols = [f"emb_{j:03d}" for j in range(embeddings.shape[1])]
+    X = np.asarray(embeddings, float)
+    if cfg.topic_features:
+        topics = pd.get_dummies(pool["domain1"]).astype(float) / np.sqrt(2.0)
+        X = np.hstack([X, topics.to_numpy()])
+        cols = cols + [f"topic_{t}" for t in topics.columns]
+    return X, cols
+
+
+def ceiling_over_splits(pool: pd.DataFrame, embeddings: np.ndarray, cfg: RealFeatureConfig,
+                        seeds: Sequence[int]) -> pd.DataFrame:
+    """The registry ceiling of ``cfg``'s registry over split seeds: how much of a ceiling is
+    the split's.
+
+    For each seed, ``split_clusters(pool.index, seed=seed)`` draws the discovery half, the
+    registry is fitted there and :func:`registry_ceiling` ranks the confirmation subgroup.
+    Returns one row per seed: ``split_seed, registry_ceiling, ceiling_rule,
+    reaches_target`` (at or above ``cfg.ceiling_target``, default the paper's achieved
+    recovery AUC). Raises ``ValueError`` for no seeds.
+    """
+    if len(seeds) == 0:
+        raise ValueError("ceiling_over_splits needs at least one split seed")
+    X, cols = study_d_features(pool, embeddings, cfg)
+    fam, g = _registry(cfg), pool["subgroup"].to_numpy()
+    target = PAPER_RECOVERY_AUC if cfg.ceiling_target is None else cfg.ceiling_target
+    rows = []
+    for seed in seeds:
+        d = (split_clusters(pool.index, seed=int(seed)).loc[pool.index] == DISCOVERY).to_numpy()
+        c = registry_ceiling(fam, X[d], X[~d], cols, g[~d])
+        rows.append({"split_seed": int(seed), **c, "reaches_target": bool(c["registry_ceiling"] >= target)})
+    return pd.DataFrame(rows)
 
 
 def registry_ceiling(family, X_discovery: np.ndarray, X_confirmation: np.ndarray, columns: Sequence[str],
@@ -661,8 +714,10 @@ def study_d_sentences(q: dict[str, Any], expected: float, *, level: float = 0.95
         below the two-sided ``level`` normal quantile times the standard error
 
     Returns ``{"signal_sentence", "amp_sentence", "status_sentence": text,
-    "barely_reweights": bool (ESS above 80 % of the confirmation items)}``; paper values are
-    read from ``data/paper/`` (:data:`PAPER_TABLE12`).
+    "barely_reweights": bool (ESS above 80 % of the confirmation items), "amplification_tested":
+    bool (|amplification| beyond the two-sided ``level`` normal quantile times
+    ``q["amplification_se"]``; the sentence says whether the claim is tested)}``; paper
+    values are read from ``data/paper/`` (:data:`PAPER_TABLE12`).
 
     Raises
     ------
@@ -679,6 +734,8 @@ def study_d_sentences(q: dict[str, Any], expected: float, *, level: float = 0.95
     p12 = PAPER_TABLE12.set_index("quantity")["paper"]
     z = float(stats.norm.ppf(1 - (1 - level) / 2))
     noisy = bool(np.isfinite(q["se"]) and abs(expected) < z * q["se"])
+    amp_se = float(q.get("amplification_se", np.nan))
+    amp_beyond = bool(np.isfinite(amp_se) and abs(q["amplification"]) > z * amp_se)
     return {
         "signal_sentence": (
             f"The degradation moves the expected unweighted confirmation contrast by {expected:.4f}; the realized "
@@ -688,8 +745,12 @@ def study_d_sentences(q: dict[str, Any], expected: float, *, level: float = 0.95
             + ("The simulated noise is as large as the injected effect." if noisy else
                "The injected effect is large relative to the noise.")),
         "amp_sentence": (
-            f"Stress amplification is {q['amplification']:.4f} (paper {p12['stress amplification']}) and recovery "
-            f"AUC {q['recovery_auc']:.3f} (paper {p12['recovery AUC']}); the frozen rule keeps an ESS of "
+            f"Stress amplification (weighted minus unweighted) is {q['amplification']:.4f}, standard error "
+            f"{amp_se:.4f} (paper {p12['stress amplification']}): "
+            + ("beyond noise, so this run tests the paper's amplification claim. " if amp_beyond else
+               "within noise of zero, so the stress rule adds nothing measurable to the uniform contrast and this run "
+               "does not test the paper's amplification claim. ")
+            + f"Recovery AUC is {q['recovery_auc']:.3f} (paper {p12['recovery AUC']}); the frozen rule keeps an ESS of "
             f"{q['ess']:.0f} of {q['n_confirmation']} confirmation items (paper {p12['inference ESS']}) with maximum "
             f"density ratio {q['max_density']:.2f}."),
         "status_sentence": (
@@ -697,4 +758,5 @@ def study_d_sentences(q: dict[str, Any], expected: float, *, level: float = 0.95
             f"stability {q['stability']:.2f} (paper: *{p12['formal status']}*, stability "
             f"{p12['functional stability (100 resamples)']})."),
         "barely_reweights": bool(q["ess"] > 0.8 * q["n_confirmation"]),
+        "amplification_tested": amp_beyond,
     }

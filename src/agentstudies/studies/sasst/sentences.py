@@ -29,7 +29,7 @@ import pandas as pd
 
 from agentstudies.studies.sasst._common import proportion_interval
 
-__all__ = ["feasibility_summary", "small_cluster_summary", "geometry_b_summary", "geometry_audit_summary", "geometry_outside_summary", "rate_beside_paper", "pct_range"]
+__all__ = ["feasibility_summary", "small_cluster_summary", "geometry_b_summary", "geometry_audit_summary", "geometry_budget_summary", "rate_beside_paper", "pct_range"]
 
 SUPPORT_SETTINGS = ("severe_concentration", "density_only", "split_support_only")
 
@@ -291,29 +291,40 @@ def geometry_audit_summary(t10: pd.DataFrame, paper10: pd.DataFrame, budget: pd.
         f"and {p10.loc['no_radius', 'correct_recovery']:.2f}).")}
 
 
-def geometry_outside_summary(t10: pd.DataFrame, budget: pd.DataFrame, records: pd.DataFrame, *,
-                             geometries: Sequence[str], outside: Sequence[str]) -> dict[str, str]:
-    """Can the audit's rows test the paper's Table 10 claim? (``a_outside_sentence``).
+def geometry_budget_summary(t10: pd.DataFrame, records: pd.DataFrame, *, budget_rows: Sequence[str],
+                            radius_quantile: float) -> dict[str, str]:
+    """Does the target tilt fall outside a target-blind budget? (``a_budget_sentence``).
 
-    The paper's premise is a radius budget that *excludes* the target tilt. Rows whose
-    budget admits the target in some trial (``budget["target_within"] > 0`` for any
-    geometry of ``geometries``) cannot test it; the ``outside`` rows (budget set below the
-    target's distance) can. ``t10``: Table 10 (``geometry, target_admitted,
-    correct_recovery, goal_length_recovery, auc``); ``records``: the audit's trial records
-    (``geometry, target_feasible``). Raises ``KeyError`` naming a missing column.
+    The paper's Table 10 says the target rule is outside the common 75 % radius budget in
+    every geometry. Here the budget of the ``budget_rows`` (``<geometry>, discovery
+    budget``) is the ``radius_quantile`` of the registry's distances on each discovery
+    half, set without the target; whether the target falls outside is counted over the
+    trial ``records`` (``geometry, target_outside, target_percentile``). When the target's
+    percentile lies on the same side of the budget's in every trial, the outcome follows
+    from the registry and the features (the design decides it) and the sentence says so.
+    ``t10``: Table 10 (``geometry, target_outside, correct_recovery, auc``). Raises
+    ``KeyError`` naming a missing column.
     """
-    _need(t10, ["geometry", "target_admitted", "correct_recovery", "goal_length_recovery", "auc"], "t10")
-    _need(budget, ["target_within"], "budget")
-    _need(records, ["geometry", "target_feasible"], "records")
-    t = t10.set_index("geometry")
-    geo, out_rows = list(geometries), list(outside)
-    inside_any = bool((budget.loc[geo, "target_within"] > 0).any())
-    on_out = records["geometry"].isin(out_rows)
-    return {"a_outside_sentence": (
-        f"Inside-budget rows: the target is admitted in {t.loc[geo, 'target_admitted'].mean():.2f} "
-        f"of trials on average, so they {['can', 'cannot'][int(inside_any)]} test the claim. Outside-budget rows (the "
-        f"paper's premise, so they can): target admitted {t.loc[out_rows, 'target_admitted'].mean():.2f}, correct "
-        f"recovery {t.loc[out_rows, 'correct_recovery'].mean():.2f}, goal-length recovery "
-        f"{t.loc[out_rows, 'goal_length_recovery'].mean():.2f}, held-out AUC {_arange(t.loc[out_rows, 'auc'])}. "
-        f"The target was admitted in {int(records.loc[on_out, 'target_feasible'].sum())} of {int(on_out.sum())} "
-        "outside-budget discoveries.")}
+    _need(t10, ["geometry", "target_outside", "correct_recovery", "auc"], "t10")
+    _need(records, ["geometry", "target_outside", "target_percentile"], "records")
+    rows = list(budget_rows)
+    rec = records[records["geometry"].isin(rows)]
+    n, k = len(rec), int(rec["target_outside"].astype(bool).sum())
+    pct = 100 * rec["target_percentile"].astype(float)
+    q = 100 * float(radius_quantile)
+    t = t10.set_index("geometry").loc[rows]
+    if n and (pct >= q).all():
+        design = ("The target tilt lies beyond the budget's percentile in every trial: with this registry and "
+                  "these features the outcome is fixed by the design, not found by the audit.")
+    elif n and (pct < q).all():
+        design = ("The target tilt lies within the budget's percentile in every trial: with this registry and "
+                  "these features the paper's premise cannot arise, so these rows test recovery when the target "
+                  "is reachable, not the paper's claim.")
+    else:
+        design = "Which side of the budget the target falls on varies with the split: an empirical result here."
+    return {"a_budget_sentence": (
+        f"With a target-blind budget frozen on each discovery half (percentile {q:.0f} of the registry's "
+        f"distances there), the target tilt falls outside it in {k} of {n} discoveries ({k / max(n, 1):.2f}; "
+        f"the paper: outside in every geometry). The nearest target tilt sits at percentile {pct.mean():.0f} "
+        f"of the registry's distances on average ({pct.min():.0f} to {pct.max():.0f}). {design} Under this "
+        f"budget correct recovery is {_arange(t['correct_recovery'])} and held-out AUC {_arange(t['auc'])}.")}
