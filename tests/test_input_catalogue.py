@@ -237,8 +237,8 @@ def _handoff_cases() -> list[Case]:
              lambda: ho.budget_diagnostic(handoff_tables(n_per_type=1)["trajectories"], n_draws=50),
              ValueError, "trajectories: task_type sets the strata"),
         Case("handoff negative n_draws", lambda: ho.analyze_handoff(ep, n_draws=-1), ValueError,
-             "n_draws must be a non-negative integer"),
-        Case("handoff summary states the interval sides", lambda: ho.analyze_handoff(ep, n_draws=20, empty_threshold=1.0), None,
+             r"n_draws=-1 is too few resamples.*\(or 0 for no intervals\)"),
+        Case("handoff summary states the interval sides", lambda: ho.analyze_handoff(ep, n_draws=40, empty_threshold=1.0), None,
              r"two-sided 95% percentile intervals \[lower, upper\]", note=lambda r: r.summary()),
         Case("log import: empty recorded trajectory", lambda: ho.cut_before_final_call([]), ValueError,
              "recorded trajectory is empty"),
@@ -342,8 +342,8 @@ def _recovery_cases() -> list[Case]:
              note=lambda r: r[1] + "\n" + r[0].summary()),
         Case("recovery text outcomes '0'/'1' warned", _warned(lambda: validate_paired(text)), None,
              r"column 'y_with' holds text values \['0', '1'\]", note=lambda r: r[1]),
-        Case("recovery n_draws=True", lambda: analyze_paired(tab, n_draws=True), ValueError,
-             "n_draws=True: expected a positive integer"),
+        Case("recovery n_draws=True", lambda: analyze_paired(tab, n_draws=True), TypeError,
+             "n_draws=True: expected an integer number of resamples"),
         Case("recovery n_draws=10**11 refused up front", lambda: analyze_paired(tab, n_draws=10**11), ValueError,
              r"n_draws=100,000,000,000 is too large.*GiB of replicates.*about [\d,.]+ h"),
         Case("handoff n_draws=10**12 refused up front", lambda: ho.analyze_handoff(handoff_ep(), n_draws=10**12),
@@ -430,8 +430,117 @@ def _kernel_and_data_cases() -> list[Case]:
     ]
 
 
+def _truncated_prereg() -> Any:
+    """A pre-registration saved by the engine, cut to half its bytes, then loaded."""
+    import tempfile
+
+    from agentstudies.sasst import Preregistration, cluster_data
+
+    ep, f = sasst_tables(n=30)
+    eng = sasst_engine()
+    data = cluster_data(ep, f, SYSTEMS)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Preregistration.from_discovery(eng, eng.discover(data), data).save(Path(tmp) / "prereg.json")
+        path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+        return Preregistration.load(path)
+
+
+def _prereg_without(section: str) -> Any:
+    import json
+    import tempfile
+
+    from agentstudies.sasst import Preregistration
+    from agentstudies.sasst._prereg import FORMAT
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "prereg.json"
+        path.write_text(json.dumps({"format": FORMAT, "integrity": {"digest": "0"}}))
+        return Preregistration.load(path)
+
+
+def _half_corpus() -> Any:
+    """The held-out classifier corpus with its second half deleted (still valid YAML), read
+    through the package's checked reader in a throwaway data folder."""
+    import shutil
+    import tempfile
+    from unittest import mock
+
+    from agentstudies import _data
+
+    repo_data = Path(__file__).resolve().parents[1] / "data"
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp) / "data"
+        shutil.copytree(repo_data / "classifier_corpus", root / "classifier_corpus")
+        shutil.copy(repo_data / "SHA256SUMS", root / "SHA256SUMS")
+        target = root / "classifier_corpus" / "heldout.yaml"
+        lines = target.read_text().splitlines(keepends=True)
+        target.write_text("".join(lines[: len(lines) // 2]))
+        with mock.patch.object(_data, "data_dir", lambda: root):
+            return _data.read_yaml(target)
+
+
+def _range_cases() -> list[Case]:
+    """Resample counts, probabilities, shares, seeds and stability settings out of range."""
+    from agentstudies.envs.alfworld import AlfworldEnv
+    from agentstudies.envs.toolsandbox import ToolSandboxEnv, generate_scenarios, make_cases
+    from agentstudies.recovery import analyze_paired, sign_flip_test
+    from agentstudies.specs import BootstrapSpec, check_probability
+
+    tab = recovery_table()
+    plan = ComparisonPlan(SYSTEMS)
+    slot = Slot("uniform PV", {"PV": 1, "ReAct": -1}, sign=1)
+    too_few = r"too few resamples for a two-sided percentile interval at level 0.95: need n_draws >= 2/\(1 - level\) = 40"
+    return [
+        Case("recovery n_draws=1 (interval of one resample)", lambda: analyze_paired(tab, n_draws=1), ValueError,
+             "analyze_paired: n_draws=1 is " + too_few),
+        Case("recovery n_draws=39 at level 0.95", lambda: analyze_paired(tab, n_draws=39), ValueError, "n_draws=39 is too few"),
+        Case("recovery n_draws=100 at level 0.99", lambda: analyze_paired(tab, n_draws=100, level=0.99), ValueError,
+             r"at level 0.99: need n_draws >= 2/\(1 - level\) = 200"),
+        Case("handoff n_draws=1", lambda: ho.analyze_handoff(handoff_ep(), n_draws=1), ValueError,
+             r"analyze_handoff: n_draws=1 is too few .* = 40 \(or 0 for no intervals\)"),
+        Case("handoff n_draws=2.5", lambda: ho.analyze_handoff(handoff_ep(), n_draws=2.5), TypeError,
+             "n_draws=2.5: expected an integer number of resamples"),
+        Case("BootstrapSpec n_draws=1", lambda: BootstrapSpec(n_draws=1), ValueError, "n_draws=1 is too few"),
+        Case("SASST n_draws=2.7 not cut to 2", lambda: SASST(plan, [slot], n_draws=2.7), TypeError,
+             "SASST: n_draws=2.7: expected an integer"),
+        Case("SASST n_draws=0", lambda: SASST(plan, [slot], n_draws=0), ValueError,
+             r"SASST: n_draws=0 is too few resamples for a one-sided percentile interval .* = 20"),
+        Case("SASST n_draws=-5", lambda: SASST(plan, [slot], n_draws=-5), ValueError, "SASST: n_draws=-5 is too few"),
+        Case("SASST n_stability=-3", lambda: SASST(plan, [slot], n_stability=-3), ValueError,
+             r"SASST: n_stability=-3 must be a non-negative integer \(discovery resamples"),
+        Case("SASST top_fraction=5", lambda: SASST(plan, [slot], top_fraction=5), ValueError,
+             r"SASST: top_fraction=5 must be a share in \(0, 1\]"),
+        Case("SASST discovery_fraction=1", lambda: SASST(plan, [slot], discovery_fraction=1.0), ValueError,
+             r"discovery_fraction=1.0 must be a share in \(0, 1\)"),
+        Case("slot stability_threshold=-1", lambda: Slot("s", {"PV": 1, "ReAct": -1}, stability_threshold=-1),
+             ValueError, r"slot 's': stability_threshold=-1 must lie in \[0, 1\]"),
+        Case("ThresholdFamily quantiles=(1.5,)", lambda: ThresholdFamily(quantiles=(1.5,)), ValueError,
+             r"ThresholdFamily: quantiles=\(1.5,\) has \[1.5\] outside \[0, 1\]"),
+        Case("ThresholdFamily lifts=(0,)", lambda: ThresholdFamily(lifts=(0.0,)), ValueError, "must be > 0"),
+        Case("analyze_paired reference='nope'", lambda: analyze_paired(tab, n_draws=50, reference="nope"), ValueError,
+             "reference='nope' is not a condition of the table; allowed values: 'clean', 'stale-2'"),
+        Case("sign_flip_test 2-D input", lambda: sign_flip_test(np.ones((4, 2))), ValueError,
+             r"differences must be 1-D.*shape \(4, 2\)"),
+        Case("alfworld reset(-1)", lambda: AlfworldEnv().reset(-1), ValueError,
+             r"AlfworldEnv.reset: seed=-1 must be a non-negative integer seed"),
+        Case("alfworld reset(1.7)", lambda: AlfworldEnv().reset(1.7), TypeError,
+             r"AlfworldEnv.reset: seed=1.7 must be a non-negative integer seed .*got float"),
+        Case("toolsandbox env seed=-1", lambda: ToolSandboxEnv(make_cases(generate_scenarios()[:1])[0], seed=-1),
+             ValueError, "ToolSandboxEnv: seed=-1 must be a non-negative integer seed"),
+        Case("probability 1.5", lambda: check_probability("arrival", 1.5), ValueError,
+             r"arrival=1.5 must be a probability in \[0, 1\]"),
+        Case("truncated prereg.json names the file", _truncated_prereg, ValueError,
+             r"pre-registration .*prereg.json is not readable JSON \(JSONDecodeError"),
+        Case("prereg.json lacking a section names the file", lambda: _prereg_without("engine"), ValueError,
+             r"engine: section missing from the file \(pre-registration .*prereg.json\)"),
+        Case("half the held-out corpus deleted", _half_corpus, ValueError,
+             r"data/classifier_corpus/heldout.yaml does not match its checksum.*git checkout -- "
+             r"data/classifier_corpus/heldout.yaml"),
+    ]
+
+
 CASES = (_sasst_cases() + _handoff_cases() + _tau_cases() + _recovery_cases() + _env_cases()
-         + _kernel_and_data_cases())
+         + _kernel_and_data_cases() + _range_cases())
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])

@@ -169,7 +169,7 @@ def test_tampering_after_freeze_is_detected(fitted):
     with pytest.raises(rc.OutcomesSealedError, match="modified after the freeze"):
         cir.verify()
     with pytest.raises(rc.OutcomesSealedError):
-        rc.evaluate_policies({"cir": cir}, rc.OutcomeVault(synth(5, 1, "e"), FEATS), n_draws=10)
+        rc.evaluate_policies({"cir": cir}, rc.OutcomeVault(synth(5, 1, "e"), FEATS), n_draws=40)
 
 
 def test_hash_is_deterministic():
@@ -261,7 +261,7 @@ def test_blanket_baselines_against_hand_computation():
     for rate, want in ((0.0, 0.0), (1.0, 100.0)):
         b = rc.blanket_routers(FEATS, rate=rate, seed=1)
         e = rc.evaluate_policies({k: v for k, v in b.items() if k.startswith("random")}, rc.OutcomeVault(test, FEATS),
-                                 n_draws=20, seed=0, sign_flip_draws=100)
+                                 n_draws=40, seed=0, sign_flip_draws=100)
         assert e.table.set_index("condition").loc["all", "intervention_rate"] == want
     with pytest.raises(ValueError, match="rate"):
         rc.blanket_routers(FEATS, rate=1.5)
@@ -271,7 +271,7 @@ def test_rescue_sets_detect_an_identical_blanket_rule():
     test = synth(20, 6, prefix="e")
     blank = rc.blanket_routers(FEATS, rate=0.3, seed=2)
     routers = {"cir": blank["always-d2"], **blank}
-    ev = rc.evaluate_policies(routers, rc.OutcomeVault(test, FEATS), n_draws=20, seed=0, sign_flip_draws=100)
+    ev = rc.evaluate_policies(routers, rc.OutcomeVault(test, FEATS), n_draws=40, seed=0, sign_flip_draws=100)
     rs = rc.rescue_sets(ev, "cir").set_index("policy")
     assert rs.loc["always-d2", "same_rescued_set"] and rs.loc["always-d2", "same_harmed_set"]
     traj = test[test["delay"] == 2]
