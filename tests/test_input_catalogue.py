@@ -421,7 +421,7 @@ def _kernel_and_data_cases() -> list[Case]:
              "parameter 'n_boot' of notebook method_recovery is the number of resamples"),
         Case("plain papermill: -p level 1.5", lambda: _injected("# Parameters\nlevel = 1.5\n"), ParameterError,
              "parameter 'level' of notebook method_recovery is a probability"),
-        Case("plain papermill: known names pass", lambda: _injected("# Parameters\nseed = 3\nn_boot = 10\n"), None,
+        Case("plain papermill: known names pass", lambda: _injected("# Parameters\nseed = 3\nn_boot = 40\n"), None,
              r"\['seed', 'n_boot'\]", note=repr),
         Case("truncated data/alfworld/pools.json", lambda: _truncated_data("alfworld/pools.json", 500), DataFileError,
              r"data/alfworld/pools.json does not match its checksum.*git checkout -- data/alfworld/pools.json"),
@@ -610,6 +610,52 @@ def test_cli_malformed_input_is_named_before_running(tiny_root, capsys, args, me
     assert not (tiny_root / "book" / "chapters").exists()  # nothing ran, nothing written
 
 
+#: Meaning checks of the book's own chapters' parameters: refused before the notebook starts.
+CHAPTER_CASES = [
+    (["method_recovery", "-p", "n_boot", "1"], "parameter 'n_boot' of notebook method_recovery is the number of "
+     "resamples behind the intervals this chapter shows and must be >= 40 at level 0.95; got 1"),
+    (["tau_published_runs", "-p", "n_draws", "1"], "parameter 'n_draws' of notebook tau_published_runs is the number "
+     "of resamples behind the intervals this chapter shows and must be >= 40"),
+    (["method_recovery", "-p", "level", "0.99", "-p", "n_boot", "100"], "must be >= 200 at level 0.99; got 100"),
+    (["tau_workflow_stress", "-p", "n_multiplier", "10"], "must be >= 20 at level 0.95; got 10"),
+    (["method_handoff", "-p", "arrival", "{SFT: [1.5, 0.2, 0.15], RL: [0.8, 0.85, 0.75]}"],
+     "parameter 'arrival' of notebook method_handoff is a probability and must lie in [0, 1]; got 1.5 (element "
+     "['SFT'][0])"),
+    (["method_handoff", "-p", "solve", "{SFT: [-0.2, 0.5, 0.3], RL: [0.75, 0.9, 0.7]}"],
+     "parameter 'solve' of notebook method_handoff is a probability and must lie in [0, 1]; got -0.2"),
+    (["method_handoff", "-p", "solve", "{SFT: [0.4, 0.5], RL: [0.75, 0.9]}"],
+     "the per-type lists must have one length (one entry per task type); solve['SFT'] has 2, arrival['SFT'] has 3"),
+    (["method_handoff", "-p", "arrival", "{SFT: [0.1, 0.2, 0.15]}"], "needs the keys ['RL', 'SFT'] like its default"),
+    (["method_handoff", "-p", "n_tasks_per_type", "1"], "parameter 'n_tasks_per_type' of notebook method_handoff "
+     "sets the tasks of each task type, the bootstrap stratum, and must be >= 2; got 1"),
+    (["method_sasst", "-p", "n_population", "0"], "parameter 'n_population' of notebook method_sasst sets the "
+     "chapter's sample and must be >= 1; got 0"),
+    (["method_sasst", "-p", "base_rate", "1.5"], "parameter 'base_rate' of notebook method_sasst is a probability "
+     "and must lie in [0, 1]; got 1.5"),
+    (["method_sasst", "-p", "base_rate", "0.95"], "base_rate + gain (workflow B's success probability) = 1.07 must "
+     "be a probability in [0, 1]"),
+    (["alfworld_recovery", "-p", "task_types", "5"], "parameter 'task_types' of notebook alfworld_recovery must be "
+     "None (all six types) or a non-empty list of ALFWorld task types"),
+    (["alfworld_recovery", "-p", "task_types", "[pick]"], "names unknown ALFWorld task type(s) ['pick']"),
+    (["tau_workflow_stress", "-p", "stability_threshold", "-1"], "parameter 'stability_threshold' of notebook "
+     "tau_workflow_stress is a probability and must lie in [0, 1]; got -1"),
+    (["tau_workflow_stress", "-p", "n_stability", "-3"], "parameter 'n_stability' of notebook tau_workflow_stress "
+     "is a count and must be >= 0; got -3"),
+    (["method_sasst", "-p", "min_stability", "1.2"], "parameter 'min_stability' of notebook method_sasst is a "
+     "probability and must lie in [0, 1]; got 1.2"),
+]
+
+
+@pytest.mark.parametrize("args, message", CHAPTER_CASES, ids=[" ".join(a) for a, _ in CHAPTER_CASES])
+def test_chapter_parameter_meaning_is_checked_before_running(tmp_path, monkeypatch, capsys, args, message):
+    monkeypatch.setenv("AGENTSTUDIES_ARTIFACTS", str(tmp_path / "artifacts"))
+    out = tmp_path / "out.ipynb"
+    assert cli.main(["run", *args, "-o", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert message in err, err
+    assert not out.exists() and not any(tmp_path.glob("out*"))  # nothing ran, nothing written
+
+
 def test_cli_unknown_chapter_lists_chapters(tiny_root, capsys):
     assert cli.main(["run", "gamma", "--root", str(tiny_root)]) == 1
     assert "chapters in book/_toc.yml: alpha, beta" in capsys.readouterr().err
@@ -663,8 +709,8 @@ def test_cli_o_wins_over_the_environment_and_a_failed_first_run_leaves_nothing(t
 
 
 def test_catalogue_size():
-    n = len(CASES) + len(CLI_CASES) + 5
-    assert n >= 80, n
+    n = len(CASES) + len(CLI_CASES) + len(CHAPTER_CASES) + 5
+    assert n >= 140, n
 
 
 def test_selection_skips_candidates_whose_value_is_undefined():
