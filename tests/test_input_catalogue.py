@@ -12,6 +12,7 @@ a corrupt notebook and ``-o`` against ``AGENTSTUDIES_ARTIFACTS``; the data check
 
 from __future__ import annotations
 
+import os
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -724,3 +725,35 @@ def test_selection_skips_candidates_whose_value_is_undefined():
     dist = np.zeros(4)
     assert _select(loc, feas, ess, dist, "first", 0.0) == 2
     assert _select(np.full(3, np.nan), np.ones(3, bool), np.ones(3), np.zeros(3), "max_ess", 0.0) == -1
+
+
+def test_cli_second_run_of_one_output_is_refused_while_the_first_runs(tiny_root, tmp_path, capsys):
+    """Two runs writing one executed notebook at once: the second is refused before it starts,
+    naming the first's pid, and touches nothing of the first's."""
+    from agentstudies.book.execute import _run_lock
+
+    out = tmp_path / "o.ipynb"
+    with _run_lock(out.resolve()):
+        (tmp_path / "o.failed.ipynb").write_text("{}")  # the first run's kept notebook
+        assert cli.main(["run", "alpha", "-o", str(out), "--root", str(tiny_root)]) == 1
+        err = capsys.readouterr().err
+        assert f"another run is writing {out.resolve()} (pid {os.getpid()})" in err and "-o OTHER.ipynb" in err
+        assert (tmp_path / "o.failed.ipynb").read_text() == "{}"
+    assert not (tmp_path / ".o.ipynb.lock").exists()  # released and removed
+
+
+def test_cli_chapter_that_never_reaches_finish_fails(tiny_root, tmp_path, capsys):
+    """A notebook that makes a Chapter but has no ch.finish() cell: the run fails, its
+    artifacts (INCOMPLETE, no provenance) are not committed, the notebook is kept as failed."""
+    nb_path = tiny_root / "notebooks" / "alpha.ipynb"
+    book = nbf.read(nb_path, as_version=4)
+    book.cells.append(nbf.v4.new_code_cell(
+        "from agentstudies.chapter import Chapter\nch = Chapter('alpha', {'seed': seed})\n"
+        "ch.save_table(__import__('pandas').DataFrame({'a': [1]}), 't')"))
+    nbf.write(book, nb_path)
+    out = tmp_path / "o.ipynb"
+    assert cli.main(["run", "alpha", "-o", str(out), "--root", str(tiny_root)]) == 1
+    err = capsys.readouterr().err
+    assert "ChapterNotFinished" in err and "never reached ch.finish()" in err
+    assert not out.exists() and (tmp_path / "o.failed.ipynb").is_file()
+    assert not (tmp_path / "o.artifacts").exists()
