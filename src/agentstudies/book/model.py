@@ -105,7 +105,22 @@ def find_root(start: Path | None = None) -> Path:
     )
 
 def _root(root: Path | str | None) -> Path:
-    return find_root() if root is None else Path(root).resolve()
+    """``root`` resolved, or :func:`find_root` when None.
+
+    Raises
+    ------
+    BookError
+        A given ``root`` that is not an existing folder (``--root /nonexistent`` used to
+        report "no chapter named ...; chapters: (none)").
+    """
+    if root is None:
+        return find_root()
+    path = Path(root).expanduser().resolve()
+    if not path.is_dir():
+        what = "does not exist" if not path.exists() else "is not a folder"
+        raise BookError(f"--root {root}: {path} {what}; the repository root is the folder holding book/_toc.yml "
+                        "and notebooks/ (leave --root out inside the repository)")
+    return path
 
 def toc_chapters(root: Path | str | None = None) -> list[str]:
     """Chapter names in TOC order: every ``file: chapters/<name>`` entry of ``book/_toc.yml``
