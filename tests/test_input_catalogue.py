@@ -745,10 +745,14 @@ def test_cli_second_run_of_one_output_is_refused_while_the_first_runs(tiny_root,
 def test_cli_chapter_that_never_reaches_finish_fails(tiny_root, tmp_path, capsys):
     """A notebook that makes a Chapter but has no ch.finish() cell: the run fails, its
     artifacts (INCOMPLETE, no provenance) are not committed, the notebook is kept as failed."""
+    from agentstudies.book.chapter import INCOMPLETE
+    from agentstudies.book.execute import INCOMPLETE_MARKER
+
+    assert INCOMPLETE_MARKER == INCOMPLETE  # the runner looks for the marker the chapter writes
     nb_path = tiny_root / "notebooks" / "alpha.ipynb"
     book = nbf.read(nb_path, as_version=4)
     book.cells.append(nbf.v4.new_code_cell(
-        "from agentstudies.chapter import Chapter\nch = Chapter('alpha', {'seed': seed})\n"
+        "from agentstudies.book.chapter import Chapter\nch = Chapter('alpha', {'seed': seed})\n"
         "ch.save_table(__import__('pandas').DataFrame({'a': [1]}), 't')"))
     nbf.write(book, nb_path)
     out = tmp_path / "o.ipynb"

@@ -196,7 +196,7 @@ def _execute(pm: Any, path: Path, out: Path, art_root: Path, params: Mapping[str
                      named_dir[0] if named_dir else None)
 
 #: The marker a chapter keeps in its artifacts folder until ``finish()`` (the value of
-#: ``agentstudies.chapter.INCOMPLETE``; not imported from there, which imports this package).
+#: ``agentstudies.book.chapter.INCOMPLETE``; not imported from there, which imports this package).
 INCOMPLETE_MARKER = "INCOMPLETE"
 
 
