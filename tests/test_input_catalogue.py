@@ -422,6 +422,12 @@ def _kernel_and_data_cases() -> list[Case]:
              "parameter 'n_boot' of notebook method_recovery is the number of resamples"),
         Case("plain papermill: -p level 1.5", lambda: _injected("# Parameters\nlevel = 1.5\n"), ParameterError,
              "parameter 'level' of notebook method_recovery is a probability"),
+        Case("plain papermill: -p level 0.99 -p n_boot 100", lambda: _injected("# Parameters\nlevel = 0.99\nn_boot = 100\n"),
+             ParameterError, "parameter 'n_boot' of notebook method_recovery .* must be >= 200 at level 0.99; got 100"),
+        Case("plain papermill: method_sasst base_rate + gain > 1",
+             lambda: _injected("# Parameters\nbase_rate = 0.95\n", "method_sasst"), ParameterError,
+             r"base_rate \+ gain \(workflow B's success probability\) = 1.07 must be a probability in \[0, 1\] "
+             r"\(from papermill's injected parameters\)"),
         Case("plain papermill: known names pass", lambda: _injected("# Parameters\nseed = 3\nn_boot = 40\n"), None,
              r"\['seed', 'n_boot'\]", note=repr),
         Case("truncated data/alfworld/pools.json", lambda: _truncated_data("alfworld/pools.json", 500), DataFileError,

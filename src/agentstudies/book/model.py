@@ -37,7 +37,7 @@ __all__ = [
     "PROFILES", "BookError", "ParameterError", "UnknownChapterError", "NotebookReadError",
     "NotebookExecutionError", "BookBuildError", "Parameter", "find_root", "toc_chapters",
     "load_profiles", "read_notebook", "declared_parameters", "resolve_parameters",
-    "check_parameter", "SAMPLE_SIZE_PARAMETERS", "DRAW_PARAMETERS", "chapter_of", "run_note",
+    "check_parameter", "check_parameter_set", "SAMPLE_SIZE_PARAMETERS", "DRAW_PARAMETERS", "chapter_of", "run_note",
 ]
 
 
