@@ -13,6 +13,7 @@ a corrupt notebook and ``-o`` against ``AGENTSTUDIES_ARTIFACTS``; the data check
 from __future__ import annotations
 
 import os
+import re
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -767,3 +768,62 @@ def test_cli_chapter_that_never_reaches_finish_fails(tiny_root, tmp_path, capsys
     assert "ChapterNotFinished" in err and "never reached ch.finish()" in err
     assert not out.exists() and (tmp_path / "o.failed.ipynb").is_file()
     assert not (tmp_path / "o.artifacts").exists()
+
+
+def _archive(tmp_path: Path, run: Any, name: str = "method_sasst") -> Path:
+    from agentstudies.book.paper import runs as paper_runs
+
+    art = tmp_path / "artifacts" / name
+    art.mkdir(parents=True, exist_ok=True)
+    (art / "t.csv").write_text("a\n1\n")
+    prov = {"started": "2026-12-01T00:00:00+0000", "wall_time_s": 5.0, "parameters": {"seed": 1}}
+    if run is not None:
+        prov["run"] = run
+    (art / "provenance.json").write_text(__import__("json").dumps(prov))
+    return paper_runs.archive_run(name, tmp_path / "artifacts", tmp_path / "runs")
+
+
+ARCHIVE_CASES = [
+    ({"profile": "smoke", "overrides": {}}, "is a smoke-profile run (provenance 'run.profile'), not the paper profile"),
+    ({"profile": "paper", "overrides": {"seed": 1}}, "is a paper-profile run with non-profile parameters (seed=1)"),
+    (None, "records no profile in its provenance"),
+]
+
+
+@pytest.mark.parametrize("run, message", ARCHIVE_CASES, ids=["smoke run", "modified paper run", "no profile"])
+def test_archive_refuses_anything_but_an_unmodified_paper_profile_run(tmp_path, run, message):
+    with pytest.raises(ValueError, match=re.escape(message) + ".*agentstudies book --profile paper --only method_sasst"):
+        _archive(tmp_path, run)
+    assert not (tmp_path / "runs" / "method_sasst").exists()
+
+
+def test_archive_cli_refusal_is_one_line(tmp_path, monkeypatch, capsys):
+    from agentstudies.book.paper import runs as paper_runs
+
+    art = tmp_path / "artifacts" / "method_sasst"
+    art.mkdir(parents=True)
+    (art / "provenance.json").write_text('{"run": {"profile": "smoke", "overrides": {}}, "wall_time_s": 1.0}')
+    assert paper_runs.main(["archive", "method_sasst", "--artifacts", str(tmp_path / "artifacts")]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and err.startswith("error: the run in") and "smoke-profile run" in err
+
+
+def test_load_run_label_states_the_profile_from_provenance(tmp_path):
+    """An archive whose provenance says smoke is labelled smoke, never "paper-profile run"."""
+    from agentstudies.book.paper import runs as paper_runs
+
+    out = _archive(tmp_path, {"profile": "paper", "overrides": {}})
+    assert paper_runs.load_run("method_sasst", folder=out).label == "paper-profile run of 2026-12-01, 5 s"
+    prov = out / "provenance.json"
+    for run, want in ((({"profile": "smoke", "overrides": {}}), "smoke-profile run (not the paper profile) of 2026-12-01, 5 s"),
+                      ({"profile": "paper", "overrides": {"seed": 1}},
+                       "paper-profile run with non-profile parameters (seed=1) of 2026-12-01, 5 s"),
+                      (None, "run of 2026-12-01, 5 s (its provenance records no profile)")):
+        d = {"started": "2026-12-01T00:00:00+0000", "wall_time_s": 5.0}
+        if run is not None:
+            d["run"] = run
+        prov.write_text(__import__("json").dumps(d))
+        sums = "".join(f"{__import__('hashlib').sha256(p.read_bytes()).hexdigest()}  {p.name}\n"
+                       for p in sorted(out.iterdir()) if p.name != "SHA256SUMS")
+        (out / "SHA256SUMS").write_text(sums)
+        assert paper_runs.load_run("method_sasst", folder=out).label == want
