@@ -303,7 +303,8 @@ def test_archived_paper_run_round_trip_and_checksums(tmp_path):
     pd.DataFrame({"M": [1000], "coverage": [0.9475]}).to_csv(art / "table4.csv", index=False)
     (art / "episodes.parquet").write_bytes(b"PAR1")
     (art / "provenance.json").write_text(
-        '{"started": "2026-11-30T02:00:00+0000", "wall_time_s": 2472.0, "parameters": {"n_trials": 2000}}')
+        '{"started": "2026-11-30T02:00:00+0000", "wall_time_s": 2472.0, "parameters": {"n_trials": 2000}, '
+        '"run": {"profile": "paper", "overrides": {}}}')
     out = paper_runs.archive_run("chap", tmp_path / "artifacts", tmp_path / "runs")
     assert sorted(p.name for p in out.iterdir()) == ["SHA256SUMS", "provenance.json", "table4.csv"]
     run = paper_runs.load_run("chap", folder=out)

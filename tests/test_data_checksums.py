@@ -27,7 +27,48 @@ def _read_files() -> list[Path]:
     files += sorted((DATA / "alfworld" / "checkpoints").glob("*.json"))
     files += sorted((DATA / "alfworld" / "checkpoints").glob("*.csv"))
     files += sorted((DATA / "paper").glob("*.csv"))
+    files += sorted((DATA / "classifier_corpus").glob("*.yaml"))
     return files
+
+
+def test_every_shipped_data_file_is_covered_by_a_checksum():
+    """Each file under data/ (documentation aside) has a digest: its own ``.sha256``, a
+    line in ``data/SHA256SUMS``, or a line in its archived run's ``SHA256SUMS``."""
+    sums = {ln.split("  ", 1)[1] for ln in (DATA / "SHA256SUMS").read_text().splitlines() if ln.strip()}
+    uncovered = []
+    for f in sorted(DATA.rglob("*")):
+        rel = f.relative_to(DATA).as_posix()
+        if not f.is_file() or f.suffix in (".sha256", ".md") or f.name in ("SHA256SUMS", "LICENSE", ".gitattributes"):
+            continue
+        if rel in sums or f.with_name(f.name + ".sha256").is_file():
+            continue
+        run_sums = f.parent / "SHA256SUMS"
+        if rel.startswith("paper_runs/") and run_sums.is_file() and any(
+                ln.split("  ", 1)[-1] == f.name for ln in run_sums.read_text().splitlines()):
+            continue
+        uncovered.append(rel)
+    assert not uncovered, f"data file(s) without a checksum: {uncovered}"
+
+
+def test_edited_corpus_label_is_refused(fake_data):
+    """An edited label in the classifier corpus (same length, other bytes) is refused by name."""
+    (fake_data / "classifier_corpus").mkdir()
+    src = (DATA / "classifier_corpus" / "heldout.yaml").read_text()
+    line = next(ln for ln in (DATA / "SHA256SUMS").read_text().splitlines() if ln.endswith("heldout.yaml"))
+    with open(fake_data / "SHA256SUMS", "a") as fh:
+        fh.write(line + "\n")
+    edited = src.replace("label: ", "label: x", 1)
+    assert edited != src
+    (fake_data / "classifier_corpus" / "heldout.yaml").write_text(edited)
+    with pytest.raises(_data.DataFileError, match="data/classifier_corpus/heldout.yaml does not match its checksum"):
+        _data.read_yaml(fake_data / "classifier_corpus" / "heldout.yaml")
+
+
+def test_invalid_yaml_outside_data_names_the_file(tmp_path):
+    bad = tmp_path / "corpus.yaml"
+    bad.write_text("items:\n  - name: a\n    label: [unclosed\n")
+    with pytest.raises(_data.DataFileError, match=f"data file {bad} is not valid YAML"):
+        _data.read_yaml(bad)
 
 
 def test_every_read_data_file_has_a_checksum_that_matches():

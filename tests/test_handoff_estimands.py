@@ -222,7 +222,7 @@ def test_empty_table_and_bad_parameters():
     with pytest.raises(ValueError, match="level"):
         ho.analyze_handoff(hand_table(), level=1.5, n_draws=0)
     with pytest.raises(ValueError, match="seed"):
-        ho.analyze_handoff(hand_table(), seed=None, n_draws=10)
+        ho.analyze_handoff(hand_table(), seed=None, n_draws=40)
 
 
 # -------------------------------------------------------------------- bootstrap

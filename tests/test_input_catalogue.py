@@ -12,6 +12,8 @@ a corrupt notebook and ``-o`` against ``AGENTSTUDIES_ARTIFACTS``; the data check
 
 from __future__ import annotations
 
+import os
+import re
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -237,8 +239,8 @@ def _handoff_cases() -> list[Case]:
              lambda: ho.budget_diagnostic(handoff_tables(n_per_type=1)["trajectories"], n_draws=50),
              ValueError, "trajectories: task_type sets the strata"),
         Case("handoff negative n_draws", lambda: ho.analyze_handoff(ep, n_draws=-1), ValueError,
-             "n_draws must be a non-negative integer"),
-        Case("handoff summary states the interval sides", lambda: ho.analyze_handoff(ep, n_draws=20, empty_threshold=1.0), None,
+             r"n_draws=-1 is too few resamples.*\(or 0 for no intervals\)"),
+        Case("handoff summary states the interval sides", lambda: ho.analyze_handoff(ep, n_draws=40, empty_threshold=1.0), None,
              r"two-sided 95% percentile intervals \[lower, upper\]", note=lambda r: r.summary()),
         Case("log import: empty recorded trajectory", lambda: ho.cut_before_final_call([]), ValueError,
              "recorded trajectory is empty"),
@@ -342,8 +344,8 @@ def _recovery_cases() -> list[Case]:
              note=lambda r: r[1] + "\n" + r[0].summary()),
         Case("recovery text outcomes '0'/'1' warned", _warned(lambda: validate_paired(text)), None,
              r"column 'y_with' holds text values \['0', '1'\]", note=lambda r: r[1]),
-        Case("recovery n_draws=True", lambda: analyze_paired(tab, n_draws=True), ValueError,
-             "n_draws=True: expected a positive integer"),
+        Case("recovery n_draws=True", lambda: analyze_paired(tab, n_draws=True), TypeError,
+             "n_draws=True: expected an integer number of resamples"),
         Case("recovery n_draws=10**11 refused up front", lambda: analyze_paired(tab, n_draws=10**11), ValueError,
              r"n_draws=100,000,000,000 is too large.*GiB of replicates.*about [\d,.]+ h"),
         Case("handoff n_draws=10**12 refused up front", lambda: ho.analyze_handoff(handoff_ep(), n_draws=10**12),
@@ -421,7 +423,13 @@ def _kernel_and_data_cases() -> list[Case]:
              "parameter 'n_boot' of notebook method_recovery is the number of resamples"),
         Case("plain papermill: -p level 1.5", lambda: _injected("# Parameters\nlevel = 1.5\n"), ParameterError,
              "parameter 'level' of notebook method_recovery is a probability"),
-        Case("plain papermill: known names pass", lambda: _injected("# Parameters\nseed = 3\nn_boot = 10\n"), None,
+        Case("plain papermill: -p level 0.99 -p n_boot 100", lambda: _injected("# Parameters\nlevel = 0.99\nn_boot = 100\n"),
+             ParameterError, "parameter 'n_boot' of notebook method_recovery .* must be >= 200 at level 0.99; got 100"),
+        Case("plain papermill: method_sasst base_rate + gain > 1",
+             lambda: _injected("# Parameters\nbase_rate = 0.95\n", "method_sasst"), ParameterError,
+             r"base_rate \+ gain \(workflow B's success probability\) = 1.07 must be a probability in \[0, 1\] "
+             r"\(from papermill's injected parameters\)"),
+        Case("plain papermill: known names pass", lambda: _injected("# Parameters\nseed = 3\nn_boot = 40\n"), None,
              r"\['seed', 'n_boot'\]", note=repr),
         Case("truncated data/alfworld/pools.json", lambda: _truncated_data("alfworld/pools.json", 500), DataFileError,
              r"data/alfworld/pools.json does not match its checksum.*git checkout -- data/alfworld/pools.json"),
@@ -430,8 +438,117 @@ def _kernel_and_data_cases() -> list[Case]:
     ]
 
 
+def _truncated_prereg() -> Any:
+    """A pre-registration saved by the engine, cut to half its bytes, then loaded."""
+    import tempfile
+
+    from agentstudies.sasst import Preregistration, cluster_data
+
+    ep, f = sasst_tables(n=30)
+    eng = sasst_engine()
+    data = cluster_data(ep, f, SYSTEMS)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Preregistration.from_discovery(eng, eng.discover(data), data).save(Path(tmp) / "prereg.json")
+        path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+        return Preregistration.load(path)
+
+
+def _prereg_without(section: str) -> Any:
+    import json
+    import tempfile
+
+    from agentstudies.sasst import Preregistration
+    from agentstudies.sasst._prereg import FORMAT
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "prereg.json"
+        path.write_text(json.dumps({"format": FORMAT, "integrity": {"digest": "0"}}))
+        return Preregistration.load(path)
+
+
+def _half_corpus() -> Any:
+    """The held-out classifier corpus with its second half deleted (still valid YAML), read
+    through the package's checked reader in a throwaway data folder."""
+    import shutil
+    import tempfile
+    from unittest import mock
+
+    from agentstudies import _data
+
+    repo_data = Path(__file__).resolve().parents[1] / "data"
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp) / "data"
+        shutil.copytree(repo_data / "classifier_corpus", root / "classifier_corpus")
+        shutil.copy(repo_data / "SHA256SUMS", root / "SHA256SUMS")
+        target = root / "classifier_corpus" / "heldout.yaml"
+        lines = target.read_text().splitlines(keepends=True)
+        target.write_text("".join(lines[: len(lines) // 2]))
+        with mock.patch.object(_data, "data_dir", lambda: root):
+            return _data.read_yaml(target)
+
+
+def _range_cases() -> list[Case]:
+    """Resample counts, probabilities, shares, seeds and stability settings out of range."""
+    from agentstudies.envs.alfworld import AlfworldEnv
+    from agentstudies.envs.toolsandbox import ToolSandboxEnv, generate_scenarios, make_cases
+    from agentstudies.recovery import analyze_paired, sign_flip_test
+    from agentstudies.specs import BootstrapSpec, check_probability
+
+    tab = recovery_table()
+    plan = ComparisonPlan(SYSTEMS)
+    slot = Slot("uniform PV", {"PV": 1, "ReAct": -1}, sign=1)
+    too_few = r"too few resamples for a two-sided percentile interval at level 0.95: need n_draws >= 2/\(1 - level\) = 40"
+    return [
+        Case("recovery n_draws=1 (interval of one resample)", lambda: analyze_paired(tab, n_draws=1), ValueError,
+             "analyze_paired: n_draws=1 is " + too_few),
+        Case("recovery n_draws=39 at level 0.95", lambda: analyze_paired(tab, n_draws=39), ValueError, "n_draws=39 is too few"),
+        Case("recovery n_draws=100 at level 0.99", lambda: analyze_paired(tab, n_draws=100, level=0.99), ValueError,
+             r"at level 0.99: need n_draws >= 2/\(1 - level\) = 200"),
+        Case("handoff n_draws=1", lambda: ho.analyze_handoff(handoff_ep(), n_draws=1), ValueError,
+             r"analyze_handoff: n_draws=1 is too few .* = 40 \(or 0 for no intervals\)"),
+        Case("handoff n_draws=2.5", lambda: ho.analyze_handoff(handoff_ep(), n_draws=2.5), TypeError,
+             "n_draws=2.5: expected an integer number of resamples"),
+        Case("BootstrapSpec n_draws=1", lambda: BootstrapSpec(n_draws=1), ValueError, "n_draws=1 is too few"),
+        Case("SASST n_draws=2.7 not cut to 2", lambda: SASST(plan, [slot], n_draws=2.7), TypeError,
+             "SASST: n_draws=2.7: expected an integer"),
+        Case("SASST n_draws=0", lambda: SASST(plan, [slot], n_draws=0), ValueError,
+             r"SASST: n_draws=0 is too few resamples for a one-sided percentile interval .* = 20"),
+        Case("SASST n_draws=-5", lambda: SASST(plan, [slot], n_draws=-5), ValueError, "SASST: n_draws=-5 is too few"),
+        Case("SASST n_stability=-3", lambda: SASST(plan, [slot], n_stability=-3), ValueError,
+             r"SASST: n_stability=-3 must be a non-negative integer \(discovery resamples"),
+        Case("SASST top_fraction=5", lambda: SASST(plan, [slot], top_fraction=5), ValueError,
+             r"SASST: top_fraction=5 must be a share in \(0, 1\]"),
+        Case("SASST discovery_fraction=1", lambda: SASST(plan, [slot], discovery_fraction=1.0), ValueError,
+             r"discovery_fraction=1.0 must be a share in \(0, 1\)"),
+        Case("slot stability_threshold=-1", lambda: Slot("s", {"PV": 1, "ReAct": -1}, stability_threshold=-1),
+             ValueError, r"slot 's': stability_threshold=-1 must lie in \[0, 1\]"),
+        Case("ThresholdFamily quantiles=(1.5,)", lambda: ThresholdFamily(quantiles=(1.5,)), ValueError,
+             r"ThresholdFamily: quantiles=\(1.5,\) has \[1.5\] outside \[0, 1\]"),
+        Case("ThresholdFamily lifts=(0,)", lambda: ThresholdFamily(lifts=(0.0,)), ValueError, "must be > 0"),
+        Case("analyze_paired reference='nope'", lambda: analyze_paired(tab, n_draws=50, reference="nope"), ValueError,
+             "reference='nope' is not a condition of the table; allowed values: 'clean', 'stale-2'"),
+        Case("sign_flip_test 2-D input", lambda: sign_flip_test(np.ones((4, 2))), ValueError,
+             r"differences must be 1-D.*shape \(4, 2\)"),
+        Case("alfworld reset(-1)", lambda: AlfworldEnv().reset(-1), ValueError,
+             r"AlfworldEnv.reset: seed=-1 must be a non-negative integer seed"),
+        Case("alfworld reset(1.7)", lambda: AlfworldEnv().reset(1.7), TypeError,
+             r"AlfworldEnv.reset: seed=1.7 must be a non-negative integer seed .*got float"),
+        Case("toolsandbox env seed=-1", lambda: ToolSandboxEnv(make_cases(generate_scenarios()[:1])[0], seed=-1),
+             ValueError, "ToolSandboxEnv: seed=-1 must be a non-negative integer seed"),
+        Case("probability 1.5", lambda: check_probability("arrival", 1.5), ValueError,
+             r"arrival=1.5 must be a probability in \[0, 1\]"),
+        Case("truncated prereg.json names the file", _truncated_prereg, ValueError,
+             r"pre-registration .*prereg.json is not readable JSON \(JSONDecodeError"),
+        Case("prereg.json lacking a section names the file", lambda: _prereg_without("engine"), ValueError,
+             r"engine: section missing from the file \(pre-registration .*prereg.json\)"),
+        Case("half the held-out corpus deleted", _half_corpus, ValueError,
+             r"data/classifier_corpus/heldout.yaml does not match its checksum.*git checkout -- "
+             r"data/classifier_corpus/heldout.yaml"),
+    ]
+
+
 CASES = (_sasst_cases() + _handoff_cases() + _tau_cases() + _recovery_cases() + _env_cases()
-         + _kernel_and_data_cases())
+         + _kernel_and_data_cases() + _range_cases())
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
@@ -501,6 +618,52 @@ def test_cli_malformed_input_is_named_before_running(tiny_root, capsys, args, me
     assert not (tiny_root / "book" / "chapters").exists()  # nothing ran, nothing written
 
 
+#: Meaning checks of the book's own chapters' parameters: refused before the notebook starts.
+CHAPTER_CASES = [
+    (["method_recovery", "-p", "n_boot", "1"], "parameter 'n_boot' of notebook method_recovery is the number of "
+     "resamples behind the intervals this chapter shows and must be >= 40 at level 0.95; got 1"),
+    (["tau_published_runs", "-p", "n_draws", "1"], "parameter 'n_draws' of notebook tau_published_runs is the number "
+     "of resamples behind the intervals this chapter shows and must be >= 40"),
+    (["method_recovery", "-p", "level", "0.99", "-p", "n_boot", "100"], "must be >= 200 at level 0.99; got 100"),
+    (["tau_workflow_stress", "-p", "n_multiplier", "10"], "must be >= 20 at level 0.95; got 10"),
+    (["method_handoff", "-p", "arrival", "{SFT: [1.5, 0.2, 0.15], RL: [0.8, 0.85, 0.75]}"],
+     "parameter 'arrival' of notebook method_handoff is a probability and must lie in [0, 1]; got 1.5 (element "
+     "['SFT'][0])"),
+    (["method_handoff", "-p", "solve", "{SFT: [-0.2, 0.5, 0.3], RL: [0.75, 0.9, 0.7]}"],
+     "parameter 'solve' of notebook method_handoff is a probability and must lie in [0, 1]; got -0.2"),
+    (["method_handoff", "-p", "solve", "{SFT: [0.4, 0.5], RL: [0.75, 0.9]}"],
+     "the per-type lists must have one length (one entry per task type); solve['SFT'] has 2, arrival['SFT'] has 3"),
+    (["method_handoff", "-p", "arrival", "{SFT: [0.1, 0.2, 0.15]}"], "needs the keys ['RL', 'SFT'] like its default"),
+    (["method_handoff", "-p", "n_tasks_per_type", "1"], "parameter 'n_tasks_per_type' of notebook method_handoff "
+     "sets the tasks of each task type, the bootstrap stratum, and must be >= 2; got 1"),
+    (["method_sasst", "-p", "n_population", "0"], "parameter 'n_population' of notebook method_sasst sets the "
+     "chapter's sample and must be >= 1; got 0"),
+    (["method_sasst", "-p", "base_rate", "1.5"], "parameter 'base_rate' of notebook method_sasst is a probability "
+     "and must lie in [0, 1]; got 1.5"),
+    (["method_sasst", "-p", "base_rate", "0.95"], "base_rate + gain (workflow B's success probability) = 1.07 must "
+     "be a probability in [0, 1]"),
+    (["alfworld_recovery", "-p", "task_types", "5"], "parameter 'task_types' of notebook alfworld_recovery must be "
+     "None (all six types) or a non-empty list of ALFWorld task types"),
+    (["alfworld_recovery", "-p", "task_types", "[pick]"], "names unknown ALFWorld task type(s) ['pick']"),
+    (["tau_workflow_stress", "-p", "stability_threshold", "-1"], "parameter 'stability_threshold' of notebook "
+     "tau_workflow_stress is a probability and must lie in [0, 1]; got -1"),
+    (["tau_workflow_stress", "-p", "n_stability", "-3"], "parameter 'n_stability' of notebook tau_workflow_stress "
+     "is a count and must be >= 0; got -3"),
+    (["method_sasst", "-p", "min_stability", "1.2"], "parameter 'min_stability' of notebook method_sasst is a "
+     "probability and must lie in [0, 1]; got 1.2"),
+]
+
+
+@pytest.mark.parametrize("args, message", CHAPTER_CASES, ids=[" ".join(a) for a, _ in CHAPTER_CASES])
+def test_chapter_parameter_meaning_is_checked_before_running(tmp_path, monkeypatch, capsys, args, message):
+    monkeypatch.setenv("AGENTSTUDIES_ARTIFACTS", str(tmp_path / "artifacts"))
+    out = tmp_path / "out.ipynb"
+    assert cli.main(["run", *args, "-o", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert message in err, err
+    assert not out.exists() and not any(tmp_path.glob("out*"))  # nothing ran, nothing written
+
+
 def test_cli_unknown_chapter_lists_chapters(tiny_root, capsys):
     assert cli.main(["run", "gamma", "--root", str(tiny_root)]) == 1
     assert "chapters in book/_toc.yml: alpha, beta" in capsys.readouterr().err
@@ -554,8 +717,8 @@ def test_cli_o_wins_over_the_environment_and_a_failed_first_run_leaves_nothing(t
 
 
 def test_catalogue_size():
-    n = len(CASES) + len(CLI_CASES) + 5
-    assert n >= 80, n
+    n = len(CASES) + len(CLI_CASES) + len(CHAPTER_CASES) + 5
+    assert n >= 140, n
 
 
 def test_selection_skips_candidates_whose_value_is_undefined():
@@ -569,3 +732,98 @@ def test_selection_skips_candidates_whose_value_is_undefined():
     dist = np.zeros(4)
     assert _select(loc, feas, ess, dist, "first", 0.0) == 2
     assert _select(np.full(3, np.nan), np.ones(3, bool), np.ones(3), np.zeros(3), "max_ess", 0.0) == -1
+
+
+def test_cli_second_run_of_one_output_is_refused_while_the_first_runs(tiny_root, tmp_path, capsys):
+    """Two runs writing one executed notebook at once: the second is refused before it starts,
+    naming the first's pid, and touches nothing of the first's."""
+    from agentstudies.book.execute import _run_lock
+
+    out = tmp_path / "o.ipynb"
+    with _run_lock(out.resolve()):
+        (tmp_path / "o.failed.ipynb").write_text("{}")  # the first run's kept notebook
+        assert cli.main(["run", "alpha", "-o", str(out), "--root", str(tiny_root)]) == 1
+        err = capsys.readouterr().err
+        assert f"another run is writing {out.resolve()} (pid {os.getpid()})" in err and "-o OTHER.ipynb" in err
+        assert (tmp_path / "o.failed.ipynb").read_text() == "{}"
+    assert not (tmp_path / ".o.ipynb.lock").exists()  # released and removed
+
+
+def test_cli_chapter_that_never_reaches_finish_fails(tiny_root, tmp_path, capsys):
+    """A notebook that makes a Chapter but has no ch.finish() cell: the run fails, its
+    artifacts (INCOMPLETE, no provenance) are not committed, the notebook is kept as failed."""
+    from agentstudies.book.chapter import INCOMPLETE
+    from agentstudies.book.execute import INCOMPLETE_MARKER
+
+    assert INCOMPLETE_MARKER == INCOMPLETE  # the runner looks for the marker the chapter writes
+    nb_path = tiny_root / "notebooks" / "alpha.ipynb"
+    book = nbf.read(nb_path, as_version=4)
+    book.cells.append(nbf.v4.new_code_cell(
+        "from agentstudies.book.chapter import Chapter\nch = Chapter('alpha', {'seed': seed})\n"
+        "ch.save_table(__import__('pandas').DataFrame({'a': [1]}), 't')"))
+    nbf.write(book, nb_path)
+    out = tmp_path / "o.ipynb"
+    assert cli.main(["run", "alpha", "-o", str(out), "--root", str(tiny_root)]) == 1
+    err = capsys.readouterr().err
+    assert "ChapterNotFinished" in err and "never reached ch.finish()" in err
+    assert not out.exists() and (tmp_path / "o.failed.ipynb").is_file()
+    assert not (tmp_path / "o.artifacts").exists()
+
+
+def _archive(tmp_path: Path, run: Any, name: str = "method_sasst") -> Path:
+    from agentstudies.book.paper import runs as paper_runs
+
+    art = tmp_path / "artifacts" / name
+    art.mkdir(parents=True, exist_ok=True)
+    (art / "t.csv").write_text("a\n1\n")
+    prov = {"started": "2026-12-01T00:00:00+0000", "wall_time_s": 5.0, "parameters": {"seed": 1}}
+    if run is not None:
+        prov["run"] = run
+    (art / "provenance.json").write_text(__import__("json").dumps(prov))
+    return paper_runs.archive_run(name, tmp_path / "artifacts", tmp_path / "runs")
+
+
+ARCHIVE_CASES = [
+    ({"profile": "smoke", "overrides": {}}, "is a smoke-profile run (provenance 'run.profile'), not the paper profile"),
+    ({"profile": "paper", "overrides": {"seed": 1}}, "is a paper-profile run with non-profile parameters (seed=1)"),
+    (None, "records no profile in its provenance"),
+]
+
+
+@pytest.mark.parametrize("run, message", ARCHIVE_CASES, ids=["smoke run", "modified paper run", "no profile"])
+def test_archive_refuses_anything_but_an_unmodified_paper_profile_run(tmp_path, run, message):
+    with pytest.raises(ValueError, match=re.escape(message) + ".*agentstudies book --profile paper --only method_sasst"):
+        _archive(tmp_path, run)
+    assert not (tmp_path / "runs" / "method_sasst").exists()
+
+
+def test_archive_cli_refusal_is_one_line(tmp_path, monkeypatch, capsys):
+    from agentstudies.book.paper import runs as paper_runs
+
+    art = tmp_path / "artifacts" / "method_sasst"
+    art.mkdir(parents=True)
+    (art / "provenance.json").write_text('{"run": {"profile": "smoke", "overrides": {}}, "wall_time_s": 1.0}')
+    assert paper_runs.main(["archive", "method_sasst", "--artifacts", str(tmp_path / "artifacts")]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and err.startswith("error: the run in") and "smoke-profile run" in err
+
+
+def test_load_run_label_states_the_profile_from_provenance(tmp_path):
+    """An archive whose provenance says smoke is labelled smoke, never "paper-profile run"."""
+    from agentstudies.book.paper import runs as paper_runs
+
+    out = _archive(tmp_path, {"profile": "paper", "overrides": {}})
+    assert paper_runs.load_run("method_sasst", folder=out).label == "paper-profile run of 2026-12-01, 5 s"
+    prov = out / "provenance.json"
+    for run, want in ((({"profile": "smoke", "overrides": {}}), "smoke-profile run (not the paper profile) of 2026-12-01, 5 s"),
+                      ({"profile": "paper", "overrides": {"seed": 1}},
+                       "paper-profile run with non-profile parameters (seed=1) of 2026-12-01, 5 s"),
+                      (None, "run of 2026-12-01, 5 s (its provenance records no profile)")):
+        d = {"started": "2026-12-01T00:00:00+0000", "wall_time_s": 5.0}
+        if run is not None:
+            d["run"] = run
+        prov.write_text(__import__("json").dumps(d))
+        sums = "".join(f"{__import__('hashlib').sha256(p.read_bytes()).hexdigest()}  {p.name}\n"
+                       for p in sorted(out.iterdir()) if p.name != "SHA256SUMS")
+        (out / "SHA256SUMS").write_text(sums)
+        assert paper_runs.load_run("method_sasst", folder=out).label == want

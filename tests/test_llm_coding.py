@@ -97,7 +97,7 @@ def test_abort_channel_and_http_error():
     e = run.episodes
     assert (e["outcome"] == "agent_error").all() and len(e) == 2 and not e["passed"].any()
     assert e["llm_errors"].str.contains("400|bad request", case=False).all()
-    rates = st.cheating_rates(e, by=("workflow",), n_draws=20)
+    rates = st.cheating_rates(e, by=("workflow",), n_draws=40)
     assert rates.to_frame()["agents"].tolist() == ["LLM (openai-api/local/scripted)"]
 
 

@@ -132,7 +132,7 @@ def test_shared_rescues():
     abl["operation"] = "ablated"
     # ablated rescues only task "a" wherever full refresh rescues it
     abl["y_with"] = np.where(abl["task_id"] == "a", abl["y_with"], abl["y_without"])
-    res = rc.analyze_paired(pd.concat([df, abl], ignore_index=True), n_draws=20)
+    res = rc.analyze_paired(pd.concat([df, abl], ignore_index=True), n_draws=40)
     sh = res.shared_rescues("refresh", "ablated").set_index(["condition", "delay"])
     assert sh.loc[("stale-2", 0), "rescued_a"] == 2 and sh.loc[("stale-2", 0), "shared"] == 1
     assert sh.loc[("clean", 2), "rescued_a"] == 1 and sh.loc[("clean", 2), "shared"] == 0

@@ -169,7 +169,7 @@ def test_tampering_after_freeze_is_detected(fitted):
     with pytest.raises(rc.OutcomesSealedError, match="modified after the freeze"):
         cir.verify()
     with pytest.raises(rc.OutcomesSealedError):
-        rc.evaluate_policies({"cir": cir}, rc.OutcomeVault(synth(5, 1, "e"), FEATS), n_draws=10)
+        rc.evaluate_policies({"cir": cir}, rc.OutcomeVault(synth(5, 1, "e"), FEATS), n_draws=40)
 
 
 def test_hash_is_deterministic():
@@ -261,7 +261,7 @@ def test_blanket_baselines_against_hand_computation():
     for rate, want in ((0.0, 0.0), (1.0, 100.0)):
         b = rc.blanket_routers(FEATS, rate=rate, seed=1)
         e = rc.evaluate_policies({k: v for k, v in b.items() if k.startswith("random")}, rc.OutcomeVault(test, FEATS),
-                                 n_draws=20, seed=0, sign_flip_draws=100)
+                                 n_draws=40, seed=0, sign_flip_draws=100)
         assert e.table.set_index("condition").loc["all", "intervention_rate"] == want
     with pytest.raises(ValueError, match="rate"):
         rc.blanket_routers(FEATS, rate=1.5)
@@ -271,7 +271,7 @@ def test_rescue_sets_detect_an_identical_blanket_rule():
     test = synth(20, 6, prefix="e")
     blank = rc.blanket_routers(FEATS, rate=0.3, seed=2)
     routers = {"cir": blank["always-d2"], **blank}
-    ev = rc.evaluate_policies(routers, rc.OutcomeVault(test, FEATS), n_draws=20, seed=0, sign_flip_draws=100)
+    ev = rc.evaluate_policies(routers, rc.OutcomeVault(test, FEATS), n_draws=40, seed=0, sign_flip_draws=100)
     rs = rc.rescue_sets(ev, "cir").set_index("policy")
     assert rs.loc["always-d2", "same_rescued_set"] and rs.loc["always-d2", "same_harmed_set"]
     traj = test[test["delay"] == 2]
@@ -279,3 +279,29 @@ def test_rescue_sets_detect_an_identical_blanket_rule():
     assert not rs.loc["always-d1", "same_rescued_set"] or rs.loc["always-d1", "rescued"] == rs.loc["cir", "rescued"]
     with pytest.raises(KeyError):
         rc.rescue_sets(ev, "nope")
+
+
+def test_cate_fallback_is_warned_and_recorded(fitted, monkeypatch):
+    """econml failing on a one-class fold: every fit falls back to the constant average
+    effect, and the selection metrics and a warning say so (never silent)."""
+    import econml.dr
+
+    def one_class(self, *a, **k):
+        raise ValueError("This solver needs samples of at least 2 classes in the data, but the data contains only "
+                         "one class: 0")
+
+    monkeypatch.setattr(econml.dr.DRLearner, "fit", one_class)
+    train = synth(40, 0)
+    with pytest.warns(UserWarning, match=r"could not fit 6 of 6 CATE model\(s\).*including the frozen router"):
+        cate, m = rc.fit_cate_router(train, FEATS, seed=3, base=fitted.routers["cir"])
+    assert (m["cate_fits"], m["cate_fallbacks"], m["cate_fallback"]) == (6, 6, True)  # 5 folds + the final fit
+    assert "only one class" in m["cate_fallback_reason"]
+    # the constant is the average paired effect of the active rows: mean(y_with) - mean(y_without)
+    act = rc.validate_decisions(train, FEATS)["active"].to_numpy()
+    want = train["y_with"].to_numpy()[act].mean() - train["y_without"].to_numpy()[act].mean()
+    assert cate.cate_model.tau == pytest.approx(want)
+
+
+def test_cate_without_fallback_records_none(fitted):
+    _, m = rc.fit_cate_router(synth(40, 0), FEATS, seed=3, base=fitted.routers["cir"])
+    assert (m["cate_fits"], m["cate_fallbacks"], m["cate_fallback"], m["cate_fallback_reason"]) == (6, 0, False, "")

@@ -220,7 +220,7 @@ def test_failed_discovery_feasibility_and_abstention():
         Slot("impossible cap", {"PV": 1, "ReAct": -1}, family="thr", density_cap=1.01, radius=None),
         Slot("concentrated", {"PV": 1, "ReAct": -1}, family="fixed", radius=None, density_cap=100, min_ess=1,
              discovery_target={"Gate": 1, "ReAct": -1}),
-        Slot("unstable", {"PV": 1, "ReAct": -1}, family="thr", radius=None, min_ess=5, stability_threshold=1.01),
+        Slot("unstable", {"PV": 1, "ReAct": -1}, family="thr", radius=None, min_ess=5, stability_threshold=1.0),
     ]
     split = pd.Series(["discovery"] * 40 + ["confirmation"] * 40, index=feats.index)
     eng = SASST(ComparisonPlan(SYSTEMS), slots, fam, n_stability=10)

@@ -136,3 +136,21 @@ def test_impossible_rate_methods_name_the_bad_bootstrap_field():
         legit_pass_rates(ep, n_draws=0)
     with pytest.raises(ValueError, match="seed"):
         rate_difference(ep, "passed", [True], [True], seed=-2)
+
+
+@pytest.mark.parametrize("level, sides, want", [(0.95, 2, 40), (0.99, 2, 200), (0.9, 2, 20), (0.95, 1, 20),
+                                                (0.8, 2, 10)])
+def test_min_draws_puts_a_resample_beyond_each_end(level, sides, want):
+    """n_draws >= sides / (1 - level): each tail of probability (1 - level) / sides holds at
+    least one resample (hand-worked: 2 / 0.05 = 40, 2 / 0.01 = 200, 1 / 0.05 = 20)."""
+    from agentstudies.specs import check_n_draws, min_draws
+
+    assert min_draws(level, sides) == want
+    assert want * (1 - level) / sides == pytest.approx(1.0)
+    assert check_n_draws(want, level, sides=sides) == want
+    with pytest.raises(ValueError, match=f"need n_draws >= {sides}/\\(1 - level\\) = {want}"):
+        check_n_draws(want - 1, level, sides=sides)
+    assert check_n_draws(0, level, sides=sides, allow_zero=True) == 0
+    with pytest.raises(TypeError, match="expected an integer"):
+        check_n_draws(float(want), level, sides=sides)
+

@@ -3,7 +3,8 @@
 ``data/SHA256SUMS`` lists ``<sha256>  <path relative to data/>`` (the format of
 ``sha256sum``) for every shipped data file that has no checksum file of its own
 (``*.npy`` / ``*.npz`` / ``*.gz`` carry a ``.sha256`` beside them): the ALFWorld pool
-manifest, the checkpoints' ``.json`` metadata and training logs, the papers' tables.
+manifest, the checkpoints' ``.json`` metadata and training logs, the papers' tables, the
+impossible-task classifier's hand-labelled corpora (``classifier_corpus/*.yaml``).
 Readers go through :func:`read_bytes` / :func:`read_json`; a file whose bytes differ from
 the recorded digest (edited, truncated, a bad merge) raises a ``ValueError`` that names the
 file and says how to restore it (``git checkout -- data/...``), and a file that is not
@@ -22,7 +23,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-__all__ = ["MANIFEST_NAME", "DataFileError", "data_dir", "manifest", "read_bytes", "read_json", "record", "verify"]
+__all__ = ["MANIFEST_NAME", "DataFileError", "data_dir", "manifest", "read_bytes", "read_json", "read_yaml", "record",
+           "verify"]
 
 #: The checksum list inside ``data/``.
 MANIFEST_NAME = "SHA256SUMS"
@@ -121,6 +123,29 @@ def read_json(path: Path | str) -> Any:
         rel = _relative(path, data_dir())
         fix = f" Restore it from the repository: git checkout -- data/{rel}" if rel else ""
         raise DataFileError(f"data file {path} is not valid JSON ({exc}); it may be truncated.{fix}") from None
+
+
+def read_yaml(path: Path | str) -> Any:
+    """:func:`verify` ``path``, then parse it as YAML (``yaml.safe_load``).
+
+    Raises
+    ------
+    FileNotFoundError, DataFileError
+        As :func:`verify`; also ``DataFileError`` for text that is not valid YAML (names
+        the file and the parser's position) -- a truncated or edited corpus outside
+        ``data/`` (unchecked) still names its file.
+    """
+    import yaml
+
+    path = Path(path)
+    raw = verify(path)
+    try:
+        return yaml.safe_load(raw.decode("utf-8"))
+    except (UnicodeDecodeError, yaml.YAMLError) as exc:
+        rel = _relative(path, data_dir())
+        fix = f" Restore it from the repository: git checkout -- data/{rel}" if rel else ""
+        where = " ".join(str(exc).split())
+        raise DataFileError(f"data file {path} is not valid YAML ({where}); it may be truncated.{fix}") from None
 
 
 def record(path: Path | str) -> str:

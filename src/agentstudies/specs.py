@@ -25,7 +25,8 @@ import numbers
 from dataclasses import asdict, dataclass
 from typing import Any, Mapping
 
-__all__ = ["AGENT_PREFIX", "SIMULATED", "AgentSpec", "BootstrapSpec", "is_llm_agent"]
+__all__ = ["AGENT_PREFIX", "SIMULATED", "AgentSpec", "BootstrapSpec", "check_n_draws", "check_count",
+           "check_probability", "check_seed", "check_share", "is_llm_agent", "min_draws"]
 
 #: The scripted agents of the chapters.
 SIMULATED = "simulated"
@@ -49,6 +50,135 @@ def is_llm_agent(agent: str) -> bool:
         f"agent must be 'simulated' or 'llm:<provider>/<model>' (e.g. 'llm:openai-api/local/qwen3-8b', "
         f"'llm:mockllm/model'); got {agent!r}"
     )
+
+
+def min_draws(level: float = 0.95, sides: int = 2) -> int:
+    """The fewest resamples for which a percentile interval at ``level`` is defined.
+
+    The rule, used by every resampled interval of the package: each tail outside the
+    interval, of probability ``(1 - level) / sides``, must hold at least one resample, so
+    that the interval's ends are not the extreme resamples themselves:
+    ``n_draws >= sides / (1 - level)`` -- 40 for a two-sided 95 % interval, 200 at 99 %,
+    20 for a one-sided 95 % bound. With fewer draws the "95 %" interval of one resample is
+    that resample (``n_draws=1`` gave ``[0, 0]`` around an estimate of -0.083).
+
+    Raises
+    ------
+    ValueError
+        ``level`` outside (0, 1) or ``sides`` not 1 or 2.
+    """
+    if isinstance(level, bool) or not isinstance(level, numbers.Real) or not 0 < level < 1:
+        raise ValueError(f"level must be a confidence level in (0, 1); got {level!r}")
+    if sides not in (1, 2):
+        raise ValueError(f"sides must be 1 or 2; got {sides!r}")
+    return int(math.ceil(round(sides / (1.0 - float(level)), 6)))
+
+
+def check_n_draws(n_draws: Any, level: float = 0.95, *, name: str = "n_draws", sides: int = 2,
+                  allow_zero: bool = False, where: str = "") -> int:
+    """``n_draws`` as an int, refused unless it is an integer >= :func:`min_draws` (``level``,
+    ``sides``), or 0 where ``allow_zero`` (0 = no intervals).
+
+    Raises
+    ------
+    TypeError
+        Not an integer (``True`` and ``2.7`` are refused, never truncated).
+    ValueError
+        Fewer resamples than the rule of :func:`min_draws`, naming the input, the value,
+        the minimum and the fix.
+    """
+    at = f"{where}: " if where else ""
+    if isinstance(n_draws, bool) or not isinstance(n_draws, numbers.Integral):
+        raise TypeError(f"{at}{name}={n_draws!r}: expected an integer number of resamples "
+                        f"(>= {min_draws(level, sides)} at level {level:g}); got {type(n_draws).__name__}")
+    low = min_draws(level, sides)
+    if allow_zero and n_draws == 0:
+        return 0
+    if n_draws < low:
+        zero = " (or 0 for no intervals)" if allow_zero else ""
+        side = "two-sided" if sides == 2 else "one-sided"
+        raise ValueError(
+            f"{at}{name}={n_draws!r} is too few resamples for a {side} percentile interval at level {level:g}: "
+            f"need {name} >= {sides}/(1 - level) = {low}{zero}, so that each tail outside the interval holds at "
+            f"least one resample; use {name}=2000 or more (the papers use 2,000-100,000)")
+    return int(n_draws)
+
+
+def check_probability(name: str, value: Any, *, where: str = "") -> float:
+    """``value`` as a float, refused unless it is a finite number in [0, 1].
+
+    Raises
+    ------
+    TypeError
+        Not a real number (``True`` is refused).
+    ValueError
+        Outside [0, 1] or NaN, naming the input, the value and the range.
+    """
+    at = f"{where}: " if where else ""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{at}{name}={value!r} must be a probability, a number in [0, 1]; got {type(value).__name__}")
+    if not 0.0 <= float(value) <= 1.0:
+        raise ValueError(f"{at}{name}={value!r} must be a probability in [0, 1] (a share, not a percentage: "
+                         f"write 0.5 for 50 %)")
+    return float(value)
+
+
+def check_count(name: str, value: Any, *, what: str, where: str = "") -> int:
+    """``value`` as an int, refused unless it is a non-negative integer; ``what`` says what
+    it counts (and what 0 means) in the message.
+
+    Raises
+    ------
+    TypeError
+        Not an integer (2.7 is refused, never cut to 2).
+    ValueError
+        Negative.
+    """
+    at = f"{where}: " if where else ""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{at}{name}={value!r} must be a non-negative integer ({what}); got {type(value).__name__}")
+    if value < 0:
+        raise ValueError(f"{at}{name}={value!r} must be a non-negative integer ({what})")
+    return int(value)
+
+
+def check_share(name: str, value: Any, *, include_one: bool = True, where: str = "") -> float:
+    """``value`` as a float, refused unless it is a share in (0, 1] (``include_one``) or
+    (0, 1).
+
+    Raises
+    ------
+    ValueError
+        Not a number, or outside the range (e.g. 5 for 5 %), naming the input and the range.
+    """
+    at = f"{where}: " if where else ""
+    hi = "1]" if include_one else "1)"
+    ok = (not isinstance(value, bool) and isinstance(value, numbers.Real)
+          and (0.0 < float(value) < 1.0 or (include_one and float(value) == 1.0)))
+    if not ok:
+        raise ValueError(f"{at}{name}={value!r} must be a share in (0, {hi}, not a percentage (write 0.25 for 25 %)")
+    return float(value)
+
+
+def check_seed(seed: Any, *, name: str = "seed", where: str = "") -> int:
+    """``seed`` as an int, refused unless it is a non-negative integer (numpy's generators
+    and ``keyed_seed`` take no negative seed; a float such as 1.7 would be cut to 1).
+
+    Raises
+    ------
+    TypeError
+        Not an integer (``True`` and ``1.7`` are refused).
+    ValueError
+        Negative.
+    """
+    at = f"{where}: " if where else ""
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
+        raise TypeError(f"{at}{name}={seed!r} must be a non-negative integer seed (0, 1, 2, ...); "
+                        f"got {type(seed).__name__}")
+    if seed < 0:
+        raise ValueError(f"{at}{name}={seed!r} must be a non-negative integer seed (0, 1, 2, ...); "
+                         f"use {-int(seed)} or any other integer >= 0")
+    return int(seed)
 
 
 def _check_int(name: str, value: Any, *, low: int, optional: bool = False) -> None:
@@ -171,7 +301,8 @@ class BootstrapSpec:
     Parameters
     ----------
     n_draws : int
-        Bootstrap (or multiplier) draws, >= 1. Default 2000.
+        Bootstrap (or multiplier) draws, >= :func:`min_draws` (``level``) (40 at 0.95).
+        Default 2000.
     level : float
         Two-sided confidence level, in (0, 1). Default 0.95.
     seed : int
@@ -188,8 +319,8 @@ class BootstrapSpec:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        _check_int("n_draws", self.n_draws, low=1)
         _check_float("level", self.level, low=0.0, high=1.0, open_low=True, open_high=True)
+        check_n_draws(self.n_draws, self.level)
         _check_int("seed", self.seed, low=0)
 
     @property

@@ -54,6 +54,59 @@ class LLMError(RuntimeError):
     """A model call failed (provider error, refused request, timeout)."""
 
 
+class EndpointUnreachable(ConnectionError):
+    """The model endpoint cannot be reached: refused before the first episode, or after
+    :data:`MAX_CONSECUTIVE_FAILURES` calls in a row failed to connect. Not an
+    :class:`LLMError`, so the episode drivers (which record an ``LLMError`` and go on)
+    let it end the run; the message names the URL and the fix."""
+
+
+#: Seconds the endpoint check before the first episode waits for any HTTP answer.
+ENDPOINT_CHECK_TIMEOUT_S = 5.0
+#: Model calls in a row that may fail to connect before the run stops.
+MAX_CONSECUTIVE_FAILURES = 3
+
+
+def check_endpoint(base_url: str, timeout: float = ENDPOINT_CHECK_TIMEOUT_S) -> None:
+    """One short request (``GET <base_url>/models``) to a model endpoint before anything runs.
+
+    Any HTTP answer (200, 401, 404, ...) means a server listens; only a failure to connect
+    or no answer within ``timeout`` seconds is refused. Loopback and user-given URLs only:
+    the package never contacts a host the user did not name.
+
+    Raises
+    ------
+    EndpointUnreachable
+        Naming the URL, the reason and the fix.
+    """
+    import urllib.error
+    import urllib.request
+
+    url = base_url.rstrip("/") + "/models"
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, method="GET"), timeout=timeout):
+            return
+    except urllib.error.HTTPError:
+        return  # the server answered
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        reason = getattr(exc, "reason", exc)
+        raise EndpointUnreachable(
+            f"model endpoint {base_url} is unreachable (GET {url}: {type(reason).__name__}: {reason}); start the "
+            f"server or fix the base URL (-p model_base_url / base_url). Nothing was run against it") from None
+
+
+def _is_connection_failure(exc: BaseException) -> bool:
+    """True when ``exc`` (or what caused it) is a failure to connect or a timeout."""
+    seen = 0
+    while exc is not None and seen < 10:
+        name = type(exc).__name__
+        if isinstance(exc, (ConnectionError, TimeoutError)) or "Connect" in name or "Timeout" in name:
+            return True
+        exc = exc.__cause__ or exc.__context__
+        seen += 1
+    return False
+
+
 #: Per-episode columns of a policy that calls a model (:meth:`LLMPolicyBase.episode_record`
 #: plus ``agent``); :func:`llm_record` gives them for any policy.
 LLM_RECORD_COLUMNS: tuple[str, ...] = (
@@ -180,10 +233,17 @@ class LLMClient:
     ``generate(messages, tools, seed)`` returns Inspect's ``ModelOutput``; usage is
     added to :attr:`usage` (``input_tokens``, ``output_tokens``, ``calls``).
 
+    With a ``base_url``, the endpoint is checked first (:func:`check_endpoint`: one short
+    request), and :meth:`generate` counts calls in a row that fail to connect.
+
     Raises
     ------
     LLMError
         From :meth:`generate` when the provider fails or times out.
+    EndpointUnreachable (a ``ConnectionError``)
+        On construction when ``base_url`` does not answer; from :meth:`generate` after
+        :data:`MAX_CONSECUTIVE_FAILURES` calls in a row failed to connect (the run stops
+        instead of waiting ``timeout`` seconds per call, episode after episode).
     ImportError
         If the provider's client package is missing (e.g. ``openai`` for
         ``openai-api/...``; install the ``llm`` extra).
@@ -193,6 +253,10 @@ class LLMClient:
         from inspect_ai.model import GenerateConfig, get_model
 
         self.spec = spec
+        self._failures = 0
+        self._failures_lock = threading.Lock()
+        if spec.base_url is not None:
+            check_endpoint(spec.base_url)
         kwargs = dict(spec.model_args)
         if spec.base_url is not None:
             kwargs["base_url"] = spec.base_url
@@ -210,11 +274,29 @@ class LLMClient:
 
         config = GenerateConfig(seed=seed) if seed is not None else GenerateConfig()
         try:
-            return _run(self.model.generate(list(messages), tools=list(tools), config=config), self.spec.timeout)
-        except LLMError:
-            raise
+            out = _run(self.model.generate(list(messages), tools=list(tools), config=config), self.spec.timeout)
         except Exception as exc:  # noqa: BLE001 - any provider error becomes an LLMError
+            self._count_failure(exc)
+            if isinstance(exc, LLMError):
+                raise
             raise LLMError(f"{self.spec.model}: {type(exc).__name__}: {exc}") from exc
+        with self._failures_lock:
+            self._failures = 0
+        return out
+
+    def _count_failure(self, exc: BaseException) -> None:
+        """Count a failure to connect; stop the run after :data:`MAX_CONSECUTIVE_FAILURES`."""
+        if not _is_connection_failure(exc):
+            return
+        with self._failures_lock:
+            self._failures += 1
+            n = self._failures
+        if n >= MAX_CONSECUTIVE_FAILURES:
+            where = self.spec.base_url or f"the {self.spec.model.split('/')[0]} provider's default endpoint"
+            raise EndpointUnreachable(
+                f"{n} model calls in a row to {where} failed to connect or timed out (last: {type(exc).__name__}: "
+                f"{exc}); the run stops here instead of waiting {self.spec.timeout} s per call. Check that the server "
+                "is up and the base URL (-p model_base_url) is right") from exc
 
 
 async def _get_model_async(get_model: Any, name: str, config: Any, kwargs: dict[str, Any]) -> Any:

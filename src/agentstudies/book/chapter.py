@@ -510,7 +510,8 @@ def check_injected(chapter: str, declared: Mapping[str, Any], namespace: Mapping
     Every injected name must be declared by the ``parameters`` cell (``declared``: name ->
     :class:`agentstudies.book.runner.Parameter`) and its value must pass
     :func:`agentstudies.book.runner.check_parameter` (type like the default, seeds >= 0, counts,
-    levels, finite numbers, sample sizes and draws >= 1). Returns the injected names.
+    levels, finite numbers, sample sizes, draws, probabilities) and, together,
+    :func:`agentstudies.book.model.check_parameter_set`. Returns the injected names.
 
     Raises
     ------
@@ -518,7 +519,7 @@ def check_injected(chapter: str, declared: Mapping[str, Any], namespace: Mapping
         For an unknown name (listing the declared ones; plain papermill only warns and runs at
         the defaults) or a refused value, naming the parameter.
     """
-    from agentstudies.book.runner import ParameterError, check_parameter
+    from agentstudies.book.runner import ParameterError, check_parameter, check_parameter_set
 
     names = injected_names(namespace) or []
     unknown = [n for n in names if n not in declared]
@@ -529,6 +530,9 @@ def check_injected(chapter: str, declared: Mapping[str, Any], namespace: Mapping
         )
     for n in names:
         check_parameter(chapter, declared[n], namespace[n], "papermill's injected parameters")
+    if names:  # checks across parameters (draws at the chapter's level, probability sums)
+        check_parameter_set(chapter, declared, {n: namespace[n] for n in declared if n in namespace},
+                            "papermill's injected parameters")
     return names
 
 

@@ -2,7 +2,9 @@
 folder and a ``.partial.ipynb``, and commits the run only on success (each artifacts folder
 swapped in atomically, then the notebook, with SIGINT/SIGTERM held during the commit);
 a failed or interrupted run leaves the earlier notebook and artifacts byte-identical and
-keeps ``<OUT stem>.failed.ipynb``. Also the post-processing of the executed copy (widgets
+keeps ``<OUT stem>.failed.ipynb``. One run at a time writes a given OUT (a lock beside it,
+:func:`_run_lock`), so two runs of one chapter never delete each other's files, and a run
+that ends without ``ch.finish()`` is a failure. Also the post-processing of the executed copy (widgets
 stripped, papermill's injected cell hidden, the run note) and where a run writes.
 """
 
@@ -95,6 +97,11 @@ def run_notebook(
     artifacts stay byte-identical; the partially executed notebook is kept as
     ``<OUT stem>.failed.ipynb`` for inspection and the staged artifacts are removed.
 
+    A second run writing the same OUT while one runs is refused before it starts
+    (:func:`_run_lock`). A notebook that runs to its end without reaching
+    ``ch.finish()`` (its staged ``artifacts/<chapter>/`` still holds the ``INCOMPLETE``
+    marker, no provenance) fails like a failing cell: nothing is committed.
+
     A run whose parameters differ from its profile, or at a profile other than ``quick``,
     gets a visible note cell after the title of the executed notebook (an admonition) and
     the record in the notebook's metadata and in the chapter's provenance (``run``).
@@ -104,14 +111,13 @@ def run_notebook(
     ParameterError
         See :func:`resolve_parameters`; also a folder as ``output_path``, or ``profile``
         for a notebook that names no chapter (all raised before any execution).
+    BookError
+        Another run is writing the same OUT (names its pid); raised before any execution.
     UnknownChapterError
         If the notebook does not exist (lists the chapters for an unknown name).
     NotebookExecutionError
         If a cell raises (names the notebook, the source cell index and the exception).
     """
-    import shutil
-    import uuid
-
     import papermill as pm  # slow import: only when executing
 
     root = _root(root)
@@ -123,6 +129,17 @@ def run_notebook(
     art_root = (Path(artifacts).expanduser() if artifacts is not None else
                 _artifacts_root(out, root, book_out, explicit_out=output_path is not None)).resolve()
     out.parent.mkdir(parents=True, exist_ok=True)
+    with _run_lock(out):
+        return _execute(pm, path, out, art_root, params, info, root, chapter, log_output)
+
+
+def _execute(pm: Any, path: Path, out: Path, art_root: Path, params: Mapping[str, Any], info: Mapping[str, Any],
+             root: Path, chapter: str, log_output: bool) -> RunResult:
+    """:func:`run_notebook` once its targets are known and its lock is held: stage,
+    execute, check that the chapter finished, commit."""
+    import shutil
+    import uuid
+
     created = _missing_ancestors(art_root)  # removed again if the run commits nothing
     art_root.mkdir(parents=True, exist_ok=True)
     partial = out.with_name(f"{out.stem}.partial.ipynb")
@@ -151,6 +168,14 @@ def run_notebook(
             raise NotebookExecutionError(
                 path.stem, _source_index(failed, index), ename, evalue, failed
             ) from None
+        unfinished = _unfinished(staging)
+        if unfinished:
+            partial.replace(failed)
+            raise NotebookExecutionError(
+                path.stem, -1, "ChapterNotFinished",
+                f"the notebook ran to its end but never reached ch.finish() (artifacts/{unfinished}/ still holds the "
+                "INCOMPLETE marker and no provenance.json); nothing was committed: end the notebook with a cell "
+                "calling ch.finish()", failed)
         strip_widgets(partial)  # no widget (progress bar) may reach the book: it needs a CDN
         _hide_injected_parameters(partial)
         _mark_notebook(partial, info)
@@ -169,6 +194,65 @@ def run_notebook(
     named_dir = [c for c in committed if c.name == chapter] or committed
     return RunResult(path.stem, path, out, params, time.perf_counter() - t0,
                      named_dir[0] if named_dir else None)
+
+#: The marker a chapter keeps in its artifacts folder until ``finish()`` (the value of
+#: ``agentstudies.book.chapter.INCOMPLETE``; not imported from there, which imports this package).
+INCOMPLETE_MARKER = "INCOMPLETE"
+
+
+def _unfinished(staging: Path) -> str | None:
+    """The first staged artifacts folder whose chapter never reached ``finish()``."""
+    for entry in sorted(staging.iterdir()):
+        if entry.is_dir() and (entry / INCOMPLETE_MARKER).exists():
+            return entry.name
+    return None
+
+
+@contextmanager
+def _run_lock(out: Path) -> Iterator[None]:
+    """Hold an exclusive lock on ``<OUT folder>/.<OUT name>.lock`` while a run writes OUT.
+
+    Two runs of one chapter at once shared ``.partial.ipynb`` / ``.failed.ipynb`` and one's
+    commit deleted the other's kept notebook; now the second is refused at once, naming
+    the first's pid. The lock is the kernel's (``flock``): a crashed run holds nothing.
+
+    Raises
+    ------
+    BookError
+        When another process holds the lock.
+    """
+    import fcntl
+
+    lock = out.with_name(f".{out.name}.lock")
+    while True:
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.read(fd, 64).decode(errors="replace").strip() or "unknown"
+            os.close(fd)
+            raise BookError(
+                f"another run is writing {out} (pid {holder}); two runs of one chapter at once would replace each "
+                f"other's files: wait for it to end, or give this run its own output with -o OTHER.ipynb"
+            ) from None
+        try:
+            same = os.path.exists(lock) and os.stat(lock).st_ino == os.fstat(fd).st_ino
+        except OSError:
+            same = False
+        if same:  # not a lock file the previous holder removed meanwhile
+            break
+        os.close(fd)
+    try:
+        os.ftruncate(fd, 0)
+        os.write(fd, str(os.getpid()).encode())
+        yield
+    finally:
+        try:
+            os.unlink(lock)
+        except OSError:
+            pass
+        os.close(fd)
+
 
 def _run_targets(name_or_path: Path | str, output_path: Path | str | None, profile: str | None,
                  root: Path) -> tuple[Path, bool, Path, str]:

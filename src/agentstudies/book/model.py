@@ -37,7 +37,7 @@ __all__ = [
     "PROFILES", "BookError", "ParameterError", "UnknownChapterError", "NotebookReadError",
     "NotebookExecutionError", "BookBuildError", "Parameter", "find_root", "toc_chapters",
     "load_profiles", "read_notebook", "declared_parameters", "resolve_parameters",
-    "check_parameter", "SAMPLE_SIZE_PARAMETERS", "DRAW_PARAMETERS", "chapter_of", "run_note",
+    "check_parameter", "check_parameter_set", "SAMPLE_SIZE_PARAMETERS", "DRAW_PARAMETERS", "chapter_of", "run_note",
 ]
 
 
@@ -105,7 +105,22 @@ def find_root(start: Path | None = None) -> Path:
     )
 
 def _root(root: Path | str | None) -> Path:
-    return find_root() if root is None else Path(root).resolve()
+    """``root`` resolved, or :func:`find_root` when None.
+
+    Raises
+    ------
+    BookError
+        A given ``root`` that is not an existing folder (``--root /nonexistent`` used to
+        report "no chapter named ...; chapters: (none)").
+    """
+    if root is None:
+        return find_root()
+    path = Path(root).expanduser().resolve()
+    if not path.is_dir():
+        what = "does not exist" if not path.exists() else "is not a folder"
+        raise BookError(f"--root {root}: {path} {what}; the repository root is the folder holding book/_toc.yml "
+                        "and notebooks/ (leave --root out inside the repository)")
+    return path
 
 def toc_chapters(root: Path | str | None = None) -> list[str]:
     """Chapter names in TOC order: every ``file: chapters/<name>`` entry of ``book/_toc.yml``
@@ -292,6 +307,7 @@ def resolve_parameters(
                 f"declared: {', '.join(declared) or '(none)'}"
             )
         _check_type(path.stem, declared[key], merged[key], sources[key])
+    check_parameter_set(chapter or path.stem, declared, merged, "the given parameters and profile")
     return merged
 
 def check_parameter(notebook: str, param: Parameter, value: Any, source: str) -> None:
@@ -389,7 +405,105 @@ def _range_problem(name: str, value: Any) -> str | None:
     elif name in ("level", "alpha") or name.endswith("_level"):
         if isinstance(value, (int, float)) and not isinstance(value, bool) and not 0 < value < 1:
             return f"is a probability and must lie strictly between 0 and 1; got {value}"
+    elif name in PROBABILITY_PARAMETERS:
+        return _probability_problem(value)
+    elif name == "task_types":
+        return _task_types_problem(value)
     return None
+
+def _probability_problem(value: Any, where: str = "") -> str | None:
+    """Why ``value`` (a number, or lists / mappings of numbers) is not all probabilities."""
+    if isinstance(value, Mapping):
+        items = list(value.items())
+    elif isinstance(value, (list, tuple)):
+        items = list(enumerate(value))
+    else:
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and not 0 <= value <= 1:
+            at = f" (element {where})" if where else ""
+            return (f"is a probability and must lie in [0, 1]; got {value}{at} -- a share, not a percentage: "
+                    "write 0.5 for 50 %")
+        return None
+    for k, v in items:
+        inner = _probability_problem(v, f"{where}[{k!r}]")
+        if inner:
+            return inner
+    return None
+
+def _task_types_problem(value: Any) -> str | None:
+    """``task_types``: None (all six) or a list of ALFWorld task type names."""
+    if value is None:
+        return None
+    from agentstudies.envs.alfworld.validation import TASK_TYPES
+
+    if not isinstance(value, (list, tuple)) or not value:
+        return (f"must be None (all six types) or a non-empty list of ALFWorld task types such as "
+                f"[{TASK_TYPES[0]}, {TASK_TYPES[1]}]; got {type(value).__name__} {value!r}")
+    unknown = [v for v in value if v not in TASK_TYPES]
+    if unknown:
+        return f"names unknown ALFWorld task type(s) {unknown}; known: {', '.join(TASK_TYPES)}"
+    return None
+
+def check_parameter_set(notebook: str, declared: Mapping[str, Parameter], values: Mapping[str, Any],
+                        source: str) -> None:
+    """Checks that need several parameters, with every value known (``values`` over the
+    literal defaults of ``declared``): draw counts against the chapter's own ``level`` (or
+    ``1 - alpha``), probability mappings (``arrival`` / ``solve``) with the default's keys
+    and lists of one length, and the sums a chapter uses as probabilities
+    (:data:`PROBABILITY_SUMS`). Runs before the run (``agentstudies run`` / ``book``) and
+    inside the kernel (plain papermill).
+
+    Raises
+    ------
+    ParameterError
+        Naming the parameter(s), the notebook, the value, the allowed range and ``source``.
+    """
+    full: dict[str, Any] = {}
+    for name, p in declared.items():
+        try:
+            full[name] = ast.literal_eval(p.default)
+        except (ValueError, SyntaxError, TypeError):
+            pass
+    full.update(values)
+    level = full.get("level")
+    if not isinstance(level, float) and isinstance(full.get("alpha"), float):
+        level = 1.0 - full["alpha"]
+    if isinstance(level, (int, float)) and not isinstance(level, bool) and 0 < level < 1:
+        for name in sorted(DRAW_PARAMETERS & set(full)):
+            problem = _usable_problem(name, full[name], float(level))
+            if problem is not None:
+                raise ParameterError(f"parameter {name!r} of notebook {notebook} {problem} (from {source}); "
+                                     f"default: {declared[name].default}")
+    _check_probability_maps(notebook, declared, full, source)
+    for what, fn in PROBABILITY_SUMS.get(notebook, ()):
+        try:
+            v = float(fn(full))
+        except (KeyError, TypeError):
+            continue
+        if not 0 <= v <= 1:
+            raise ParameterError(f"parameters of notebook {notebook}: {what} = {v:g} must be a probability in "
+                                 f"[0, 1] (from {source}); lower the parameters that raise it")
+
+def _check_probability_maps(notebook: str, declared: Mapping[str, Parameter], full: Mapping[str, Any],
+                            source: str) -> None:
+    """``arrival`` / ``solve``-like mappings: the default's keys, per-type lists of one length."""
+    lengths: dict[int, str] = {}
+    for name in sorted(PROBABILITY_PARAMETERS & set(full)):
+        if not isinstance(full[name], Mapping):
+            continue
+        try:
+            default = ast.literal_eval(declared[name].default)
+        except (ValueError, SyntaxError, TypeError):
+            continue
+        if isinstance(default, Mapping) and set(full[name]) != set(default):
+            raise ParameterError(f"parameter {name!r} of notebook {notebook} needs the keys "
+                                 f"{sorted(default)} like its default; got {sorted(full[name])} (from {source})")
+        for key, v in full[name].items():
+            if isinstance(v, (list, tuple)):
+                lengths.setdefault(len(v), f"{name}[{key!r}]")
+    if len(lengths) > 1:
+        shown = ", ".join(f"{where} has {n}" for n, where in sorted(lengths.items()))
+        raise ParameterError(f"parameters of notebook {notebook}: the per-type lists must have one length "
+                             f"(one entry per task type); {shown} (from {source})")
 
 #: Counts that set a chapter's sample (tasks, trials, clusters, seeds): a value below 1 passes
 #: the type and ``n_* >= 0`` checks but leaves the chapter nothing to estimate from (``-p n_tasks
@@ -398,20 +512,44 @@ SAMPLE_SIZE_PARAMETERS = frozenset({
     "n_tasks", "n_tasks_b", "n_tasks_per_type", "n_ext_per_type", "tasks_per_type", "train_tasks_per_type",
     "sft_tasks_per_type", "eval_tasks_per_type", "n_trials", "n_trials_b", "n_trials_control", "n_audit_trials",
     "n_clusters", "n_seeds", "n_validation_tasks", "n_recovery_tasks", "epochs", "k", "n_kernel_seeds",
+    "n_population",
 })
+
+#: Tasks per task type where the task type is the bootstrap stratum: one task per stratum is
+#: resampled as itself every time, a zero-width interval (``method_handoff -p n_tasks_per_type
+#: 1``); the handoff library refuses such strata, so the chapters do too, before the run.
+STRATUM_SIZE_PARAMETERS = frozenset({"n_tasks_per_type", "tasks_per_type"})
+
+#: Parameters that are probabilities or shares: a number, or lists / mappings of numbers, each
+#: in [0, 1] (``method_handoff -p arrival`` 1.5 showed 150 %; ``method_sasst -p base_rate
+#: 1.5`` failed with ZeroDivisionError in cell 26).
+PROBABILITY_PARAMETERS = frozenset({
+    "arrival", "solve", "base_rate", "min_stability", "stability_threshold", "radius_quantile", "radius_quantiles",
+})
+
+#: Sums of parameters a chapter uses as probabilities (chapter -> (expression, function of
+#: the parameter values)): checked with every value known, before the run.
+PROBABILITY_SUMS: dict[str, tuple[tuple[str, Any], ...]] = {
+    "method_sasst": (
+        ("base_rate + gain (workflow B's success probability)", lambda v: v["base_rate"] + v["gain"]),
+        ("base_rate + gain - long_task_penalty (workflow B on long tasks)",
+         lambda v: v["base_rate"] + v["gain"] - v["long_task_penalty"]),
+    ),
+}
 
 #: Resample counts behind the intervals and bands a chapter shows: 0 draws gives NaN intervals
 #: (``method_recovery -p n_boot 0`` "succeeded" with NaN intervals before this check).
-DRAW_PARAMETERS = frozenset({"n_boot", "n_draws", "n_multiplier"})
+DRAW_PARAMETERS = frozenset({"n_boot", "n_draws", "n_multiplier", "control_draws"})
 
-def _usable_problem(name: str, value: Any) -> str | None:
+def _usable_problem(name: str, value: Any, level: float | None = None) -> str | None:
     """Why an in-type, in-range value still cannot work (``None``: it can).
 
     Checked before a run (``agentstudies run``/``book``) and inside the kernel by
     :meth:`agentstudies.book.chapter.Chapter.from_parameters` (plain papermill): NaN or +/-inf for
     any number (``-p min_ess inf`` failed with ``KeyError: None``), a sample-size count of
-    :data:`SAMPLE_SIZE_PARAMETERS` below 1, a draw count of :data:`DRAW_PARAMETERS` below 1 or
-    so large that one float64 replicate per draw exceeds the bootstrap's memory bound
+    :data:`SAMPLE_SIZE_PARAMETERS` below 1, a stratum size of :data:`STRATUM_SIZE_PARAMETERS`
+    below 2, a draw count of :data:`DRAW_PARAMETERS` below
+    :func:`agentstudies.specs.min_draws` at ``level`` (0.95 when not known) or so large that one float64 replicate per draw exceeds the bootstrap's memory bound
     (:data:`agentstudies.stats.MAX_REPLICATE_BYTES`). Counts that may be 0 (``n_stability = 0`` skips the stability check) are not listed.
     """
     if not isinstance(value, (int, float)) or isinstance(value, bool):
@@ -421,9 +559,18 @@ def _usable_problem(name: str, value: Any) -> str | None:
                 "and fails inside the notebook)")
     if name in SAMPLE_SIZE_PARAMETERS and value < 1:
         return f"sets the chapter's sample and must be >= 1; got {value} (no tasks, trials or seeds to estimate from)"
-    if name in DRAW_PARAMETERS and value < 1:
-        return (f"is the number of resamples behind the intervals this chapter shows and must be >= 1; "
-                f"got {value} (0 draws gives NaN intervals)")
+    if name in STRATUM_SIZE_PARAMETERS and value < 2:
+        return (f"sets the tasks of each task type, the bootstrap stratum, and must be >= 2; got {value} (one task "
+                "per stratum is resampled as itself every time: a zero-width interval)")
+    if name in DRAW_PARAMETERS:
+        from agentstudies.specs import min_draws
+
+        lvl = 0.95 if level is None else level
+        low = min_draws(lvl, 1 if name == "n_multiplier" else 2)
+        if value < low:
+            return (f"is the number of resamples behind the intervals this chapter shows and must be >= {low} at "
+                    f"level {lvl:g}; got {value} (agentstudies.specs.min_draws: each tail outside a percentile "
+                    "interval must hold a resample; the papers use 2,000-100,000)")
     if name in DRAW_PARAMETERS:
         from agentstudies.stats import MAX_REPLICATE_BYTES
 

@@ -38,7 +38,7 @@ several lines (``cfg = dict(a=1,\\n b=2)`` declares a bogus ``b`` there).
 from __future__ import annotations
 
 from agentstudies.book.model import (  # noqa: F401 - re-exported
-    BookBuildError, BookError, _CHAPTER_CALL, chapter_of, check_parameter, _check_type,
+    BookBuildError, BookError, _CHAPTER_CALL, chapter_of, check_parameter, check_parameter_set, _check_type,
     declared_parameters, DRAW_PARAMETERS, find_root, _kind, _literal, load_profiles,
     NotebookExecutionError, NotebookReadError, Parameter, ParameterError, PROFILES, _range_problem,
     read_notebook, resolve_parameters, _root, run_note, SAMPLE_SIZE_PARAMETERS, toc_chapters,
@@ -67,5 +67,6 @@ __all__ = [
     "NotebookExecutionError", "BookBuildError", "Parameter", "RunResult", "find_root",
     "toc_chapters", "load_profiles", "declared_parameters", "resolve_parameters",
     "run_notebook", "run_book", "check_root_page", "build_book",
-    "QUIET_PROGRESS_ENV", "strip_widgets", "check_parameter", "NotebookReadError", "read_notebook",
+    "QUIET_PROGRESS_ENV", "strip_widgets", "check_parameter", "check_parameter_set", "NotebookReadError",
+    "read_notebook",
 ]

@@ -23,6 +23,7 @@ from agentstudies.book.model import (
 )
 from agentstudies.book.kernel import shared_scratch
 from agentstudies.book.execute import executed_run_info, run_notebook, RunResult
+from agentstudies.book.progress import BookProgress, heartbeat
 
 __all__ = [
     "run_book", "DURATIONS_FILE", "REFERENCE_DURATIONS_FILE", "overwrite_report",
@@ -42,8 +43,11 @@ def run_book(
     """Execute the TOC's chapters (or ``only`` those, kept in TOC order) at ``profile``.
 
     Every selected notebook's existence and parameters are checked before the first one
-    runs, so a typo in ``profiles.yaml`` costs nothing. Prints one timed line per chapter
-    through ``echo``; stops at the first failing notebook.
+    runs, so a typo in ``profiles.yaml`` costs nothing. Prints through ``echo`` a line when
+    a chapter starts and one when it ends, each with chapters done / total, the elapsed
+    time and an ETA from the chapters' expected times (:class:`BookProgress`), and a
+    heartbeat line every 30 s while a chapter runs (:func:`heartbeat`); stops at the first
+    failing notebook.
 
     ``at_once`` > 1 runs that many chapters side by side, each in a child process through
     :func:`run_notebook` (same staging, atomic swap and interrupt handling as one at a
@@ -84,22 +88,28 @@ def run_book(
     for line in overwrite_report(chapters, root):
         echo(line)
     t0 = time.perf_counter()
+    side_by_side = int(at_once) > 1 and len(chapters) > 1
+    progress = BookProgress(chapters, {c: _last_seconds(root, c, profile) for c in chapters},
+                            int(at_once) if side_by_side else 1)
+    echo(f"running {len(chapters)} chapter(s) at profile {profile}"
+         f"{f', {int(at_once)} at once' if side_by_side else ''}: {progress.status()}")
     with shared_scratch():  # one translation cache for every chapter of the book
-        if int(at_once) > 1 and len(chapters) > 1:
-            results = _run_side_by_side(chapters, profile, jobs, root, log_output, echo, int(at_once))
+        if side_by_side:
+            results = _run_side_by_side(chapters, profile, jobs, root, log_output, echo, int(at_once), progress)
         else:
             results = []
-            for i, chapter in enumerate(chapters, 1):
-                echo(f"[{i}/{len(chapters)}] running {chapter} (profile {profile}) ...")
-                result = run_notebook(chapter, None, None, profile, jobs=jobs, root=root, log_output=log_output)
+            for chapter in chapters:
+                echo(progress.start(chapter))
+                with heartbeat(echo, lambda: progress.beat(chapter)):
+                    result = run_notebook(chapter, None, None, profile, jobs=jobs, root=root, log_output=log_output)
                 _record_seconds(root, profile, chapter, result.seconds)
-                echo(result.summary())
+                echo(f"{result.summary()}\n    {progress.finish(chapter)}")
                 results.append(result)
     echo(f"executed {len(results)} chapter(s) in {time.perf_counter() - t0:.1f} s")
     return results
 
 def _run_side_by_side(chapters: Sequence[str], profile: str, jobs: int | None, root: Path, log_output: bool,
-                      echo: Callable[[str], None], at_once: int) -> list[RunResult]:
+                      echo: Callable[[str], None], at_once: int, progress: BookProgress) -> list[RunResult]:
     """:func:`run_book`'s ``at_once`` path: up to ``at_once`` child processes
     (``python -m agentstudies.book._child``), each running one chapter and writing its
     :class:`RunResult` (or its error) as JSON. Ctrl-C / SIGTERM here sends SIGTERM to the
@@ -112,12 +122,13 @@ def _run_side_by_side(chapters: Sequence[str], profile: str, jobs: int | None, r
     running: dict[str, tuple[subprocess.Popen, Path]] = {}
     done: dict[str, RunResult] = {}
     failure: BookError | None = None
-    with tempfile.TemporaryDirectory(prefix="agentstudies-book-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="agentstudies-book-") as tmp, \
+            heartbeat(echo, lambda: "\n".join(progress.beat(c) for c in list(running))):
         try:
             while todo or running:
                 while todo and failure is None and len(running) < at_once:
-                    i, chapter = todo.pop(0)
-                    echo(f"[{i}/{len(chapters)}] running {chapter} (profile {profile}) ...")
+                    _, chapter = todo.pop(0)
+                    echo(progress.start(chapter))
                     out = Path(tmp) / f"{chapter}.json"
                     spec = json.dumps({"chapter": chapter, "profile": profile, "jobs": jobs, "root": str(root),
                                        "log_output": log_output, "result": str(out)})
@@ -132,7 +143,7 @@ def _run_side_by_side(chapters: Sequence[str], profile: str, jobs: int | None, r
                     if isinstance(res, RunResult):
                         done[chapter] = res
                         _record_seconds(root, profile, chapter, res.seconds)
-                        echo(res.summary())
+                        echo(f"{res.summary()}\n    {progress.finish(chapter)}")
                     elif failure is None:
                         failure = res
                 time.sleep(0.1)

@@ -237,8 +237,8 @@ def analyze_handoff(
         with fewer than two tasks (see ``allow_singleton_strata``), or a failed identity
         (J = A C, Eq. 3, Eq. 4 = Eq. 8).
     """
-    n_draws = check_draws(renamed_keyword("analyze_handoff", "n_boot", n_boot, "n_draws", n_draws))
     check_level(level, empty_threshold)
+    n_draws = check_draws(renamed_keyword("analyze_handoff", "n_boot", n_boot, "n_draws", n_draws), level, "analyze_handoff")
     df = validate_episodes(episodes, base=base, treated=treated, prespecified=prespecified)
     notes = check_strata(df, "episodes", allow_singleton_strata=allow_singleton_strata,
                          where="analyze_handoff") if n_draws > 0 else []

@@ -20,6 +20,7 @@ import pandas as pd
 
 from agentstudies.parallel import keyed_seed
 from agentstudies.results import Result, ResultProvenance
+from agentstudies.specs import check_n_draws
 from agentstudies.stats import bootstrap_counts, paired_cluster_bootstrap, percentile_interval
 
 __all__ = ["UnitStats", "bootstrap_seed", "summarise", "run_bootstrap"]
@@ -44,11 +45,20 @@ def bootstrap_seed(seed: int | np.random.SeedSequence, *key: Hashable) -> np.ran
                          f"got {seed!r}") from exc
 
 
-def check_draws(n_draws: Any) -> int:
-    """``n_draws`` as an int; ``ValueError`` unless it is a non-negative integer."""
-    if isinstance(n_draws, bool) or not isinstance(n_draws, (int, np.integer)) or n_draws < 0:
-        raise ValueError(f"n_draws must be a non-negative integer; got {n_draws!r}")
-    return int(n_draws)
+def check_draws(n_draws: Any, level: float = 0.95, where: str = "") -> int:
+    """``n_draws`` as an int: 0 (no intervals) or at least
+    :func:`agentstudies.specs.min_draws` (``level``) resamples (40 at 0.95), the one rule
+    of the package (:func:`agentstudies.specs.check_n_draws`).
+
+    Raises
+    ------
+    TypeError
+        Not an integer.
+    ValueError
+        Negative, or 1 <= n_draws < the minimum (an interval of one resample is that
+        resample: it excludes its own estimate).
+    """
+    return check_n_draws(n_draws, level, allow_zero=True, where=where)
 
 
 def tidy_estimates(table: pd.DataFrame, *, level: float, n: Any) -> pd.DataFrame:

@@ -210,8 +210,8 @@ def budget_diagnostic(
         A budget that is not a positive integer or exceeds ``run_budget``; unknown reacher
         label or budget in ``cross``; invalid trajectories.
     """
-    n_draws = check_draws(renamed_keyword("budget_diagnostic", "n_boot", n_boot, "n_draws", n_draws))
     check_level(level, 0.0)
+    n_draws = check_draws(renamed_keyword("budget_diagnostic", "n_boot", n_boot, "n_draws", n_draws), level, "budget_diagnostic")
     df = validate_trajectories(trajectories, base=base, treated=treated)
     if n_draws > 0:  # task_type sets the bootstrap strata (see analyze_handoff)
         check_strata(df, "trajectories", allow_singleton_strata=allow_singleton_strata,
@@ -542,8 +542,8 @@ def audit_non_arrivals(
         :func:`validate_steps`), or a non-arrival trajectory whose steps are not all
         listed (each needs ``n_actions`` steps).
     """
-    n_draws = check_draws(renamed_keyword("audit_non_arrivals", "n_boot", n_boot, "n_draws", n_draws))
     check_level(level, empty_threshold)
+    n_draws = check_draws(renamed_keyword("audit_non_arrivals", "n_boot", n_boot, "n_draws", n_draws), level, "audit_non_arrivals")
     subgoals = _check_audit_rules(invalid_share, loop_share, wander_share, navigation, subgoals)
     tr = validate_trajectories(trajectories, base=base, treated=treated)
     st = validate_steps(steps, tr, base=base, treated=treated)

@@ -350,8 +350,8 @@ def predict_interaction(
         See :func:`prediction_design`; if some external type has no reached state
         (``C^ext(k)`` undefined in the sample itself).
     """
-    n_draws = check_draws(renamed_keyword("predict_interaction", "n_boot", n_boot, "n_draws", n_draws))
     check_level(level, empty_threshold)
+    n_draws = check_draws(renamed_keyword("predict_interaction", "n_boot", n_boot, "n_draws", n_draws), level, "predict_interaction")
     if n_draws > 0:  # task_type sets the bootstrap strata (see analyze_handoff)
         for label, table in (("target", target), ("external", external)):
             check_strata(validate_episodes(table, base=base, treated=treated), f"{label} episodes",

@@ -43,6 +43,13 @@ def fit_cate_router(
     and ``tau(x) >= gamma``; ``alpha, gamma`` chosen on five-fold OOF predictions with
     the same objective and clean-harm limit, then refitted and frozen.
 
+    When econml cannot fit (a cross-fitting fold with one outcome class, tiny cohorts),
+    that fit falls back to the average paired effect for every ``x`` (a constant CATE).
+    The fallback is never silent: it is warned (``UserWarning`` naming the fits) and
+    recorded in ``selection_metrics``: ``cate_fits`` (cross-fitting folds + the final fit),
+    ``cate_fallbacks`` (how many fell back), ``cate_fallback`` (True when the frozen
+    router's own model is the constant) and ``cate_fallback_reason`` (econml's message).
+
     Returns ``(frozen_router, selection_metrics)``.
     """
     df = validate_decisions(train, features, candidate_delays=candidate_delays)
@@ -55,8 +62,10 @@ def fit_cate_router(
     from sklearn.model_selection import GroupKFold
 
     groups = np.array([perm[t] for t in df["task_id"]])
+    fits: list[object] = []
     for tr_idx, te_idx in GroupKFold(n_splits=min(n_folds, ids.size)).split(df, groups=groups):
         est = _cate_fit(df.iloc[tr_idx], features, learner, C, seed)
+        fits.append(est)
         tau[te_idx] = np.asarray(est.effect(df.iloc[te_idx][list(features)].to_numpy(dtype=float))).ravel()
     tr = _trajectories(df, D, clean)
     perr = oof["p_err"].to_numpy(dtype=float).reshape(-1, D)
@@ -74,8 +83,27 @@ def fit_cate_router(
                         dict(gain=float(gain[k]), clean_harm=float(harm[k]), rate=float(rate[k])))
     full_models = base.models if base is not None else _fit_three(df, features, clean, C)
     est = _cate_fit(df, features, learner, C, seed)
+    fits.append(est)
+    fallback = _fallback_record(fits, learner)
     frozen = FrozenRouter.build("cate", features, full_models, best[1], 2.0, tuple(candidate_delays), clean, est)
-    return frozen, dict(best[2], learner=learner, **best[1])
+    return frozen, dict(best[2], learner=learner, **best[1], **fallback)
+
+
+def _fallback_record(fits: list, learner: str) -> dict:
+    """How many CATE fits fell back to a constant effect, warned when any did."""
+    import warnings
+
+    fell = [f for f in fits if isinstance(f, _ConstantEffect)]
+    rec = dict(cate_fits=len(fits), cate_fallbacks=len(fell), cate_fallback=isinstance(fits[-1], _ConstantEffect),
+               cate_fallback_reason=fell[0].reason if fell else "")
+    if fell:
+        warnings.warn(
+            f"fit_cate_router: econml's {learner!r} learner could not fit {len(fell)} of {len(fits)} CATE model(s) "
+            f"(cross-fitting folds + the final fit; {fell[0].reason}); those use the average paired effect for every "
+            f"task instead (a constant CATE){' -- including the frozen router' if rec['cate_fallback'] else ''}. "
+            "Recorded in the selection metrics as cate_fallbacks; more tasks per cohort avoid it",
+            UserWarning, stacklevel=3)
+    return rec
 
 
 def _cate_fit(df: pd.DataFrame, features, learner: str, C: float, seed: int):
@@ -114,7 +142,8 @@ def _cate_fit(df: pd.DataFrame, features, learner: str, C: float, seed: int):
     except ValueError as exc:  # a cross-fitting fold with one outcome class (tiny cohorts)
         if "class" not in str(exc):
             raise
-        return _ConstantEffect(float(Y[T == 1].mean() - Y[T == 0].mean()) if Y.size else 0.0)
+        return _ConstantEffect(float(Y[T == 1].mean() - Y[T == 0].mean()) if Y.size else 0.0,
+                               reason=" ".join(str(exc).split())[:200])
     return est
 
 
@@ -123,8 +152,9 @@ class _ConstantEffect:
     effect for every x. Exposes ``effect``, ``coef_`` and ``intercept_`` like a linear
     final stage, so the frozen router's hash covers it."""
 
-    def __init__(self, tau: float):
+    def __init__(self, tau: float, reason: str = ""):
         self.tau = float(tau)
+        self.reason = reason
         self.coef_ = np.zeros(1)
         self.intercept_ = np.array([self.tau])
 

@@ -18,6 +18,7 @@ import pandas as pd
 from agentstudies.recovery._decisions import _trajectories, validate_decisions
 from agentstudies.recovery._freeze import FrozenRouter, OutcomesSealedError, OutcomeVault
 from agentstudies.results import Result, ResultProvenance, make_provenance, tidy_rows
+from agentstudies.specs import check_n_draws
 from agentstudies.stats import paired_cluster_bootstrap, percentile_interval
 
 __all__ = ["RouterEvaluation", "evaluate_policies", "rescue_sets"]
@@ -111,10 +112,13 @@ def evaluate_policies(
     Delta intervals: task-level cluster bootstrap (a task's conditions resampled together);
     ``sign_flip_p``: :func:`sign_flip_test` on per-task sums of ``Y^pi - Y^never``.
 
-    Raises :class:`OutcomesSealedError` if a router is not frozen / was modified.
+    Raises :class:`OutcomesSealedError` if a router is not frozen / was modified;
+    ``ValueError`` / ``TypeError`` for ``n_draws`` below
+    :func:`agentstudies.specs.min_draws` (``level``), checked before anything is unsealed.
     """
     if not routers:
         raise ValueError("no routers to evaluate")
+    check_n_draws(n_draws, level, where="evaluate_policies")
     feats = vault.features
     decisions = {}
     for name, r in routers.items():

@@ -28,6 +28,7 @@ import pandas as pd
 from agentstudies.parallel import keyed_seed
 from agentstudies.recovery._validate import validate_paired
 from agentstudies.results import Result, ResultProvenance, make_provenance, tidy_rows
+from agentstudies.specs import check_n_draws
 from agentstudies.stats import paired_cluster_bootstrap, percentile_interval
 
 __all__ = ["RecoveryResult", "analyze_paired", "CONDITION_ORDER", "OPERATION_ORDER", "cell_order"]
@@ -196,7 +197,9 @@ def analyze_paired(
     seed : int
         Root seed; cohort ``c`` resamples with ``keyed_seed(seed, "recovery-bootstrap", c)``.
     reference : str
-        Condition the contrasts subtract (paper: clean); no contrasts if absent.
+        Condition the contrasts subtract (paper: clean). Another name must be one of the
+        table's conditions; the default ``clean`` may be absent (no contrasts, said in
+        ``notes``).
     shared_without : bool
         Passed to :func:`validate_paired`.
     allow_singleton_strata : bool
@@ -214,20 +217,21 @@ def analyze_paired(
     Raises
     ------
     TypeError, KeyError, ValueError
-        Bad input (see :func:`validate_paired`), ``level`` outside (0, 1), ``n_draws`` not a
-        positive integer (``True`` is refused) or too large for the stated memory / time
+        Bad input (see :func:`validate_paired`), ``level`` outside (0, 1), ``n_draws`` not an
+        integer (``True`` is refused, TypeError), below :func:`agentstudies.specs.min_draws`
+        (40 at level 0.95) or too large for the stated memory / time
         bound (:func:`agentstudies.stats.check_resample_budget`, estimate in the message),
-        a cohort with fewer than two tasks (see ``allow_singleton_strata``).
+        a cohort with fewer than two tasks (see ``allow_singleton_strata``), a ``reference``
+        other than ``clean`` that is not a condition of the table.
 
     Source: CIR paper (arXiv:2610.00372), Sections "Paired counterfactuals" and
     "Recovery value depends on state and timing".
     """
     if not 0 < level < 1:
         raise ValueError(f"level={level}: expected a confidence level in (0, 1)")
-    if isinstance(n_draws, bool) or not isinstance(n_draws, (int, np.integer)) or n_draws < 1:
-        raise ValueError(f"n_draws={n_draws!r}: expected a positive integer")
+    check_n_draws(n_draws, level, where="analyze_paired")
     df = validate_paired(table, shared_without=shared_without)
-    notes = _check_cohort_sizes(df, allow_singleton_strata)
+    notes = _check_reference(df, reference) + _check_cohort_sizes(df, allow_singleton_strata)
     cell_rows, contrast_rows = [], []
     for cohort in sorted(df["cohort"].unique()):
         g = df[df["cohort"] == cohort]
@@ -279,6 +283,19 @@ def analyze_paired(
                     allow_singleton_strata=allow_singleton_strata),
         provenance=make_provenance(seed=seed, paired=df), notes=tuple(notes),
     )
+
+
+def _check_reference(df: pd.DataFrame, reference: str) -> list[str]:
+    """Refuse a ``reference`` that is no condition of the table (the default ``clean``
+    may be absent: no contrasts, returned as a note)."""
+    conditions = sorted(map(str, df["condition"].unique()))
+    if reference in conditions:
+        return []
+    if reference != "clean":
+        raise ValueError(f"analyze_paired: reference={reference!r} is not a condition of the table; allowed values: "
+                         f"{', '.join(repr(c) for c in conditions)} (the paper's reference is 'clean')")
+    return [f"no contrasts: the table has no {reference!r} condition (conditions: {', '.join(conditions)}); "
+            "pass reference=<one of them> for contrasts"]
 
 
 def _check_cohort_sizes(df: pd.DataFrame, allow: bool) -> list[str]:

@@ -139,10 +139,15 @@ def sign_flip_test(
     Raises
     ------
     ValueError
-        Empty input, a non-finite difference, an unknown alternative or method, or
+        Empty or 2-D input, a non-finite difference, an unknown alternative or method, or
         ``method="exact-dp"`` with non-integer differences.
     """
-    d = np.asarray(differences, dtype=float).ravel()
+    d = np.asarray(differences, dtype=float)
+    if d.ndim > 1:
+        raise ValueError(f"sign_flip_test: differences must be 1-D, one paired difference per cluster; got an "
+                         f"array of shape {d.shape} (flattening would treat its cells as independent clusters); "
+                         "pass one column, e.g. differences[:, j], or the per-cluster means")
+    d = d.reshape(-1)
     if d.size == 0:
         raise ValueError("sign_flip_test needs at least one paired difference")
     if not np.isfinite(d).all():

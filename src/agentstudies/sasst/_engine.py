@@ -52,6 +52,7 @@ from agentstudies.sasst._support import _all_hold, _radius_screen, _select, supp
 from agentstudies._tolerances import SUPPORT_TOL
 from agentstudies.parallel import keyed_seed
 from agentstudies.results import make_provenance
+from agentstudies.specs import check_count, check_n_draws, check_share
 from agentstudies.stats import INFERENCE_METHODS, bootstrap_counts
 
 __all__ = [
@@ -146,7 +147,9 @@ class SASST:
     ------
     ValueError
         Duplicate slot names, a slot referring to an unknown family or geometry or
-        system, an unknown inference method, or an unknown slot field.
+        system, an unknown inference method or slot field; ``n_draws`` < one-sided
+        :func:`agentstudies.specs.min_draws` (20 at 0.95), ``n_stability`` < 0, a fraction
+        outside (0, 1]. TypeError: ``n_draws`` / ``n_stability`` not integers (2.7).
     """
 
     def __init__(
@@ -188,8 +191,11 @@ class SASST:
             raise ValueError(f"level must lie in (0, 1); got {level}")
         self.level = float(level)
         self.inference = inference
-        self.n_draws = int(n_draws)
-        self.n_stability = int(n_stability)
+        self.n_draws = check_n_draws(n_draws, level, sides=1, where="SASST")
+        self.n_stability = check_count("n_stability", n_stability, where="SASST", what="discovery resamples for "
+                                       "stability; 0 skips stability, the paper uses 100")
+        check_share("top_fraction", top_fraction, where="SASST")
+        check_share("discovery_fraction", discovery_fraction, include_one=False, where="SASST")
         self.stability_metric = stability_metric
         if stability_mode not in STABILITY_MODES:
             raise ValueError(f"stability_mode must be one of {STABILITY_MODES}; got {stability_mode!r}")

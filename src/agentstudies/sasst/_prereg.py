@@ -465,8 +465,32 @@ class Preregistration:
     @classmethod
     def load(cls, path: str | Path, anchor: str | dict[str, Any] | None = None) -> "Preregistration":
         """Read a file written by :meth:`save`, checked against ``anchor`` when given
-        (raises as :meth:`from_dict`)."""
-        return cls.from_dict(json.loads(Path(path).read_text()), anchor=anchor)
+        (raises as :meth:`from_dict`).
+
+        Raises
+        ------
+        ValueError
+            A file that is not JSON (e.g. truncated) or lacks a section, naming the file;
+            :class:`PreregistrationError` as :meth:`from_dict`, its message ending with the
+            file's path.
+        """
+        path = Path(path)
+        try:
+            obj = json.loads(path.read_text())
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise ValueError(f"pre-registration {path} is not readable JSON ({type(exc).__name__}: {exc}); the file "
+                             "is truncated or edited: restore it from version control or freeze the discovery "
+                             "again") from exc
+        if not isinstance(obj, dict):
+            raise ValueError(f"pre-registration {path} holds a JSON {type(obj).__name__}, not the object "
+                             ":meth:`save` writes; restore it or freeze the discovery again")
+        try:
+            return cls.from_dict(obj, anchor=anchor)
+        except PreregistrationError as exc:
+            raise PreregistrationError(exc.field, f"{str(exc)[len(exc.field) + 2:]} (pre-registration {path})") from exc
+        except KeyError as exc:
+            raise ValueError(f"pre-registration {path} lacks the field {exc.args[0]!r}; the file is truncated or "
+                             "edited: restore it from version control or freeze the discovery again") from exc
 
     def verify_data(self, data: ClusterData) -> None:
         """Check that ``data`` is the discovery data this file was frozen on (``data_hash``).

@@ -426,6 +426,23 @@ class ThresholdFamily(RuleFamily):
     lifts: tuple[float, ...] = (3.0,)
     use_columns: tuple[str, ...] | None = None
 
+    def __post_init__(self) -> None:
+        """Refuse quantiles outside [0, 1] and non-positive lifts, naming the value.
+
+        Raises
+        ------
+        ValueError
+            A quantile outside [0, 1] (or NaN), or a lift <= 0 (or NaN).
+        """
+        bad_q = [q for q in self.quantiles if not 0.0 <= float(q) <= 1.0]
+        if bad_q:
+            raise ValueError(f"ThresholdFamily: quantiles={tuple(self.quantiles)!r} has {bad_q} outside [0, 1]; "
+                             "quantiles are probabilities (0.5 = the discovery median), not percentages")
+        bad_l = [v for v in self.lifts if not float(v) > 0.0]
+        if bad_l:
+            raise ValueError(f"ThresholdFamily: lifts={tuple(self.lifts)!r} has {bad_l}; a lift is a weight ratio "
+                             "and must be > 0 (3.0 triples the weight of the tasks on the rule's side)")
+
     def fit(self, X, columns):
         X, cols = _check_columns(X, columns, self.use_columns)
         rules: list[Rule] = []

@@ -65,7 +65,8 @@ class Slot:
     min_ess : float
         ``n_min,m``: minimum effective sample size (discovery and confirmation).
     stability_threshold : float
-        Minimum discovery stability; below it a support-feasible slot is *abstained*.
+        Minimum discovery stability, in [0, 1]; below it a support-feasible slot is
+        *abstained*.
     threshold : float
         ``delta_m``: the effect threshold of the claim (default 0).
     tie_rule : str
@@ -112,6 +113,10 @@ class Slot:
             raise ValueError(f"slot {self.name!r}: density_cap must be >= 1; got {self.density_cap}")
         if self.min_ess < 0:
             raise ValueError(f"slot {self.name!r}: min_ess must be >= 0; got {self.min_ess}")
+        if not 0.0 <= self.stability_threshold <= 1.0:  # NaN fails too
+            raise ValueError(f"slot {self.name!r}: stability_threshold={self.stability_threshold!r} must lie in [0, 1] "
+                             "(the stability agreement is a share; 0 accepts every rule, 1 only a rule every "
+                             "resample reproduces; to skip stability give SASST n_stability=0)")
         if self.radius is not None and self.radius < 0:
             raise ValueError(f"slot {self.name!r}: radius must be >= 0 or None; got {self.radius}")
         if self.tie_rule not in TIE_RULES:

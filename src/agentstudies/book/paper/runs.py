@@ -23,8 +23,10 @@ nor present the quick run's. Instead:
        {glue:text}`prun_label`: coverage {glue:text}`prun_cov:.1%` ...
        ```
 
-Only runs whose provenance records the paper profile's parameters can be archived: the
-provenance must exist and the run must have finished (no ``INCOMPLETE`` marker).
+Only an unmodified paper-profile run can be archived: its provenance must exist, record
+``run.profile == "paper"`` with no non-profile parameters (``run.overrides``), and the run
+must have finished (no ``INCOMPLETE`` marker). :attr:`PaperRun.label` states the profile
+the provenance records, so an archive that is not a paper-profile run never reads as one.
 """
 
 from __future__ import annotations
@@ -74,7 +76,9 @@ def archive_run(chapter: str, artifacts: Path | str, dest: Path | str, *, parque
     FileNotFoundError
         If ``artifacts/<chapter>/provenance.json`` does not exist.
     ValueError
-        If the run did not finish (an ``INCOMPLETE`` marker is present).
+        If the run did not finish (an ``INCOMPLETE`` marker is present), or its provenance
+        does not record an unmodified paper-profile run (another profile, non-profile
+        parameters, or no run record).
     """
     src = Path(artifacts) / chapter
     prov = src / "provenance.json"
@@ -82,6 +86,7 @@ def archive_run(chapter: str, artifacts: Path | str, dest: Path | str, *, parque
         raise FileNotFoundError(f"{prov} does not exist: run the chapter (paper profile) first")
     if (src / "INCOMPLETE").exists():
         raise ValueError(f"the run in {src} did not finish (INCOMPLETE marker present)")
+    _check_paper_profile(chapter, src, json.loads(prov.read_text()))
     out = Path(dest) / chapter
     if out.exists():
         shutil.rmtree(out)
@@ -92,6 +97,23 @@ def archive_run(chapter: str, artifacts: Path | str, dest: Path | str, *, parque
         shutil.copy2(p, out / p.name)
     (out / SUMS).write_text("".join(f"{_sha256(out / p.name)}  {p.name}\n" for p in files))
     return out
+
+
+def _check_paper_profile(chapter: str, src: Path, provenance: dict[str, Any]) -> None:
+    """Refuse a run that is not an unmodified paper-profile run (``ValueError`` naming it)."""
+    run = provenance.get("run")
+    fix = (f"run it at the paper profile, unmodified: agentstudies book --profile paper --only {chapter}, "
+           "then archive again")
+    if not isinstance(run, dict) or not run.get("profile"):
+        raise ValueError(f"the run in {src} records no profile in its provenance (no 'run' entry); only an "
+                         f"unmodified paper-profile run can be archived: {fix}")
+    if run["profile"] != "paper":
+        raise ValueError(f"the run in {src} is a {run['profile']}-profile run (provenance 'run.profile'), not the "
+                         f"paper profile; only an unmodified paper-profile run can be archived: {fix}")
+    if run.get("overrides"):
+        shown = ", ".join(f"{k}={v!r}" for k, v in run["overrides"].items())
+        raise ValueError(f"the run in {src} is a paper-profile run with non-profile parameters ({shown}); only an "
+                         f"unmodified paper-profile run can be archived: {fix}")
 
 
 @dataclass(frozen=True)
@@ -122,11 +144,29 @@ class PaperRun:
         return dict(self.provenance.get("parameters", {}))
 
     @property
+    def profile(self) -> str | None:
+        """The profile the provenance records (``run.profile``); None when it records none."""
+        run = self.provenance.get("run")
+        return str(run["profile"]) if isinstance(run, dict) and run.get("profile") else None
+
+    @property
     def label(self) -> str:
-        """``"paper-profile run of <date>, <wall time>"`` for a labelled box."""
+        """What the provenance says this run is, for a labelled box: ``"paper-profile run of
+        <date>, <wall time>"`` for an unmodified paper-profile run; otherwise the recorded
+        profile and its non-profile parameters (``"smoke-profile run (not the paper profile)
+        of ..."``), or that the provenance records no profile."""
         s = self.wall_time_s
         wall = f"{s / 3600:.1f} h" if s >= 3600 else f"{s / 60:.1f} min" if s >= 60 else f"{s:.0f} s"
-        return f"paper-profile run of {self.date}, {wall}"
+        when = f"of {self.date}, {wall}"
+        run = self.provenance.get("run") if isinstance(self.provenance.get("run"), dict) else {}
+        if self.profile is None:
+            return f"run {when} (its provenance records no profile)"
+        if run.get("overrides"):
+            shown = ", ".join(f"{k}={v!r}" for k, v in run["overrides"].items())
+            return f"{self.profile}-profile run with non-profile parameters ({shown}) {when}"
+        if self.profile != "paper":
+            return f"{self.profile}-profile run (not the paper profile) {when}"
+        return f"paper-profile run {when}"
 
     def tables(self) -> list[str]:
         return sorted(p.stem for p in self.folder.glob("*.csv"))

@@ -71,6 +71,7 @@ from agentstudies.envs.alfworld.records import (  # noqa: F401 - re-exported
     record_of,
 )
 from agentstudies.envs.alfworld.validation import validate_game
+from agentstudies.specs import check_seed
 
 __all__ = [
     "AlfworldEnv",
@@ -260,10 +261,13 @@ class AlfworldEnv:
     def reset(self, seed: int = 0, budget: int | None = None) -> dict[str, Any]:
         """Start an episode with task seed ``seed`` (seeds the global ``random`` the
         TextWorld templates and hand-coded expert read) and action budget ``budget``
-        (default :attr:`budget`). Returns :meth:`observe`."""
+        (default :attr:`budget`). Returns :meth:`observe`. A seed that is not a
+        non-negative integer is refused (``TypeError`` / ``ValueError`` naming it): -1
+        would equal seed 1 and 1.7 would be cut to 1."""
+        seed = check_seed(seed, where="AlfworldEnv.reset")
         self._need_game()
         self._episode_budget = self.budget if budget is None else check_budget(budget)
-        self.seed = int(seed)
+        self.seed = seed
         random.seed(self.seed)
         with preserve_argv():
             self._state = self._tw.reset()

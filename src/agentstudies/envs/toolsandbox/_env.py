@@ -20,6 +20,7 @@ from agentstudies.envs.toolsandbox._scenarios import Case, Scenario
 from agentstudies.envs.toolsandbox._scoring import Evaluation, evaluate
 from agentstudies.envs.toolsandbox._tools import TOOLS, ToolError, ToolView, execute_tool
 from agentstudies.envs.toolsandbox._user import ScriptedUser
+from agentstudies.specs import check_seed
 
 __all__ = ["ToolCall", "Say", "ToolSandboxEnv", "SYSTEM_PROMPT", "replay_gold", "validate_scenario", "gold_case"]
 
@@ -118,13 +119,18 @@ class ToolSandboxEnv:
     Raises
     ------
     TypeError
-        ``case`` is neither a :class:`Case` nor a :class:`Scenario` (e.g. ``None``).
+        ``case`` is neither a :class:`Case` nor a :class:`Scenario` (e.g. ``None``), or
+        ``seed`` is neither a SeedSequence nor an integer.
+    ValueError
+        A negative ``seed``.
     """
 
     def __init__(self, case: Case | Scenario, seed: Any = 0, *, max_messages: int = 30):
         if not isinstance(case, (Case, Scenario)):
             raise TypeError(f"case must be a Case or a Scenario (from agentstudies.envs.toolsandbox.make_cases() / "
                             f"generate_scenarios()); got {type(case).__name__} {case!r:.60}")
+        if not isinstance(seed, np.random.SeedSequence):
+            seed = check_seed(seed, where="ToolSandboxEnv")
         if isinstance(case, Scenario):
             case = Case(case.scenario_id + "/base", case, "base", ToolView(case.allow_list))
         self.case = case
