@@ -193,3 +193,10 @@ def test_pick_tasks_is_seeded_and_refuses_zero():
     assert a == b and len(a) == 10 and rc.pick_tasks(ids, None) == ids
     with pytest.raises(ValueError, match="n_tasks must be >= 1"):
         rc.pick_tasks(ids, 0)
+
+
+def test_audit_sentence_by_hand():
+    vs = pd.DataFrame(dict(task_id=["HumanEval/47", "HumanEval/47"], passed_original=[True, False]))
+    assert rc.audit_sentence(vs).endswith("passed the original tests in 1 of 2 solutions.")
+    assert rc.audit_sentence(vs.assign(passed_original=True)).endswith("not the contradicted docstring example.")
+    assert rc.audit_sentence(vs.iloc[:0]).startswith("None of the audit's flagged originals")

@@ -80,3 +80,17 @@ def test_cost_correlation_needs_three_submissions():
     for r in out.itertuples():
         assert r.n <= cov.loc[r.domain, "cost"]
         assert np.isnan(r.kendall_tau) == (r.n < 3)
+
+
+def test_sentences_follow_the_tables():
+    ranks = pd.DataFrame(dict(domain=["airline", "retail"], kendall_tau=[0.5, 1.0], discordant_pairs=[1, 0],
+                              pairs=[3, 3], leader_k1=["a", "b"], leader_k4=["c", "b"]))
+    s = lbm.rank_sentence(ranks)
+    assert s == ("airline: tau = 0.50, 1 of 3 pairs flip, the leader changes; "
+                 "retail: tau = 1.00, 0 of 3 pairs flip, the leader stays.")
+    cost = pd.DataFrame(dict(domain=["airline", "retail", "telecom"], k=4, n=[6, 9, 2],
+                             kendall_tau=[0.9, -0.1, np.nan], p_value=[0.02, 0.6, np.nan]))
+    assert lbm.cost_sentence(cost, level=0.95).endswith("distinguishable from zero at the 5 % level in airline.")
+    assert "none is distinguishable from zero at the 1 % level" in lbm.cost_sentence(cost, level=0.99)
+    with pytest.raises(ValueError, match="level must lie in"):
+        lbm.cost_sentence(cost, level=1.5)

@@ -33,7 +33,7 @@ from agentstudies.specs import BootstrapSpec
 from agentstudies.stats import paired_cluster_bootstrap, percentile_interval
 
 __all__ = ["SOLUTION_FILES", "SOLUTION_FIELDS", "KINDS", "load_gpt4_solutions", "pick_tasks", "real_code_runs",
-           "real_code_pass_rates", "classifier_false_positives", "audit_against_gpt4"]
+           "real_code_pass_rates", "classifier_false_positives", "audit_against_gpt4", "audit_sentence"]
 
 #: Source label -> file under ``data/``.
 SOLUTION_FILES: dict[str, str] = {"GPT-4 one-shot": "reflexion_humaneval/gpt-4-simple.jsonl",
@@ -218,3 +218,14 @@ def audit_against_gpt4(runs: pd.DataFrame, audit: pd.DataFrame) -> pd.DataFrame:
     m = orig[orig["task_id"].isin(checks.index)].merge(checks.rename("check"), left_on="task_id", right_index=True)
     return m[["task_id", "source", "check", "passed", "outcome", "is_solved"]].rename(
         columns={"passed": "passed_original"}).reset_index(drop=True)
+
+
+def audit_sentence(vs: pd.DataFrame) -> str:
+    """What GPT-4 did on the audit's flagged originals (:func:`audit_against_gpt4`), in one sentence."""
+    if vs.empty:
+        return "None of the audit's flagged originals is among this run's tasks."
+    k, n = int(vs["passed_original"].sum()), len(vs)
+    tail = (": it followed the tests, not the contradicted docstring example." if k == n
+            else "." if k else ": it followed none of the tests where they contradict the docstring.")
+    return (f"On the {vs['task_id'].nunique()} originals whose docstring the audit found contradicting the tests or "
+            f"the canonical solution, GPT-4 passed the original tests in {k} of {n} solutions{tail}")

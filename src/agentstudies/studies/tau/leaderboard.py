@@ -24,7 +24,7 @@ from scipy import stats
 from agentstudies import _data
 
 __all__ = ["LEADERBOARD_DIR", "DOMAINS", "KS", "load_leaderboard", "coverage", "passk_wide", "passk_drop_by_domain",
-           "rank_change", "cost_vs_passk"]
+           "rank_change", "cost_vs_passk", "rank_sentence", "cost_sentence"]
 
 #: The submissions folder, relative to ``data/``.
 LEADERBOARD_DIR = "tau2_leaderboard/submissions"
@@ -173,3 +173,32 @@ def cost_vs_passk(lb: pd.DataFrame, ks: Sequence[int] = (1, 4)) -> pd.DataFrame:
             res = stats.kendalltau(h["cost"], h[f"pass_{k}"])
             rows.append(dict(domain=dom, k=k, n=len(h), kendall_tau=float(res.statistic), p_value=float(res.pvalue)))
     return pd.DataFrame(rows)
+
+
+def rank_sentence(ranks: pd.DataFrame, k: int = 4) -> str:
+    """One clause per domain of :func:`rank_change`: tau, the pairs that flip, and whether
+    the leader at k = 1 is still the leader at ``k``."""
+    parts = []
+    for r in ranks.to_dict("records"):
+        same = r["leader_k1"] == r[f"leader_k{k}"]
+        parts.append(f"{r['domain'].replace('_', ' ')}: tau = {r['kendall_tau']:.2f}, {r['discordant_pairs']} of "
+                     f"{r['pairs']} pairs flip, the leader {'stays' if same else 'changes'}")
+    return "; ".join(parts) + "."
+
+
+def cost_sentence(cost: pd.DataFrame, k: int = 4, *, level: float = 0.95) -> str:
+    """Kendall's tau of cost and pass^k per domain (rows of :func:`cost_vs_passk` with
+    ``k``), and which domains' correlation is distinguishable from zero at ``1 - level``.
+
+    Raises ValueError for a ``level`` outside (0, 1).
+    """
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"level must lie in (0, 1); got {level}")
+    alpha = 1.0 - level
+    c = cost[(cost["k"] == k) & cost["kendall_tau"].notna()]
+    head = "; ".join(f"{r.domain.replace('_', ' ')} {r.kendall_tau:.2f} (n = {r.n}, p = {r.p_value:.2f})"
+                     for r in c.itertuples())
+    sig = c.loc[c["p_value"] < alpha, "domain"].str.replace("_", " ").tolist()
+    tail = (f"none is distinguishable from zero at the {100 * alpha:g} % level with so few submissions" if not sig
+            else f"distinguishable from zero at the {100 * alpha:g} % level in {', '.join(sig)}")
+    return f"Kendall's tau between cost and pass^{k}: {head}; {tail}."
