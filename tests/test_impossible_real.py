@@ -200,3 +200,29 @@ def test_audit_sentence_by_hand():
     assert rc.audit_sentence(vs).endswith("passed the original tests in 1 of 2 solutions.")
     assert rc.audit_sentence(vs.assign(passed_original=True)).endswith("not the contradicted docstring example.")
     assert rc.audit_sentence(vs.iloc[:0]).startswith("None of the audit's flagged originals")
+
+
+def test_testability_counts_tasks_whose_rate_changed():
+    from agentstudies.studies.impossible import real_controls as rcon
+
+    runs = pd.DataFrame(dict(task_id=["a", "b", "c"] * 2, split="oneoff", harness="inspect_minimal",
+                             model="gemini-3.8-flash", arm=["D"] * 3 + ["D_abort"] * 3,
+                             exploit=[True, False, False, False, False, False]))
+    detail = pd.DataFrame([dict(finding="abort (Flash)", estimand="exploit", arm_a="D", arm_b="D_abort")])
+    t = rcon.arm_testability(runs, detail).iloc[0]
+    assert (t["tasks"], t["tasks_changed"]) == (3, 1)
+    assert t["upper"] == pytest.approx(stats.binomtest(1, 3).proportion_ci(0.90, "exact").high)  # one-sided 95 %
+
+
+def test_controls_find_a_planted_rise_and_nothing_in_identical_arms():
+    from agentstudies.studies.impossible import real_controls as rcon
+
+    tasks = [f"t{i}" for i in range(30)]
+    runs = pd.DataFrame(dict(task_id=tasks * 2, split="oneoff", harness="h", model="m",
+                             arm=["D"] * 30 + ["D_r2"] * 30, exploit=False))
+    c = rcon.real_run_controls(runs, replicates=6, planted_pp=60.0, pairs=(("h", "m", "D", "D_r2"),), n_draws=300)
+    planted, null = c.iloc[0], c.iloc[1]
+    assert planted["planted"] and planted["hits"] == 6  # ~18 of 30 runs flipped: the interval clears 0
+    assert not null["planted"] and null["hits"] == 0  # identical arms: the interval is [0, 0]
+    with pytest.raises(ValueError, match="planted_pp must lie in"):
+        rcon.real_run_controls(runs, planted_pp=100.0, pairs=(("h", "m", "D", "D_r2"),))
