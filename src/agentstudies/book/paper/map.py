@@ -230,7 +230,9 @@ ITEMS: tuple[PaperItem, ...] = (
 INTERNAL: dict[str, tuple[str, ...]] = {
     # side tables, trial records and timings of the SASST chapters
     "tau_published_runs": ("runs.csv", "flips.csv", "matches.csv", "replay.csv", "task_audit.csv",
-                           "real_audit.csv", "flagged_tasks.csv", "confirmed_unrun_writes.csv"),
+                           "real_audit.csv", "flagged_tasks.csv", "confirmed_unrun_writes.csv",
+                           # the leaderboard's submitters' aggregates (no paper table to regenerate)
+                           "leaderboard*.csv", "passk_drop_by_domain.csv", "rank_change.csv", "cost_vs_passk.csv"),
     "tau_controller_audit": ("deck.csv", "replay.csv", "boundary_tests.csv", "episodes.csv",
                              "episode_counts.csv", "task_audit.csv", "success_with_without.csv", "flagged_tasks.csv",
                              "controls.csv", "testability.csv"),
@@ -254,6 +256,8 @@ INTERNAL: dict[str, tuple[str, ...]] = {
                             "humaneval_*.csv", "controls.csv", "testability.csv"),
     # chapters whose tables are this repository's own (no paper table to regenerate)
     "impossible_workflows": ("*.csv",),
+    # real runs re-analysed and real code re-run: other models than the paper's, so no paper table
+    "impossible_real": ("*.csv",),
     "method_sasst": ("*.csv",),
     "method_handoff": ("*.csv",),
     "method_recovery": ("*.csv",),

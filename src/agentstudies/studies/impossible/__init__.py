@@ -24,7 +24,11 @@ One job per module, all importable from here: :mod:`~agentstudies.studies.imposs
 reminder forks), :mod:`~agentstudies.studies.impossible.classifier` (classifier validation,
 HumanEval audit), :mod:`~agentstudies.studies.impossible.findings` (findings, testability),
 :mod:`~agentstudies.studies.impossible.controls` (planted controls) and
-:mod:`~agentstudies.studies.impossible.plots` (figures).
+:mod:`~agentstudies.studies.impossible.plots` (figures). The real-data chapter
+``impossible_real`` imports its two modules directly (not re-exported here):
+:mod:`~agentstudies.studies.impossible.real_runs` (the labelled Impossible-LiveCodeBench
+runs of an independent audit, re-analysed) and :mod:`~agentstudies.studies.impossible.real_code`
+(GPT-4's published HumanEval solutions through the sandbox).
 
 The paper's approximate headline numbers live in ``data/paper/impossible_cheating_headlines.csv``
 (:func:`paper_headlines`) and are only ever shown beside ours, labelled

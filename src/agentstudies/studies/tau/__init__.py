@@ -7,7 +7,10 @@
 * :mod:`~agentstudies.studies.tau.evaluator` -- does the evaluator decide a comparison
   (tables for both chapters);
 * :mod:`~agentstudies.studies.tau.published` -- τ-bench's published runs (chapter
-  ``tau_published_runs``).
+  ``tau_published_runs``);
+* :mod:`~agentstudies.studies.tau.leaderboard` -- pass^k across the τ²-bench leaderboard's
+  published models, the submitters' aggregates (same chapter), with its figures in
+  :mod:`~agentstudies.studies.tau.plots`.
 
 Importing this package imports none of them.
 """
