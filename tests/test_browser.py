@@ -266,6 +266,7 @@ async (opts) => {
       for (; k < m[0].length; k++) { const t = charTop(node, m.index + k); if (t !== null && t > t0 + 2) break; }
       const tok = m[0], before = tok[k - 1] || '', after = tok[k] || '';
       if (/[-\u2010\u2013\u2014\/]/.test(before) && /\p{L}/u.test(tok[k - 2] || '') && /\p{L}/u.test(after)) continue;
+      if (!inTable && /[\u2013\u2014]/.test(before)) continue;  // a range "2\u20134" in prose may break at its dash
       broken.push((inTable ? 'table: ' : 'text: ') + tok.slice(0, k) + '/' + tok.slice(k));
     }
   }
@@ -422,15 +423,16 @@ def _csv_numbers(path: Path) -> list[float]:
     return out
 
 
-def numbers_against_csv(tables: list[dict], csv_files: list[Path], *, near_ulps: float = 10.0) -> list[str]:
-    """Displayed numbers that disagree with their CSV at the shown digits.
+def numbers_against_csv(tables: list[dict], csv_files: list[Path]) -> list[str]:
+    """Displayed numbers that disagree with their CSV at the shown digits: rounded twice.
 
     ``tables``: ``[{"caption": str, "cells": [cell text, ...]}]`` as a page shows them;
     ``csv_files``: the chapter's CSV artifacts. A table is matched to the CSV whose values,
-    rounded to each displayed number's digits, reproduce most of its numbers (at least two
-    and at least half of them); in the matched CSV, a displayed number that no value rounds
-    to, but that lies within ``near_ulps`` units of its last digit of some value, was
-    rounded twice or from another value: "0.270" shown where the CSV holds 0.2667.
+    written with each displayed number's digits, reproduce most of its numbers (at least
+    two and at least half of them). In the matched CSV, a displayed number that no value
+    rounds to, but that some value rounded to fewer digits and padded with zeros gives, was
+    rounded twice: "0.270" shown where the CSV holds 0.2667 (rounded to 0.27, then shown
+    with three decimals), "-0.0010" where it holds -0.0015.
     """
     values = {f.name: _csv_numbers(f) for f in csv_files}
     out = []
@@ -442,14 +444,14 @@ def numbers_against_csv(tables: list[dict], csv_files: list[Path], *, near_ulps:
         best = max(hits, key=hits.get, default=None)
         if best is None or hits[best] < 2 or hits[best] < 0.5 * len(shown):
             continue
+        vals = values[best]
         for x in shown:
             d = len(x.split(".")[1])
-            vals = values[best]
-            if any(_at(v, x) == x for v in vals):
+            if d < 2 or any(_at(v, x) == x for v in vals):
                 continue
-            close = [v for v in vals if abs(v - float(x)) <= near_ulps * 10.0 ** -d]
-            if close:
-                v = min(close, key=lambda v: abs(v - float(x)))
+            twice = [v for v in vals if any(_at(float(f"{v:.{k}f}"), x) == x for k in range(d))]
+            if twice:
+                v = min(twice, key=lambda v: abs(v - float(x)))
                 out.append(f"{t['caption'][:50]!r}: shows {x}, {best} holds {v:.{d + 2}g}")
     return out
 
@@ -827,6 +829,22 @@ def test_the_checker_catches_what_it_claims(browser_available, tmp_path):
     assert any("literal '- '" in p for p in by_page["runin.html"])
     assert any("RuntimeWarning" in p for p in by_page["warning.html"])
 
+
+
+def test_numbers_against_csv_flags_only_numbers_rounded_twice(tmp_path):
+    """Hand-worked: 0.2667 rounded to 0.27 and shown as 0.270, -0.00146 (-0.0015 at four
+    decimals) rounded to -0.001 and shown as -0.0010, are flagged; 0.267 (right) and 0.158
+    (another value of the table) are not."""
+    csv = tmp_path / "t.csv"
+    csv.write_text("a,b\n0.266666667,-0.00146\n0.333333333,0.1234\n0.6065306597,0.158\n")
+    shown = [{"caption": "T", "cells": ["0.270", "0.333", "0.610", "0.123", "\u22120.0010", "0.158", "0.607"]}]
+    found = numbers_against_csv(shown, [csv])
+    assert [f.split("shows ")[1] for f in found] == [
+        "-0.0010, t.csv holds -0.00146", "0.270, t.csv holds 0.26667", "0.610, t.csv holds 0.60653"]
+    assert numbers_against_csv([{"caption": "T", "cells": ["0.267", "0.333", "0.607", "0.158 [0.123, 0.333]"]}],
+                               [csv]) == []
+    # a table that matches no CSV (another unit, another quantity) is not compared at all
+    assert numbers_against_csv([{"caption": "T", "cells": ["26.70", "33.30"]}], [csv]) == []
 
 def test_next_links_must_follow_the_syllabus():
     order = ["/chapters/a.html", "/chapters/b.html", "/chapters/c.html"]
