@@ -366,7 +366,7 @@ async (opts) => {
       for (const n of nodes) {
         if (!re.test(n.textContent)) continue;
         const a = n.parentElement.closest('a');
-        if (!a || !a.getAttribute('href').includes('#' + term.id)) {
+        if (!a || !/glossary\.html#term-/.test(a.getAttribute('href') || '')) {  // linked (to this term or a longer one)
           const m = n.textContent.match(re);
           unlinked.push(term.text + ' in "' + n.textContent.slice(Math.max(0, m.index - 25), m.index + term.text.length + 25).replace(/\s+/g, ' ').trim() + '"');
         }

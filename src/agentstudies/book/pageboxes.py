@@ -1,0 +1,193 @@
+"""The boxes every chapter page opens with: its result first, and how to rerun it.
+
+Built when the book is built (``agentstudies.booksite`` calls :func:`add_page_boxes` for
+every chapter page), from what the chapter's run wrote, so no notebook repeats them:
+
+* "What this chapter finds": one bullet per row of ``<artifacts>/<chapter>/findings.csv``
+  (``agentstudies.findings.Findings.table``): the verdict, the claim, our estimate with its
+  interval and n, and the basis of the finding where the table has a ``basis`` column.
+  A chapter without a findings table (a worked method example) says so and points to its
+  "What this run shows" section.
+* "Run this chapter yourself": the repository (``agentstudies_repository_url`` in the
+  Sphinx config, else the source tree), the install command, the exact ``agentstudies
+  run`` command that reproduces this page (its profile and any override, read from
+  ``<artifacts>/<chapter>/provenance.json``), the parameter values the run used, and a
+  link to download the executed notebook.
+
+The pure functions (:func:`finding_lines`, :func:`rerun_commands`, :func:`used_parameters`)
+return plain data and are tested without Sphinx.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import shlex
+from pathlib import Path
+from typing import Any
+
+__all__ = ["finding_lines", "rerun_commands", "used_parameters", "add_page_boxes", "INSTALL"]
+
+#: How to install the package with the book's dependencies, from the source tree.
+INSTALL = "python -m venv .venv && . .venv/bin/activate && pip install -e '.[book]'"
+
+
+def _num(text: str) -> float | None:
+    try:
+        x = float(text)
+    except (TypeError, ValueError):
+        return None
+    return x if math.isfinite(x) else None
+
+
+def _fmt(x: float) -> str:
+    """Three significant digits, a negative zero as zero, a minus sign as U+2212."""
+    text = f"{x:.3g}"
+    if text.lstrip("-").strip("0.") == "":
+        text = text.lstrip("-")
+    return text.replace("-", "\u2212")
+
+
+def finding_lines(findings_csv: Path) -> list[dict[str, str]]:
+    """One dict per row of a chapter's ``findings.csv``: ``verdict``, ``finding``, ``ours``, ``basis``.
+
+    ``ours`` is "0.83 [0.36, 1], n = 6" (the parts that are defined; "" when none is) and
+    ``basis`` is the row's ``basis`` cell ("" without the column). Missing values never
+    show as "nan".
+
+    Raises
+    ------
+    KeyError
+        If the file lacks a ``finding`` or ``verdict`` column (naming the file).
+    """
+    with Path(findings_csv).open(newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    out = []
+    for row in rows:
+        if "finding" not in row or "verdict" not in row:
+            raise KeyError(f"{findings_csv}: a findings table needs 'finding' and 'verdict' columns; "
+                           f"has {sorted(row)}")
+        est, lo, hi, n = (_num(row.get(k, "")) for k in ("estimate", "ci_low", "ci_high", "n"))
+        ours = _fmt(est) if est is not None else ""
+        if lo is not None and hi is not None:
+            ours += f" [{_fmt(lo)}, {_fmt(hi)}]"
+        if n is not None:
+            ours += (", " if ours else "") + f"n = {int(n)}"
+        out.append({"verdict": row["verdict"].strip(), "finding": row["finding"].strip(), "ours": ours.strip(),
+                    "basis": (row.get("basis") or "").strip()})
+    return out
+
+
+def used_parameters(provenance: dict[str, Any]) -> dict[str, Any]:
+    """The parameter values a chapter's run used (``provenance.json``'s ``parameters``)."""
+    return dict(provenance.get("parameters") or {})
+
+
+def _cli_value(value: Any) -> str:
+    return shlex.quote(json.dumps(value) if isinstance(value, (list, dict)) else str(value))
+
+
+def rerun_commands(chapter: str, provenance: dict[str, Any], repository: str | None = None) -> list[str]:
+    """Shell lines that reproduce a chapter page: get the source, install, run.
+
+    The run line is ``agentstudies run <chapter> --profile <profile>`` plus ``-p key value``
+    for each override the run had (``provenance["run"]``), and ``-o <chapter>.ipynb``.
+    """
+    run = provenance.get("run") or {}
+    cmd = f"agentstudies run {chapter}"
+    if run.get("profile"):
+        cmd += f" --profile {run['profile']}"
+    for key, value in (run.get("overrides") or {}).items():
+        cmd += f" -p {key} {_cli_value(value)}"
+    cmd += f" -o {chapter}.ipynb"
+    get = (f"git clone {repository} agentstudies && cd agentstudies" if repository
+           else "cd agentstudies  # the source tree of this book: the folder holding pyproject.toml")
+    return [get, INSTALL, cmd]
+
+
+# ------------------------------------------------------------------------ Sphinx nodes
+def _artifacts(app: Any) -> Path:
+    import os
+
+    given = os.environ.get("AGENTSTUDIES_ARTIFACTS")
+    return Path(given) if given else Path(app.srcdir).parent / "artifacts"
+
+
+def _para(*children: Any) -> Any:
+    from docutils import nodes
+
+    return nodes.paragraph("", "", *children)
+
+
+def _finds_box(app: Any, chapter: str) -> Any:
+    from docutils import nodes
+
+    box = nodes.admonition(classes=["agentstudies-finds", "tip"])
+    box += nodes.title("", "What this chapter finds")
+    path = _artifacts(app) / chapter / "findings.csv"
+    rows = finding_lines(path) if path.is_file() else []
+    if not rows:
+        box += _para(nodes.Text(
+            "A worked example of the method on a stated model: it tests no paper claim, so it has "
+            "no findings table. What it computes is summarised under "), nodes.emphasis("", "What this run shows"),
+            nodes.Text(" at the end of the page."))
+        return box
+    counts: dict[str, int] = {}
+    for r in rows:
+        counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
+    box += _para(nodes.Text(f"{len(rows)} paper claim{'s' if len(rows) != 1 else ''} tested by this run: "
+                            + ", ".join(f"{k} {v}" for k, v in counts.items()) + "."))
+    items = nodes.bullet_list()
+    for r in rows:
+        tail = "; ".join(x for x in (f"ours {r['ours']}" if r["ours"] else "",
+                                     f"basis: {r['basis']}" if r["basis"] else "") if x)
+        para = _para(nodes.strong("", r["verdict"]), nodes.Text(f" \u2014 {r['finding']}"
+                                                                  + (f" ({tail})" if tail else "") + "."))
+        items += nodes.list_item("", para)
+    box += items
+    return box
+
+
+def _rerun_box(app: Any, chapter: str) -> Any:
+    from docutils import nodes
+
+    box = nodes.admonition(classes=["agentstudies-rerun", "note"])
+    box += nodes.title("", "Run this chapter yourself")
+    path = _artifacts(app) / chapter / "provenance.json"
+    prov = json.loads(path.read_text()) if path.is_file() else {}
+    repo = getattr(app.config, "agentstudies_repository_url", "") or None
+    intro = [nodes.Text("Install the package from its source and rerun this page with the parameters it was "
+                        "built with; the run writes the same tables as CSV under "),
+             nodes.literal("", f"artifacts/{chapter}/"), nodes.Text(".")]
+    if repo:
+        intro[0:0] = [nodes.Text("Source: "), nodes.reference("", repo, refuri=repo), nodes.Text(". ")]
+    box += _para(*intro)
+    code = "\n".join(rerun_commands(chapter, prov, repo))
+    box += nodes.literal_block(code, code, language="bash")
+    params = used_parameters(prov)
+    if params:
+        shown = ", ".join(f"{k} = {v!r}" if isinstance(v, str) else f"{k} = {v}" for k, v in params.items())
+        box += _para(nodes.Text("Parameters this page was run with (they replace the values in the "
+                                "parameters cell below): "), nodes.literal("", shown), nodes.Text("."))
+    box += _para(nodes.Text("Download: "), nodes.reference("", "the executed notebook of this page",
+                                                           refuri=f"../_sources/chapters/{chapter}.ipynb"),
+                 nodes.Text(" (the download button above offers it too)."))
+    return box
+
+
+def add_page_boxes(app: Any, doctree: Any, docname: str) -> None:
+    """Put the two boxes under a chapter page's first paragraph (``doctree-resolved`` handler)."""
+    from docutils import nodes
+
+    if not docname.startswith("chapters/"):
+        return
+    chapter = docname.removeprefix("chapters/")
+    top = next(iter(doctree.findall(nodes.section)), None)
+    if top is None:
+        return
+    first_sub = next((i for i, c in enumerate(top.children) if isinstance(c, nodes.section)), len(top.children))
+    para = next((i for i, c in enumerate(top.children[:first_sub]) if isinstance(c, nodes.paragraph)), None)
+    at = (para + 1) if para is not None else first_sub
+    top.insert(at, _rerun_box(app, chapter))
+    top.insert(at, _finds_box(app, chapter))

@@ -1,0 +1,50 @@
+"""The chapter pages' result-first and rerun boxes, and first-use glossary links (plain data)."""
+
+import shlex
+
+import pytest
+
+from agentstudies.book.glossary_links import first_uses, term_pattern
+from agentstudies.book.pageboxes import INSTALL, finding_lines, rerun_commands
+
+
+def test_finding_lines_read_the_findings_table_without_nan(tmp_path):
+    path = tmp_path / "findings.csv"
+    path.write_text("finding,paper,estimate,ci_low,ci_high,n,verdict,rule,why,basis\n"
+                    "coverage holds,Table 4,0.8333,0.3588,0.9958,6,inconclusive,r,,method property under known truth\n"
+                    "no interaction,Table 2,,,,,not testable here,r,too few,\n"
+                    "bias is zero,Table 5,-0.0001,-0.0004,0.0002,40,reappears,r,,arithmetic\n")
+    rows = finding_lines(path)
+    assert rows[0] == {"verdict": "inconclusive", "finding": "coverage holds", "ours": "0.833 [0.359, 0.996], n = 6",
+                       "basis": "method property under known truth"}
+    assert rows[1]["ours"] == "" and rows[1]["basis"] == ""
+    # three significant digits, minus as U+2212, and never a "nan"
+    assert rows[2]["ours"] == "\u22120.0001 [\u22120.0004, 0.0002], n = 40"
+    assert not any("nan" in r["ours"].lower() for r in rows)
+    bad = tmp_path / "bad.csv"
+    bad.write_text("claim,verdict\nx,reappears\n")
+    with pytest.raises(KeyError, match="bad.csv.*'finding'"):
+        finding_lines(bad)
+
+
+def test_rerun_commands_reproduce_the_profile_and_overrides():
+    prov = {"run": {"chapter": "sasst_calibration", "profile": "smoke",
+                    "overrides": {"n_jobs": 1, "M_values": [200, 400], "agent": "llm:x y"}}}
+    get, install, run = rerun_commands("sasst_calibration", prov, "https://example.org/agentstudies.git")
+    assert get == "git clone https://example.org/agentstudies.git agentstudies && cd agentstudies"
+    assert install == INSTALL and "pip install -e '.[book]'" in install
+    # the shell reads back exactly the values the run used
+    assert shlex.split(run) == ["agentstudies", "run", "sasst_calibration", "--profile", "smoke",
+                                "-p", "n_jobs", "1", "-p", "M_values", "[200, 400]", "-p", "agent", "llm:x y",
+                                "-o", "sasst_calibration.ipynb"]
+    assert rerun_commands("x", {})[2] == "agentstudies run x -o x.ipynb"
+
+
+def test_first_uses_find_each_terms_first_whole_word_occurrence():
+    texts = ["The clusters of a small-cluster audit.", "One cluster, a checkpoint handoff and a Handoff."]
+    found = first_uses(texts, ["Cluster", "Checkpoint handoff", "Handoff"])
+    assert found["Cluster"] == (0, 4, 12)  # "clusters": the plural, not "small-cluster"
+    assert found["Checkpoint handoff"] == (1, 15, 33)
+    assert found["Handoff"] == (1, 26, 33)  # inside the longer term: the linker keeps the longer one
+    assert term_pattern("pass^k").search("the pass^k curve")
+    assert "Stale-k" not in first_uses(["stale-2 observations"], ["Stale-k"])
