@@ -41,18 +41,26 @@ def _num(text: str) -> float | None:
     return x if math.isfinite(x) else None
 
 
-def _fmt(x: float) -> str:
-    """Three significant digits, a negative zero as zero, a minus sign as U+2212."""
-    text = f"{x:.3g}"
+def _fmt(x: float, decimals: int) -> str:
+    """``x`` with ``decimals`` decimals, a negative zero as zero, a minus sign as U+2212."""
+    text = f"{x:.{decimals}f}"
     if text.lstrip("-").strip("0.") == "":
         text = text.lstrip("-")
     return text.replace("-", "\u2212")
 
 
+def _decimals(values: list[float]) -> int:
+    """One number of decimals for an estimate and its interval: 1 from 10, 2 from 1, else 3."""
+    m = max((abs(v) for v in values), default=0.0)
+    return 1 if m >= 10 else 2 if m >= 1 else 3
+
+
 def finding_lines(findings_csv: Path) -> list[dict[str, str]]:
     """One dict per row of a chapter's ``findings.csv``: ``verdict``, ``finding``, ``ours``, ``basis``.
 
-    ``ours`` is "0.83 [0.36, 1], n = 6" (the parts that are defined; "" when none is) and
+    ``ours`` is "0.833 [0.359, 0.996], n = 6" (the parts that are defined, rounded once from
+    the stored values to one number of decimals: 1 from 10, 2 from 1, else 3; "" when none
+    is defined) and
     ``basis`` is the row's ``basis`` cell ("" without the column). Missing values never
     show as "nan".
 
@@ -69,9 +77,10 @@ def finding_lines(findings_csv: Path) -> list[dict[str, str]]:
             raise KeyError(f"{findings_csv}: a findings table needs 'finding' and 'verdict' columns; "
                            f"has {sorted(row)}")
         est, lo, hi, n = (_num(row.get(k, "")) for k in ("estimate", "ci_low", "ci_high", "n"))
-        ours = _fmt(est) if est is not None else ""
+        d = _decimals([v for v in (est, lo, hi) if v is not None])
+        ours = _fmt(est, d) if est is not None else ""
         if lo is not None and hi is not None:
-            ours += f" [{_fmt(lo)}, {_fmt(hi)}]"
+            ours += f" [{_fmt(lo, d)}, {_fmt(hi, d)}]"
         if n is not None:
             ours += (", " if ours else "") + f"n = {int(n)}"
         out.append({"verdict": row["verdict"].strip(), "finding": row["finding"].strip(), "ours": ours.strip(),
