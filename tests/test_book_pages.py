@@ -5,7 +5,7 @@ import shlex
 import pytest
 
 from agentstudies.book.glossary_links import first_uses, term_pattern
-from agentstudies.book.pageboxes import INSTALL, finding_lines, rerun_commands
+from agentstudies.book.pageboxes import INSTALL, finding_lines, replaced_parameters, rerun_commands
 
 
 def test_finding_lines_read_the_findings_table_without_nan(tmp_path):
@@ -53,3 +53,10 @@ def test_first_uses_find_each_terms_first_whole_word_occurrence():
     assert found["Handoff"] == (1, 26, 33)  # inside the longer term: the linker keeps the longer one
     assert term_pattern("pass^k").search("the pass^k curve")
     assert "Stale-k" not in first_uses(["stale-2 observations"], ["Stale-k"])
+
+
+def test_replaced_parameters_are_the_values_the_page_does_not_show():
+    cell = "seed = 0  # root seed\nn_jobs = 2\nM_values = [200, 400]\nagent = 'simulated'\nlevel: float = 0.95\n"
+    used = {"seed": 0, "n_jobs": 1, "M_values": [200], "agent": "simulated", "level": 0.95, "extra": 3}
+    assert replaced_parameters(cell, used) == {"n_jobs": 1, "M_values": [200]}
+    assert replaced_parameters("x = 1 + 1\n", {"x": 2}) == {"x": 2}  # not a literal: shown as replaced

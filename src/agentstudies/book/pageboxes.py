@@ -11,10 +11,11 @@ every chapter page), from what the chapter's run wrote, so no notebook repeats t
 * "Run this chapter yourself": the repository (``agentstudies_repository_url`` in the
   Sphinx config, else the source tree), the install command, the exact ``agentstudies
   run`` command that reproduces this page (its profile and any override, read from
-  ``<artifacts>/<chapter>/provenance.json``), the parameter values the run used, and a
-  link to download the executed notebook.
+  ``<artifacts>/<chapter>/provenance.json``) and a link to download the executed notebook;
+* under the cell tagged ``parameters``, the values the run used where they differ from
+  the cell's (a profile or an override replaced them).
 
-The pure functions (:func:`finding_lines`, :func:`rerun_commands`, :func:`used_parameters`)
+The pure functions (:func:`finding_lines`, :func:`rerun_commands`, :func:`replaced_parameters`)
 return plain data and are tested without Sphinx.
 """
 
@@ -27,7 +28,8 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-__all__ = ["finding_lines", "rerun_commands", "used_parameters", "add_page_boxes", "INSTALL"]
+__all__ = ["finding_lines", "rerun_commands", "used_parameters", "replaced_parameters", "add_page_boxes",
+           "INSTALL"]
 
 #: How to install the package with the book's dependencies, from the source tree.
 INSTALL = "python -m venv .venv && . .venv/bin/activate && pip install -e '.[book]'"
@@ -91,6 +93,28 @@ def finding_lines(findings_csv: Path) -> list[dict[str, str]]:
 def used_parameters(provenance: dict[str, Any]) -> dict[str, Any]:
     """The parameter values a chapter's run used (``provenance.json``'s ``parameters``)."""
     return dict(provenance.get("parameters") or {})
+
+
+def replaced_parameters(cell_source: str, used: dict[str, Any]) -> dict[str, Any]:
+    """``{name: value used}`` for each parameter whose run value differs from the cell's.
+
+    ``cell_source``: the code of the chapter's cell tagged ``parameters`` (literal
+    assignments ``name = value``, comments allowed); ``used``: :func:`used_parameters`.
+    A name the cell assigns with an expression that is not a literal counts as replaced.
+    """
+    import ast
+
+    shown: dict[str, Any] = {}
+    for stmt in ast.parse(cell_source).body:
+        if isinstance(stmt, (ast.Assign, ast.AnnAssign)):
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+            for t in targets:
+                if isinstance(t, ast.Name) and stmt.value is not None:
+                    try:
+                        shown[t.id] = ast.literal_eval(stmt.value)
+                    except ValueError:
+                        shown[t.id] = object()
+    return {k: v for k, v in used.items() if k in shown and shown[k] != v}
 
 
 def _cli_value(value: Any) -> str:
@@ -174,24 +198,49 @@ def _rerun_box(app: Any, chapter: str) -> Any:
     box += _para(*intro)
     code = "\n".join(rerun_commands(chapter, prov, repo))
     box += nodes.literal_block(code, code, language="bash")
-    params = used_parameters(prov)
-    if params:
-        shown = ", ".join(f"{k} = {v!r}" if isinstance(v, str) else f"{k} = {v}" for k, v in params.items())
-        box += _para(nodes.Text("Parameters this page was run with (they replace the values in the "
-                                "parameters cell below): "), nodes.literal("", shown), nodes.Text("."))
     box += _para(nodes.Text("Download: "), nodes.reference("", "the executed notebook of this page",
                                                            refuri=f"../_sources/chapters/{chapter}.ipynb"),
                  nodes.Text(" (the download button above offers it too)."))
     return box
 
 
+def _parameters_note(app: Any, doctree: Any, chapter: str) -> None:
+    """Under the cell tagged ``parameters``: the values this page's run used instead."""
+    from docutils import nodes
+
+    cell = next(iter(doctree.findall(lambda n: isinstance(n, nodes.container)
+                                     and "tag_parameters" in n.get("classes", []))), None)
+    path = _artifacts(app) / chapter / "provenance.json"
+    if cell is None or not path.is_file():
+        return
+    prov = json.loads(path.read_text())
+    code = next(iter(cell.findall(nodes.literal_block)), None)
+    try:
+        replaced = replaced_parameters(code.astext() if code is not None else "", used_parameters(prov))
+    except SyntaxError:
+        return
+    profile = (prov.get("run") or {}).get("profile")
+    note = nodes.admonition(classes=["agentstudies-parameters-used", "note"])
+    note += nodes.title("", "Parameters of this page's run")
+    run = f"This page was run with the {profile} profile" if profile else "This page was run"
+    if replaced:
+        shown = ", ".join(f"{k} = {v!r}" for k, v in replaced.items())
+        note += _para(nodes.Text(f"{run}; these values replaced the ones above: "), nodes.literal("", shown),
+                      nodes.Text("."))
+    else:
+        note += _para(nodes.Text(f"{run}, with exactly the values above."))
+    cell.parent.insert(cell.parent.index(cell) + 1, note)
+
+
 def add_page_boxes(app: Any, doctree: Any, docname: str) -> None:
-    """Put the two boxes under a chapter page's first paragraph (``doctree-resolved`` handler)."""
+    """Put the two boxes under a chapter page's first paragraph, and the values its run used
+    under its parameters cell (``doctree-resolved`` handler)."""
     from docutils import nodes
 
     if not docname.startswith("chapters/"):
         return
     chapter = docname.removeprefix("chapters/")
+    _parameters_note(app, doctree, chapter)
     top = next(iter(doctree.findall(nodes.section)), None)
     if top is None:
         return
