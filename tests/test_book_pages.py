@@ -60,3 +60,24 @@ def test_replaced_parameters_are_the_values_the_page_does_not_show():
     used = {"seed": 0, "n_jobs": 1, "M_values": [200], "agent": "simulated", "level": 0.95, "extra": 3}
     assert replaced_parameters(cell, used) == {"n_jobs": 1, "M_values": [200]}
     assert replaced_parameters("x = 1 + 1\n", {"x": 2}) == {"x": 2}  # not a literal: shown as replaced
+
+
+def test_bullet_lines_glued_into_a_paragraph_become_a_list():
+    from docutils import nodes
+    from docutils.utils import new_document
+    from docutils.frontend import get_default_settings
+    from docutils.parsers.rst import Parser
+
+    from agentstudies.book.runin_lists import lists_from_bullet_lines
+
+    doc = new_document("t", get_default_settings(Parser))
+    br = lambda: nodes.raw("", "<br>", format="html")  # noqa: E731
+    doc += nodes.paragraph("", "", nodes.Text("Of 2 findings:"), br(), nodes.Text("\u2022 coverage "),
+                           nodes.strong("", "reappears"), br(), nodes.Text("\u2022 power is low"))
+    doc += nodes.paragraph("", "", nodes.Text("one line"), br(), nodes.Text("another, no bullet"))
+    lists_from_bullet_lines(None, doc, "chapters/x")
+    lead, items, plain = doc.children
+    assert isinstance(lead, nodes.paragraph) and lead.astext() == "Of 2 findings:"
+    assert isinstance(items, nodes.bullet_list)
+    assert [li.astext() for li in items.children] == ["coverage reappears", "power is low"]
+    assert isinstance(plain, nodes.paragraph) and "<br>" in plain.astext()  # not a list: untouched
