@@ -75,8 +75,12 @@ def test_bullet_lines_glued_into_a_paragraph_become_a_list():
     doc += nodes.paragraph("", "", nodes.Text("Of 2 findings:"), br(), nodes.Text("\u2022 coverage "),
                            nodes.strong("", "reappears"), br(), nodes.Text("\u2022 power is low"))
     doc += nodes.paragraph("", "", nodes.Text("one line"), br(), nodes.Text("another, no bullet"))
+    doc += nodes.paragraph("", "", nodes.emphasis("", "Judged"), nodes.Text(" as: 2 inconclusive. \u2022 reach: "),
+                           nodes.emphasis("", "reappears"), br(), nodes.Text("\u2022 solve: inconclusive"))
     lists_from_bullet_lines(None, doc, "chapters/x")
-    lead, items, plain = doc.children
+    lead, items, plain, lead2, items2 = doc.children
+    assert lead2.astext() == "Judged as: 2 inconclusive. "
+    assert [li.astext() for li in items2.children] == ["reach: reappears", "solve: inconclusive"]
     assert isinstance(lead, nodes.paragraph) and lead.astext() == "Of 2 findings:"
     assert isinstance(items, nodes.bullet_list)
     assert [li.astext() for li in items.children] == ["coverage reappears", "power is low"]

@@ -33,6 +33,22 @@ def _holder(par: Any) -> Any:
     return par
 
 
+def _split_lead_bullet(lines: list[list[Any]]) -> None:
+    """A first bullet placed after a sentence ("... changed). • Reach: ...") starts a line of its own."""
+    from docutils import nodes
+
+    for i, line in enumerate(lines):
+        if line and line[0].astext().lstrip().startswith(BULLET):
+            return  # the bullets already start their lines
+        for j, child in enumerate(line):
+            if isinstance(child, nodes.Text) and BULLET in child.astext():
+                text = child.astext()
+                k = text.index(BULLET)
+                before, after = nodes.Text(text[:k]), nodes.Text(text[k:])
+                lines[i:i + 1] = [line[:j] + [before], [after] + line[j + 1:]]
+                return
+
+
 def lists_from_bullet_lines(app: Any, doctree: Any, docname: str) -> None:  # noqa: ARG001 - Sphinx API
     """Replace every paragraph of "• line<br>• line" by a lead paragraph and a bullet list."""
     from docutils import nodes
@@ -47,6 +63,7 @@ def lists_from_bullet_lines(app: Any, doctree: Any, docname: str) -> None:  # no
                 lines.append([])
             else:
                 lines[-1].append(child)
+        _split_lead_bullet(lines)
         starts = [bool(ln) and ln[0].astext().lstrip().startswith(BULLET) for ln in lines]
         if sum(starts) < 2 or BULLET not in par.astext():
             continue
