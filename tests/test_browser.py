@@ -266,7 +266,7 @@ async (opts) => {
       for (; k < m[0].length; k++) { const t = charTop(node, m.index + k); if (t !== null && t > t0 + 2) break; }
       const tok = m[0], before = tok[k - 1] || '', after = tok[k] || '';
       if (/[-\u2010\u2013\u2014\/]/.test(before) && /\p{L}/u.test(tok[k - 2] || '') && /\p{L}/u.test(after)) continue;
-      if (!inTable && /[\u2013\u2014]/.test(before)) continue;  // a range "2\u20134" in prose may break at its dash
+      if (!inTable && /[-\u2010\u2013\u2014\/]/.test(before)) continue;  // prose may break after a hyphen, dash or slash ("2\u2013/4", "\u03c4\u00b2-/bench")
       broken.push((inTable ? 'table: ' : 'text: ') + tok.slice(0, k) + '/' + tok.slice(k));
     }
   }
