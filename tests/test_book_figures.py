@@ -38,3 +38,21 @@ def test_a_wide_figure_with_small_labels_becomes_legible_svg_text():
     width_units = float(re.search(r'viewBox="0 0 ([0-9.]+)', svg).group(1))
     # every label's size on a phone, from the SVG itself (viewBox units are points)
     assert min(sizes) * PHONE_COLUMN_PX / width_units >= MIN_LABEL_PX - 1e-6
+
+
+def test_a_legend_outside_the_axes_counts_in_the_width():
+    """The saved (tight) box is wider than the figure: labels are sized for the saved width."""
+    fig, ax = plt.subplots(1, 2, figsize=(6.4, 3))
+    ax[1].plot([0, 1], [0, 1], label="SFT checkpoint")
+    ax[1].plot([0, 1], [1, 0], label="RL checkpoint")
+    ax[1].legend(loc="center left", bbox_to_anchor=(1, 0.5), fontsize=7)
+    fig.tight_layout()
+    make_legible(fig)
+    out = io.StringIO()
+    fig.savefig(out, format="svg", bbox_inches="tight")
+    plt.close(fig)
+    svg = out.getvalue()
+    width_units = float(re.search(r'viewBox="0 0 ([0-9.]+)', svg).group(1))
+    sizes = [float(x) for x in re.findall(r"font-size: ([0-9.]+)px", svg)]
+    assert width_units > 72 * fig.get_size_inches()[0]  # the legend widened the saved image
+    assert min(sizes) * PHONE_COLUMN_PX / width_units >= MIN_LABEL_PX - 0.05

@@ -265,7 +265,9 @@ async (opts) => {
       let k = 1;
       for (; k < m[0].length; k++) { const t = charTop(node, m.index + k); if (t !== null && t > t0 + 2) break; }
       const tok = m[0], before = tok[k - 1] || '', after = tok[k] || '';
-      if (/[-\u2010\u2013\u2014\/]/.test(before) && /\p{L}/u.test(tok[k - 2] || '') && /\p{L}/u.test(after)) continue;
+      const prev = tok[k - 2] || '';
+      if (/[-\u2010\u2013\u2014\/]/.test(before) && /[\p{L}\p{N}]/u.test(prev) && /[\p{L}\p{N}]/u.test(after)
+          && !(/\p{N}/u.test(prev) && /\p{N}/u.test(after))) continue;  // a compound ("stale-/2"), not a range or an arrow
       if (!inTable && /[-\u2010\u2013\u2014\/]/.test(before)) continue;  // prose may break after a hyphen, dash or slash ("2\u2013/4", "\u03c4\u00b2-/bench")
       broken.push((inTable ? 'table: ' : 'text: ') + tok.slice(0, k) + '/' + tok.slice(k));
     }
@@ -333,7 +335,8 @@ async (opts) => {
       let least = null, which = '';
       for (const t of svg.querySelectorAll('text')) {
         if (!t.textContent.trim()) continue;
-        const px = parseFloat(getComputedStyle(t).fontSize) * Math.abs((t.getScreenCTM() || {a: 1}).a || 1);
+        const m = t.getScreenCTM() || {a: 1, b: 0};
+        const px = parseFloat(getComputedStyle(t).fontSize) * Math.hypot(m.a, m.b);  // rotated labels too
         if (least === null || px < least) { least = px; which = t.textContent.trim().slice(0, 30); }
       }
       const glyphs = svg.querySelectorAll('text').length;
@@ -429,8 +432,9 @@ def numbers_against_csv(tables: list[dict], csv_files: list[Path]) -> list[str]:
     ``tables``: ``[{"caption": str, "cells": [cell text, ...]}]`` as a page shows them;
     ``csv_files``: the chapter's CSV artifacts. A table is matched to the CSV whose values,
     written with each displayed number's digits, reproduce most of its numbers (at least
-    two and at least half of them). In the matched CSV, a displayed number that no value
-    rounds to, but that some value rounded to fewer digits and padded with zeros gives, was
+    two and at least half of them). A displayed number that no value of any of the CSVs
+    rounds to, but that a value of the matched CSV rounded to fewer digits and padded with
+    zeros gives, was
     rounded twice: "0.270" shown where the CSV holds 0.2667 (rounded to 0.27, then shown
     with three decimals), "-0.0010" where it holds -0.0015.
     """
@@ -445,9 +449,10 @@ def numbers_against_csv(tables: list[dict], csv_files: list[Path]) -> list[str]:
         if best is None or hits[best] < 2 or hits[best] < 0.5 * len(shown):
             continue
         vals = values[best]
+        every = [v for vs in values.values() for v in vs]
         for x in shown:
             d = len(x.split(".")[1])
-            if d < 2 or any(_at(v, x) == x for v in vals):
+            if d < 2 or any(_at(v, x) == x for v in every):  # a stacked table: ours and the paper's CSV
                 continue
             twice = [v for v in vals if any(_at(float(f"{v:.{k}f}"), x) == x for k in range(d))]
             if twice:
@@ -742,9 +747,10 @@ def test_the_checker_catches_what_it_claims(browser_available, tmp_path):
     }
     # what a reader meets: one page per defect (the glossary holds one term, "Cluster")
     svg = ('<svg xmlns="http://www.w3.org/2000/svg" width="1000" height="500" viewBox="0 0 1000 500">'
-           '<text x="10" y="100" style="font-size: {px}px">success rate</text></svg>')
+           '<text x="10" y="100" style="font-size: {px}px">success rate</text>'
+           '<text transform="rotate(-90 60 300)" x="60" y="300" style="font-size: {px}px">coverage</text></svg>')
     (site / "tiny.svg").write_text(svg.format(px=10))  # shown 300 px wide: 3 px on screen
-    (site / "big.svg").write_text(svg.format(px=40))  # 12 px on screen
+    (site / "big.svg").write_text(svg.format(px=40))  # 12 px on screen, the rotated label too
     fixed = 'style="table-layout: fixed; width: {w}px"'
     cap = '<caption>Table 1. Coverage of the fixed rule by number of clusters. n = 1 row.</caption>'
     reader_pages = {

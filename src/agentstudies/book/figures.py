@@ -49,27 +49,31 @@ def min_font_pt(width_in: float) -> float:
 def make_legible(fig: Any, *, max_width_in: float = PAGE_WIDTH_IN) -> Any:
     """Narrow ``fig`` to ``max_width_in`` inches (height kept) and raise small labels; returns ``fig``.
 
-    Every text of the figure (titles, axis labels, tick labels, legend entries, annotations)
-    smaller than :func:`min_font_pt` of the new width is raised to it, then the layout is
-    recomputed (``tight_layout`` unless the figure has its own layout engine). A figure
-    already narrow enough with large enough text is left as it is.
+    The width that counts is the saved one: the figure's tight bounding box, which a legend
+    or label placed outside the axes makes wider than the figure. Every text of the figure
+    (titles, axis labels, tick labels, legend entries, annotations) smaller than
+    :func:`min_font_pt` of that width is raised to it, and the layout is recomputed
+    (``tight_layout`` unless the figure has its own layout engine); further passes catch a
+    bounding box that the larger labels widened. A figure already narrow enough with large
+    enough text is left as it is.
     """
     from matplotlib.text import Text
 
     width, height = fig.get_size_inches()
     if width > max_width_in:
         fig.set_size_inches(max_width_in, height)
-        width = max_width_in
-    least = min_font_pt(width)
-    changed = False
-    for text in fig.findobj(Text):
-        if text.get_text() and text.get_fontsize() < least:
-            text.set_fontsize(least)
-            changed = True
-    if changed and fig.get_layout_engine() is None:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # "not compatible with tight_layout": keep the layout
-            fig.tight_layout()
+    for _ in range(8):  # a label outside the axes widens the saved box as it grows: iterate to a fixed point
+        saved = max(fig.get_size_inches()[0], fig.get_tightbbox(fig.canvas.get_renderer()).width)
+        least = min_font_pt(saved)
+        small = [t for t in fig.findobj(Text) if t.get_text() and t.get_visible() and t.get_fontsize() < least - 1e-6]
+        if not small:
+            break
+        for text in small:
+            text.set_fontsize(least * 1.03)  # a little above: the box grows with the labels
+        if fig.get_layout_engine() is None:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # "not compatible with tight_layout": keep the layout
+                fig.tight_layout()
     return fig
 
 
