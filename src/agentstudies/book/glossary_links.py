@@ -1,6 +1,6 @@
 """Glossary terms linked on first use, on every page, when the book is built.
 
-``agentstudies.booksite`` calls :func:`link_first_uses` for every page but the glossary:
+``agentstudies.book.site`` calls :func:`link_first_uses` for every page but the glossary:
 the first time a term of ``book/glossary.md`` (or its plural) appears in a paragraph's
 running text, it becomes a link to the term's entry, unless the author already linked it
 there with ``{term}``. Headings, captions, tables, code, math and other links are left

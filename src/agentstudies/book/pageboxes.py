@@ -1,6 +1,6 @@
 """The boxes every chapter page opens with: its result first, and how to rerun it.
 
-Built when the book is built (``agentstudies.booksite`` calls :func:`add_page_boxes` for
+Built when the book is built (``agentstudies.book.site`` calls :func:`add_page_boxes` for
 every chapter page), from what the chapter's run wrote, so no notebook repeats them:
 
 * "What this chapter finds": one bullet per row of ``<artifacts>/<chapter>/findings.csv``

@@ -3,7 +3,7 @@
 A chapter glues a list of statements with ``ch.glue_md`` and places it with the inline
 ``{glue:md}`` role, which cannot hold a block: the lines arrive as "• a<br>• b" inside one
 paragraph, a list run into a paragraph. :func:`lists_from_bullet_lines` (a
-``doctree-resolved`` handler of ``agentstudies.booksite``) splits such a paragraph at its
+``doctree-resolved`` handler of ``agentstudies.book.site``) splits such a paragraph at its
 line breaks and turns the lines that start with "•" into a bullet list, keeping any lead
 text before the first bullet as a paragraph.
 """
