@@ -10,16 +10,16 @@ from agentstudies.book.pageboxes import INSTALL, finding_lines, replaced_paramet
 
 def test_finding_lines_read_the_findings_table_without_nan(tmp_path):
     path = tmp_path / "findings.csv"
-    path.write_text("finding,paper,estimate,ci_low,ci_high,n,verdict,rule,why,basis\n"
-                    "coverage holds,Table 4,0.8333,0.3588,0.9958,6,inconclusive,r,,method property under known truth\n"
-                    "no interaction,Table 2,,,,,not testable here,r,too few,\n"
+    path.write_text("finding,paper,estimate,ci_low,ci_high,n,verdict,rule,why,basis,built_in\n"
+                    "coverage holds,Table 4,0.8333,0.3588,0.9958,6,inconclusive,r,,method,\n"
+                    "no interaction,Table 2,,,,,not testable here,r,too few,built in,Profile.noise\n"
                     "bias is zero,Table 5,-0.0001,-0.0004,0.0021,40,reappears,r,,arithmetic\n"
                     "reach,Table 2,25,8.333333,41.66667,12,reappears,r,,measured\n"
                     "interaction,Table 2,2.78e-15,-16.66667,16.66667,12,inconclusive,r,,measured\n")
     rows = finding_lines(path)
     assert rows[0] == {"verdict": "inconclusive", "finding": "coverage holds", "ours": "0.833 [0.359, 0.996], n = 6",
-                       "basis": "method property under known truth"}
-    assert rows[1]["ours"] == "" and rows[1]["basis"] == ""
+                       "basis": "a method property under known truth"}
+    assert rows[1]["ours"] == "" and rows[1]["basis"] == "a built-in simulation parameter, not evidence: Profile.noise"
     # one number of decimals per row, from the largest magnitude; minus as U+2212; a
     # negative zero and a rounding residue (2.78e-15) as 0; never a "nan"
     assert rows[2]["ours"] == "0.000 [0.000, 0.002], n = 40"

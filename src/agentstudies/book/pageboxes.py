@@ -35,6 +35,16 @@ __all__ = ["finding_lines", "rerun_commands", "used_parameters", "replaced_param
 INSTALL = "python -m venv .venv && . .venv/bin/activate && pip install -e '.[book]'"
 
 
+#: What a finding rests on (``findings.csv`` column ``basis``), in words; only the first two
+#: count as evidence.
+BASIS_WORDS = {
+    "method": "a method property under known truth",
+    "measured": "measured on a real or trained subject",
+    "built in": "a built-in simulation parameter, not evidence",
+    "arithmetic": "arithmetic, not evidence",
+}
+
+
 def _num(text: str) -> float | None:
     try:
         x = float(text)
@@ -63,8 +73,8 @@ def finding_lines(findings_csv: Path) -> list[dict[str, str]]:
     ``ours`` is "0.833 [0.359, 0.996], n = 6" (the parts that are defined, rounded once from
     the stored values to one number of decimals: 1 from 10, 2 from 1, else 3; "" when none
     is defined) and
-    ``basis`` is the row's ``basis`` cell ("" without the column). Missing values never
-    show as "nan".
+    ``basis`` is the row's ``basis`` in words (:data:`BASIS_WORDS`; a built-in parameter
+    named from ``built_in``; "" without the column). Missing values never show as "nan".
 
     Raises
     ------
@@ -85,8 +95,13 @@ def finding_lines(findings_csv: Path) -> list[dict[str, str]]:
             ours += f" [{_fmt(lo, d)}, {_fmt(hi, d)}]"
         if n is not None:
             ours += (", " if ours else "") + f"n = {int(n)}"
+        basis = (row.get("basis") or "").strip()
+        words = BASIS_WORDS.get(basis, basis)
+        built = (row.get("built_in") or "").strip()
+        if basis == "built in" and built:
+            words += f": {built}"
         out.append({"verdict": row["verdict"].strip(), "finding": row["finding"].strip(), "ours": ours.strip(),
-                    "basis": (row.get("basis") or "").strip()})
+                    "basis": words})
     return out
 
 
