@@ -240,6 +240,257 @@ async () => {
 }
 """
 
+_READER_JS = r"""
+async (opts) => {
+  const article = document.querySelector('article.bd-article') || document.querySelector('main') || document.body;
+  const inCode = e => !!(e && e.closest('pre, code, .highlight, script, style, mjx-container, .MathJax, kbd, samp'));
+  const range = document.createRange();
+  const charTop = (node, i) => { range.setStart(node, i); range.setEnd(node, i + 1);
+      const r = range.getClientRects(); return r.length ? r[0].top : null; };
+  // ---- a token broken inside itself: a word or number whose letters sit on two lines
+  // (a break after a hyphen or slash between two letters, "pre-/execution", is typography)
+  const broken = [];
+  const walk = document.createTreeWalker(article, NodeFilter.SHOW_TEXT);
+  for (let node = walk.nextNode(); node; node = walk.nextNode()) {
+    const el = node.parentElement;
+    if (!el || el.closest('pre, .highlight, script, style, mjx-container, .MathJax')) continue;
+    const inTable = !!el.closest('table');
+    if (!inTable && (inCode(el) || el.closest('a'))) continue;  // prose: inline code and URLs may wrap
+    if (el.getClientRects().length === 0) continue;  // hidden (a closed dropdown)
+    for (const m of node.textContent.matchAll(/\S{2,}/g)) {
+      range.setStart(node, m.index); range.setEnd(node, m.index + m[0].length);
+      const tops = new Set(Array.from(range.getClientRects()).filter(r => r.width > 0).map(r => Math.round(r.top)));
+      if (tops.size < 2) continue;
+      const t0 = charTop(node, m.index);
+      let k = 1;
+      for (; k < m[0].length; k++) { const t = charTop(node, m.index + k); if (t !== null && t > t0 + 2) break; }
+      const tok = m[0], before = tok[k - 1] || '', after = tok[k] || '';
+      const prev = tok[k - 2] || '';
+      if (/[-\u2010\u2013\u2014\/]/.test(before) && /[\p{L}\p{N}]/u.test(prev) && /[\p{L}\p{N}]/u.test(after)
+          && !(/\p{N}/u.test(prev) && /\p{N}/u.test(after))) continue;  // a compound ("stale-/2"), not a range or an arrow
+      if (!inTable && /[-\u2010\u2013\u2014\/]/.test(before)) continue;  // prose may break after a hyphen, dash or slash ("2\u2013/4", "\u03c4\u00b2-/bench")
+      broken.push((inTable ? 'table: ' : 'text: ') + tok.slice(0, k) + '/' + tok.slice(k));
+    }
+  }
+  // ---- a cell whose content spills out of it into the next one
+  const spilled = [];
+  for (const c of article.querySelectorAll('table td, table th')) {
+    if (c.closest('pre, .highlight') || c.getClientRects().length === 0) continue;
+    if (c.scrollWidth > c.clientWidth + 1) spilled.push(c.textContent.trim().slice(0, 40) +
+        ' (' + c.scrollWidth + ' px in ' + c.clientWidth + ')');
+  }
+  // ---- captions: say what the table shows, not only its column names; no empty table;
+  // no caption twice on a page
+  const columnsOnly = [], emptyTables = [], dupCaptions = [], captionsSeen = {};
+  const words = s => (s.toLowerCase().match(/[\p{L}\p{N}^]+/gu) || []);
+  for (const t of article.querySelectorAll('table')) {
+    if (t.closest('pre, .highlight') || /\/genindex\.html$/.test(location.pathname)) continue;
+    const cap = t.querySelector(':scope > caption');
+    if (!t.querySelector('tbody tr, tr td')) emptyTables.push(cap ? cap.textContent.trim().slice(0, 60) : '(no caption)');
+    if (!cap) continue;
+    const full = cap.textContent.replace(/\s+/g, ' ').trim();
+    const what = full.replace(/^(Table|Tab\.)\s*[\d.]+\s*/, '').replace(/Unit:[^.]*\./g, '')
+                     .replace(/\bn\s*=\s*[\d,]+[^.]*\.?\s*$/, '').trim();
+    const head = new Set(words(Array.from(t.querySelectorAll('thead th, tr:first-child th')).map(h => h.textContent).join(' ')));
+    ['by', 'and', 'of', 'per'].forEach(w => head.add(w));
+    const ws = words(what);
+    if (ws.length === 0 || ws.every(w => head.has(w) || /^\d+$/.test(w))) columnsOnly.push(full.slice(0, 80));
+    const key = full.replace(/^(Table|Tab\.)\s*[\d.]+\s*/, '');
+    if (captionsSeen[key] && !dupCaptions.includes(key)) dupCaptions.push(key.slice(0, 80));
+    captionsSeen[key] = true;
+  }
+  // ---- nan-like text anywhere outside code: NaN, <NA>, NaT, inf, a negative zero, a Python tuple
+  const clone = article.cloneNode(true);
+  clone.querySelectorAll('pre, code, script, style, .highlight, mjx-container, .MathJax').forEach(e => e.remove());
+  const text = clone.textContent.replace(/\s+/g, ' ');
+  const nanLike = [];
+  const NAN_RE = [/(^|[^\w.])(nan|NaN|NAN|NaT|<NA>)(?!\w)/g, /(^|[\s(\[=])[-+\u2212]?(inf|Inf)(?=[\s,.;)\]]|$)/g,
+                  /(^|[^\w.\d])[-\u2212]0(\.0+)?(?![\d.])/g, /\((True|False|None), /g, /\('[^']*', /g,
+                  /(^|[\s(=])None(?=[,)])/g];
+  for (const re of NAN_RE) for (const m of text.matchAll(re)) {
+    if (nanLike.length < 6) nanLike.push('"' + text.slice(Math.max(0, m.index - 30), m.index + m[0].length + 20).trim() + '"'); }
+  // ---- a list run into a paragraph: a bullet character inside a paragraph
+  const bullets = [];
+  for (const p of article.querySelectorAll('p')) {
+    if (inCode(p) || p.closest('.cell_output pre')) continue;
+    if (/\u2022|\u25e6|\u25aa/.test(p.textContent)) bullets.push(p.textContent.trim().slice(0, 70).replace(/\s+/g, ' '));
+  }
+  // ---- figure labels: every text of an SVG figure at least opts.minLabelPx on screen;
+  // a bitmap figure shown below half its pixel size is reported (its labels cannot be read)
+  const smallLabels = [];
+  for (const img of article.querySelectorAll('img')) {
+    if (img.clientWidth === 0) continue;
+    const src = img.getAttribute('src') || '';
+    if (/\.svg(\?|$)/i.test(src)) {
+      let svgText = '';
+      try { svgText = await (await fetch(img.src)).text(); } catch (e) { continue; }
+      const holder = document.createElement('div');
+      holder.style.cssText = 'position:absolute;left:-10000px;top:0;width:' + img.clientWidth + 'px';
+      holder.innerHTML = svgText.replace(/^[\s\S]*?(<svg)/, '$1');
+      const svg = holder.querySelector('svg');
+      if (!svg) continue;
+      svg.setAttribute('width', img.clientWidth); svg.setAttribute('height', img.clientHeight);
+      svg.setAttribute('preserveAspectRatio', 'none');
+      document.body.appendChild(holder);
+      let least = null, which = '';
+      for (const t of svg.querySelectorAll('text')) {
+        if (!t.textContent.trim()) continue;
+        const m = t.getScreenCTM() || {a: 1, b: 0};
+        const px = parseFloat(getComputedStyle(t).fontSize) * Math.hypot(m.a, m.b);  // rotated labels too
+        if (least === null || px < least) { least = px; which = t.textContent.trim().slice(0, 30); }
+      }
+      const glyphs = svg.querySelectorAll('text').length;
+      holder.remove();
+      if (glyphs === 0) smallLabels.push(src + ': SVG without text elements (labels drawn as paths cannot be measured)');
+      else if (least < opts.minLabelPx) smallLabels.push(src + ': label "' + which + '" is ' + least.toFixed(1) + ' px');
+    } else if (img.naturalWidth > 0 && img.closest('figure, .cell_output') && img.clientWidth / img.naturalWidth < opts.minBitmapScale) {
+      smallLabels.push(src + ': bitmap shown at ' + Math.round(100 * img.clientWidth / img.naturalWidth) + ' % of its pixels');
+    }
+  }
+  // ---- tables as text (for the comparison with the chapter's CSV files)
+  const tables = Array.from(article.querySelectorAll('table')).filter(t => !t.closest('pre, .highlight')).map(t => ({
+      caption: (t.querySelector(':scope > caption') || {textContent: ''}).textContent.trim().slice(0, 80),
+      cells: Array.from(t.querySelectorAll('tbody td')).map(c => c.textContent.trim())}));
+  // ---- glossary terms: the first use of each term in the prose is a link to the glossary
+  const unlinked = [];
+  if (opts.terms && opts.terms.length) {
+    const nodes = [];
+    const w2 = document.createTreeWalker(article, NodeFilter.SHOW_TEXT);
+    for (let n = w2.nextNode(); n; n = w2.nextNode()) {
+      const el = n.parentElement;
+      if (!el || !el.closest('p, li, dd') || inCode(el) || el.closest('h1, h2, h3, h4, h5, h6, table, caption, figcaption, .cell_output pre, .admonition-title, cite, .math, mjx-container')) continue;
+      const a = el.closest('a');
+      if (a && !/glossary\.html#term-/.test(a.getAttribute('href') || '')) continue;  // another link (a citation)
+      nodes.push(n);
+    }
+    for (const term of opts.terms) {
+      const esc = term.text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+      const re = new RegExp('(^|[^\\p{L}\\p{N}_-])' + esc + '(s|es)?(?![\\p{L}\\p{N}_-])', 'iu');
+      for (const n of nodes) {
+        if (!re.test(n.textContent)) continue;
+        const a = n.parentElement.closest('a');
+        if (!a || !/glossary\.html#term-/.test(a.getAttribute('href') || '')) {  // linked (to this term or a longer one)
+          const m = n.textContent.match(re);
+          unlinked.push(term.text + ' in "' + n.textContent.slice(Math.max(0, m.index - 25), m.index + term.text.length + 25).replace(/\s+/g, ' ').trim() + '"');
+        }
+        break;
+      }
+    }
+  }
+  // ---- the chapter's result-first box (above the first section) and its rerun box
+  const finds = article.querySelector('.agentstudies-finds');
+  const firstH2 = article.querySelector('section section h2, h2');
+  const findsFirst = !!finds && (!firstH2 || (finds.compareDocumentPosition(firstH2) & Node.DOCUMENT_POSITION_FOLLOWING) !== 0);
+  const rerun = article.querySelector('.agentstudies-rerun');
+  const rerunText = rerun ? rerun.textContent.replace(/\s+/g, ' ') : '';
+  return {broken, spilled, columnsOnly, emptyTables, dupCaptions, nanLike, bullets, smallLabels, tables,
+          unlinked, findsFirst, hasFinds: !!finds, rerunText};
+}
+"""
+
+
+#: Smallest label on a figure at 390 px (CSS px on screen; SVG text measured in the page).
+MIN_LABEL_PX = 7.0
+#: A bitmap figure shown below this share of its pixel width is reported as unreadable.
+MIN_BITMAP_SCALE = 0.5
+_NUMBER = re.compile(r"(?<![\w.])[-\u2212]?\d+\.\d+(?![\w.])")
+
+
+def glossary_terms(html: Path) -> list[dict[str, str]]:
+    """The glossary's terms as ``[{"id": "term-Cluster", "text": "Cluster"}, ...]`` (none without it)."""
+    page = html / "glossary.html"
+    if not page.is_file():
+        return []
+    out = []
+    for m in re.finditer(r'<dt id="(term-[^"]+)"[^>]*>(.*?)</dt>', page.read_text(errors="replace"), re.S):
+        text = re.sub(r"<[^>]+>", "", m.group(2)).replace("\u00b6", "").replace("#", "").strip()
+        if text:
+            out.append({"id": m.group(1), "text": text})
+    return out
+
+
+def _csv_numbers(path: Path) -> list[float]:
+    """Every finite number in a CSV file (any column), as floats."""
+    import csv
+
+    out = []
+    with path.open(newline="") as fh:
+        for row in csv.reader(fh):
+            for v in row:
+                try:
+                    x = float(v)
+                except ValueError:
+                    continue
+                if x == x and abs(x) != float("inf"):
+                    out.append(x)
+    return out
+
+
+def numbers_against_csv(tables: list[dict], csv_files: list[Path]) -> list[str]:
+    """Displayed numbers that disagree with their CSV at the shown digits: rounded twice.
+
+    ``tables``: ``[{"caption": str, "cells": [cell text, ...]}]`` as a page shows them;
+    ``csv_files``: the chapter's CSV artifacts. A table is matched to the CSV whose values,
+    written with each displayed number's digits, reproduce most of its numbers (at least
+    two and at least half of them). A displayed number that no value of any of the CSVs
+    rounds to, but that a value of the matched CSV rounded to fewer digits and padded with
+    zeros gives, was
+    rounded twice: "0.270" shown where the CSV holds 0.2667 (rounded to 0.27, then shown
+    with three decimals), "-0.0010" where it holds -0.0015.
+    """
+    values = {f.name: _csv_numbers(f) for f in csv_files}
+    out = []
+    for t in tables:
+        shown = sorted({m.group(0).replace("\u2212", "-") for c in t["cells"] for m in _NUMBER.finditer(c)})
+        if len(shown) < 2:
+            continue
+        hits = {name: sum(any(_at(v, x) == x for v in vals) for x in shown) for name, vals in values.items()}
+        best = max(hits, key=hits.get, default=None)
+        if best is None or hits[best] < 2 or hits[best] < 0.5 * len(shown):
+            continue
+        vals = values[best]
+        every = [v for vs in values.values() for v in vs]
+        for x in shown:
+            d = len(x.split(".")[1])
+            if d < 2 or any(_at(v, x) == x for v in every):  # a stacked table: ours and the paper's CSV
+                continue
+            twice = [v for v in vals if any(_at(float(f"{v:.{k}f}"), x) == x for k in range(d))]
+            if twice:
+                v = min(twice, key=lambda v: abs(v - float(x)))
+                out.append(f"{t['caption'][:50]!r}: shows {x}, {best} holds {v:.{d + 2}g}")
+    return out
+
+
+def _at(v: float, shown: str) -> str:
+    """``v`` with as many decimals as ``shown`` has, a negative zero written as zero."""
+    text = f"{v:.{len(shown.split('.')[1])}f}"
+    return text[1:] if text.startswith("-") and not text.strip("-0.") else text
+
+
+def _reader_problems(state: dict, rel: str, width: int) -> list[str]:
+    """What a reader meets on one page, from ``_READER_JS``'s answer, as problem lines."""
+    found = [f"token broken inside itself: {x}" for x in state["broken"][:5]]
+    if len(state["broken"]) > 5:
+        found.append(f"... {len(state['broken'])} broken tokens in all")
+    found += [f"cell spills into the next: {x}" for x in state["spilled"][:5]]
+    found += [f"caption only lists columns: \"{x}\"" for x in state["columnsOnly"][:5]]
+    found += [f"table with no rows: \"{x}\"" for x in state["emptyTables"]]
+    found += [f"same caption twice on the page: \"{x}\"" for x in state["dupCaptions"]]
+    found += [f"nan-like text outside code: {x}" for x in state["nanLike"]]
+    found += [f"list run into a paragraph (bullet character): \"{x}\"" for x in state["bullets"][:3]]
+    if width <= 390:
+        found += [f"figure label too small at {width} px: {x}" for x in state["smallLabels"]]
+    found += [f"glossary term not linked on first use: {x}" for x in state["unlinked"][:8]]
+    if rel.startswith("chapters/"):
+        name = rel.removeprefix("chapters/").removesuffix(".html")
+        if not state["hasFinds"]:
+            found.append("no \"What this chapter finds\" box")
+        elif not state["findsFirst"]:
+            found.append("the \"What this chapter finds\" box is not above the first section")
+        if f"agentstudies run {name}" not in state["rerunText"] or "pip install" not in state["rerunText"]:
+            found.append(f"no \"Run this chapter yourself\" box with `pip install` and `agentstudies run {name}`")
+    return found
+
 
 def _same_origin_only(base: str, events: list[str]):
     """A route handler: requests under ``base`` go through, others are aborted and noted."""
@@ -256,9 +507,12 @@ def _same_origin_only(base: str, events: list[str]):
 
 
 def check_book(html: Path, shots: Path | None = SHOTS, widths=WIDTHS,
-               search_term: str = SEARCH_TERM, search_timeout_ms: int = 15000) -> tuple[list[str], dict]:
+               search_term: str = SEARCH_TERM, search_timeout_ms: int = 15000,
+               artifacts: Path | None = None) -> tuple[list[str], dict]:
     """Open every page of the built book ``html`` in Chromium; return (problems, report).
-    ``search_timeout_ms``: how long the search page may take to list its first hit."""
+    ``search_timeout_ms``: how long the search page may take to list its first hit;
+    ``artifacts``: the folder of the chapters' CSV files (``<artifacts>/<chapter>/*.csv``)
+    that a chapter page's displayed numbers are compared with (None: not compared)."""
     from playwright.sync_api import sync_playwright
 
     pages = sorted(p.relative_to(html).as_posix() for p in html.rglob("*.html")
@@ -269,6 +523,8 @@ def check_book(html: Path, shots: Path | None = SHOTS, widths=WIDTHS,
         shutil.rmtree(shots, ignore_errors=True)
     t0 = time.perf_counter()
     nexts: dict[str, str | None] = {}  # page -> path of its "Next" link
+    terms = glossary_terms(html)
+    skip_terms = {"glossary.html", "genindex.html", "search.html", "references.html"}
     syllabus: dict[str, list[str]] = {}  # "order": chapter paths in the syllabus page's order
     with serve(html) as base, sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS, headless=True)
@@ -316,6 +572,15 @@ def check_book(html: Path, shots: Path | None = SHOTS, widths=WIDTHS,
                     found += [f"number used twice on the page: {x}" for x in state["dupNumbers"]]
                     found += [f"warning or traceback in an output: {x}" for x in state["warnings"]]
                     found += [f"equation cut off: {x}" for x in state["clippedMath"][:3]]
+                    reader = page.evaluate(_READER_JS, {
+                        "terms": [] if rel in skip_terms else terms, "minLabelPx": MIN_LABEL_PX,
+                        "minBitmapScale": MIN_BITMAP_SCALE})
+                    found += _reader_problems(reader, rel, width)
+                    if artifacts is not None and rel.startswith("chapters/") and width == widths[0]:
+                        chapter = rel.removeprefix("chapters/").removesuffix(".html")
+                        csvs = sorted((artifacts / chapter).glob("*.csv"))
+                        found += [f"number differs from its CSV: {x}"
+                                  for x in numbers_against_csv(reader["tables"], csvs)[:8]]
                     nexts.setdefault(rel, state["nextHref"])
                     if state["syllabus"]:
                         syllabus.setdefault("order", state["syllabus"])
@@ -405,6 +670,10 @@ def browser_available() -> None:
         pytest.skip(f"browser check skipped: {reason}")
 
 
+#: built book folder -> the artifacts folder its chapters wrote (for the CSV comparison)
+_ARTIFACTS_OF: dict[str, Path] = {}
+
+
 @pytest.fixture(scope="module")
 def built_book(browser_available, smoke_runs, tmp_path_factory) -> Path:
     given = os.environ.get("AGENTSTUDIES_BROWSER_HTML")
@@ -427,6 +696,7 @@ def built_book(browser_available, smoke_runs, tmp_path_factory) -> Path:
             os.environ.pop("AGENTSTUDIES_ARTIFACTS", None)
         else:
             os.environ["AGENTSTUDIES_ARTIFACTS"] = saved
+    _ARTIFACTS_OF[str(index.parent)] = Path(smoke_runs.artifacts)
     return index.parent
 
 
@@ -434,7 +704,9 @@ def built_book(browser_available, smoke_runs, tmp_path_factory) -> Path:
 @pytest.mark.notebook
 @pytest.mark.browser
 def test_every_page_in_chromium(built_book):
-    problems, report = check_book(built_book)
+    artifacts = _ARTIFACTS_OF.get(str(built_book)) or Path(
+        os.environ.get("AGENTSTUDIES_ARTIFACTS") or built_book.parents[2] / "artifacts")
+    problems, report = check_book(built_book, artifacts=artifacts if artifacts.is_dir() else None)
     assert report["pages"] > 1, f"only {report['pages']} page(s) in {built_book}"
     assert not problems, (
         f"{len(problems)} problem(s) on {report['pages']} pages (screenshots: {SHOTS}):\n  "
@@ -473,13 +745,76 @@ def test_the_checker_catches_what_it_claims(browser_available, tmp_path):
         "runin.html": '<p>Summary.\n- first point\n- second point</p>',
         "warning.html": '<div class="cell_output"><pre>/tmp/x.py:3: RuntimeWarning: invalid value</pre></div>',
     }
+    # what a reader meets: one page per defect (the glossary holds one term, "Cluster")
+    svg = ('<svg xmlns="http://www.w3.org/2000/svg" width="1000" height="500" viewBox="0 0 1000 500">'
+           '<text x="10" y="100" style="font-size: {px}px">success rate</text>'
+           '<text transform="rotate(-90 60 300)" x="60" y="300" style="font-size: {px}px">coverage</text></svg>')
+    (site / "tiny.svg").write_text(svg.format(px=10))  # shown 300 px wide: 3 px on screen
+    (site / "big.svg").write_text(svg.format(px=40))  # 12 px on screen, the rotated label too
+    fixed = 'style="table-layout: fixed; width: {w}px"'
+    cap = '<caption>Table 1. Coverage of the fixed rule by number of clusters. n = 1 row.</caption>'
+    reader_pages = {
+        "clean.html": ('<p>fine text with <code>$$ in code</code>; a <a href="glossary.html#term-Cluster">cluster</a>'
+                       ' and another cluster.</p><img src="dot.png">'
+                       '<figure><img src="big.svg" style="width: 300px"></figure>'
+                       f'<table>{cap}<thead><tr><th>clusters</th><th>coverage</th></tr></thead>'
+                       '<tbody><tr><td>200</td><td>0.951</td></tr></tbody></table>'),
+        "broken.html": (f'<table {fixed.format(w=70)}>{cap}<thead><tr><th>M</th><th>coverage</th></tr></thead>'
+                        '<tbody><tr><td>200</td><td style="overflow-wrap: anywhere">0.123456789</td></tr></tbody></table>'),
+        "spill.html": (f'<table {fixed.format(w=80)}>{cap}<thead><tr><th>M</th><th>c</th></tr></thead>'
+                       '<tbody><tr><td>estimatesse</td><td>1</td></tr></tbody></table>'),
+        "colcap.html": ('<table><caption>Table 2. estimate, se by workflow. n = 2 rows.</caption><thead><tr>'
+                        '<th>workflow</th><th>estimate</th><th>se</th></tr></thead><tbody>'
+                        '<tr><th>a</th><td>0.1</td><td>0.01</td></tr><tr><th>b</th><td>0.2</td><td>0.02</td></tr>'
+                        '</tbody></table>'),
+        "nanprose.html": "<p>ours NaN; critical value nan; a bias of -0.000 and (True, 'passed', None).</p>",
+        "bullets.html": "<p>Findings:<br>\u2022 coverage reappears<br>\u2022 power is low</p>",
+        "tinyfig.html": '<figure><img src="tiny.svg" style="width: 300px"></figure>',
+        "term.html": "<p>Every cluster is one task with all its runs.</p>",
+    }
+    pages.update(reader_pages)
+    chapter_pages = {  # chapter pages need the result-first box and the rerun box
+        "chapters/boxed.html": ('<h1>Boxed</h1><div class="agentstudies-finds"><p>One finding.</p></div>'
+                                '<div class="agentstudies-rerun"><pre>pip install -e .\nagentstudies run boxed'
+                                '</pre></div><section><h2>Learning goals</h2></section>'),
+        "chapters/nobox.html": "<h1>No box</h1><section><h2>Learning goals</h2></section>",
+        "chapters/csvdemo.html": (f'<table><caption>Table 3. Coverage by the size of the family. n = 3 rows.'
+                                  '</caption><thead><tr><th>size</th><th>coverage</th></tr></thead><tbody>'
+                                  '<tr><td>1</td><td>0.270</td></tr><tr><td>2</td><td>0.333</td></tr>'
+                                  '<tr><td>3</td><td>0.123</td></tr></tbody></table>'),
+    }
+    (site / "chapters").mkdir()
+    pages.update(chapter_pages)
+    artifacts = tmp_path / "artifacts"
+    (artifacts / "csvdemo").mkdir(parents=True)
+    (artifacts / "csvdemo" / "coverage.csv").write_text("size,coverage\n1,0.266666667\n2,0.333333333\n3,0.1234\n")
+    (site / "glossary.html").write_text(_PAGE.format(
+        body='<dl class="glossary"><dt id="term-Cluster">Cluster<a class="headerlink" href="#term-Cluster">#</a>'
+             '</dt><dd><p>The unit of inference.</p></dd></dl>'))
     for name, body in pages.items():
         (site / name).write_text(_PAGE.format(body=body))
     (site / "search.html").write_text(_PAGE.format(body='<div id="search-results"></div>'))
     # the empty search page must fail: waiting 15 s for a hit that never comes would only cost time
-    problems, report = check_book(site, shots=None, widths=(390,), search_timeout_ms=1500)
+    problems, report = check_book(site, shots=None, widths=(390,), search_timeout_ms=1500,
+                                  artifacts=artifacts)
     by_page = {name: [p for p in problems if p.startswith(name)] for name in pages}
     assert by_page["clean.html"] == []
+    assert [p for p in problems if p.startswith("glossary.html")] == []
+    assert any("token broken inside itself: table: 0." in p for p in by_page["broken.html"]), by_page["broken.html"]
+    assert any("cell spills into the next: estimatesse" in p for p in by_page["spill.html"]), by_page["spill.html"]
+    assert [p for p in by_page["colcap.html"] if "only lists columns" in p] == [
+        'colcap.html @ 390px: caption only lists columns: "Table 2. estimate, se by workflow. n = 2 rows."']
+    nan_found = " ".join(p for p in by_page["nanprose.html"] if "nan-like" in p)
+    assert all(x in nan_found for x in ("ours NaN", "value nan", "-0.000", "(True, ")), nan_found
+    assert any("bullet character" in p for p in by_page["bullets.html"])
+    assert [p for p in by_page["tinyfig.html"] if "too small" in p] == [
+        'tinyfig.html @ 390px: figure label too small at 390 px: tiny.svg: label "success rate" is 3.0 px']
+    assert any("not linked on first use: Cluster in" in p for p in by_page["term.html"])
+    assert by_page["chapters/boxed.html"] == []
+    nobox = " ".join(by_page["chapters/nobox.html"])
+    assert "What this chapter finds" in nobox and "agentstudies run nobox" in nobox
+    differs = [p for p in by_page["chapters/csvdemo.html"] if "differs from its CSV" in p]
+    assert len(differs) == 1 and differs[0].endswith("shows 0.270, coverage.csv holds 0.26667"), differs
     assert any("another origin: https://cdn.example.org/lib.js" in p for p in by_page["cdn.html"])
     assert any("console error: boom" in p for p in by_page["console.html"])
     assert any("image not loaded: nope.png" in p for p in by_page["missing.html"])
@@ -500,6 +835,22 @@ def test_the_checker_catches_what_it_claims(browser_available, tmp_path):
     assert any("literal '- '" in p for p in by_page["runin.html"])
     assert any("RuntimeWarning" in p for p in by_page["warning.html"])
 
+
+
+def test_numbers_against_csv_flags_only_numbers_rounded_twice(tmp_path):
+    """Hand-worked: 0.2667 rounded to 0.27 and shown as 0.270, -0.00146 (-0.0015 at four
+    decimals) rounded to -0.001 and shown as -0.0010, are flagged; 0.267 (right) and 0.158
+    (another value of the table) are not."""
+    csv = tmp_path / "t.csv"
+    csv.write_text("a,b\n0.266666667,-0.00146\n0.333333333,0.1234\n0.6065306597,0.158\n")
+    shown = [{"caption": "T", "cells": ["0.270", "0.333", "0.610", "0.123", "\u22120.0010", "0.158", "0.607"]}]
+    found = numbers_against_csv(shown, [csv])
+    assert [f.split("shows ")[1] for f in found] == [
+        "-0.0010, t.csv holds -0.00146", "0.270, t.csv holds 0.26667", "0.610, t.csv holds 0.60653"]
+    assert numbers_against_csv([{"caption": "T", "cells": ["0.267", "0.333", "0.607", "0.158 [0.123, 0.333]"]}],
+                               [csv]) == []
+    # a table that matches no CSV (another unit, another quantity) is not compared at all
+    assert numbers_against_csv([{"caption": "T", "cells": ["26.70", "33.30"]}], [csv]) == []
 
 def test_next_links_must_follow_the_syllabus():
     order = ["/chapters/a.html", "/chapters/b.html", "/chapters/c.html"]
@@ -527,7 +878,8 @@ def test_missing_browser_is_a_skip_locally_and_a_failure_in_ci(monkeypatch, ci):
         browser_available.__wrapped__()
 
 
-if __name__ == "__main__":  # python tests/test_browser.py book/_build/html
-    found, rep = check_book(Path(sys.argv[1]).resolve())
+if __name__ == "__main__":  # python tests/test_browser.py book/_build/html [artifacts]
+    found, rep = check_book(Path(sys.argv[1]).resolve(),
+                            artifacts=Path(sys.argv[2]).resolve() if len(sys.argv) > 2 else None)
     print(json.dumps({k: v for k, v in rep.items() if k != "per_page"}, indent=1))
     sys.exit(1 if found else 0)

@@ -198,7 +198,7 @@ def test_table_renders_integers_fixed_decimals_and_explains_missing_values():
     assert t["head"] == [["workflow", "source", "rate", "n", "ratio"]]
     assert t["body"] == [["A", "this run", "0.512", "60", "∞"],
                          ["", "paper", "0.500", "–", "–"],     # the key is not repeated
-                         ["B", "this run", "–", "12", "3.30"],  # one decimal count per column
+                         ["B", "this run", "–", "12", "3.3"],  # never more decimals than stored
                          ["C", "paper", "0.700", "–", "–"]]
     assert sorted(t["notes"]) == sorted([f"– {MISSING_PAPER}.", f"– {MISSING_RUN}."])
 
@@ -238,7 +238,7 @@ def test_table_groups_beside_paper_headers_and_blames_the_paper_column():
     paper = pd.DataFrame({"k": ["A"], "rate": [0.75]})
     t = _parse_table(render_table(beside_paper(ours, paper, "k"), "beside"))
     assert t["head"] == [["", "this run", "paper"], ["k", "rate", "rate"]]
-    assert t["body"] == [["A", "0.250", "0.750"], ["B", "0.500", "–"]]
+    assert t["body"] == [["A", "0.25", "0.75"], ["B", "0.50", "–"]]  # 0.25 carries two decimals
     assert t["notes"] == [f"– {MISSING_PAPER}."]
 
 
@@ -260,13 +260,34 @@ def test_chapter_numbers_every_displayed_table(artifacts):
         InteractiveShell.clear_instance()
 
 
+
+def test_table_rounds_once_from_the_stored_value():
+    """A value rounded upstream is not padded with a digit it no longer has; no -0; no tuple repr."""
+    from agentstudies.book.chapter import render_table
+
+    stored = pd.DataFrame({"rate": [0.2666667, 0.3333333, 0.5333333], "bias": [-0.00146, 0.0123, -0.00004]})
+    shown = _parse_table(render_table(stored.round(2), "rounded upstream"))["body"]
+    # 0.27 is 0.2667 to two decimals; "0.270" would claim a third digit the CSV contradicts
+    assert [r[0] for r in shown] == ["0.27", "0.33", "0.53"]
+    assert [r[1] for r in shown] == ["0.00", "0.01", "0.00"]  # -0.00004 -> "0.00", not "-0.00"
+    raw = _parse_table(render_table(stored, "stored"))["body"]
+    assert [r[0] for r in raw] == ["0.267", "0.333", "0.533"] and [r[1] for r in raw] == ["-0.001", "0.012", "0.000"]
+    cells = _parse_table(render_table(pd.DataFrame({"check": [(True, "passed", None)]}), "a tuple cell"))["body"]
+    assert cells == [["yes, passed, –"]]
+    markup = render_table(stored, "classes")
+    assert '<td class="num">0.267</td>' in markup
+    words = pd.DataFrame({"expected": ["(False, True)"], "interval": ["1.00 [nan, nan]"], "step": ["a -> b"]})
+    assert _parse_table(render_table(words, "text cells"))["body"] == [["no, yes", "1.00 [–, –]", "a → b"]]
+    assert render_table(pd.DataFrame({"reason": []}), "Infeasible tasks by reason") == (
+        '<p class="agentstudies-table-note">No rows in this run: Infeasible tasks by reason.</p>')
+
 def test_table_formats_a_transposed_mixed_column_value_by_value():
     from agentstudies.book.chapter import render_table
 
     t = pd.DataFrame({"tasks": [12.0, 12.0], "rate": [0.25, 0.5], "harms": [3, 1]},
                      index=pd.Index(["clean", "stale"], name="condition")).T.astype(object)
     body = _parse_table(render_table(t, "transposed"))["body"]
-    assert body == [["tasks", "12", "12"], ["rate", "0.250", "0.500"], ["harms", "3", "1"]]
+    assert body == [["tasks", "12", "12"], ["rate", "0.25", "0.5"], ["harms", "3", "1"]]
 
 
 def test_a_warning_becomes_a_note_and_is_kept_in_the_provenance(artifacts):

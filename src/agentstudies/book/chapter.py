@@ -37,6 +37,7 @@ import html
 import json
 import os
 import platform
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,6 +50,7 @@ from agentstudies import __version__
 from agentstudies.book.table import (  # noqa: F401 - re-exported: the renderer moved out
     MISSING_PAPER, MISSING_RUN, Table, compact, install_table_formatter, render_table)
 from agentstudies.book.paper.compare import beside_paper, stack_paper  # noqa: F401 - re-exported
+from agentstudies.book.figures import make_legible, use_book_figures
 from agentstudies.results import hash_object
 
 __all__ = ["Chapter", "Provenance", "Table", "render_table", "install_table_formatter", "artifacts_root",
@@ -144,6 +146,8 @@ class Chapter:
         tune_collector()
         # every table the chapter displays goes through one renderer (Table), numbered from 1
         install_table_formatter()
+        # every figure it glues is SVG with text labels (agentstudies.book.figures)
+        use_book_figures()
         self._route_warnings()
         # Outside the runner (plain papermill, Jupyter) stage the whole folder and swap it in
         # at finish(): a failing run must not touch the last good artifacts.
@@ -266,6 +270,11 @@ class Chapter:
             from myst_nb import glue
         except ImportError:  # pragma: no cover - book extra not installed
             return value
+        if "matplotlib.figure" in sys.modules:
+            from matplotlib.figure import Figure
+
+            if isinstance(value, Figure):
+                make_legible(value)  # narrowed to the column, labels legible at 390 px
         glue(key, _plain(value), display=display)
         _close_if_figure(value)
         return value
@@ -300,6 +309,7 @@ class Chapter:
 
         Closing the figure keeps the inline backend from showing it a second time.
         """
+        make_legible(fig)
         self.save_figure(fig, name or key, dpi=dpi)
         self.glue(key, fig)
         try:
@@ -409,16 +419,15 @@ class Provenance:
         """
         rows = "".join(
             f"<tr><td><code>{html.escape(str(field_name))}</code></td>"
-            f"<td style=\"word-break: break-all\">{html.escape(str(value))}</td></tr>"
+            f"<td class=\"text\">{html.escape(str(value))}</td></tr>"
             for field_name, value in self.table["value"].items()
         )
         return (
             "<details class=\"agentstudies-provenance\"><summary><strong>Provenance of this run</strong> "
             f"(written to <code>{html.escape(self.path.name)}</code> in this chapter's artifacts folder)"
-            "</summary><table class=\"table\" style=\"table-layout: fixed; width: 100%\">"
+            "</summary><div class=\"agentstudies-table\"><table class=\"table agentstudies-provenance-table\">"
             "<caption>Provenance: every parameter, input hash and version of this run.</caption>"
-            "<colgroup><col style=\"width: 32%\"><col style=\"width: 68%\"></colgroup>"
-            f"<thead><tr><th>field</th><th>value</th></tr></thead><tbody>{rows}</tbody></table></details>"
+            f"<thead><tr><th>field</th><th>value</th></tr></thead><tbody>{rows}</tbody></table></div></details>"
         )
 
     def __repr__(self) -> str:

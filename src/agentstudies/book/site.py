@@ -13,6 +13,12 @@ A Sphinx extension (listed in ``book/_config.yml`` as ``agentstudies.book.site``
 * adds the directive ``{exercise-index}``: the exercises of every chapter, linked;
 * numbers tables and figures in one scheme, "Table c.k" / "Figure c.k" on chapter ``c``
   (:func:`_one_numbering`);
+* opens every chapter page with "What this chapter finds" (its ``findings.csv``) and "Run
+  this chapter yourself" (install, the exact ``agentstudies run`` command, the download),
+  and shows the values the run used under the parameters cell
+  (``agentstudies.book.pageboxes``); links every glossary term on its first use on a page
+  (``agentstudies.book.glossary_links``); turns bullet lines glued into a paragraph into a
+  list (``agentstudies.book.runin_lists``);
 * switches off ``sphinx_thebe`` (Jupyter Book loads it unconditionally; its inline
   ``const THEBE_JS_URL`` script and a CDN URL are added to every page, twice on some
   builds, which throws "Identifier 'THEBE_JS_URL' has already been declared").
@@ -34,6 +40,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agentstudies.book.glossary_links import link_first_uses
+from agentstudies.book.pageboxes import add_page_boxes
+from agentstudies.book.runin_lists import lists_from_bullet_lines
 from agentstudies.book.paper.compare import (  # noqa: F401 - re-exported: the comparisons moved out
     TABLE_SUFFIXES, ChapterResults, FigureEntry, PaperItemRow, TableEntry, _read_notebook, compare_tables,
     paper_counterparts, paper_items_index, results_index)
@@ -537,4 +546,10 @@ def setup(app):
     app.connect("config-inited", _disable_thebe)
     app.connect("env-get-outdated", _always_outdated)
     app.connect("doctree-resolved", _one_numbering)
+    # chapter pages open with their result and a rerun box; glossary terms linked on first
+    # use; bullet lines glued into a paragraph become a list (agentstudies.book.*)
+    app.add_config_value("agentstudies_repository_url", "", "html")
+    app.connect("doctree-resolved", add_page_boxes)
+    app.connect("doctree-resolved", link_first_uses)
+    app.connect("doctree-resolved", lists_from_bullet_lines)
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}

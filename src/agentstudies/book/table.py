@@ -70,6 +70,9 @@ _BAD_TEXT = {"nan", "NaN", "NAN", "<NA>", "None", "NaT", "inf", "-inf", "+inf", 
 _TABLE_COUNTER = {"n": 0}
 _SNAKE = re.compile(r"^[a-z0-9]+(_[a-z0-9]+)+$")  # a column name like ci_low: shown as "ci low"
 _PLAIN_NUMBER = re.compile(r"^\s*[-+]?\d+(\.\d+)?\s*$")  # a Styler's default/precision format
+#: a cell that holds a number, a number with a unit or interval ("0.12 [0.05, 0.20]",
+#: "41.7%", "3 / 12", "∞", "–"): kept on one line and right-aligned
+_NUMERIC_CELL = re.compile(r"^[\s\d.,%+\-−–∞×/\[\]()<>=≤≥±]*$")
 
 
 @dataclass
@@ -162,7 +165,20 @@ def _column_decimals(values: pd.Series, decimals: int | Mapping[str, int] | None
     if finite.size == 0 or (np.all(finite == np.round(finite)) and np.all(np.abs(finite) < 1e15)):
         return None
     m = float(np.max(np.abs(finite)))
-    return 1 if m >= 100 else 2 if m >= 1 else 3 if m >= 0.01 else 4
+    chosen = 1 if m >= 100 else 2 if m >= 1 else 3 if m >= 0.01 else 4
+    return min(chosen, _carried_decimals(finite))
+
+
+def _carried_decimals(finite: np.ndarray) -> int:
+    """The fewest decimals that write every value exactly (12 significant digits; at most 12).
+
+    A column rounded upstream to 2 decimals (0.27 for 0.2667) is shown with 2, not padded
+    to 3 ("0.270" would claim a digit the value no longer has).
+    """
+    for d in range(0, 13):
+        if all(float(f"{v:.{d}f}") == float(f"{v:.12g}") for v in finite.tolist()):
+            return d
+    return 12
 
 
 def _fmt_number(v: Any, dec: int | None) -> str | None:
@@ -179,8 +195,28 @@ def _fmt_number(v: Any, dec: int | None) -> str | None:
             return None
         if np.isinf(f):
             return "∞" if f > 0 else "−∞"
-        return f"{f:.0f}" if dec is None else f"{f:.{dec}f}"
+        text = f"{f:.0f}" if dec is None else f"{f:.{dec}f}"
+        return text[1:] if text.startswith("-") and not text.strip("-0.") else text  # no "-0.000"
+    if isinstance(v, (tuple, list)):
+        return ", ".join(_fmt_number(x, dec) or "–" for x in v)  # (True, 'passed', None): yes, passed, –
     return str(v)
+
+
+def _clean_text(v: str) -> str:
+    """A text cell as a reader should see it: "(False, True)" as "no, yes", "[nan, nan]" as
+    "[–, –]", "->" as "→"; other text unchanged."""
+    import ast
+
+    t = v.strip()
+    if t[:1] in "([" and t[-1:] in ")]" and re.search(r"\b(True|False|None)\b", t):
+        try:
+            value = ast.literal_eval(t)
+        except (ValueError, SyntaxError):
+            value = None
+        if isinstance(value, (tuple, list)):
+            return _fmt_number(value, None) or "–"
+    t = re.sub(r"(?<![\w.])(nan|NaN|<NA>|None)(?![\w])", "–", v)
+    return t.replace(" -> ", " → ")
 
 
 def _is_paper_row(df: pd.DataFrame, i: int) -> bool:
@@ -214,7 +250,7 @@ def _cells(t: Table) -> tuple[list[list[str]], set[str]]:
                 # a mixed column (a transposed table) holds one quantity per row: decimals by value
                 dv = _column_decimals(pd.Series([v]), t.decimals, name) if mixed and isinstance(
                     v, (float, np.floating)) else dec
-                text = _fmt_number(v, dv) if not isinstance(v, str) else v
+                text = _fmt_number(v, dv) if not isinstance(v, str) else _clean_text(v)
             if text is None or text.strip() in _BAD_TEXT:
                 why = t.missing or (MISSING_PAPER if paper_col or _is_paper_row(df, i) else MISSING_RUN)
                 notes.add(why)
@@ -268,6 +304,9 @@ def render_table(t: Table | pd.DataFrame, caption: str | None = None, *, number:
     if not isinstance(t, Table):
         t = Table(t, caption, **kwargs)
     df = t.data
+    if len(df) == 0:
+        what = (t.caption or _default_caption(df, _show_index(df, t.index))).strip().rstrip(".")
+        return f"<p class=\"agentstudies-table-note\">No rows in this run: {html.escape(what)}.</p>"
     show = _show_index(df, t.index)
     rows, notes = _cells(t)
     n = t.n if t.n is not None else len(df)
@@ -286,7 +325,8 @@ def render_table(t: Table | pd.DataFrame, caption: str | None = None, *, number:
                       else _label(v)) for k, v in enumerate(key)]
             th = "".join(f"<th scope=\"row\">{html.escape(s)}</th>" for s in shown)
             prev = key
-        tds = "".join(f"<td>{html.escape(c)}</td>" for c in cells)
+        tds = "".join(f"<td class=\"{'num' if _NUMERIC_CELL.match(c) else 'text'}\">{html.escape(c)}</td>"
+                      for c in cells)
         body.append(f"<tr>{th}{tds}</tr>")
     foot = "".join(f"<p class=\"agentstudies-table-note\">– {html.escape(w)}.</p>" for w in sorted(notes))
     return (
