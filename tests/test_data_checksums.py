@@ -28,6 +28,10 @@ def _read_files() -> list[Path]:
     files += sorted((DATA / "alfworld" / "checkpoints").glob("*.csv"))
     files += sorted((DATA / "paper").glob("*.csv"))
     files += sorted((DATA / "classifier_corpus").glob("*.yaml"))
+    files += sorted((DATA / "reflexion_humaneval").glob("*.jsonl"))
+    files += sorted((DATA / "tau2_leaderboard" / "submissions").glob("*.json"))
+    files += [p for p in sorted((DATA / "impossible_lcb_runs").rglob("*"))
+              if p.is_file() and p.suffix in (".gz", ".csv", ".json", ".jsonl")]
     return files
 
 
