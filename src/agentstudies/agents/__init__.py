@@ -13,7 +13,9 @@ Shared here: :class:`Policy` (the protocol every study calls), :class:`Simulated
 the LLM settings and client (:class:`LLMSpec`, :class:`LLMClient`, :class:`LLMError`,
 :func:`is_llm_agent`, :func:`llm_record`, :func:`llm_spec`; the agent settings
 themselves are :class:`agentstudies.specs.AgentSpec`), and the workflow controllers of
-:mod:`agentstudies.agents.controllers` (:data:`WORKFLOWS`, :func:`make_controller`).
+:mod:`agentstudies.agents.controllers` (:data:`WORKFLOWS`, :func:`make_controller`), and
+:func:`local_server` (a small real model served offline on 127.0.0.1 for the LLM path; the
+``local-llm`` extra; a plumbing demonstration, not evidence).
 Test doubles (a scripted chat server, mock Inspect logs) are in
 :mod:`agentstudies.agents.testing`.
 """
@@ -27,6 +29,7 @@ from agentstudies.agents._llm import (
     llm_record,
     llm_spec,
 )
+from agentstudies.agents._local import local_server
 from agentstudies.agents.base import Policy, SimulatedPolicyMixin
 from agentstudies.agents.controllers import WORKFLOWS, ProposedCall, make_controller
 
@@ -44,4 +47,5 @@ __all__ = [
     "WORKFLOWS",
     "ProposedCall",
     "make_controller",
+    "local_server",
 ]
