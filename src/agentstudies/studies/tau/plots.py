@@ -19,7 +19,7 @@ def plot_passk_curves(wide: pd.DataFrame, domains, *, title: str):
     import matplotlib.pyplot as plt
 
     domains = [d for d in domains if d in set(wide["domain"])]
-    fig, axes = plt.subplots(1, len(domains), figsize=(7.2, 2.9), sharey=True, squeeze=False)
+    fig, axes = plt.subplots(1, len(domains), figsize=(7.2, 3.1), sharey=True, squeeze=False)
     ks = np.arange(1, 5)
     for ax, dom in zip(axes[0], domains):
         g = wide[wide["domain"] == dom]
@@ -27,7 +27,7 @@ def plot_passk_curves(wide: pd.DataFrame, domains, *, title: str):
         for row in vals:
             ax.plot(ks, row, color="0.7", lw=0.8)
         ax.plot(ks, np.median(vals, axis=0), color="black", lw=2, marker="o", ms=3, label="median")
-        ax.set_title(f"{dom.replace('_', ' ')} (n = {len(g)})", fontsize=8)
+        ax.set_title(f"{dom.replace('_', ' ')}\n(n = {len(g)})", fontsize=8)
         ax.set_xticks(ks)
         ax.set_xlabel("k", fontsize=8)
         ax.tick_params(labelsize=7)
@@ -53,7 +53,7 @@ def plot_cost_vs_passk(lb: pd.DataFrame, domains, k: int = 4, *, title: str):
         gk = g[g[f"pass_{k}"].notna()]
         ax.scatter(gk["cost"], gk[f"pass_{k}"], color="C3", s=14, label=f"pass^{k}")
         ax.set_title(dom.replace("_", " "), fontsize=8)
-        ax.set_xlabel("cost per task (USD)", fontsize=8)
+        ax.set_xlabel("cost / task (USD)", fontsize=7)
         ax.tick_params(labelsize=7)
     axes[0][0].set_ylabel("submitters' value", fontsize=8)
     axes[0][0].set_ylim(0, 1)
