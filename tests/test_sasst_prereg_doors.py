@@ -134,25 +134,21 @@ def test_pointwise_bands_after_the_fact_are_a_departure(frozen):
 
 
 def test_level_edited_in_the_file_with_recomputed_digests_is_caught_by_the_anchor(frozen, tmp_path):
-    from agentstudies.sasst._prereg import _integrity
-
     def resign(edit):
-        obj = json.loads(frozen["path"].read_text())
-        edit(obj)
-        obj["integrity"] = _integrity(obj)  # the digests inside the file rewritten too
-        out = tmp_path / "resigned.json"
-        out.write_text(json.dumps(obj))
-        return out
+        # the edit made in memory and saved: save() rewrites the digests inside the file to match
+        pre = Preregistration.load(frozen["path"])
+        edit(pre)
+        return pre.save(tmp_path / "resigned.json")
 
-    only_engine = resign(lambda o: o["engine"].update(level=0.6))
+    only_engine = resign(lambda p: setattr(p.engine, "level", 0.6))
+    assert json.loads(only_engine.read_text())["engine"]["level"] == 0.6
     pre = Preregistration.load(only_engine)  # self-consistent: the in-file digests pass
     _labelled(pre.confirm(frozen["ep2"], frozen["f2"]), "engine.level")
     with pytest.raises(PreregistrationError) as exc:
         Preregistration.load(only_engine, anchor=frozen["record"])
     assert exc.value.field == "engine.level"
     # the protocol edited consistently: nothing departs from the file, but only the anchor can tell
-    both = resign(lambda o: (o["engine"].update(level=0.6),
-                             o["discovery"]["protocol"]["inference"].update(level=0.6)))
+    both = resign(lambda p: (setattr(p.engine, "level", 0.6), p.discovery.protocol["inference"].update(level=0.6)))
     rep = Preregistration.load(both).confirm(frozen["ep2"], frozen["f2"])
     assert rep.level == 0.6 and rep.departures == () and rep.registration == "not pre-registered"
     with pytest.raises(PreregistrationError) as exc:

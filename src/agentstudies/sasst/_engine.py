@@ -512,17 +512,14 @@ class SASST:
 
     def confirm_records(self, discovery: Discovery, data: ClusterData, *, shared: SharedWork | None = None
                         ) -> tuple[list[dict[str, Any]], np.ndarray, tuple[str, ...], float]:
-        """:meth:`confirm` without the report objects: ``(rows, phi, phi_slots, critical)``.
+        """:meth:`confirm`'s numbers without its tables, for simulation trials (SASST C.3-C.5).
 
-        ``rows`` holds one dict per slot (in slot order) with every field of
-        :data:`REPORT_COLUMNS` plus ``slot``; ``phi`` (N_I, m) are the contributions of the
-        ``m`` support-feasible slots ``phi_slots``; ``critical`` the joint critical value.
-        The same numbers as the report (``confirm`` is built on it; SASST Appendix
-        C.3-C.5); simulation trials that run the protocol thousands of times use it to skip
-        building tables. Raises as :meth:`confirm` (empty or one-cluster confirmation
-        split, clusters reused from discovery), and refuses a pre-registered discovery
-        confirmed with a departure (no label here). ``shared`` as in :meth:`discover`.
-        """
+        Returns ``(rows, phi, phi_slots, critical)``: one dict per slot with every field of
+        :data:`REPORT_COLUMNS` plus ``slot``, the contributions (N_I, m) of the ``m``
+        support-feasible slots ``phi_slots`` and the joint critical value. Raises
+        ``ValueError`` for an empty or one-cluster confirmation split or clusters reused from
+        discovery, and refuses a pre-registered discovery confirmed with a departure (it
+        carries no label). ``shared`` as in :meth:`discover`."""
         refuse_departures(discovery.protocol, self, data)
         return self._confirm_rows(discovery, data, shared=shared)
 
