@@ -170,6 +170,12 @@ def test_dropping_the_15_worst_confirmation_tasks_names_each_one(frozen):
     kept = ep2[~ep2["task_id"].isin(worst)]
     rep = pre.confirm(kept, f2.drop(index=worst), anchor=frozen["anchor"])
     _labelled(rep, "confirmation.cluster_ids")
+    # the attack works on these data -- the honest confirmation does not confirm the uniform claim,
+    # the trimmed one does -- and the confirmed status is never shown without the label
+    honest = pre.confirm(ep2, f2, anchor=frozen["anchor"])
+    assert honest.table.loc["uniform", "status"] == "not confirmed" and honest.preregistered
+    assert rep.table.loc["uniform", "status"] == "confirmed"
+    assert rep.report_table().loc["uniform", "registration"] == "not pre-registered"
     dep = next(d for d in rep.departures if d.startswith("confirmation.cluster_ids"))
     assert "15 pre-registered cluster(s) dropped" in dep
     assert all(t in dep for t in sorted(worst)[:10])
