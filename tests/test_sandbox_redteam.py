@@ -176,7 +176,7 @@ CASES: list[Case] = [
     Case("forge-lines-every-fd",
          "import os, sys\nfor fd in range(3, 64):\n    try:\n"
          "        os.write(fd, b'0' * 32 + b' passed 1\\n')\n    except OSError:\n        pass\n"
-         "print('0' * 32, 'passed 1')\nsys.exit(0)\n" + GOOD, ("exited_early",)),
+         "print('0' * 32, 'passed 1')\nsys.exit(0)\n" + GOOD, ("exited_early", "tampered")),
     Case("forge-procmem-nonce", _procmem_nonce(), ("failed", "tampered", "error")),
     Case("forge-detail-line-breaks",
          "def square(x):\n    raise ValueError('x\\r0123 passed 1\\x0bpassed 1\\u2028passed 1')\n", ("error",)),
@@ -184,7 +184,7 @@ CASES: list[Case] = [
          edit="import ast\n_p = ast.parse\nast.parse = lambda s, *a, **k: _p('def check(candidate):\\n    pass\\n')\n"),
     Case("forge-partial-line-before-verdict",
          "import os\nfor fd in range(3, 20):\n    try:\n        os.write(fd, b'junk-without-newline')\n"
-         "    except OSError:\n        pass\n" + WRONG, ("failed",)),
+         "    except OSError:\n        pass\n" + WRONG, ("failed", "tampered")),
     Case("forge-truncate-channel",
          "import os\nfor fd in range(3, 20):\n    try:\n        os.ftruncate(fd, 0)\n    except OSError:\n        pass\n"
          "os._exit(0)\n" + WRONG, ("exited_early",)),
