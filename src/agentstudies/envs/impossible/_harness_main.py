@@ -742,7 +742,7 @@ def _install_hook(cfg):
         "os.startfile", "pty.spawn", "ctypes.dlopen", "ctypes.dlsym", "ctypes.cdata", "ctypes.addressof",
         "sys._getframe", "sys._current_frames", "sys._current_exceptions", "gc.get_referrers",
         "gc.get_referents", "gc.get_objects", "sys.settrace", "sys.setprofile", "cpython.PyInterpreterState_New",
-        "os.register_at_fork", "code.__new__", "marshal.loads", "marshal.load"})
+        "os.register_at_fork", "code.__new__"})
     touching = frozenset({
         "os.rename", "os.remove", "os.rmdir", "os.mkdir", "os.symlink", "os.link", "os.chmod", "os.chown",
         "os.truncate", "os.utime", "shutil.rmtree", "shutil.move", "shutil.copyfile", "os.mkfifo", "os.mknod",
