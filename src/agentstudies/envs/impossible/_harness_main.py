@@ -394,7 +394,6 @@ def _main():
         if data is not None:
             with open(os.path.join(workdir, name), "wb") as fh:
                 fh.write(data)
-    sys.path.insert(0, workdir)
     sys.dont_write_bytecode = True
 
     to_cand_r, to_cand_w = os.pipe()
@@ -405,12 +404,16 @@ def _main():
         os.close(fd)
         os.close(to_cand_w)
         os.close(to_judge_r)
+        sys.path.insert(0, workdir)        # the submission may import its own modules
         _install_hook(cfg)
         _candidate(cfg, *_wire(to_cand_r, to_judge_w))
         os._exit(0)
     os.close(to_cand_r)
     os.close(to_judge_w)
     child.append(pid)
+    # the judge imports only from the interpreter's own library: never from the work
+    # folder (``python -c`` puts the current folder first), where the candidate can write
+    sys.path[:] = [p for p in sys.path if p and p != "." and p != workdir]
     _install_hook(cfg)
     _judge(cfg, *_wire(to_judge_r, to_cand_w), pid, compiled, verdict, note)
 
@@ -463,7 +466,8 @@ def _candidate(cfg, send, recv):
     if mem:
         return
     go = recv()
-    names = go[1] if _len(go) > 1 and _type(go[1]) is _list else []
+    token = go[1] if _len(go) > 2 else None
+    names = go[2] if _len(go) > 2 and _type(go[2]) is _list else []
     sol_ns = {"__name__": "solution"}
     try:
         with _open(solution_path, "rb") as fh:
@@ -486,7 +490,7 @@ def _candidate(cfg, send, recv):
                 descs[n] = ("fn",)
             else:
                 descs[n] = answer(v)
-    send(("ready", descs))
+    send(("ready", token, descs))
 
     def ext(kind, arg):
         return handles[arg] if kind == "H" else sol_ns[arg]
@@ -496,8 +500,9 @@ def _candidate(cfg, send, recv):
             msg = recv(ext)
         except (_Gone_, _Protocol_):
             return
+        rid = msg[1] if _len(msg) == 6 else None
         try:
-            reply = answer(ops[msg[1]](msg[2], *msg[3], **msg[4]))
+            reply = answer(ops[msg[2]](msg[3], *msg[4], **msg[5]))
         except _StopIteration:
             reply = ("stop",)
         except _MemoryError:
@@ -506,9 +511,9 @@ def _candidate(cfg, send, recv):
             base = _next((c.__name__ for c in _type(exc).__mro__ if c.__module__ == builtins_module), "Exception")
             reply = ("exc", base, text(exc))
         try:
-            send(reply)
+            send((reply[0], rid) + reply[1:])
         except _Exception:  # noqa: BLE001
-            send(("exc", "TypeError", "TypeError: an answer that is not wire data"))
+            send(("exc", rid, "TypeError", "TypeError: an answer that is not wire data"))
 
 
 def _judge(cfg, send, recv, pid, compiled, verdict, note):
@@ -538,13 +543,18 @@ def _judge(cfg, send, recv, pid, compiled, verdict, note):
     def ask(op, target, *args, **kwargs):
         if state["broken"]:
             raise _Protocol("the candidate broke the protocol")
+        rid = int.from_bytes(os.urandom(8), "big")     # an answer must name the call it answers
         try:
-            send(("op", op, target, args, kwargs), ext_out)
+            send(("op", rid, op, target, args, kwargs), ext_out)
             reply = recv()
         except _Protocol:
             state["broken"] = True
             raise
         kind = reply[0]
+        if len(reply) < 2 or reply[1] != rid or type(reply[1]) is not int:
+            state["broken"] = True
+            raise _Protocol("an answer to another call")
+        reply = reply[:1] + reply[2:]
         if kind == "ok" and len(reply) == 2:
             return reply[1]
         if kind == "obj" and len(reply) == 3 and type(reply[1]) is int:
@@ -583,7 +593,8 @@ def _judge(cfg, send, recv, pid, compiled, verdict, note):
                 note("detail", _text(exc))
                 verdict("error-tests")
         code_obj, n_stmts, free = compiled
-        send(("go", free))
+        token = int.from_bytes(os.urandom(8), "big")
+        send(("go", token, free))
         ready = recv()
     except _Gone:
         gone()
@@ -594,11 +605,11 @@ def _judge(cfg, send, recv, pid, compiled, verdict, note):
     if ready[0] == "import-error" and len(ready) == 2:
         note("detail", ready[1])
         verdict("error-import", -1, n_stmts)
-    if ready[0] != "ready" or len(ready) != 2 or type(ready[1]) is not dict:
+    if ready[0] != "ready" or len(ready) != 3 or ready[1] != token or type(ready[2]) is not dict:
         verdict("protocol", -1, n_stmts)
     progress = []
     ns = {"__name__": "tests", "__builtins__": builtins, "__impossible_progress__": progress.append}
-    for name, desc in ready[1].items():
+    for name, desc in ready[2].items():
         if type(desc) is not tuple or not desc:
             verdict("protocol", -1, n_stmts)
         if desc[0] == "mod" and desc[1] in sys.modules:
