@@ -532,11 +532,13 @@ def _private_shared_steps(root: str, hidden: Sequence[str] = ()) -> list[str]:
 
 
 def _bwrap_command(iso: dict, root: Path, work: Path, tests_dir: Path | None, tests_writable: bool,
-                   uid: int | None) -> list[str]:
+                   uid: int | None, seccomp_fd: int | None = None) -> list[str]:
     """The ``bwrap`` layer's command line: the allowlist view (module docstring) with
     ``work`` a fresh tmpfs of :data:`WORK_BYTES`, ``tests_dir`` read-only (or read-write when ``tests_writable``)
     at their host paths, the run's own user (``uid`` via ``setpriv`` when root; else a user
-    namespace as uid 65534), then the interpreter running the harness source."""
+    namespace as uid 65534), then the interpreter running the harness source. ``seccomp_fd``:
+    a descriptor holding the seccomp program, which bubblewrap installs before it starts the
+    command (``--seccomp``), so the harness need not load ``ctypes`` to do it."""
     py = iso["python"]
     prefix = _interpreter_prefix(py)
     cmd = [iso.get("bwrap") or "bwrap", "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
@@ -569,6 +571,8 @@ def _bwrap_command(iso: dict, root: Path, work: Path, tests_dir: Path | None, te
     cmd += dirs_to(str(work)) + ["--perms", "0777", "--size", str(WORK_BYTES), "--tmpfs", str(work)]
     if tests_dir is not None:
         cmd += dirs_to(str(tests_dir)) + ["--bind" if tests_writable else "--ro-bind", str(tests_dir), str(tests_dir)]
+    if seccomp_fd is not None:
+        cmd += ["--seccomp", str(seccomp_fd)]
     cmd += ["--chdir", str(work), "--"]
     if uid is not None:
         cmd += _drop_user(uid)

@@ -587,15 +587,22 @@ def _launch(root: Path, sub: Submission, config: SandboxConfig, iso: dict) -> _R
             "solution": sub.code.encode("utf-8"), "edit": None if sub.edit is None else sub.edit.encode("utf-8"),
             "tests_path": str(tests_path) if tests_path else None,
             "tests_source": None if sub.test_access == "writable" else sub.tests,
-            "seccomp": _seccomp_prog(),
+            "seccomp": _seccomp_prog() if layer != "bwrap" else None,   # bwrap installs it itself
             "writable": writable, "mem_bytes": config.mem_mb << 20, "cpu_s": config.cpu_s,
             "fsize": config.fsize_kb << 10, "nproc": config.nproc if uid is not None else None,
             "block_network": not iso["netns"],
         }
         hidden: list[str] = []
+        pass_fds = [channel.write_fd]
         if layer == "bwrap":
+            prog_fd = None
+            if _seccomp_prog() is not None:
+                prog_fd = os.memfd_create("impossible-seccomp", os.MFD_CLOEXEC)
+                os.write(prog_fd, _seccomp_prog())
+                os.lseek(prog_fd, 0, os.SEEK_SET)
+                pass_fds.append(prog_fd)
             cmd = _bwrap_command(iso, root, work, tests_path.parent if tests_path else None,
-                                 sub.test_access == "writable", uid)
+                                 sub.test_access == "writable", uid, prog_fd)
         elif layer == "unshare":
             cmd, hidden = _unshare_command(root, iso, uid, private, work)
         else:
@@ -607,9 +614,11 @@ def _launch(root: Path, sub: Submission, config: SandboxConfig, iso: dict) -> _R
         env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": str(work), "PYTHONHASHSEED": "0"}
         try:
             proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=out_fd, stderr=err_fd,
-                                    pass_fds=(channel.write_fd,), cwd=str(work), env=env, start_new_session=True)
+                                    pass_fds=tuple(pass_fds), cwd=str(work), env=env, start_new_session=True)
         finally:
             channel.close_writer()
+            for extra in pass_fds[1:]:
+                os.close(extra)
         timed_out = _communicate_within(proc, stdin, config.wall_s)
         for fd in (out_fd, err_fd):
             os.close(fd)
