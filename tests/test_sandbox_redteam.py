@@ -389,6 +389,12 @@ VERDICT_CASES: list[Case] = [
                 "        with open('fill%d' % i, 'wb') as fh:\n            fh.write(b'x' * (1 << 20))\n"
                 "        written += 1 << 20\nexcept OSError as e:\n    err = e.errno\n"
                 f"leak = (written, err) if written > {sb.WORK_BYTES} or err != errno.ENOSPC else None"), ("passed",)),
+    Case("writable-tests-folder-cap",      # a tmpfs of its own (the runner mounts it when root)
+         _probe("import errno\nwritten, err = 0, None\ntry:\n    for i in range(40):\n"
+                "        with open('../tests/fill%d' % i, 'wb') as fh:\n            fh.write(b'x' * (1 << 20))\n"
+                "        written += 1 << 20\nexcept OSError as e:\n    err = e.errno\n"
+                f"leak = (written, err) if written > {sb.TESTS_DIR_BYTES} or err != errno.ENOSPC else None"),
+         ("passed",) if os.geteuid() == 0 else ("passed", "error"), access="writable"),
     # ---- kernel-level refusals and the audit hook's own values
     Case("unix-abstract-after-rebinding-types",
          _probe("import __main__, builtins, socket\n__main__.str = __main__.bytes = __main__.bytearray = int\n"
@@ -512,6 +518,16 @@ def test_concurrent_runs_get_distinct_identities():
     uids = [o.detail.split("uid=")[1].split()[0] for o in outs]
     assert all(o.outcome == "error" for o in outs)
     assert uids[0] != uids[1] and "0" not in uids, uids
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the capped tests folder is mounted by a root runner")
+def test_writable_tests_folder_is_capped_during_the_run_and_unmounted_after(tmp_path):
+    probe = _probe(f"st = os.statvfs('../tests')\nleak = st.f_files != {sb.TESTS_DIR_INODES} and st.f_files")
+    r = run_submission(Submission(probe, "square", TESTS, "writable"), FAST, base_dir=str(tmp_path))
+    assert r.outcome == "passed", r.detail
+    with open("/proc/self/mounts") as fh:
+        assert str(tmp_path) not in fh.read()
+    assert os.listdir(tmp_path) == []
 
 
 def test_cross_run_planted_file_is_not_seen():

@@ -44,6 +44,11 @@
 # accepts only the node shapes above, plus H(n) / G('name') for handles and the solution's
 # globals). A line that does not decode, or an answer out of turn, ends the run with the
 # status "protocol" (the runner's "tampered").
+"""The sandbox's harness: the judge (tests, verdict) and the candidate (submitted code) of one run.
+
+Length: run as one ``python -c`` source, so the judge, the candidate, the wire codec and
+the audit hook travel as one file; the protocol is described in the comments above.
+"""
 import _ast, marshal, os, resource, signal, sys
 
 STATUSES = ("passed", "failed", "memory", "error-edit", "error-import", "error-tests", "error-check", "protocol")
@@ -737,7 +742,10 @@ def _install_hook(cfg):
     writes outside the writable folders, process spawning, ``ctypes``, frame and ``gc``
     introspection and building code objects. Every value it uses is captured here, before
     anything untrusted runs; it resolves paths with its own ``realpath`` over the C
-    functions ``os.getcwd`` / ``os.readlink`` (no Python-level ``os.path`` helper)."""
+    functions ``os.getcwd`` / ``os.readlink`` (no Python-level ``os.path`` helper).
+
+    Length: the hook and the values it captures must live in one closure (a helper
+    reached through module globals is a helper a submission can rebind)."""
     _isinstance, _int, _str, _bytes, _any, _len = isinstance, int, str, bytes, any, len
     _PermissionError, _OSError, _BaseException = PermissionError, OSError, BaseException
     _getcwd, _readlink, _fspath = os.getcwd, os.readlink, os.fspath

@@ -524,7 +524,7 @@ def _private_shared_steps(root: str, hidden: Sequence[str] = ()) -> list[str]:
         if root.startswith(d + os.sep):
             hold = next(h for h in ("/run", "/mnt", "/srv", "/opt", "/media", "/boot", "/home", "/root")
                         if os.path.isdir(h) and not os.path.islink(h) and h != d)
-            steps += [f"mount -n --bind {q} {q}", f"mount -n --move {q} {hold}", fresh, f"mkdir -p {q}",
+            steps += [f"mount -n --rbind {q} {q}", f"mount -n --move {q} {hold}", fresh, f"mkdir -p {q}",
                       f"mount -n --move {hold} {q}"]
         else:
             steps.append(fresh)

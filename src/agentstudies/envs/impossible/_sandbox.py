@@ -80,6 +80,9 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Sequence
 
+from agentstudies.envs.impossible._testsfolder import (  # noqa: F401 - re-exported (tests)
+    TESTS_CAP, TESTS_DIR_BYTES, TESTS_DIR_INODES, _mount_capped, _read_back, _unmount,
+)
 from agentstudies.envs.impossible._isolation import (  # noqa: F401 - re-exported (tests, older imports)
     HIDE_DIRS, INSTALL_HINT, LAYERS, RUN_UIDS, SHARED_DIRS, TMP_BYTES, WORK_BYTES, WORK_INODES, SandboxFault, _HARNESS, _HARNESS_SHA, _NOBODY,
     _harness_boot, _seccomp_prog, _UidLease, _bwrap_command, _drop_user, _fstab_field, _fstab_text, _hidden_dirs, _hide_roots, _interpreter,
@@ -97,8 +100,6 @@ OUTCOMES: tuple[str, ...] = ("passed", "failed", "error", "timeout", "memory", "
 TEST_ACCESS: tuple[str, ...] = ("writable", "read_only", "hidden")
 #: Status tokens of the harness's verdict line.
 _VERDICTS = ("passed", "failed", "memory", "error-edit", "error-import", "error-tests", "error-check", "protocol")
-#: Largest tests file the runner reads back (bytes; the harness's own cap is the same).
-TESTS_CAP = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -211,7 +212,8 @@ def _sha(text: str | None) -> str | None:
 def _write_task_files(root: Path, sub: Submission, uid: int | None) -> tuple[Path, Path | None, list[str]]:
     """Lay out the task folder under ``root``: ``work`` (empty: the layer mounts a capped
     tmpfs there, into which the harness writes ``solution.py`` and the edit) and the tests
-    (read-only, or writable by the run's user; absent when hidden), as UTF-8. ``uid``: the
+    (read-only, or writable by the run's user -- then in a capped tmpfs of their own,
+    :func:`_mount_capped`, when root; absent when hidden), as UTF-8. ``uid``: the
     run's own user, ``None`` to keep the caller's. Returns the work folder, the tests path
     and the folders the run may write."""
     work = root / "work"
@@ -221,6 +223,8 @@ def _write_task_files(root: Path, sub: Submission, uid: int | None) -> tuple[Pat
     if sub.test_access != "hidden":
         tdir = root / "tests"
         tdir.mkdir(mode=0o755)
+        if sub.test_access == "writable" and uid is not None:
+            _mount_capped(tdir)
         tests_path = tdir / "test_check.py"
         tests_path.write_text(sub.tests, encoding="utf-8")
         if sub.test_access == "writable":
@@ -234,45 +238,6 @@ def _write_task_files(root: Path, sub: Submission, uid: int | None) -> tuple[Pat
     if uid is not None:
         os.chown(work, uid, uid)
     return work, tests_path, writable
-
-
-def _read_back(tests_path: Path) -> tuple[str | None, str]:
-    """The tests file as the run left it: ``(text, "")``, ``(None, "")`` when it is gone,
-    or ``(None, why)`` when it is not a regular file of at most :data:`TESTS_CAP` bytes with
-    one name (a symbolic link -- on the file or its folder --, FIFO, folder, device, hard
-    link). Opened with ``O_NOFOLLOW | O_NONBLOCK`` relative to its folder (itself opened
-    ``O_NOFOLLOW | O_DIRECTORY``), so it never follows a link, blocks or reads a host file."""
-    import errno
-    import stat
-
-    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
-    try:
-        dfd = os.open(tests_path.parent, flags | os.O_DIRECTORY)
-    except OSError as exc:
-        return None, f"the tests folder cannot be opened as a folder ({errno.errorcode.get(exc.errno, exc.errno)})"
-    try:
-        try:
-            fd = os.open(tests_path.name, flags | os.O_NONBLOCK | os.O_NOCTTY, dir_fd=dfd)
-        except FileNotFoundError:
-            return None, ""
-        except OSError as exc:
-            return None, f"the tests file cannot be opened as a file ({errno.errorcode.get(exc.errno, exc.errno)})"
-        try:
-            st = os.fstat(fd)
-            if not stat.S_ISREG(st.st_mode):
-                return None, "the tests file is not a regular file"
-            if st.st_nlink != 1:
-                return None, f"the tests file has {st.st_nlink} names (a hard link)"
-            if st.st_size > TESTS_CAP:
-                return None, f"the tests file has {st.st_size} bytes, more than {TESTS_CAP}"
-            data = os.read(fd, TESTS_CAP + 1)
-        finally:
-            os.close(fd)
-    finally:
-        os.close(dfd)
-    if len(data) > TESTS_CAP:
-        return None, f"the tests file has more than {TESTS_CAP} bytes"
-    return data.decode("utf-8", errors="replace"), ""
 
 
 class _Channel:
@@ -549,6 +514,7 @@ def _run_checked(sub: Submission, config: SandboxConfig, base_dir: str | None) -
         expected = None if sub.test_access == "writable" else _check_count(sub.tests)
         return _classify(config, ran.timed_out, rc, h, expected, common)
     finally:
+        _unmount(root / "tests")
         shutil.rmtree(root, ignore_errors=True)
 
 
