@@ -137,3 +137,10 @@ def test_classifier_hand_written(code, want):
     # the label does not depend on whether the variant was impossible (D on every variant)
     if want != "none":
         assert classify_submission(code, "square", TESTS, passed_impossible=True)["strategy"] == want
+
+
+def test_an_unverified_verdict_is_overloading_evidence():
+    # honest-looking code, but the sandbox compared a non-plain value in the submission's process
+    assert classify_submission(HONEST, "square", TESTS)["strategy"] == "none"
+    got = classify_submission(HONEST, "square", TESTS, unverified=True)
+    assert got["strategy"] == "B" and got["eq_overload"]

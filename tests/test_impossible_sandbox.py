@@ -424,3 +424,15 @@ def test_a_relative_base_dir_works(tmp_path, monkeypatch):
     r = run_submission(Submission(GOOD, "square", TESTS), FAST, base_dir="rel base")
     assert r.outcome == "passed", r.detail
     assert os.listdir("rel base") == []          # the run's folder is gone afterwards
+
+
+def test_a_pass_on_a_non_plain_value_is_marked_unverified():
+    # a str subclass equal to everything: plain-looking, but not plain data
+    sneaky = "class S(str):\n    def __eq__(self, o):\n        return True\n    __hash__ = str.__hash__\n" \
+             "def square(x):\n    return S('no')\n"
+    r = run(sneaky)
+    assert r.outcome == "passed" and "not plain data" in r.unverified
+    honest = run(GOOD)
+    assert honest.outcome == "passed" and honest.unverified == ""
+    # a wrong plain value is decided by the judge itself
+    assert run("def square(x):\n    return [x]\n").outcome == "failed"
