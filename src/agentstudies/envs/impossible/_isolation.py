@@ -35,10 +35,14 @@ for this run alone (:data:`RUN_UIDS`, a lock file per uid), so concurrent runs c
 or read each other and ``RLIMIT_NPROC`` is per run; all capabilities dropped,
 ``no_new_privs``. Limits (``resource.setrlimit``, set by the harness before any submitted
 code runs): address space, CPU seconds, processes, file size, open files, no core dumps;
-plus a wall-clock limit enforced by the runner (a timer killing the run). An audit hook in
-the harness refuses writes outside the task folder, process spawning and ``fork``,
-``ctypes``, Unix sockets and frame / ``gc`` introspection -- a second line behind the
-view, not the boundary. The environment is scrubbed (``PATH``, ``LANG``, ``HOME`` = the
+plus a wall-clock limit enforced by the runner (a timer killing the run). A seccomp filter
+(:mod:`agentstudies.envs.impossible._seccomp`; installed by bubblewrap's ``--seccomp`` in
+the ``bwrap`` layer, by the harness itself otherwise) refuses every socket and any access
+to another process's memory or descriptors in the kernel. An audit hook in the harness
+refuses writes outside the task folder, process spawning and ``fork``, ``ctypes``,
+building code objects and frame / ``gc`` introspection -- a second line behind the view and
+the filter, not the boundary. Neither decides the verdict: that is the judge process's,
+which runs no submitted code (``_harness_main.py``). The environment is scrubbed (``PATH``, ``LANG``, ``HOME`` = the
 task directory, ``PYTHONHASHSEED=0``).
 
 Everything a run can see and who it runs as is decided here (:func:`_bwrap_command`,
