@@ -80,9 +80,11 @@ Usage:  python benchmarks/bench_impossible_sandbox.py [--n 8] [--reps 3] [--n-jo
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import os
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -139,6 +141,7 @@ class _OldSandbox:
 def _old_sandbox() -> _OldSandbox | None:
     """The old sandbox's server, or ``None`` when git cannot show OLD_COMMIT."""
     folder = Path(tempfile.mkdtemp(prefix="bench-old-sandbox-"))
+    atexit.register(shutil.rmtree, folder, True)
     try:
         blob = subprocess.run(["git", "archive", OLD_COMMIT, "src"], cwd=REPO, capture_output=True,
                               check=True).stdout
