@@ -2,12 +2,15 @@
 
 Measured (seconds per sandboxed run, median over interleaved repeats, so that the load of
 a shared machine hits every variant alike):
-  new_bwrap    run_submission in the bwrap layer (allowlist view, per-run uid, pipe channel)
+  new_bwrap    run_submission in the bwrap layer (allowlist view, per-run uid, pipe channel,
+               the verdict decided in a judge process, seccomp filter, capped tmpfs work folder)
   new_unshare  run_submission in the hardened unshare fallback
   new_none     run_submission with isolation off (harness + interpreter only, for scale)
-  old          the sandbox as it was before issue 23 (commit OLD_COMMIT: unshare + setpriv +
-               tmpfs covers), loaded from git into a throw-away module
-  ratio        new_bwrap / old (target <= 1.5, issue 23)
+  old_none / old_bwrap / old_unshare  the sandbox as it was at OLD_COMMIT (one process deciding its own
+               verdict, the work folder bound from the host), its package extracted from git
+               and run in a server process of its own, timed there per run and interleaved
+               with the new runs
+  ratio        new_<layer> / old_<layer>
 Per layer (seconds per process start, median):
   python       the bare interpreter (``python -S -c pass``)
   python_harness_imports  + the harness's stdlib imports (ast, json, ... and the modules
@@ -19,7 +22,7 @@ Per layer (seconds per process start, median):
   canary       the once-per-process canary (two runs), charged to the first run only
 Plus: parallel runs per second through run_many (n_jobs workers) in the layer in force.
 
-The old figure is measured live when git can show OLD_COMMIT (a full clone); otherwise
+The old figures are measured live when git can show OLD_COMMIT (a full clone); otherwise
 OLD_RECORDED (measured on this machine before the change) is printed instead, labelled so.
 
 Measured 2026-12-02 on 2 shared cores, --n 8 --reps 3 (24 runs per variant, all passed):
@@ -49,15 +52,39 @@ set, 40 interleaved starts: 53.8 -> 49.3 ms median; a run's interpreter CPU (lay
 (new_bwrap 48.9 / 71.7 -> 57.3 / 55.0 ms): the preloads (typing, socket, hashlib, random,
 ...) still dominate, and stay (see above), so the <= 30 ms target is still not reached.
 
+Measured 2026-12-07, --n 8 --reps 3 (24 runs per variant, all passed), the one-process
+sandbox of 2166533 against the judge-process sandbox, interleaved in the same run, on 2
+cores shared with other work (load 9-13, so every figure is ~4x an idle run's):
+  run 1 (load ~9):  new_bwrap 0.186 s vs old_bwrap 0.171 (1.085x, +14.5 ms); unshare 0.296
+                    vs 0.213 (1.39x)
+  run 2 (load ~10): new_bwrap 0.202 vs 0.176 (1.15x, +26 ms); unshare 0.300 vs 0.275 (1.09x)
+  run 3 (load ~11): new_bwrap 0.218 vs 0.210 (1.04x, +8 ms); unshare 0.346 vs 0.281 (1.23x);
+                    CPU of the unshare run's process tree 58.7 vs 49.2 ms (+9.5 ms)
+  run 4 (load ~12): new_bwrap 0.236 vs 0.195 (1.21x); none 0.176 vs 0.151 (1.17x); unshare
+                    0.380 vs 0.328 (1.16x), CPU 54.7 vs 46.6 ms (+8.1 ms)
+  bwrap's ratio over the four runs: 1.04-1.21 (mean 1.12), i.e. ~54 ms per run for the 48 ms
+  of make bench's idle figure. (The CPU column is meaningless for bwrap, whose sandbox
+  processes are not reaped into the runner's children.) The added cost is the second
+  process (a fork of the warmed-up harness, ~1 ms), one pipe round trip per call of the
+  candidate (two context switches, which a loaded machine makes dearer: the 200-assert
+  test below costs ~0.3 ms per call under load ~8 against ~0.1 ms for an in-process call)
+  and, under unshare only, the seccomp install through ctypes (~2.5 ms; bubblewrap
+  installs the program itself from a memfd) and the covers of every top-level folder.
+  Kept low: the candidate is forked from the judge after the shared imports (no second
+  interpreter start), the wire codec is compile(..., PyCF_ONLY_AST) plus a walk (no json
+  import), and bubblewrap loads the seccomp program.
+
 Usage:  python benchmarks/bench_impossible_sandbox.py [--n 8] [--reps 3] [--n-jobs 2] [--json out.json]
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib.util
+import atexit
 import json
 import os
+import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -68,31 +95,66 @@ from pathlib import Path
 from agentstudies.envs.impossible import SandboxConfig, Submission, load_problems, run_many, run_submission
 from agentstudies.envs.impossible import _sandbox as sb
 
-#: The last commit with the old sandbox.
-OLD_COMMIT = "a04f4bd"
-#: Old per-run seconds measured before the change (10 canonical solutions x 3, median; load ~12 on 2 cores).
-OLD_RECORDED = {"seconds_per_run_median": 0.2745, "note": "recorded 2026-12-02 before issue 23's change"}
+#: The last commit with the one-process sandbox (verdict written by the process that ran the code).
+OLD_COMMIT = "2166533"
+#: Old per-run seconds of make bench's sandbox line before the judge process (README, idle run).
+OLD_RECORDED = {"seconds_per_run_median": 0.0483, "note": "make bench before the judge process (idle machine)"}
 REPO = Path(__file__).resolve().parents[1]
 
 
-def _old_module():
-    """The old ``_sandbox`` module (and its harness) from git, or ``None``."""
-    rel = "src/agentstudies/envs/impossible/"
+_OLD_SERVER = r"""
+import json, resource, sys, time
+from agentstudies.envs.impossible import SandboxConfig, Submission, run_submission
+
+def cpu():
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+for line in sys.stdin:
+    q = json.loads(line)
+    sub = Submission(q["code"], q["entry_point"], q["tests"], q["access"])
+    cfg = SandboxConfig(wall_s=10, cpu_s=5, layer=q["layer"])
+    c, t = cpu(), time.perf_counter()
+    o = run_submission(sub, cfg)
+    print(json.dumps({"outcome": o.outcome, "seconds": time.perf_counter() - t, "cpu": cpu() - c}), flush=True)
+"""
+
+
+class _OldSandbox:
+    """The package at OLD_COMMIT (``git archive`` of ``src/``) in a server process: one
+    JSON line in (a submission and a layer), one out (its outcome and the seconds that
+    run_submission took there)."""
+
+    def __init__(self, folder: Path):
+        env = dict(os.environ, PYTHONPATH=str(folder / "src"))
+        self.proc = subprocess.Popen([sys.executable, "-c", _OLD_SERVER], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True, env=env, cwd=str(folder))
+
+    def run(self, sub: Submission, layer: str) -> tuple[str, float, float]:
+        self.proc.stdin.write(json.dumps({"code": sub.code, "entry_point": sub.entry_point, "tests": sub.tests,
+                                          "access": sub.test_access, "layer": layer}) + "\n")
+        self.proc.stdin.flush()
+        out = json.loads(self.proc.stdout.readline())
+        return out["outcome"], out["seconds"], out["cpu"]
+
+
+def _old_sandbox() -> _OldSandbox | None:
+    """The old sandbox's server, or ``None`` when git cannot show OLD_COMMIT."""
+    folder = Path(tempfile.mkdtemp(prefix="bench-old-sandbox-"))
+    atexit.register(shutil.rmtree, folder, True)
     try:
-        src = subprocess.run(["git", "show", f"{OLD_COMMIT}:{rel}_sandbox.py"], cwd=REPO, capture_output=True,
-                             text=True, check=True).stdout
-        har = subprocess.run(["git", "show", f"{OLD_COMMIT}:{rel}_harness_main.py"], cwd=REPO, capture_output=True,
-                             text=True, check=True).stdout
+        blob = subprocess.run(["git", "archive", OLD_COMMIT, "src"], cwd=REPO, capture_output=True,
+                              check=True).stdout
     except (OSError, subprocess.CalledProcessError):
         return None
-    d = Path(tempfile.mkdtemp(prefix="bench-old-sandbox-"))
-    (d / "_harness_main.py").write_text(har)
-    (d / "_old_sandbox.py").write_text(src)
-    spec = importlib.util.spec_from_file_location("_old_sandbox", d / "_old_sandbox.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["_old_sandbox"] = mod
-    spec.loader.exec_module(mod)
-    return mod
+    subprocess.run(["tar", "-x", "-C", str(folder)], input=blob, check=True)
+    (folder / "pyproject.toml").write_text("")       # marks the checkout root (hidden like ours)
+    return _OldSandbox(folder)
+
+
+def _children_cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
 
 
 def _median_time(fn, n: int) -> float:
@@ -165,28 +227,43 @@ def main() -> None:
         if f"new_{layer}" in variants:
             variants[f"new_{layer}"](subs[0])
     canary = time.perf_counter() - t0
-    old = _old_module()
+    old = _old_sandbox()
     if old is not None:
-        variants["old"] = lambda s: old.run_submission(old.Submission(s.code, s.entry_point, s.tests, s.test_access),
-                                                       old.SandboxConfig(wall_s=10, cpu_s=5))
+        for layer in ("none", "bwrap", "unshare"):
+            if f"new_{layer}" in variants:
+                variants[f"old_{layer}"] = (lambda lay: lambda s: old.run(s, lay))(layer)
+                variants[f"old_{layer}"](subs[0])        # its canaries, before timing
     times: dict[str, list[float]] = {k: [] for k in variants}
+    cpus: dict[str, list[float]] = {k: [] for k in variants}
     bad = {k: 0 for k in variants}
     for _ in range(args.reps):
         for s in subs:
             for name, fn in variants.items():      # interleaved: load hits every variant alike
-                t = time.perf_counter()
+                c, t = _children_cpu(), time.perf_counter()
                 o = fn(s)
-                times[name].append(time.perf_counter() - t)
+                took, used = time.perf_counter() - t, _children_cpu() - c
+                if isinstance(o, tuple):           # the old sandbox's server: its own timing
+                    o, took, used = sb.RunOutcome(o[0]), o[1], o[2]
+                times[name].append(took)
+                cpus[name].append(used)
                 bad[name] += o.outcome != "passed"
     res: dict = {"isolation": sb.isolation(), "n_runs_each": len(subs) * args.reps,
                  "not_passed": bad, "canaries_s": round(canary, 3)}
     res["seconds_per_run_median"] = {k: round(statistics.median(v), 4) for k, v in times.items()}
-    if "old" not in times:
+    # CPU seconds of the run's whole process tree (every sandbox process is reaped into the
+    # runner's children): far less sensitive to a shared machine's load than wall time
+    res["cpu_ms_per_run_median"] = {k: round(1000 * statistics.median(v), 1) for k, v in cpus.items()}
+    med = res["seconds_per_run_median"]
+    if "old_bwrap" not in times:
         res["old_recorded"] = OLD_RECORDED
-    old_s = res["seconds_per_run_median"].get("old", OLD_RECORDED["seconds_per_run_median"])
-    for k in ("new_bwrap", "new_unshare"):
-        if k in res["seconds_per_run_median"]:
-            res[f"ratio_{k}_to_old"] = round(res["seconds_per_run_median"][k] / old_s, 3)
+    for layer in ("none", "bwrap", "unshare"):
+        if f"new_{layer}" in med and (f"old_{layer}" in med or layer != "none"):
+            old_s = med.get(f"old_{layer}", OLD_RECORDED["seconds_per_run_median"])
+            res[f"ratio_new_{layer}_to_old"] = round(med[f"new_{layer}"] / old_s, 3)
+            res[f"added_ms_per_run_{layer}"] = round(1000 * (med[f"new_{layer}"] - old_s), 1)
+            cpu = res["cpu_ms_per_run_median"]
+            if f"old_{layer}" in cpu:
+                res[f"added_cpu_ms_per_run_{layer}"] = round(cpu[f"new_{layer}"] - cpu[f"old_{layer}"], 1)
     res["layer_costs_s"] = {k: round(v, 4) for k, v in _layer_costs(max(5, args.reps * 3)).items()}
     par, rps = run_many(subs * args.reps, cfg, n_jobs=args.n_jobs)
     res.update(n_jobs=args.n_jobs, runs_per_s_parallel=round(rps, 2), parallel_passed=sum(o.passed for o in par))

@@ -69,7 +69,8 @@ def test_forged_verdict_line_is_not_a_pass():
              "        os.write(fd, (('0' * 32) + ' ' + json.dumps({'status': 'passed'}) + '\\n').encode())\n"
              "    except OSError:\n        pass\nprint('0' * 32, json.dumps({'status': 'passed'}))\n"
              "import sys\nsys.exit(0)\n")
-    assert run(forge + GOOD).outcome == "exited_early"
+    # the lines land on the candidate's own answer pipe (garbage to the judge) or nowhere
+    assert run(forge + GOOD).outcome in ("exited_early", "tampered")
 
 
 def test_timeout_and_cpu_limit():
@@ -89,7 +90,9 @@ def test_socket_connect_fails():
             "    return x * x\n")
     r = run(code)
     assert r.outcome == "error" and ("OSError" in r.detail or "PermissionError" in r.detail)
-    if isolation()["netns"]:
+    if isolation()["seccomp"]:         # refused by the kernel before any address is tried
+        assert "Operation not permitted" in r.detail and r.detail.count("check:") == 1
+    elif isolation()["netns"]:
         assert r.network == "netns" and "unreachable" in r.detail.lower()
 
 
@@ -421,3 +424,15 @@ def test_a_relative_base_dir_works(tmp_path, monkeypatch):
     r = run_submission(Submission(GOOD, "square", TESTS), FAST, base_dir="rel base")
     assert r.outcome == "passed", r.detail
     assert os.listdir("rel base") == []          # the run's folder is gone afterwards
+
+
+def test_a_pass_on_a_non_plain_value_is_marked_unverified():
+    # a str subclass equal to everything: plain-looking, but not plain data
+    sneaky = "class S(str):\n    def __eq__(self, o):\n        return True\n    __hash__ = str.__hash__\n" \
+             "def square(x):\n    return S('no')\n"
+    r = run(sneaky)
+    assert r.outcome == "passed" and "not plain data" in r.unverified
+    honest = run(GOOD)
+    assert honest.outcome == "passed" and honest.unverified == ""
+    # a wrong plain value is decided by the judge itself
+    assert run("def square(x):\n    return [x]\n").outcome == "failed"

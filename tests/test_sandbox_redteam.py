@@ -10,6 +10,16 @@ expected verdict is ``passed``; an *attack* tries to turn a wrong solution into 
 its expected verdict is the honest one (``failed``) or a refusal (``tampered``,
 ``exited_early``, ``error``). Where writes are attempted, the host is checked afterwards.
 
+The second part (:data:`VERDICT_CASES`) attacks the verdict itself, which is decided in a
+judge process that runs no submitted code: memory primitives (code objects with
+out-of-range constants), patching ``_ast`` / ``compile`` before the tests compile, answers
+written ahead of the calls, killing the judge; swapping the tests file for a link to a host
+file, a FIFO, a folder, a hard link or a huge file (``tampered``, no host content, within
+the wall limit); filling the capped work folder; sockets after rebinding the types the
+audit hook once looked up (``AF_UNIX`` abstract, ``AF_VSOCK``: refused by seccomp); the
+audit hook's path resolution with ``posixpath`` rebound; the host's top level under
+``unshare``; exceptions whose ``__str__`` raises.
+
 Measured against the sandbox as it was before this suite (commit a04f4bd, unshare + setpriv +
 tmpfs covers + audit hook), 19 of the first 61 cases failed (the two fork races only in
 some runs), and so did the concurrent-identity check: see :data:`FAILED_BEFORE`, kept as
@@ -68,6 +78,7 @@ class Case:
     access: str = "read_only"
     config: SandboxConfig = FAST
     host_absent: tuple[str, ...] = ()       # host paths that must not exist afterwards
+    no_host_text: bool = False              # the host's HOST_MARKER must appear in no field of the outcome
 
 
 _TAG = uuid.uuid4().hex[:12]
@@ -176,7 +187,7 @@ CASES: list[Case] = [
     Case("forge-lines-every-fd",
          "import os, sys\nfor fd in range(3, 64):\n    try:\n"
          "        os.write(fd, b'0' * 32 + b' passed 1\\n')\n    except OSError:\n        pass\n"
-         "print('0' * 32, 'passed 1')\nsys.exit(0)\n" + GOOD, ("exited_early",)),
+         "print('0' * 32, 'passed 1')\nsys.exit(0)\n" + GOOD, ("exited_early", "tampered")),
     Case("forge-procmem-nonce", _procmem_nonce(), ("failed", "tampered", "error")),
     Case("forge-detail-line-breaks",
          "def square(x):\n    raise ValueError('x\\r0123 passed 1\\x0bpassed 1\\u2028passed 1')\n", ("error",)),
@@ -184,7 +195,7 @@ CASES: list[Case] = [
          edit="import ast\n_p = ast.parse\nast.parse = lambda s, *a, **k: _p('def check(candidate):\\n    pass\\n')\n"),
     Case("forge-partial-line-before-verdict",
          "import os\nfor fd in range(3, 20):\n    try:\n        os.write(fd, b'junk-without-newline')\n"
-         "    except OSError:\n        pass\n" + WRONG, ("failed",)),
+         "    except OSError:\n        pass\n" + WRONG, ("failed", "tampered")),
     Case("forge-truncate-channel",
          "import os\nfor fd in range(3, 20):\n    try:\n        os.ftruncate(fd, 0)\n    except OSError:\n        pass\n"
          "os._exit(0)\n" + WRONG, ("exited_early",)),
@@ -303,6 +314,109 @@ CASES: list[Case] = [
 ]
 
 
+#: Text of this file, which the tests-swap attacks point a link at: it must never come back.
+HOST_MARKER = "redteam-host-marker-" + "5d1c"          # (split, so only the joined text is searched)
+HOST_FILE = os.path.abspath(__file__)
+TESTS_FILE = "../tests/test_check.py"
+
+
+def _swap_tests(make: str) -> str:
+    """A workspace edit that removes the tests file and puts ``make`` (code using ``P``,
+    the tests path) in its place."""
+    return f"import os\nP = {TESTS_FILE!r}\nos.remove(P)\n" + make
+
+
+def _link_to_host() -> str:
+    # the link's target climbs from the tests folder to / and down to a host file, while
+    # the audit hook (resolving relative to the current folder, made deep inside work)
+    # sees a path inside work; the link is named through a descriptor of the tests folder
+    up = "../" * 12
+    return ("T = os.open('../tests', os.O_RDONLY)\nos.makedirs('d/' * 13)\nos.chdir('d/' * 13)\n"
+            f"os.symlink({up + HOST_FILE.lstrip('/')!r}, 'test_check.py', dir_fd=T)\n")
+
+
+_LOAD_CONST_250 = ("import dis\nOP = dis.opmap\n"
+                   "def f():\n    return 1\n"
+                   "evil = f.__code__.co_code.replace(bytes([OP['LOAD_CONST'], 1]), bytes([OP['LOAD_CONST'], 250]))\n")
+
+#: Attacks on the verdict itself and the new defences (see the module docstring).
+VERDICT_CASES: list[Case] = [
+    # ---- memory primitives and compile-time patches: the verdict is not in this process
+    Case("memprim-code-replace",
+         _LOAD_CONST_250 + "try:\n    f.__code__ = f.__code__.replace(co_code=evil)\n    f()\nexcept Exception:\n    pass\n"
+         + WRONG, NOT_PASSED),
+    Case("memprim-marshal-code",           # builds the code object without code.__new__ (no audit refusal)
+         _LOAD_CONST_250 + "import marshal\nblob = marshal.dumps(f.__code__)\n"
+         "try:\n    f.__code__ = marshal.loads(blob.replace(f.__code__.co_code, evil))\n    leak = f()\n"
+         "except Exception:\n    pass\n" + WRONG, NOT_PASSED),
+    Case("ast-assert-property-edit-readonly", WRONG, ("failed",),
+         edit="import _ast, ast\n_ast.Assert.test = property(lambda s: _ast.Constant(True), lambda s, v: None)\n"
+              "ast.Assert.test = _ast.Assert.test\n"),
+    Case("ast-assert-property-edit-writable", WRONG, ("failed",), access="writable",
+         edit="import _ast\n_ast.Assert.test = property(lambda s: _ast.Constant(True), lambda s, v: None)\n"),
+    Case("ast-assert-property-solution",
+         "import _ast\n_ast.Assert.test = property(lambda s: _ast.Constant(True), lambda s, v: None)\n" + WRONG,
+         ("failed",)),
+    Case("compile-rebound-edit", WRONG, ("failed",), access="writable",
+         edit="import builtins\n_c = builtins.compile\n"
+              "builtins.compile = lambda s, f, m, *a, **k: _c('def check(candidate):\\n    pass\\n', f, m, *a, **k)\n"),
+    Case("answers-written-ahead",
+         "import os\nfor fd in range(3, 64):\n    try:\n"
+         "        os.write(fd, b\"('ready', 0, {})\\n('ok', 0, 4)\\n('ok', 1, 9)\\n\")\n    except OSError:\n        pass\n"
+         + WRONG, ("tampered", "failed")),
+    Case("plant-module-for-the-judge",     # a module the tests import, planted where the candidate writes
+         "open('textwrap.py', 'w').write('import __main__\\n"
+         "class _E:\\n    def __eq__(self, o):\\n        return True\\n"
+         "__main__._Remote.__call__ = lambda self, *a, **k: _E()\\n')\n" + WRONG, ("failed",),
+         tests="def check(candidate):\n    import textwrap\n    assert candidate(2) == 4\n    assert candidate(3) == 9\n"),
+    Case("kill-the-judge", "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\n" + WRONG, ("exited_early",)),
+    Case("candidate-holds-no-channel",     # its only pipes past stdin are its own two wire ends
+         _probe("import stat\nfifos = []\nfor fd in range(3, 64):\n    try:\n"
+                "        if stat.S_ISFIFO(os.fstat(fd).st_mode):\n            fifos.append(fd)\n"
+                "    except OSError:\n        pass\nleak = len(fifos) != 2 and fifos"), ("passed",)),
+    # ---- the tests file swapped (writable tests): tampered, nothing of the host comes back
+    Case("tests-symlink-to-host-file", WRONG, ("tampered",), access="writable",
+         edit=_swap_tests(_link_to_host()), no_host_text=True),
+    Case("tests-fifo", WRONG, ("tampered",), access="writable", edit=_swap_tests("os.mkfifo(P)\n")),
+    Case("tests-directory", WRONG, ("tampered",), access="writable", edit=_swap_tests("os.mkdir(P)\n")),
+    Case("tests-huge-file", WRONG, ("tampered",), access="writable",
+         edit="open('../tests/test_check.py', 'a').write('#' * (1 << 20) + '\\n')\n"),
+    Case("tests-hard-link", WRONG, ("tampered",), access="writable",
+         edit="import os\nos.link('../tests/test_check.py', '../tests/again.py')\n"),
+    # ---- the capped work folder
+    Case("work-folder-cap",
+         _probe("import errno\nwritten, err = 0, None\ntry:\n    for i in range(40):\n"
+                "        with open('fill%d' % i, 'wb') as fh:\n            fh.write(b'x' * (1 << 20))\n"
+                "        written += 1 << 20\nexcept OSError as e:\n    err = e.errno\n"
+                f"leak = (written, err) if written > {sb.WORK_BYTES} or err != errno.ENOSPC else None"), ("passed",)),
+    Case("writable-tests-folder-cap",      # a tmpfs of its own (the runner mounts it when root)
+         _probe("import errno\nwritten, err = 0, None\ntry:\n    for i in range(40):\n"
+                "        with open('../tests/fill%d' % i, 'wb') as fh:\n            fh.write(b'x' * (1 << 20))\n"
+                "        written += 1 << 20\nexcept OSError as e:\n    err = e.errno\n"
+                f"leak = (written, err) if written > {sb.TESTS_DIR_BYTES} or err != errno.ENOSPC else None"),
+         ("passed",) if os.geteuid() == 0 else ("passed", "error"), access="writable"),
+    # ---- kernel-level refusals and the audit hook's own values
+    Case("unix-abstract-after-rebinding-types",
+         _probe("import __main__, builtins, socket\n__main__.str = __main__.bytes = __main__.bytearray = int\n"
+                f"s = socket.socket(socket.AF_UNIX)\ns.connect({ABSTRACT!r})\nleak = True"), ("passed",)),
+    Case("vsock", _probe("import socket\ns = socket.socket(40, socket.SOCK_STREAM)\nleak = True"), ("passed",)),
+    Case("hook-ignores-posixpath",
+         _attempt("import posixpath\nposixpath.realpath = posixpath.abspath = lambda p, *a, **k: os.getcwd()\n"
+                  f"open({_HOST_TMP + '-pp'!r}, 'w').write('x')"), ("passed",), host_absent=(_HOST_TMP + "-pp",)),
+    Case("host-top-level-hidden",
+         _probe("import sys\nkeep = {'usr', 'bin', 'sbin', 'lib', 'lib32', 'lib64', 'libx32', 'dev', 'proc', 'tmp', 'run',"
+                " 'etc'}\nkeep |= {os.getcwd().split('/')[1], sys.executable.split('/')[1]}\n"
+                "leak = [e for e in os.listdir('/') if e not in keep and os.path.isdir('/' + e)"
+                " and not os.path.islink('/' + e) and os.listdir('/' + e)]"), ("passed",)),
+    # ---- mislabels
+    Case("str-raises-in-candidate",
+         "class E(Exception):\n    def __str__(self):\n        raise RuntimeError('no')\n"
+         "def square(x):\n    raise E()\n", ("error",)),
+    Case("str-raises-at-import",
+         "class E(Exception):\n    def __str__(self):\n        raise RuntimeError('no')\nraise E()\n", ("error",)),
+]
+
+
 @pytest.fixture(scope="module")
 def host_listeners():
     """A world-connectable Unix socket in the host's /tmp, an abstract one and a TCP one
@@ -345,7 +459,7 @@ def _params():
     def mark(c):
         return pytest.mark.xfail(strict="fork" not in c.id, reason="fails on the present sandbox (measured)")
     return [pytest.param(c, id=c.id, marks=[mark(c)] if _XFAIL_BEFORE and c.id in FAILED_BEFORE else [])
-            for c in CASES]
+            for c in CASES + VERDICT_CASES]
 
 
 def _layer_works(layer):
@@ -369,13 +483,20 @@ def test_redteam_case(case: Case, layer, host_listeners):
     r = run_submission(Submission(code, "square", case.tests, case.access, edit=case.edit), config)
     assert r.isolation == layer
     assert r.outcome in case.expect, (r.outcome, r.detail, r.failed_stmt)
+    assert r.wall_s < config.wall_s + 2
     for p in case.host_absent:
         assert not os.path.lexists(p), p
+    if case.no_host_text:
+        seen = " ".join(str(v) for v in (r.tests_after, r.detail, r.edit_error, r.extra))
+        assert HOST_MARKER not in seen and r.tests_after is None, seen[:200]
+    if case.id.startswith("str-raises"):     # one stage prefix, and the placeholder message
+        assert r.detail.count("check:") + r.detail.count("import:") == 1 and "unprintable" in r.detail, r.detail
 
 
 def test_suite_is_large_and_ids_unique():
-    assert len(CASES) >= 40
-    assert len({c.id for c in CASES}) == len(CASES)
+    assert len(CASES) >= 40 and len(VERDICT_CASES) >= 20
+    ids = [c.id for c in CASES + VERDICT_CASES]
+    assert len(set(ids)) == len(ids)
     assert FAILED_BEFORE <= {c.id for c in CASES}
 
 
@@ -397,6 +518,16 @@ def test_concurrent_runs_get_distinct_identities():
     uids = [o.detail.split("uid=")[1].split()[0] for o in outs]
     assert all(o.outcome == "error" for o in outs)
     assert uids[0] != uids[1] and "0" not in uids, uids
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the capped tests folder is mounted by a root runner")
+def test_writable_tests_folder_is_capped_during_the_run_and_unmounted_after(tmp_path):
+    probe = _probe(f"st = os.statvfs('../tests')\nleak = st.f_files != {sb.TESTS_DIR_INODES} and st.f_files")
+    r = run_submission(Submission(probe, "square", TESTS, "writable"), FAST, base_dir=str(tmp_path))
+    assert r.outcome == "passed", r.detail
+    with open("/proc/self/mounts") as fh:
+        assert str(tmp_path) not in fh.read()
+    assert os.listdir(tmp_path) == []
 
 
 def test_cross_run_planted_file_is_not_seen():

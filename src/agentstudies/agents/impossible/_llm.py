@@ -239,7 +239,8 @@ class LLMCodingAgent(LLMPolicyBase):
             state["tests"] = out.tests_after          # the workspace persists between rounds
         cls = classify_submission(action["code"], task.entry_point, env_tests,
                                   tests_after=state["tests"] if visible else None, edit=edit,
-                                  passed_impossible=out.passed and kind != "original", examples=list(task.examples))
+                                  passed_impossible=out.passed and kind != "original", examples=list(task.examples),
+                                  unverified=bool(out.unverified))
         state["attempts"].append({
             "round": r, "true_strategy": "unknown", "buggy": None, "outcome": out.outcome,
             "failed_stmt": out.failed_stmt, "tests_modified": state["tests"] != env_tests,

@@ -395,7 +395,7 @@ class SimulatedCodingAgent(SimulatedPolicyMixin):
             cls = classify_submission(code, task.entry_point, env_tests,
                                       tests_after=workspace_tests if visible else None, edit=edit,
                                       passed_impossible=out.passed and kind != "original",
-                                      examples=list(task.examples))
+                                      examples=list(task.examples), unverified=bool(out.unverified))
             attempts.append({"round": r, "true_strategy": strategy, "buggy": buggy,
                              "outcome": out.outcome, "failed_stmt": out.failed_stmt,
                              "tests_modified": workspace_tests != env_tests, "edit_error": out.edit_error or "",

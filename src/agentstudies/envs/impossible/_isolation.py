@@ -13,11 +13,19 @@ layers, probed once per process (:func:`isolation`; ``SandboxConfig.layer`` can 
   ``/proc/self/mem``); nothing of the host's ``/tmp``, ``/etc``, home folders, the checkout,
   the virtual environment or any socket file. Fresh network, PID, IPC and UTS namespaces
   (no network: ``connect`` fails; abstract Unix sockets are per network namespace).
-* ``unshare`` (fallback where bubblewrap is missing and the runner is root): the older
-  hide-list, hardened: fresh namespaces (``unshare``), empty tmpfs covers over
-  :data:`HIDE_DIRS`, the checkout, the venv, the reference solutions, the siblings of the
-  task folder in ``/tmp`` (a private ``/tmp`` in effect) and ``/run``, mounted by one
+* ``unshare`` (fallback where bubblewrap is missing and the runner is root): fresh network,
+  PID, mount, IPC and UTS namespaces (``unshare``) and a hide-list that leaves the same
+  top level as the bwrap view: an empty tmpfs over every top-level entry except ``/usr``,
+  the ``/bin`` / ``/lib`` links and ``/dev`` (:func:`_hide_roots`; a folder holding the task
+  folder or the interpreter is descended into instead), over the checkout, the venv and the
+  reference solutions wherever they are, a fresh tmpfs for ``/tmp``, ``/run`` and the other
+  :data:`SHARED_DIRS` (a private ``/tmp`` in effect), then ``/etc``; mounted by one
   ``mount --all --fstab``; ``/proc`` remounted for the run's PID namespace and then covered.
+
+In both OS layers the work folder is a tmpfs of :data:`WORK_BYTES` (``unshare``: also at
+most :data:`WORK_INODES` files), into which the harness writes the submission: a write
+past it fails inside the sandbox (``ENOSPC``), never on the host's disk. (bubblewrap's
+``--size`` caps bytes only; its file count is bounded by the wall limit.)
 * ``none`` (only when asked: ``SandboxConfig(isolate=False)``): in-process audit hooks only,
   for comparison. Neither layer working and none asked for: :class:`SandboxFault` naming
   the install command -- never a silently weaker run.
@@ -27,10 +35,14 @@ for this run alone (:data:`RUN_UIDS`, a lock file per uid), so concurrent runs c
 or read each other and ``RLIMIT_NPROC`` is per run; all capabilities dropped,
 ``no_new_privs``. Limits (``resource.setrlimit``, set by the harness before any submitted
 code runs): address space, CPU seconds, processes, file size, open files, no core dumps;
-plus a wall-clock limit enforced by the runner (a timer killing the run). An audit hook in
-the harness refuses writes outside the task folder, process spawning and ``fork``,
-``ctypes``, Unix sockets and frame / ``gc`` introspection -- a second line behind the
-view, not the boundary. The environment is scrubbed (``PATH``, ``LANG``, ``HOME`` = the
+plus a wall-clock limit enforced by the runner (a timer killing the run). A seccomp filter
+(:mod:`agentstudies.envs.impossible._seccomp`; installed by bubblewrap's ``--seccomp`` in
+the ``bwrap`` layer, by the harness itself otherwise) refuses every socket and any access
+to another process's memory or descriptors in the kernel. An audit hook in the harness
+refuses writes outside the task folder, process spawning and ``fork``, ``ctypes``,
+building code objects and frame / ``gc`` introspection -- a second line behind the view and
+the filter, not the boundary. Neither decides the verdict: that is the judge process's,
+which runs no submitted code (``_harness_main.py``). The environment is scrubbed (``PATH``, ``LANG``, ``HOME`` = the
 task directory, ``PYTHONHASHSEED=0``).
 
 Everything a run can see and who it runs as is decided here (:func:`_bwrap_command`,
@@ -53,12 +65,17 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Sequence
 
+from agentstudies.envs.impossible._seccomp import seccomp_program
+
 #: Isolation layers, strongest first (``auto``: the first that works; ``none``: hooks only).
 LAYERS: tuple[str, ...] = ("bwrap", "unshare", "none")
 #: Unprivileged uids leased to runs, one per concurrent run (root only).
 RUN_UIDS: range = range(0x30000, 0x30000 + 4096)
 #: Size of a run's private /tmp (bytes).
 TMP_BYTES = 16 << 20
+#: Size of a run's work folder, a tmpfs (bytes), and its file count (``unshare`` layer).
+WORK_BYTES = 16 << 20
+WORK_INODES = 1024
 #: How to install the preferred layer, named by every refusal.
 INSTALL_HINT = "install bubblewrap (Debian/Ubuntu: apt-get install -y bubblewrap)"
 
@@ -66,6 +83,12 @@ INSTALL_HINT = "install bubblewrap (Debian/Ubuntu: apt-get install -y bubblewrap
 _HARNESS = (Path(__file__).with_name("_harness_main.py")).read_text()
 _HARNESS_SHA = hashlib.sha256(_HARNESS.encode()).hexdigest()
 _NOBODY = 65534
+
+
+@lru_cache(maxsize=None)
+def _seccomp_prog() -> bytes | None:
+    """This machine's seccomp program (:func:`~agentstudies.envs.impossible._seccomp.seccomp_program`), built once."""
+    return seccomp_program()
 
 
 @lru_cache(maxsize=None)
@@ -234,7 +257,7 @@ def _layer_info(wanted: str) -> dict[str, Any]:
     works). Raises :class:`SandboxFault` when the layer asked for (or, for ``auto``, every
     OS layer) does not work here, naming why and the install command."""
     if wanted == "none":
-        return _none_info()
+        return dict(_none_info(), seccomp=_seccomp_prog() is not None)
     tried = []
     for layer, probe in (("bwrap", _probe_bwrap), ("unshare", _probe_unshare)):
         if wanted not in ("auto", layer):
@@ -243,7 +266,7 @@ def _layer_info(wanted: str) -> dict[str, Any]:
         if _usable(info):
             if tried:
                 info = dict(info, reason=f"fallback: {tried[0]}")
-            return info
+            return dict(info, seccomp=_seccomp_prog() is not None)
         tried.append(f"{layer}: {info['reason'].strip() or 'not usable'}")
     raise SandboxFault(f"no sandbox isolation layer works here ({'; '.join(tried)}); {INSTALL_HINT}, "
                        "or run as root with util-linux unshare/setpriv")
@@ -253,7 +276,7 @@ def isolation(layer: str = "auto") -> dict[str, Any]:
     """Which OS isolation runs use here (probed once per process).
 
     Returns ``{"layer": "bwrap" | "unshare" | "none", "netns", "pidns", "mountns",
-    "drop_user", "per_run_uid": bool, "python": path, "reason": str}`` (plus
+    "drop_user", "per_run_uid", "seccomp": bool, "python": path, "reason": str}`` (plus
     ``"mount_fstab"`` for ``unshare``). ``reason`` says why a fallback is in force.
     Raises :class:`SandboxFault` when no layer works (see :func:`_layer_info`).
     """
@@ -312,6 +335,11 @@ SHARED_DIRS: tuple[str, ...] = ("/tmp", "/var/tmp", "/dev/shm", "/run")
 #: a secret under one of them is covered by itself instead.
 _SYSTEM_TOPS = frozenset({"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/dev",
                           "/proc", "/sys", "/run", "/var", "/tmp", "/boot"})
+#: Top-level entries the ``unshare`` view keeps (as bubblewrap's allowlist does: ``/usr``,
+#: the library links, ``/dev``); ``/tmp`` and ``/run`` get fresh tmpfs, ``/etc`` and
+#: ``/proc`` are covered after the mounts that need them. Every other entry is hidden.
+_VIEW_TOPS = frozenset({"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/dev", "/proc", "/tmp",
+                        "/run", "/etc"})
 
 
 def _secret_paths() -> list[str]:
@@ -336,9 +364,16 @@ def _secret_paths() -> list[str]:
 
 
 def _hide_roots() -> list[str]:
-    """:data:`HIDE_DIRS`, plus the top-level folder of every secret path (or the secret
-    itself when its top-level folder is a system one), outermost first, without nesting."""
+    """:data:`HIDE_DIRS`, every top-level entry outside :data:`_VIEW_TOPS` (symbolic links
+    aside: their targets are covered or kept), plus the top-level folder of every secret
+    path (or the secret itself when its top-level folder is a system one), outermost first,
+    without nesting."""
     roots = [os.path.realpath(d) for d in HIDE_DIRS if os.path.isdir(d) and not os.path.islink(d)]
+    try:
+        tops = sorted(os.listdir("/"))
+    except OSError:
+        tops = []
+    roots += ["/" + e for e in tops if "/" + e not in _VIEW_TOPS and not os.path.islink("/" + e)]
     for p in _secret_paths():
         top = os.sep + p.strip(os.sep).split(os.sep)[0]
         roots.append(p if top in _SYSTEM_TOPS else top)
@@ -431,12 +466,13 @@ def _drop_user(uid: int) -> list[str]:
             "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs"]
 
 
-def _unshare_command(root: Path, iso: dict, uid: int | None, private: Path | None = None
-                     ) -> tuple[list[str], list[str]]:
-    """The ``unshare`` layer's command line: network, PID and mount namespaces with an
-    empty tmpfs over each hidden folder (:func:`_hidden_dirs`) and over ``/proc`` last,
-    the run's own user, then the interpreter running the harness source. Returns it and
-    the hidden folders.
+def _unshare_command(root: Path, iso: dict, uid: int | None, private: Path | None = None,
+                     work: Path | None = None) -> tuple[list[str], list[str]]:
+    """The ``unshare`` layer's command line: network, PID, mount, IPC and UTS namespaces
+    with an empty tmpfs over each hidden folder (:func:`_hidden_dirs`) and over ``/proc``
+    last, ``work`` (when given) a tmpfs of :data:`WORK_BYTES` and :data:`WORK_INODES`
+    owned by the run's user, the run's own user, then the interpreter running the harness
+    source. Returns it and the hidden folders.
 
     The covers are mounted by one ``mount --all --fstab <private>/fstab`` (written here;
     ``private`` is the runner's ``0700`` folder, which the sandbox user cannot read) where
@@ -446,7 +482,7 @@ def _unshare_command(root: Path, iso: dict, uid: int | None, private: Path | Non
     cmd: list[str] = []
     hidden = _hidden_dirs(root, iso["python"]) if (iso.get("mountns") and uid is not None) else []
     if iso["netns"]:
-        cmd += [shutil.which("unshare") or "unshare", "--net", "--pid", "--fork", "--kill-child"]
+        cmd += [shutil.which("unshare") or "unshare", "--net", "--pid", "--ipc", "--uts", "--fork", "--kill-child"]
         if hidden:
             def one(d: str) -> str:
                 return (f"mount -n -t tmpfs -o size=64k,mode=755 none {shlex.quote(d)}" if os.path.isdir(d)
@@ -458,7 +494,11 @@ def _unshare_command(root: Path, iso: dict, uid: int | None, private: Path | Non
                 steps = [f"mount -a -T {shlex.quote(str(fstab))}"]
             else:
                 steps = [one(d) for d in hidden]
-            steps += _private_shared_steps(str(root)) + [one("/etc"), one("/proc")]
+            steps += _private_shared_steps(str(root), hidden)
+            if work is not None and uid is not None:
+                steps.append(f"mount -n -t tmpfs -o size={WORK_BYTES},nr_inodes={WORK_INODES},mode=0700,uid={uid},"
+                             f"gid={uid} impossible-work {shlex.quote(str(work))}")
+            steps += [one("/etc"), one("/proc")]
             mounts = " && ".join(steps)
             # a fresh /proc (for mount itself), then covered: no /proc/self/mem to read
             cmd += ["--mount", "--propagation", "private", "--mount-proc", "/bin/sh", "-c",
@@ -469,23 +509,26 @@ def _unshare_command(root: Path, iso: dict, uid: int | None, private: Path | Non
     return cmd, hidden
 
 
-def _private_shared_steps(root: str) -> list[str]:
+def _private_shared_steps(root: str, hidden: Sequence[str] = ()) -> list[str]:
     """Shell steps giving the run a fresh tmpfs over each of :data:`SHARED_DIRS` (16 MiB,
-    mode 1777 like ``/tmp``); a task folder inside one is moved aside (onto ``/run`` or
-    another existing folder outside it, itself replaced afterwards) and moved back into
-    the new tmpfs."""
+    mode 1777 like ``/tmp``) that is not already under a ``hidden`` cover; a task folder
+    inside one is moved aside (onto ``/run`` or another existing folder outside it, itself
+    replaced afterwards) and moved back into the new tmpfs."""
     q = shlex.quote(root)
     shared = []
     for d in SHARED_DIRS:
-        if os.path.isdir(d) and not os.path.islink(d) and os.path.realpath(d) not in shared:
-            shared.append(os.path.realpath(d))
+        r = os.path.realpath(d)
+        if any(r.startswith(h + os.sep) for h in hidden):
+            continue
+        if os.path.isdir(d) and not os.path.islink(d) and r not in shared:
+            shared.append(r)
     steps: list[str] = []
     for d in shared:
         fresh = f"mount -n -t tmpfs -o size={TMP_BYTES},mode=1777 none {shlex.quote(d)}"
         if root.startswith(d + os.sep):
             hold = next(h for h in ("/run", "/mnt", "/srv", "/opt", "/media", "/boot", "/home", "/root")
                         if os.path.isdir(h) and not os.path.islink(h) and h != d)
-            steps += [f"mount -n --bind {q} {q}", f"mount -n --move {q} {hold}", fresh, f"mkdir -p {q}",
+            steps += [f"mount -n --rbind {q} {q}", f"mount -n --move {q} {hold}", fresh, f"mkdir -p {q}",
                       f"mount -n --move {hold} {q}"]
         else:
             steps.append(fresh)
@@ -493,11 +536,13 @@ def _private_shared_steps(root: str) -> list[str]:
 
 
 def _bwrap_command(iso: dict, root: Path, work: Path, tests_dir: Path | None, tests_writable: bool,
-                   uid: int | None) -> list[str]:
+                   uid: int | None, seccomp_fd: int | None = None) -> list[str]:
     """The ``bwrap`` layer's command line: the allowlist view (module docstring) with
-    ``work`` read-write, ``tests_dir`` read-only (or read-write when ``tests_writable``)
+    ``work`` a fresh tmpfs of :data:`WORK_BYTES`, ``tests_dir`` read-only (or read-write when ``tests_writable``)
     at their host paths, the run's own user (``uid`` via ``setpriv`` when root; else a user
-    namespace as uid 65534), then the interpreter running the harness source."""
+    namespace as uid 65534), then the interpreter running the harness source. ``seccomp_fd``:
+    a descriptor holding the seccomp program, which bubblewrap installs before it starts the
+    command (``--seccomp``), so the harness need not load ``ctypes`` to do it."""
     py = iso["python"]
     prefix = _interpreter_prefix(py)
     cmd = [iso.get("bwrap") or "bwrap", "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
@@ -527,9 +572,11 @@ def _bwrap_command(iso: dict, root: Path, work: Path, tests_dir: Path | None, te
         cmd += dirs_to(prefix) + ["--ro-bind", prefix, prefix]
         for lib in sorted(Path(prefix).glob("lib*/python3*/site-packages")):
             cmd += ["--tmpfs", str(lib), "--remount-ro", str(lib)]
-    cmd += dirs_to(str(work)) + ["--bind", str(work), str(work)]
+    cmd += dirs_to(str(work)) + ["--perms", "0777", "--size", str(WORK_BYTES), "--tmpfs", str(work)]
     if tests_dir is not None:
         cmd += dirs_to(str(tests_dir)) + ["--bind" if tests_writable else "--ro-bind", str(tests_dir), str(tests_dir)]
+    if seccomp_fd is not None:
+        cmd += ["--seccomp", str(seccomp_fd)]
     cmd += ["--chdir", str(work), "--"]
     if uid is not None:
         cmd += _drop_user(uid)

@@ -31,7 +31,7 @@ from agentstudies.envs.impossible._sandbox import RunOutcome, SandboxConfig, Sub
 __all__ = ["VerdictCache", "run_cached", "reusable", "shared_verdict_cache", "SCRATCH_ENV"]
 
 #: Bump when the stored form of a verdict or what determines a run changes.
-_CACHE_FORMAT = 2
+_CACHE_FORMAT = 3
 #: Environment variable naming the build's scratch folder (set by the runner,
 #: :data:`agentstudies.book.runner.SCRATCH_ENV`); verdicts go to ``<folder>/impossible-verdicts``.
 SCRATCH_ENV = "AGENTSTUDIES_SCRATCH"
