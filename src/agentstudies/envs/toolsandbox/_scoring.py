@@ -242,8 +242,16 @@ class Constraint:
         return self.kind in ("added", "removed", "updated", "guardrail")
 
     def row_similarity(self, row: Mapping[str, Any], target: Mapping[str, Any] | None = None) -> float:
+        """Geometric mean of the column similarities of ``row`` to the target row (0 as soon as
+        one column is 0; ROUGE-L columns are scored last, after the cheap 0/1 ones)."""
         t = self.target if target is None else target
-        return _geo([column_similarity(self.measures.get(c, "exact"), v, row.get(c)) for c, v in t.items()])
+        vals = []
+        for c in sorted(t, key=lambda c: self.measures.get(c, "exact") == "rouge_l"):
+            v = column_similarity(self.measures.get(c, "exact"), t[c], row.get(c))
+            if v <= 0.0:
+                return 0.0
+            vals.append(v)
+        return _geo(vals)
 
 
 @dataclass(frozen=True)
