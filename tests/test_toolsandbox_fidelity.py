@@ -280,8 +280,8 @@ def test_every_scoring_option_is_named_used_and_nothing_else_departs(scenarios):
     src = inspect.getsource(_scoring)
     for name in SCORING_OPTIONS:
         assert f'"{name}" in departures' in src or f'"{name}" not in departures' in src, name
-    structural = {"reference_milestone", "initial_world_exempts_nothing", "tool_trace_message", "world_targets",
-                  "setting_table", "web_fixtures", "scripted_user"}
+    structural = {"reference_milestone", "initial_world_exempts_nothing", "tool_trace_message", "guardrail_row_order",
+                  "world_targets", "setting_table", "web_fixtures", "scripted_user"}
     assert set(DEPARTURES) == set(SCORING_OPTIONS) | structural
     assert all(len(DEPARTURES[k]) > 40 for k in DEPARTURES)       # each says what differs and why
     # tool_trace_message is harmless only while every tool a milestone traces reads (a

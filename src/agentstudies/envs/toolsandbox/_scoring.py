@@ -106,6 +106,8 @@ DEPARTURES: Mapping[str, str] = {
     "tool_trace_message": "a tool-call milestone is matched at the agent's call message; ToolSandbox matches the "
                           "execution environment's reply that carries the trace, one message later (the tools "
                           "traced here only read, so the world snapshots compared are the same)",
+    "guardrail_row_order": "a guardrail compares a table's rows as a set; ToolSandbox's DataFrame.equals also "
+                           "compares their order (no tool here reorders rows, so the two agree)",
     "world_targets": "a target that names a contact's phone number is read from the world the episode ran in "
                      "(a WorldRef); ToolSandbox writes its targets as constants, which is the same unless the "
                      "world is perturbed",
