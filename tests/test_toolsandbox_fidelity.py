@@ -274,10 +274,8 @@ def test_perturbed_world_moves_the_target(scenarios):
 def test_every_scoring_option_is_named_used_and_nothing_else_departs(scenarios):
     """Each switchable departure is in DEPARTURES, read by evaluate, and changes a score on a
     case where it applies; an unknown one is refused; the remaining names are structural."""
-    from agentstudies.envs.toolsandbox import _scoring
-
     assert set(SCORING_OPTIONS) <= set(DEPARTURES)
-    src = inspect.getsource(_scoring)
+    src = inspect.getsource(inspect.getmodule(evaluate))  # the scoring module
     for name in SCORING_OPTIONS:
         assert f'"{name}" in departures' in src or f'"{name}" not in departures' in src, name
     structural = {"reference_milestone", "initial_world_exempts_nothing", "tool_trace_message", "guardrail_row_order",
