@@ -153,7 +153,7 @@ ALL_BUDGET = {
     "agentstudies.studies.inspect": 3,
     "agentstudies.studies.sasst": 0,                 # one public module per chapter or job
     "agentstudies.studies.tau": 0,                   # one public module per chapter or job
-    "agentstudies.studies.toolsandbox": 25,          # target ~12: the study's run module split by job
+    "agentstudies.studies.toolsandbox": 24,          # target ~12: the study's run module split by job
 }
 
 

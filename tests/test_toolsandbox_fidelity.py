@@ -31,7 +31,6 @@ from agentstudies.envs.toolsandbox import (
     evaluate,
     generate_scenarios,
     gold_case,
-    perturb_phones,
     table_similarity,
     validate_scenario,
     with_guardrails,
@@ -243,7 +242,7 @@ def test_perturbed_world_moves_the_target(scenarios):
     unperturbed one, while the target as it was hard-coded would miss the message."""
     from agentstudies.agents.controllers import make_controller
     from agentstudies.agents.toolsandbox import ScriptedToolAgent, drive
-    from agentstudies.envs.toolsandbox._scoring import resolve_targets
+    from agentstudies.envs.toolsandbox.testing import perturb_phones, resolve_targets
 
     def run(sc):
         env = ToolSandboxEnv(gold_case(sc), 0)
@@ -275,14 +274,12 @@ def test_perturbed_world_moves_the_target(scenarios):
 def test_every_scoring_option_is_named_used_and_nothing_else_departs(scenarios):
     """Each switchable departure is in DEPARTURES, read by evaluate, and changes a score on a
     case where it applies; an unknown one is refused; the remaining names are structural."""
-    from agentstudies.envs.toolsandbox import _scoring
-
     assert set(SCORING_OPTIONS) <= set(DEPARTURES)
-    src = inspect.getsource(_scoring)
+    src = inspect.getsource(inspect.getmodule(evaluate))  # the scoring module
     for name in SCORING_OPTIONS:
         assert f'"{name}" in departures' in src or f'"{name}" not in departures' in src, name
-    structural = {"reference_milestone", "initial_world_exempts_nothing", "tool_trace_message", "setting_table",
-                  "web_fixtures", "scripted_user"}
+    structural = {"reference_milestone", "initial_world_exempts_nothing", "tool_trace_message", "guardrail_row_order",
+                  "world_targets", "setting_table", "web_fixtures", "scripted_user"}
     assert set(DEPARTURES) == set(SCORING_OPTIONS) | structural
     assert all(len(DEPARTURES[k]) > 40 for k in DEPARTURES)       # each says what differs and why
     # tool_trace_message is harmless only while every tool a milestone traces reads (a
@@ -316,3 +313,26 @@ def test_every_scoring_option_is_named_used_and_nothing_else_departs(scenarios):
     for s in scenarios[::9]:
         e = replay_gold(s)
         assert evaluate(e.ctx, s.milestones, s.edges, s.minefields, departures=()).similarity == 1.0, s.scenario_id
+
+
+def test_departure_effects_hand_worked():
+    """The chapter's table of what the departures change: means, difference, share of
+    episodes whose two scores differ, undone episodes, worked out by hand."""
+    import pandas as pd
+
+    from agentstudies.studies.toolsandbox.departures import departure_effects, departures_table
+
+    ep = pd.DataFrame({"profile": ["a", "a", "a", "b"], "workflow": ["ReAct"] * 4,
+                       "similarity": [1.0, 0.0, 0.5, 0.8], "toolsandbox_similarity": [1.0, 1.0, 0.25, 0.8],
+                       "undone": [False, True, False, False]})
+    out = departure_effects(ep).set_index("profile")
+    assert out.loc["a", "episodes"] == 3 and out.loc["b", "episodes"] == 1
+    assert out.loc["a", "similarity"] == pytest.approx(0.5) and out.loc["a", "toolsandbox_similarity"] == pytest.approx(0.75)
+    assert out.loc["a", "difference"] == pytest.approx(-0.25) and out.loc["a", "share_differs"] == pytest.approx(2 / 3)
+    assert out.loc["a", "undone"] == 1 and out.loc["b", "undone"] == 0 and out.loc["b", "share_differs"] == 0.0
+    with pytest.raises(KeyError, match="toolsandbox_similarity"):
+        departure_effects(ep.drop(columns="toolsandbox_similarity"))
+    with pytest.raises(ValueError, match="NaN"):
+        departure_effects(ep.assign(toolsandbox_similarity=float("nan")))
+    table = departures_table()
+    assert list(table["departure"]) == list(DEPARTURES) and table["switchable"].sum() == len(SCORING_OPTIONS)

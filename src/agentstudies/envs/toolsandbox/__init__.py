@@ -10,9 +10,9 @@ with milestones, minefields and the eight augmentations (:func:`generate_scenari
 Modules: ``_context`` (tables, messages, snapshots), ``_tools``, ``_scenarios`` (scenario,
 intent and case types), ``_world`` (entity pools, starting world, milestone pieces),
 ``_intents`` (one builder per request type), ``_templates`` (template registry,
-:func:`generate_scenarios`), ``_augmentations`` (:func:`make_cases`, :func:`perturb_phones`),
+:func:`generate_scenarios`), ``_augmentations`` (:func:`make_cases`; ``testing.perturb_phones``),
 ``_scoring``, ``_matching`` (the milestone matcher), ``_targets`` (targets read from the
-world, :class:`WorldRef`), ``_user``, ``_env``.
+world, ``WorldRef``), ``_user``, ``_env``.
 """
 
 from agentstudies.envs.toolsandbox._context import (
@@ -26,7 +26,7 @@ from agentstudies.envs.toolsandbox._context import (
     Snapshot,
 )
 from agentstudies.envs.toolsandbox._env import SYSTEM_PROMPT, Say, ToolCall, ToolSandboxEnv, gold_case, replay_gold, validate_scenario
-from agentstudies.envs.toolsandbox._augmentations import case_table, is_branching, make_cases, perturb_phones, ranked_distractors
+from agentstudies.envs.toolsandbox._augmentations import case_table, is_branching, make_cases, ranked_distractors
 from agentstudies.envs.toolsandbox._scenarios import AUGMENTATIONS, CATEGORIES, Case, Intent, Scenario
 from agentstudies.envs.toolsandbox._templates import generate_scenarios
 from agentstudies.envs.toolsandbox._scoring import (
@@ -37,7 +37,6 @@ from agentstudies.envs.toolsandbox._scoring import (
     Constraint,
     Evaluation,
     Milestone,
-    WorldRef,
     best_mapping,
     column_similarity,
     evaluate,
@@ -67,8 +66,8 @@ __all__ = [
     "AUGMENTATIONS", "CATEGORIES", "CONSTRAINT_KINDS", "DEPARTURES", "DEFAULT_MAX_MESSAGES", "MUTATING_TOOLS", "NAMESPACES",
     "ROLES", "SCORING_OPTIONS", "SCRAMBLES", "SIMILARITIES", "SYSTEM_PROMPT", "TOOLS", "TOOL_NAMES", "WEB_TOOLS",
     "Case", "Constraint", "Evaluation", "ExecutionContext", "Intent", "Message", "MessageCapReached", "Milestone",
-    "Role", "Say", "Scenario", "ScriptedUser", "Snapshot", "ToolCall", "ToolError", "ToolSandboxEnv", "ToolView", "WorldRef",
+    "Role", "Say", "Scenario", "ScriptedUser", "Snapshot", "ToolCall", "ToolError", "ToolSandboxEnv", "ToolView",
     "best_mapping", "canonical_phone", "case_table", "column_similarity", "evaluate", "execute_tool", "format_number",
-    "generate_scenarios", "gold_case", "is_branching", "ranked_distractors", "make_cases", "perturb_phones", "replay_gold", "rouge_l", "similarity_matrix", "similarity_tensor", "table_similarity", "topological_order", "turn_count",
+    "generate_scenarios", "gold_case", "is_branching", "ranked_distractors", "make_cases", "replay_gold", "rouge_l", "similarity_matrix", "table_similarity", "topological_order", "turn_count",
     "validate_scenario", "with_guardrails",
 ]

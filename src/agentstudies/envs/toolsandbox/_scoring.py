@@ -57,7 +57,7 @@ import numpy as np
 from agentstudies._tolerances import EXACT_TOL
 from agentstudies.envs.toolsandbox._context import ID_COLUMNS, NAMESPACES, ExecutionContext, Role
 from agentstudies.envs.toolsandbox._matching import _parents, _reference, best_mapping, topological_order
-from agentstudies.envs.toolsandbox._targets import WorldRef, resolve_targets, resolve_value
+from agentstudies.envs.toolsandbox._targets import WorldRef, _has_ref, resolve_targets, resolve_value
 
 __all__ = [
     "CONSTRAINT_KINDS",
@@ -106,6 +106,11 @@ DEPARTURES: Mapping[str, str] = {
     "tool_trace_message": "a tool-call milestone is matched at the agent's call message; ToolSandbox matches the "
                           "execution environment's reply that carries the trace, one message later (the tools "
                           "traced here only read, so the world snapshots compared are the same)",
+    "guardrail_row_order": "a guardrail compares a table's rows as a set; ToolSandbox's DataFrame.equals also "
+                           "compares their order (no tool here reorders rows, so the two agree)",
+    "world_targets": "a target that names a contact's phone number is read from the world the episode ran in "
+                     "(a WorldRef); ToolSandbox writes its targets as constants, which is the same unless the "
+                     "world is perturbed",
     "setting_table": "device settings are stored as key/value rows and read as one row {setting: value} "
                      "for snapshots (the values compared are the same)",
     "web_fixtures": "web look-ups (places, weather, stocks, currencies) answer from local fixtures, not a paid API",
@@ -118,6 +123,13 @@ SCORING_OPTIONS: tuple[str, ...] = ("final_state", "reference_sentences")
 
 def _initial_world(ctx: ExecutionContext) -> dict[str, list[dict[str, Any]]]:
     return {ns: ctx.table(ns, 0) for ns in NAMESPACES}
+
+
+def _resolved(milestones: Sequence["Milestone"], ctx: ExecutionContext) -> tuple["Milestone", ...]:
+    """``milestones`` with :class:`WorldRef` targets read from ``ctx``'s starting world."""
+    if not any(c.has_world_ref for ms in milestones for c in ms.constraints):
+        return tuple(milestones)
+    return resolve_targets(milestones, _initial_world(ctx))
 
 
 class _MemoTokenizer:
@@ -224,6 +236,7 @@ class Constraint:
             raise ValueError(f"constraint {self.kind!r} needs a namespace in {sorted(ID_COLUMNS)}; got {self.namespace!r}")
         if isinstance(self.target, tuple) and self.kind != "snapshot":
             raise ValueError(f"a tuple of target rows is a snapshot target; got kind {self.kind!r}")
+        object.__setattr__(self, "has_world_ref", _has_ref(self.target))  # read once; targets are not changed
 
     @property
     def uses_reference(self) -> bool:
@@ -231,8 +244,16 @@ class Constraint:
         return self.kind in ("added", "removed", "updated", "guardrail")
 
     def row_similarity(self, row: Mapping[str, Any], target: Mapping[str, Any] | None = None) -> float:
+        """Geometric mean of the column similarities of ``row`` to the target row (0 as soon as
+        one column is 0; ROUGE-L columns are scored last, after the cheap 0/1 ones)."""
         t = self.target if target is None else target
-        return _geo([column_similarity(self.measures.get(c, "exact"), v, row.get(c)) for c, v in t.items()])
+        vals = []
+        for c in sorted(t, key=lambda c: self.measures.get(c, "exact") == "rouge_l"):
+            v = column_similarity(self.measures.get(c, "exact"), t[c], row.get(c))
+            if v <= 0.0:
+                return 0.0
+            vals.append(v)
+        return _geo(vals)
 
 
 @dataclass(frozen=True)
@@ -256,11 +277,13 @@ def table_similarity(c: Constraint, rows: Sequence[Mapping[str, Any]]) -> float:
         return 0.0
     if not targets:
         return 1.0
+    if len(targets) == 1:  # one row, one target: the assignment is that pair
+        if any(k not in rows[0] for k in targets[0]):
+            return 0.0
+        return _geo([float(c.row_similarity(rows[0], targets[0]))])
     cols = set().union(*(r.keys() for r in rows))
     if any(k not in cols for t in targets for k in t):
         return 0.0
-    if len(targets) == 1:  # one row, one target: the assignment is that pair
-        return _geo([float(c.row_similarity(rows[0], targets[0]))])
     M = np.array([[c.row_similarity(r, t) for r in rows] for t in targets])
     with np.errstate(divide="ignore"):
         cost = -np.log(M)
@@ -403,7 +426,7 @@ def similarity_tensor(milestones: Sequence[Milestone], ctx: ExecutionContext) ->
     snapshot after message ``r`` (shape K x T x T; ``r > m`` is 0, since a reference never
     follows the message it is compared with). :class:`WorldRef` targets are read from the
     context's starting world."""
-    milestones = resolve_targets(milestones, _initial_world(ctx))
+    milestones = _resolved(milestones, ctx)
     n = len(ctx.messages)
     rd = _Reader(ctx)
     S = np.zeros((len(milestones), n, n))
@@ -494,7 +517,12 @@ def _first_reference(milestones: Sequence[Milestone]) -> tuple[Milestone, ...]:
         if isinstance(t, Mapping):
             return {k: (v[0] if isinstance(v, tuple) and v else v) for k, v in t.items()}
         return tuple(cut(x) for x in t) if isinstance(t, tuple) else t
-    return tuple(Milestone(ms.name, tuple(replace(c, target=cut(c.target)) for c in ms.constraints)) for ms in milestones)
+    def several(t):
+        if isinstance(t, Mapping):
+            return any(isinstance(v, tuple) for v in t.values())
+        return isinstance(t, tuple) and any(several(x) for x in t)
+    return tuple(Milestone(ms.name, tuple(replace(c, target=cut(c.target)) if several(c.target) else c for c in ms.constraints))
+                 if any(several(c.target) for c in ms.constraints) else ms for ms in milestones)
 
 
 def _undone(milestones: Sequence[Milestone], edges: Sequence[tuple[int, int]], ctx: ExecutionContext,
@@ -559,9 +587,12 @@ def evaluate(
     ms = with_guardrails(milestones, edges) if guardrails else tuple(milestones)
     S = similarity_tensor(ms, ctx)
     value, mapping = best_mapping(S, edges, first)
-    if "reference_sentences" in departures and plain != tuple(milestones):
+    changed = [i for i, (a, b) in enumerate(zip(plain, milestones)) if a is not b and a != b]
+    if "reference_sentences" in departures and changed:  # rescore only the milestones with several phrasings
         ms0 = with_guardrails(plain, edges) if guardrails else plain
-        value0 = best_mapping(similarity_tensor(ms0, ctx), edges, first)[0]
+        S0 = S.copy()
+        S0[changed] = similarity_tensor([ms0[i] for i in changed], ctx)
+        value0 = best_mapping(S0, edges, first)[0]
     else:
         value0 = value
     parents = _parents(len(ms), edges)
@@ -569,9 +600,9 @@ def evaluate(
     hit = False
     if minefields:
         chain = [(j, j + 1) for j in range(len(minefields) - 1)]
-        mf = with_guardrails(resolve_targets(minefields, _initial_world(ctx)), chain) if guardrails else tuple(minefields)
+        mf = with_guardrails(minefields, chain) if guardrails else tuple(minefields)
         hit = best_mapping(similarity_tensor(mf, ctx), chain, first)[0] > 0.0
-    undone = "final_state" in departures and _undone(resolve_targets(milestones, _initial_world(ctx)), edges, ctx, scores)
+    undone = "final_state" in departures and _undone(_resolved(milestones, ctx), edges, ctx, scores)
     return Evaluation(
         similarity=0.0 if (hit or undone) else float(value),
         milestone_similarity=float(value),

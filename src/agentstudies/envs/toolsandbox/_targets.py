@@ -65,14 +65,19 @@ def _has_ref(value: Any) -> bool:
     return False
 
 
+def _refs(c: Any) -> bool:
+    flag = getattr(c, "has_world_ref", None)
+    return _has_ref(c.target) if flag is None else flag
+
+
 def resolve_targets(milestones: Sequence[Any], initial: Mapping[str, Sequence[Mapping[str, Any]]]) -> tuple[Any, ...]:
     """``milestones`` with their :class:`WorldRef` targets read from ``initial``
     (namespace -> rows, e.g. ``ExecutionContext.table(ns, 0)`` per namespace). Milestones
     without a reference are returned as they are."""
     out = []
     for ms in milestones:
-        if any(_has_ref(c.target) for c in ms.constraints):
-            ms = type(ms)(ms.name, tuple(replace(c, target=resolve_value(c.target, initial)) if _has_ref(c.target) else c
+        if any(_refs(c) for c in ms.constraints):
+            ms = type(ms)(ms.name, tuple(replace(c, target=resolve_value(c.target, initial)) if _refs(c) else c
                                           for c in ms.constraints))
         out.append(ms)
     return tuple(out)

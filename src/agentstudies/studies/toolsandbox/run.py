@@ -63,7 +63,7 @@ __all__ = [
     "CATEGORY_PARAMS",
     "neutral_profile",
     "controls",
-    "departures_table",
+    
 ]
 
 BASELINE = "ReAct"
@@ -688,10 +688,3 @@ def controls(n_scenarios: int, *, replicates: int = 200, n_draws: int = 1000, le
         control_row(fam, f"null (+/-{drop:g} on {100 * p_drop:.0f}% of {n_scenarios} scenarios)", verdicts[False],
                     planted=False, rule=rule, level=level),
     ])
-
-
-def departures_table() -> pd.DataFrame:
-    """The named departures from ToolSandbox that remain (scoring and world), one per row."""
-    from agentstudies.envs.toolsandbox import DEPARTURES
-
-    return pd.DataFrame({"departure": list(DEPARTURES), "what differs": list(DEPARTURES.values())})
