@@ -58,7 +58,7 @@ from agentstudies.agents.alfworld import (
     weights_digest,
 )
 from agentstudies.parallel import keyed_seed, seeded_map
-from agentstudies.studies.alfworld.training.pools import _WORKER, _env, _load, dev_pool, sft_games, training_pool
+from agentstudies.studies.alfworld.training.pools import _env, _load, dev_pool, sft_games, training_pool
 
 __all__ = ["TrainingConfig", "TrainingRun", "Demonstrations", "EVAL_COLUMNS", "NOLIST_SUFFIX",
            "collect_demonstrations", "train_sft", "train_rl", "evaluate_checkpoint", "evaluate_checkpoints",
@@ -291,8 +291,7 @@ def _episode(env, game, seed: int, ss, role: str, meta: Mapping[str, Any], w: np
     arrived_at = None
     memo: dict[int, bool] = {}
     if frontier:
-        game_key = (env.task_id, _game_digest(game), int(seed), int(budget), int(D))
-        if _on_frontier(env, D, game_key):
+        if _on_frontier(env, D):
             raise ValueError(f"task {env.task_id!r}: the start state lies on F_{D}; a reacher could arrive "
                              "without acting -- use problems with longer plans")
     g_idx, g_w = [], []
@@ -309,7 +308,7 @@ def _episode(env, game, seed: int, ss, role: str, meta: Mapping[str, Any], w: np
             sid = env.state_id()
             hit = memo.get(sid)
             if hit is None:
-                hit = memo[sid] = _on_frontier(env, D, game_key)
+                hit = memo[sid] = _on_frontier(env, D)
             if hit:
                 arrived_at = len(env.actions)
     res = dict(meta, task_id=env.task_id, task_type=env.task_type, seed=seed, won=bool(env.won),
@@ -323,44 +322,13 @@ def _episode(env, game, seed: int, ss, role: str, meta: Mapping[str, Any], w: np
     return res
 
 
-#: Entries of the worker's cross-episode frontier memo before it is emptied (a bound on
-#: memory: one entry is a key tuple and a bool, about 1 KB with the action prefix).
-FRONTIER_MEMO_MAX = 200_000
-
-
-def _game_digest(game: Mapping[str, Any]) -> str:
-    """SHA-256 of a game's ``pddl_problem`` + ``grammar`` (as
-    :func:`agentstudies.envs.alfworld.generate.pool_digest`; of every field for a game
-    without them): what makes two games one."""
-    import hashlib
-    import json
-
-    if "pddl_problem" in game and "grammar" in game:
-        text = game["pddl_problem"] + "\n" + game["grammar"]
-    else:  # another game layout (e.g. official files by path): every field
-        text = json.dumps(dict(game), sort_keys=True, default=str)
-    return hashlib.sha256(text.encode()).hexdigest()
-
-
-def _on_frontier(env, D: int, game_key: tuple) -> bool:
-    """``sigma in F_D`` at the env's state, memoised across the episodes of a worker.
-
-    The state after ``reset(seed, budget)`` and the same action sequence is the same
-    state with the same remaining budget (the engine is deterministic; replays rely on
-    it), so the answer is keyed by ``game_key = (task id, game digest, seed, budget, D)``
-    and the actions so far: exact, and it spares the repeated checks of the start state
-    and of common prefixes when several checkpoints are evaluated on one pool (speed
-    only; every answer is the one :func:`frontier_check` gives)."""
+def _on_frontier(env, D: int) -> bool:
+    """``sigma in F_D`` at the env's state (:func:`~agentstudies.envs.alfworld.frontier.frontier_check`).
+    An episode asks once per state it reaches (a state revisited within the episode is
+    answered from the episode's own memo)."""
     from agentstudies.envs.alfworld.frontier import frontier_check
 
-    cache = _WORKER.setdefault("frontier_memo", {})
-    key = (game_key, tuple(env.actions))
-    hit = cache.get(key)
-    if hit is None:
-        if len(cache) >= FRONTIER_MEMO_MAX:
-            cache.clear()
-        hit = cache[key] = frontier_check(env, D).on_frontier
-    return hit
+    return frontier_check(env, D).on_frontier
 
 
 def _chunks(items: list, n: int) -> list[list]:
