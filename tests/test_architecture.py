@@ -205,3 +205,66 @@ def test_the_scanner_sees_lazy_imports_and_skips_type_checking(tmp_path):
     got = _imports("agentstudies.sasst.mod", f)
     assert got == {"agentstudies.agents.controllers", "agentstudies.sasst._engine"}
     assert LAYER_OF[_top("agentstudies.agents.controllers")] not in ALLOWED["methods"]
+
+
+#: Other libraries whose private names this package uses -> (pinned version, the modules
+#: that may use them). Each listed module names ``library==version`` in its text; a
+#: private name of another library used anywhere else fails.
+PRIVATE_API: dict[str, tuple[str, tuple[str, ...]]] = {
+    "inspect_ai": ("0.3.285", ("agentstudies/agents/_inspect_internals.py",)),
+    "inspect_evals": ("0.26.0", ("agentstudies/envs/tau/_env.py",)),
+    # the parse-cache patches and PddlState's tables in engine, the PddlEnv subclass in pddl_env
+    "textworld": ("1.7.0", ("agentstudies/envs/alfworld/engine.py", "agentstudies/envs/alfworld/pddl_env.py")),
+}
+
+
+def _private_uses(tree: ast.AST) -> set[str]:
+    """Top-level names of other (non-stdlib) libraries whose private names ``tree`` imports
+    or reads as a module attribute (``from lib._x import y``, ``from lib.m import _y``,
+    ``import lib.m as m; m._y``)."""
+    import sys
+
+    aliases: dict[str, str] = {}
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                aliases[a.asname or a.name.split(".")[0]] = a.name.split(".")[0]
+                if any(p.startswith("_") and not p.startswith("__") for p in a.name.split(".")[1:]):
+                    found.add(a.name.split(".")[0])
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            top = node.module.split(".")[0]
+            for a in node.names:
+                aliases[a.asname or a.name] = top
+            if (any(p.startswith("_") and not p.startswith("__") for p in node.module.split(".")[1:])
+                    or any(a.name.startswith("_") for a in node.names)):
+                found.add(top)
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases
+                and node.attr.startswith("_") and not node.attr.startswith("__")):
+            found.add(aliases[node.value.id])
+    return {lib for lib in found if lib != ROOT and lib not in sys.stdlib_module_names}
+
+
+def test_private_names_of_other_libraries_stay_in_their_module():
+    import re
+
+    pins = dict(re.findall(r'"([A-Za-z0-9_.\-]+)==([^"]+)"', (SRC.parent / "pyproject.toml").read_text()))
+    bad = []
+    for module, path in MODULES.items():
+        rel = path.relative_to(SRC).as_posix()
+        for lib in _private_uses(ast.parse(path.read_text())):
+            allowed = PRIVATE_API.get(lib, ("", ()))[1]
+            if rel not in allowed:
+                bad.append(f"{rel} uses private names of {lib} (allowed only in {allowed or 'no module'})")
+    for lib, (version, paths) in PRIVATE_API.items():
+        assert pins.get(lib.replace("_", "-"), pins.get(lib)) == version, f"{lib} is not pinned =={version} in pyproject"
+        for rel in paths:
+            assert f"{lib}=={version}" in (SRC / rel).read_text(), f"{rel} does not name {lib}=={version}"
+    assert not bad, "\n".join(bad)
+
+
+def test_private_use_scanner(tmp_path):
+    tree = ast.parse("import textworld.envs.pddl.textgen as tg\nfrom inspect_ai.util._store import x\n"
+                     "import os\nfrom pandas import DataFrame\ntg._parse = 1\nos._exit\nDataFrame._x\n")
+    assert _private_uses(tree) == {"textworld", "inspect_ai", "pandas"}

@@ -193,7 +193,7 @@ def mock_tau2_eval(
     from contextlib import nullcontext
 
     from inspect_ai import eval as inspect_eval
-    from inspect_ai.util._store import suspend_store_events  # pinned inspect_ai; not public API
+    from agentstudies.agents._inspect_internals import suspend_store_events
     from inspect_evals.tau2.tau2 import tau2_airline, tau2_retail
 
     if workflow not in MOCK_TAU2_WORKFLOWS:

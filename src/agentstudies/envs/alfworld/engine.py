@@ -14,6 +14,10 @@
   through the run's scratch folder (:data:`SCRATCH_ENV`).
 * :func:`atoms`, :func:`applicable_operators`, :func:`applicable_operator_ids` -- direct
   reads of the fast-downward state.
+
+TextWorld's internals are used here and in :mod:`agentstudies.envs.alfworld.pddl_env`
+only, as ``textworld==1.7.0`` (pinned) has them: the module functions the parse cache
+replaces and the private tables of ``PddlState``; re-check both modules when the pin moves.
 """
 
 from __future__ import annotations

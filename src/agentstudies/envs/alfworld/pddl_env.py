@@ -16,6 +16,10 @@ One job: load a game into TextWorld's PDDL engine and gather the step infos exac
 * :class:`PddlEnvCached` -- ``PddlEnv`` whose load/reset reuse the parsed logic and the
   SAS translation (:class:`engine.CachedPddlState`), render each grounded command text
   once per game and derive the intro text once per load.
+
+TextWorld internals (``textworld==1.7.0``, pinned): ``PddlEnv.step`` is re-implemented
+with the feedback memo, and the private ``_ModelConverter`` / ``_PARSER`` of
+``textworld.envs.pddl.logic`` build the grammar; re-check when the pin moves.
 """
 
 from __future__ import annotations

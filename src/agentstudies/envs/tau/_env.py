@@ -98,7 +98,9 @@ def communicated(messages: list[str], communicate_info: tuple[str, ...] | list[s
 
 
 def _calculate(expression: str) -> str:
-    """The package's ``calculate`` tool (same checks and rounding)."""
+    """The package's ``calculate`` tool (same checks and rounding), through its private
+    ``_evaluate_arithmetic`` (``inspect_evals==0.26.0``, pinned; the one private name of
+    inspect_evals this package uses)."""
     from inspect_ai.tool import ToolError
     from inspect_evals.tau2.common.tools import _evaluate_arithmetic
 
