@@ -19,9 +19,9 @@ def results():
     s = example_tables(seed=2, n_per_type=2, n_seeds=2, split="valid_seen", arrival=(0.6, 0.9))
     both = pd.concat([t["episodes"], s["episodes"]])
     return dict(
-        handoff=ho.analyze_handoff(both, n_boot=200, empty_threshold=1.0),
-        prediction=ho.predict_interaction(t["episodes"], s["episodes"], n_boot=200, empty_threshold=1.0),
-        budget=ho.budget_diagnostic(t["trajectories"], n_boot=200),
+        handoff=ho.analyze_handoff(both, n_draws=200, empty_threshold=1.0),
+        prediction=ho.predict_interaction(t["episodes"], s["episodes"], n_draws=200, empty_threshold=1.0),
+        budget=ho.budget_diagnostic(t["trajectories"], n_draws=200),
     )
 
 

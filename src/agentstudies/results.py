@@ -42,7 +42,6 @@ from __future__ import annotations
 import hashlib
 import html
 import json
-import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
@@ -60,7 +59,6 @@ __all__ = [
     "SIDES",
     "hash_object",
     "make_provenance",
-    "renamed_keyword",
     "tidy_rows",
 ]
 
@@ -144,19 +142,6 @@ def make_provenance(seed: Any = None, **inputs: Any) -> ResultProvenance:
     return ResultProvenance(
         inputs={k: hash_object(v) for k, v in inputs.items() if v is not None}, seed=seed
     )
-
-
-def renamed_keyword(func: str, old: str, old_value: Any, new: str, new_value: Any) -> Any:
-    """The value of keyword ``new``, honouring its deprecated alias ``old`` when given.
-
-    ``n_draws = renamed_keyword("analyze_handoff", "n_boot", n_boot, "n_draws", n_draws)``:
-    returns ``old_value`` (with a :class:`DeprecationWarning`) when it is not ``None``,
-    else ``new_value``. Only names a notebook or the README still uses keep such an alias.
-    """
-    if old_value is None:
-        return new_value
-    warnings.warn(f"{func}: {old}= is deprecated, use {new}=", DeprecationWarning, stacklevel=3)
-    return old_value
 
 
 def tidy_rows(rows: list[Mapping[str, Any]] | pd.DataFrame, *, strata: tuple[str, ...] = ()) -> pd.DataFrame:

@@ -29,7 +29,7 @@ from agentstudies.handoff._boot import (
     tidy_estimates,
     warn_flagged,
 )
-from agentstudies.results import PaperTables, make_provenance, renamed_keyword, tidy_rows
+from agentstudies.results import PaperTables, make_provenance, tidy_rows
 from agentstudies.handoff._validate import check_strata, validate_episodes
 from agentstudies.handoff._estimands import (
     _flat_statistic,
@@ -178,7 +178,6 @@ def analyze_handoff(
     empty_threshold: float = 0.01,
     prespecified: str | None = None,
     chunk: int = 20_000,
-    n_boot: int | None = None,
     allow_singleton_strata: bool = False,
 ) -> HandoffResult:
     """Every handoff estimand of every split, with task-stratified paired intervals.
@@ -191,7 +190,6 @@ def analyze_handoff(
         Labels of the base (SFT) and treated (RL) checkpoints.
     n_draws : int
         Bootstrap resamples (paper profile: 100,000). ``0`` skips intervals.
-        ``n_boot`` is a deprecated alias.
     seed : int
         Root seed; split ``s`` resamples from ``keyed_seed(seed, "handoff", s)``.
     level : float
@@ -238,7 +236,7 @@ def analyze_handoff(
         (J = A C, Eq. 3, Eq. 4 = Eq. 8).
     """
     check_level(level, empty_threshold)
-    n_draws = check_draws(renamed_keyword("analyze_handoff", "n_boot", n_boot, "n_draws", n_draws), level, "analyze_handoff")
+    n_draws = check_draws(n_draws, level, "analyze_handoff")
     df = validate_episodes(episodes, base=base, treated=treated, prespecified=prespecified)
     notes = check_strata(df, "episodes", allow_singleton_strata=allow_singleton_strata,
                          where="analyze_handoff") if n_draws > 0 else []

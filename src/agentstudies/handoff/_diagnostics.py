@@ -62,7 +62,7 @@ from agentstudies.handoff._boot import (
     warn_flagged,
 )
 from agentstudies.handoff._validate import check_strata, validate_steps, validate_trajectories
-from agentstudies.results import PaperTables, make_provenance, renamed_keyword, tidy_rows
+from agentstudies.results import PaperTables, make_provenance, tidy_rows
 
 __all__ = [
     "BudgetDiagnostic",
@@ -187,7 +187,6 @@ def budget_diagnostic(
     seed: int = 0,
     level: float = 0.95,
     chunk: int = 20_000,
-    n_boot: int | None = None,
     allow_singleton_strata: bool = False,
 ) -> BudgetDiagnostic:
     """Arrival within early-action budgets with task-stratified paired intervals (App. C).
@@ -202,7 +201,7 @@ def budget_diagnostic(
     run_budget : the budget the trajectories were run with (default: the largest
         ``n_actions`` in the split). Arrival beyond it was never observed.
     n_draws, seed, level, chunk : as in :func:`analyze_handoff`; split ``s`` resamples
-        from ``keyed_seed(seed, "budget", s)``. ``n_boot`` is a deprecated alias.
+        from ``keyed_seed(seed, "budget", s)``.
 
     Raises
     ------
@@ -211,7 +210,7 @@ def budget_diagnostic(
         label or budget in ``cross``; invalid trajectories.
     """
     check_level(level, 0.0)
-    n_draws = check_draws(renamed_keyword("budget_diagnostic", "n_boot", n_boot, "n_draws", n_draws), level, "budget_diagnostic")
+    n_draws = check_draws(n_draws, level, "budget_diagnostic")
     df = validate_trajectories(trajectories, base=base, treated=treated)
     if n_draws > 0:  # task_type sets the bootstrap strata (see analyze_handoff)
         check_strata(df, "trajectories", allow_singleton_strata=allow_singleton_strata,
@@ -517,7 +516,6 @@ def audit_non_arrivals(
     level: float = 0.95,
     empty_threshold: float = 0.01,
     chunk: int = 20_000,
-    n_boot: int | None = None,
 ) -> FailureAudit:
     """Label every non-arrival trajectory with one of seven failure modes (App. C).
 
@@ -526,8 +524,7 @@ def audit_non_arrivals(
     ``subgoals`` defaults to :data:`DEFAULT_SUBGOALS`; ``pickup_rule(action, target)``
     receives the trajectories' ``target`` column when present (else ``None``).
     ``n_draws, seed, level, empty_threshold, chunk`` as in :func:`analyze_handoff`
-    (split ``s`` resamples from ``keyed_seed(seed, "audit", s)``); ``n_boot`` is a
-    deprecated alias of ``n_draws``.
+    (split ``s`` resamples from ``keyed_seed(seed, "audit", s)``).
 
     Returns
     -------
@@ -543,7 +540,7 @@ def audit_non_arrivals(
         listed (each needs ``n_actions`` steps).
     """
     check_level(level, empty_threshold)
-    n_draws = check_draws(renamed_keyword("audit_non_arrivals", "n_boot", n_boot, "n_draws", n_draws), level, "audit_non_arrivals")
+    n_draws = check_draws(n_draws, level, "audit_non_arrivals")
     subgoals = _check_audit_rules(invalid_share, loop_share, wander_share, navigation, subgoals)
     tr = validate_trajectories(trajectories, base=base, treated=treated)
     st = validate_steps(steps, tr, base=base, treated=treated)

@@ -43,7 +43,7 @@ from agentstudies.handoff._boot import (
 )
 from agentstudies.handoff._estimands import _div, _interaction, _rates, episode_task_stats
 from agentstudies.handoff._validate import check_strata, validate_episodes
-from agentstudies.results import PaperTables, make_provenance, renamed_keyword, tidy_rows
+from agentstudies.results import PaperTables, make_provenance, tidy_rows
 
 __all__ = ["InteractionPrediction", "predict_interaction", "prediction_design", "prediction_replicates"]
 
@@ -322,7 +322,6 @@ def predict_interaction(
     level: float = 0.95,
     empty_threshold: float = 0.01,
     chunk: int = 20_000,
-    n_boot: int | None = None,
     allow_singleton_strata: bool = False,
 ) -> InteractionPrediction:
     """Eq. 9 prediction Î^comp, observed I and residual R = I - Î^comp, overall and per type.
@@ -338,7 +337,6 @@ def predict_interaction(
         ``"equal"`` (unweighted mean over types, the paper's overall row).
     n_draws, seed, level, empty_threshold, chunk : as in :func:`analyze_handoff`; the
         draws use ``keyed_seed(seed, "prediction", target_split, external_split)``.
-        ``n_boot`` is a deprecated alias of ``n_draws``.
 
     Returns
     -------
@@ -351,7 +349,7 @@ def predict_interaction(
         (``C^ext(k)`` undefined in the sample itself).
     """
     check_level(level, empty_threshold)
-    n_draws = check_draws(renamed_keyword("predict_interaction", "n_boot", n_boot, "n_draws", n_draws), level, "predict_interaction")
+    n_draws = check_draws(n_draws, level, "predict_interaction")
     if n_draws > 0:  # task_type sets the bootstrap strata (see analyze_handoff)
         for label, table in (("target", target), ("external", external)):
             check_strata(validate_episodes(table, base=base, treated=treated), f"{label} episodes",

@@ -22,7 +22,6 @@ import numpy as np
 import pandas as pd
 
 from agentstudies.parallel import keyed_seed
-from agentstudies.results import renamed_keyword
 from agentstudies.specs import BootstrapSpec
 from agentstudies.stats import paired_cluster_bootstrap, percentile_interval
 from agentstudies.sasst import SASST, SELECTED, STATUSES, ComparisonPlan, SASSTReport, Slot
@@ -159,18 +158,12 @@ def run_tau_sasst(
     min_ess: float = 20.0,
     density_cap: float = 5.0,
     stability_threshold: float = 0.60,
-    n_multiplier: int | None = None,
-    alpha: float | None = None,
 ) -> SASSTReport:
     """Run the ten-slot SASST protocol on one model profile's episode table.
 
     ``episodes`` needs columns ``task_id, seed, workflow, reward``; ``features`` is the
     output of :func:`stress_features`; ``split`` maps task id to discovery/confirmation.
-    ``n_multiplier`` and ``alpha`` are deprecated aliases of ``n_draws`` and ``1 - level``.
     """
-    n_draws = renamed_keyword("run_tau_sasst", "n_multiplier", n_multiplier, "n_draws", n_draws)
-    if alpha is not None:
-        level = 1.0 - renamed_keyword("run_tau_sasst", "alpha", alpha, "level", level)
     if "reward" not in episodes.columns:
         raise KeyError(f"episode table lacks column 'reward'; it has {list(episodes.columns)}")
     _warn_non_binary(episodes["reward"])
