@@ -333,9 +333,10 @@ def _rendered_memo(data: Mapping) -> dict:
 #: (SHA-256 of its domain, grammar and problem, as :data:`_RENDERED`), the action's
 #: feedback rule and mapping, and the frozen facts and variables of the state after the
 #: action; emptied when it holds :data:`_FEEDBACK_MAX` entries (a key holds the state's
-#: few hundred facts: about 10-20 KB).
+#: few hundred facts: about 29 KB an entry by tracemalloc, so at most about 60 MB).
+#: ``benchmarks/bench_memos.py`` measures what it saves against deriving every text.
 _FEEDBACK: dict = {}
-_FEEDBACK_MAX = 8192
+_FEEDBACK_MAX = 2048
 
 
 _PH_BRACE = re.compile(r"\{\s*([A-Za-z_][A-Za-z0-9_]*)")
