@@ -140,7 +140,7 @@ ALL_BUDGET = {
     "agentstudies.envs.alfworld": 17,    # lazy: names resolved from the modules on first use
     "agentstudies.envs.impossible": 42,  # target ~20: sandbox internals to a submodule
     "agentstudies.envs.tau": 37,         # target ~20
-    "agentstudies.envs.toolsandbox": 52,  # target ~25: tool catalogue and milestones to submodules
+    "agentstudies.envs.toolsandbox": 55,  # target ~25: tool catalogue and milestones to submodules
     "agentstudies.handoff": 30,    # target ~20: validators and plot helpers to submodules
     "agentstudies.recovery": 25,
     "agentstudies.stats": 24,
@@ -270,6 +270,7 @@ PRIVATE_IMPORTS: dict[str, str] = {
     "agentstudies": "the _data module (checked reads of data/): the checksum tests call it directly",
     "agentstudies._data": "DataFileError, the checked reader's error (base module without a public package)",
     "agentstudies._tolerances": "the tolerance a test compares against is the one the code uses",
+    "agentstudies.agents._llm": "the endpoint check and its failure limit, against a local server",
     "agentstudies.agents.alfworld": "the learned policy's feature module, tested on hand-built beliefs",
     "agentstudies.agents.alfworld._learned": "candidate features and atoms, checked against hand-worked states",
     "agentstudies.agents.impossible": "the scripted policy module, for its speed-up equivalence test",
@@ -278,6 +279,7 @@ PRIVATE_IMPORTS: dict[str, str] = {
     "agentstudies.book.chapter": "the markdown helpers of glued sentences, on hand-written inputs",
     "agentstudies.book.runner": "the duration record the scheduler orders chapters by",
     "agentstudies.book.schedule": "conftest reads a side-by-side child's result as the book does",
+    "agentstudies.book.execute": "the run lock and the incomplete-run marker, exercised directly",
     "agentstudies.envs.alfworld._testing": "small generated games: the fixtures of the engine tests",
     "agentstudies.envs.alfworld.engine": "the operator array, compared with TextWorld's own grounding",
     "agentstudies.envs.alfworld.env": "the engine class, to count parses and swap the memo out",
@@ -287,12 +289,14 @@ PRIVATE_IMPORTS: dict[str, str] = {
     "agentstudies.envs.impossible._verify": "the variant table's data folder, to rebuild it in a temp dir",
     "agentstudies.envs.tau": "the τ feature module, checked feature by feature",
     "agentstudies.envs.tau._audit": "one audit episode, run on a hand-picked task",
+    "agentstudies.envs.toolsandbox": "the scoring module, against ToolSandbox's own formulas",
     "agentstudies.envs.toolsandbox._env": "the read-only views the environment hands out",
     "agentstudies.envs.toolsandbox._scoring": "ToolSandbox's scoring pieces, each against the peer's formula",
     "agentstudies.episodes": "one sample's row and the sample reader, on hand-made Inspect logs",
     "agentstudies.parallel": "the chunking seeded_map uses, for its order and sizes",
     "agentstudies.sasst": "the resampling and rules modules, for the exact speed-up checks",
     "agentstudies.sasst._engine": "the selection and radius screen, against brute force",
+    "agentstudies.sasst._prereg": "the pre-registration file format and its integrity digest, forged by hand",
     "agentstudies.sasst._geometry": "sorted-support W1 helpers, against scipy.stats.wasserstein_distance",
     "agentstudies.sasst._plan": "the plan's ratio and softmax, against closed forms",
     "agentstudies.sasst._resample": "the resampled selections, against a direct loop",

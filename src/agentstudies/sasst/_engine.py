@@ -41,7 +41,7 @@ from agentstudies.sasst._geometry import Geometry, make_geometry
 from agentstudies.sasst._plan import ComparisonPlan
 from agentstudies.sasst._protocol import departures, refuse_departures, stamp
 from agentstudies.sasst._report import SASSTReport, _joint_band, _report_frame, _status_fields
-from agentstudies.sasst._shared import SharedWork
+from agentstudies.sasst._shared import SharedWork, tensor_mean as _tensor_mean
 from agentstudies.sasst._results import FINGERPRINT_FIELDS, Discovery, FrozenRule, _spec_json, refuse_other_engine
 from agentstudies.sasst._rules import FixedFamily, Rule, RuleFamily, UniformRule
 from agentstudies.sasst._scores import (_jaccard, rule_scores, score_matrix, top_set_jaccard, top_weighted_sets,
@@ -667,15 +667,6 @@ class SASST:
         if key not in wt.phi:
             wt.phi[key] = (wt.H - wt.mu) @ self.plan.gradient(wt.mu, c)
         return out, wt.phi[key]
-
-
-def _tensor_mean(plan: ComparisonPlan, Z: np.ndarray, s: np.ndarray, masks: np.ndarray,
-                 shared: SharedWork | None) -> tuple[np.ndarray, np.ndarray]:
-    """The plan tensor (N, p) and its column mean (p,), from ``shared`` when given."""
-    if shared is not None:
-        return shared.tensor(plan, Z, s, masks)
-    H = plan.tensor(Z, s, masks)
-    return H, H.mean(axis=0)
 
 
 @dataclass(eq=False)

@@ -107,3 +107,13 @@ def _same_masks(base: np.ndarray | None, masks: np.ndarray | None, R: int) -> bo
     if base is None or masks is None or base.shape[0] < R or base.shape[1:] != masks.shape[1:]:
         return False
     return bool(np.array_equal(base[:R], masks))
+
+
+def tensor_mean(plan: ComparisonPlan, Z: np.ndarray, s: np.ndarray, masks: np.ndarray,
+                shared: SharedWork | None) -> tuple[np.ndarray, np.ndarray]:
+    """The plan tensor (N, p) and its column mean (p,), from ``shared`` when given (else
+    computed here: ``plan.tensor(Z, s, masks)`` and its mean over clusters)."""
+    if shared is not None:
+        return shared.tensor(plan, Z, s, masks)
+    H = plan.tensor(Z, s, masks)
+    return H, H.mean(axis=0)

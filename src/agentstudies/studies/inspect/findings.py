@@ -64,6 +64,37 @@ def passk_drop_by_task(episodes: pd.DataFrame, k: int, *, success: float = 1.0) 
     return t
 
 
+def _passk_finding(episodes: pd.DataFrame, k: int, *, level: float, n_draws: int, seed: int) -> Any:
+    """The *pass^k falls below pass^1* finding of :func:`log_findings` (task bootstrap of
+    the mean drop; ``not testable here`` for ``k < 2`` or when no task's replicates disagree)."""
+    from agentstudies.findings import NONNEGATIVE, interval_finding, untestable_finding
+
+    t = passk_drop_by_task(episodes, k)
+    n_flip = int(t["flips"].sum())
+    name = f"pass^{k} falls below pass^1"
+    paper = "pass^k drops as k grows (τ-bench, Yao et al., 2024)"
+    if k < 2:
+        return (untestable_finding(name, paper, measured=float(k), basis="arithmetic",
+                                       why=f"k = {k}: pass^k is pass^1 by definition (run with k >= 2)"))
+    elif n_flip == 0:
+        return (untestable_finding(name, paper, measured=0.0, basis="arithmetic",
+                                       why=f"the replicates of no task disagree (0 of {len(t)}), so "
+                                           f"pass^{k} equals pass^1 by construction"))
+    else:
+        d = t.pivot_table(index="task_id", columns="workflow", values="drop").fillna(0.0)
+        x = d.to_numpy(float)
+        m = x.shape[1]
+        rng = np.random.default_rng(keyed_seed(seed, "inspect_logs", "passk_drop"))
+        idx = rng.integers(0, len(x), size=(n_draws, len(x)))
+        reps = x[idx].sum(axis=(1, 2)) / (len(x) * m)
+        lo, hi = percentile_interval(reps, level)
+        return (interval_finding(name, paper, float(x.mean()), float(lo), float(hi), len(x), paper_side="above",
+                                     level=level, quantity=f"mean pass^1 − pass^{k} (task bootstrap)",
+                                     domain=NONNEGATIVE, basis="arithmetic",
+                                     why=f"pass^{k} <= pass^1 by definition; above 0 once some task's replicates "
+                                         "disagree"))
+
+
 def log_findings(episodes: pd.DataFrame, n_samples: int, report: Any, counted: pd.DataFrame, k: int, *,
                  level: float = 0.95, n_draws: int = 2000, seed: int = 0, idle: str = IDLE_WORKFLOW):
     """The chapter's findings from its tables.
@@ -124,30 +155,7 @@ def log_findings(episodes: pd.DataFrame, n_samples: int, report: Any, counted: p
                               "support checks refuse to certify from few clusters (SASST, Appendix C)", n_conf,
                               len(status), holds=n_conf == 0, rule="0 confirmed slots (SASST status)",
                               basis="method", why="SASST's support checks on a log of few task clusters"))
-    t = passk_drop_by_task(episodes, k)
-    n_flip = int(t["flips"].sum())
-    name = f"pass^{k} falls below pass^1"
-    paper = "pass^k drops as k grows (τ-bench, Yao et al., 2024)"
-    if k < 2:
-        rows.append(untestable_finding(name, paper, measured=float(k), basis="arithmetic",
-                                       why=f"k = {k}: pass^k is pass^1 by definition (run with k >= 2)"))
-    elif n_flip == 0:
-        rows.append(untestable_finding(name, paper, measured=0.0, basis="arithmetic",
-                                       why=f"the replicates of no task disagree (0 of {len(t)}), so "
-                                           f"pass^{k} equals pass^1 by construction"))
-    else:
-        d = t.pivot_table(index="task_id", columns="workflow", values="drop").fillna(0.0)
-        x = d.to_numpy(float)
-        m = x.shape[1]
-        rng = np.random.default_rng(keyed_seed(seed, "inspect_logs", "passk_drop"))
-        idx = rng.integers(0, len(x), size=(n_draws, len(x)))
-        reps = x[idx].sum(axis=(1, 2)) / (len(x) * m)
-        lo, hi = percentile_interval(reps, level)
-        rows.append(interval_finding(name, paper, float(x.mean()), float(lo), float(hi), len(x), paper_side="above",
-                                     level=level, quantity=f"mean pass^1 − pass^{k} (task bootstrap)",
-                                     domain=NONNEGATIVE, basis="arithmetic",
-                                     why=f"pass^{k} <= pass^1 by definition; above 0 once some task's replicates "
-                                         "disagree"))
+    rows.append(_passk_finding(episodes, k, level=level, n_draws=n_draws, seed=seed))
     for mode in ("zero", "exclude"):
         if mode not in counted.index:
             raise KeyError(f"error-counting table lacks on_error={mode!r}; it has {list(counted.index)}")

@@ -12,7 +12,6 @@ task all succeed, averaged over tasks; it can only fall as ``k`` grows.
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Sequence
