@@ -150,8 +150,8 @@ def _stale(exempt) -> list:
 
 def test_stale_exemptions_are_reported():
     """An exemption that no longer matches a cell (the chapter was converted) is reported as
-    a warning, not a failure: the exempted chapters belong to engineers editing them now,
-    and their conversion must not turn this suite red. Remove the entry when warned. The
+    a warning, not a failure: converting an exempted chapter must not turn this suite red.
+    Remove the entry when warned. The
     detection itself is checked on an entry that cannot match."""
     import warnings
 
@@ -170,7 +170,7 @@ def test_stale_exemptions_are_reported():
     ("hw = 1.96 * se", "quantile"),
     ("d = np.sign(est)", "sign"),
     ("paper_gain = 0.0375", "paper value"),
-    # the cells this round removed (tau_workflow_stress, tau_controller_audit, alfworld_training)
+    # cells of the kind once found in tau_workflow_stress, tau_controller_audit and alfworld_training
     ('ch.glue_md("confirmed_sentence", "Confirmed: " + x\n'
      '   + ("As in the paper, no stress claim is confirmed." if sum(conf_p.values()) == 0 and sum(paper_conf) == 0\n'
      '      else "The count differs from the paper\'s."))', "comparison"),

@@ -3,8 +3,8 @@
 * **Tolerances** live in ``agentstudies._tolerances``: no bare float literal of magnitude
   at most ``1e-5`` (what a tolerance, a clip or an epsilon looks like) in the code of a
   method module (``sasst/``, ``handoff/``, ``recovery/``, ``stats/``). Docstrings and
-  comments are not code. Files another engineer is changing now are in :data:`ALLOWED`
-  with their present count; the list only shrinks (a count that drops must be lowered).
+  comments are not code. Modules not yet converted are in :data:`ALLOWED` with their
+  present count; the list only shrinks (a count that drops must be lowered).
 * **No ``importorskip`` of our own package** in tests: an import error in
   ``agentstudies`` must fail, never skip.
 * **No skip that depends on files left by an earlier run**: a test that needs a chapter's

@@ -538,7 +538,7 @@ PROBABILITY_SUMS: dict[str, tuple[tuple[str, Any], ...]] = {
 }
 
 #: Resample counts behind the intervals and bands a chapter shows: 0 draws gives NaN intervals
-#: (``method_recovery -p n_boot 0`` "succeeded" with NaN intervals before this check).
+#: (without this check ``method_recovery -p n_boot 0`` would "succeed" with NaN intervals).
 DRAW_PARAMETERS = frozenset({"n_boot", "n_draws", "n_multiplier", "control_draws"})
 
 def _usable_problem(name: str, value: Any, level: float | None = None) -> str | None:

@@ -130,7 +130,7 @@ def check_resample_budget(n_draws: int, n_clusters: int, n_values: int, where: s
     Estimates: replicates ``n_draws x n_values x 8`` bytes (bound
     :data:`MAX_REPLICATE_BYTES`); work ``n_draws x n_clusters`` cluster draws at
     :data:`CLUSTER_DRAWS_PER_SECOND` (bound :data:`MAX_CLUSTER_DRAWS`, about an hour).
-    ``n_draws = 10**12`` used to run for minutes before a ``MemoryError``.
+    Without it, ``n_draws = 10**12`` runs for minutes before a ``MemoryError``.
 
     Raises
     ------
