@@ -23,7 +23,7 @@ for p in sorted(SRC.rglob("*.py")):
             names = [t.id for t in targets if isinstance(t, ast.Name)]
             v = node.value
             empty = (isinstance(v, (ast.Dict, ast.List, ast.Set)) and not (getattr(v, "keys", None) or getattr(v, "elts", None)))
-            call = isinstance(v, ast.Call) and (getattr(v.func, "id", None) or getattr(v.func, "attr", None)) in MUTABLE_CALLS and not v.args
+            call = isinstance(v, ast.Call) and (getattr(v.func, "id", None) or getattr(v.func, "attr", None)) in MUTABLE_CALLS and not v.args and not v.keywords
             if names and (empty or call) and names[0] != "__all__":
                 out.append((rel, node.lineno, names[0], "module-level " + ast.unparse(v)[:40]))
     for node in ast.walk(tree):
