@@ -289,7 +289,6 @@ PRIVATE_IMPORTS: dict[str, str] = {
     "agentstudies.envs.impossible._verify": "the variant table's data folder, to rebuild it in a temp dir",
     "agentstudies.envs.tau": "the τ feature module, checked feature by feature",
     "agentstudies.envs.tau._audit": "one audit episode, run on a hand-picked task",
-    "agentstudies.envs.toolsandbox": "the scoring module, against ToolSandbox's own formulas",
     "agentstudies.envs.toolsandbox._env": "the read-only views the environment hands out",
     "agentstudies.envs.toolsandbox._scoring": "ToolSandbox's scoring pieces, each against the peer's formula",
     "agentstudies.episodes": "one sample's row and the sample reader, on hand-made Inspect logs",

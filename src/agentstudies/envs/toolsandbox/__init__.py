@@ -42,7 +42,6 @@ from agentstudies.envs.toolsandbox._scoring import (
     evaluate,
     rouge_l,
     similarity_matrix,
-    similarity_tensor,
     table_similarity,
     topological_order,
     turn_count,

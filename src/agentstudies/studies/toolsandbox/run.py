@@ -63,7 +63,7 @@ __all__ = [
     "CATEGORY_PARAMS",
     "neutral_profile",
     "controls",
-    
+
 ]
 
 BASELINE = "ReAct"
