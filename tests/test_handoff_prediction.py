@@ -78,7 +78,7 @@ def test_observed_overall_equals_pooled_interaction(samples):
 
 def test_two_sample_bootstrap_matches_loop(samples):
     target, external = samples
-    B, seed = 30, 7  # a seed whose draws lose some type's external arrivals
+    B, seed = 40, 7  # a seed whose draws lose some type's external arrivals
     design = hot.prediction_design(target, external)
     strata = design.strata()
     counts = bootstrap_counts(len(strata), B, np.random.default_rng(hot.bootstrap_seed(
