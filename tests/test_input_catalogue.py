@@ -649,6 +649,13 @@ CHAPTER_CASES = [
      "tau_workflow_stress is a probability and must lie in [0, 1]; got -1"),
     (["tau_workflow_stress", "-p", "n_stability", "-3"], "parameter 'n_stability' of notebook tau_workflow_stress "
      "is a count and must be >= 0; got -3"),
+    (["method_recovery", "-p", "level", "-inf"], "parameter 'level' of notebook method_recovery is a probability and "
+     "must lie strictly between 0 and 1; got -inf"),
+    (["method_sasst", "-p", "long_task_penalty", "0.5"], "base_rate + gain - long_task_penalty (workflow B "
+     "on long tasks) = -0.08 must be a probability in [0, 1]"),
+    (["method_sasst", "--scheduler", "tcp://127.0.0.1:1"], "--scheduler tcp://127.0.0.1:1: notebook method_sasst runs "
+     "no parallel work (it declares no n_jobs or backend parameter)"),
+    (["method_sasst", "--root", "/nonexistent"], "--root /nonexistent: /nonexistent does not exist"),
     (["method_sasst", "-p", "min_stability", "1.2"], "parameter 'min_stability' of notebook method_sasst is a "
      "probability and must lie in [0, 1]; got 1.2"),
 ]
@@ -827,3 +834,35 @@ def test_load_run_label_states_the_profile_from_provenance(tmp_path):
                        for p in sorted(out.iterdir()) if p.name != "SHA256SUMS")
         (out / "SHA256SUMS").write_text(sums)
         assert paper_runs.load_run("method_sasst", folder=out).label == want
+
+
+READ_ONLY = "/sys/agentstudies-read-only"  # the kernel refuses to create anything here, even for root
+
+
+@pytest.mark.parametrize("how", ["-o", "AGENTSTUDIES_ARTIFACTS", "import-log -o"])
+def test_read_only_output_is_one_line_naming_the_path(tiny_root, monkeypatch, capsys, how):
+    if how == "-o":
+        args = ["run", "alpha", "-o", f"{READ_ONLY}/out.ipynb", "--root", str(tiny_root)]
+    elif how == "AGENTSTUDIES_ARTIFACTS":
+        monkeypatch.setenv("AGENTSTUDIES_ARTIFACTS", READ_ONLY)
+        args = ["run", "alpha", "--root", str(tiny_root)]
+    else:
+        args = ["import-log", str(tiny_root / "no-such.eval"), "-o", f"{READ_ONLY}/episodes.csv"]
+    assert cli.main(args) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "Traceback" not in err, err
+    assert f": {READ_ONLY}; choose a writable place" in err, err
+
+
+def test_import_log_hints_name_the_command_options():
+    """from_inspect_log's hints name Python keywords; the command shows its own options, and says
+    where an option does not exist (text_scores, require_all_epochs)."""
+    from agentstudies.book.cli import cli_hints
+
+    assert cli_hints("x.eval has scores ['a', 'b']; name one with scorer=") == \
+        "x.eval has scores ['a', 'b']; name one with --scorer NAME"
+    assert cli_hints("select one as scorer='acc.KEY'") == "select one as --scorer acc.KEY"
+    assert cli_hints("use workflow='task_arg:NAME'") == "use --workflow task_arg:NAME"
+    assert "text_scores=" not in cli_hints("pass text_scores={...} to map others").split("from_inspect_log")[0]
+    assert "no option" in cli_hints("pass require_all_epochs=False to accept")
+    assert cli_hints("Pass allow_incomplete=True (--allow-incomplete) to import") == "Pass --allow-incomplete to import"

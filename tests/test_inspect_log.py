@@ -422,7 +422,7 @@ def test_import_log_never_prints_a_traceback_on_malformed_input(tmp_path, capsys
         ([CORPUS / "cancelled.eval"], "status is 'cancelled'"),
         ([CORPUS / "unscored.eval"], "no sample has a score"),
         ([CORPUS / "text_scores.eval"], "text score 'good'"),
-        ([CORPUS / "dict_scores.eval"], "name one with scorer="),
+        ([CORPUS / "dict_scores.eval"], "name one with --scorer NAME"),
         ([CORPUS / "dict_scores.eval", "--scorer", "dict_scorer"], "dict_scorer.KEY"),
         ([tmp_path / "notalog.json"], "notalog.json: cannot be read"),
         ([tmp_path / "text.eval"], "text.eval: cannot be read"),

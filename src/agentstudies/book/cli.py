@@ -7,10 +7,12 @@ afterwards (``fast_downward``'s translator overwrites ``sys.argv`` when ALFWorld
 from __future__ import annotations
 
 import argparse
+import errno
 import logging
 import os
 import signal
 import sys
+import time
 import warnings
 from pathlib import Path
 from typing import Any, Sequence
@@ -71,6 +73,34 @@ def parse_value(text: str) -> Any:
         except yaml.YAMLError as exc:
             raise ValueError(f"cannot parse {text!r} as a YAML list/mapping: {exc}") from exc
     return text
+
+
+#: Prefix that keeps a ``-p``/``-r`` VALUE starting with ``-`` (``-inf``, ``-1e-3``, ``-x``) from
+#: being read as an option by argparse (which said "expected 2 arguments").
+_VALUE_GUARD = "\x00"
+_PARAMETER_FLAGS = ("-p", "--parameter", "-r", "--parameter-raw")
+
+
+def _protect_values(argv: list[str]) -> list[str]:
+    """Guard the VALUE of every ``-p KEY VALUE`` / ``-r KEY VALUE`` that starts with ``-``."""
+    out = list(argv)
+    i = 0
+    while i < len(out):
+        if out[i] in _PARAMETER_FLAGS and i + 2 < len(out):
+            if out[i + 2].startswith("-"):
+                out[i + 2] = _VALUE_GUARD + out[i + 2]
+            i += 3
+            continue
+        if out[i] == "--":
+            break
+        i += 1
+    return out
+
+
+def _unprotect_values(args: argparse.Namespace) -> None:
+    for name in ("parameter", "parameter_raw"):
+        pairs = getattr(args, name, None) or []
+        setattr(args, name, [[k, v.removeprefix(_VALUE_GUARD)] for k, v in pairs])
 
 
 def _positive_int(text: str) -> int:
@@ -256,6 +286,7 @@ def _cmd_import_log(args: argparse.Namespace) -> int:
         raise runner.BookError(f"-o must end in .csv or .parquet, got {args.output}")
     if args.output.is_dir():
         raise runner.BookError(f"-o {args.output} is a directory; name a .csv or .parquet file")
+    args.output.parent.mkdir(parents=True, exist_ok=True)  # a read-only place fails now, not after reading
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
@@ -263,30 +294,78 @@ def _cmd_import_log(args: argparse.Namespace) -> int:
                                   task=args.task, on_error=args.on_error, allow_incomplete=args.allow_incomplete)
     except (LogImportError, ValueError, KeyError, TypeError, OSError) as exc:
         # malformed input of any kind: one line naming it, never a traceback
-        raise runner.BookError(str(exc) if isinstance(exc, LogImportError) else f"{type(exc).__name__}: {exc}") from None
+        text = str(exc) if isinstance(exc, LogImportError) else f"{type(exc).__name__}: {exc}"
+        raise runner.BookError(cli_hints(text)) from None
     for w in caught:
-        print(f"note: {w.message}")
-    args.output.parent.mkdir(parents=True, exist_ok=True)
+        print(f"note: {cli_hints(str(w.message))}")
     df.to_csv(args.output, index=False) if suffix == ".csv" else df.to_parquet(args.output, index=False)
     excluded = len(df.attrs.get("excluded", []))
     print(f"{len(df)} episodes ({df['task_id'].nunique()} tasks, workflows {sorted(df['workflow'].unique())}) "
           f"-> {args.output}; flagged (error, limit or retry): {int(df['flagged'].sum())}; excluded: {excluded}")
     return 0
+#: The reader's Python keywords as this command's options (``from_inspect_log`` hints name the
+#: keywords; the command's user needs the flags). Keywords without an option say so.
+_HINTS = (
+    (r"\bscorer='([^']*)'", r"--scorer \1"), (r"\bscorer=(?=[\s;,)]|$)", "--scorer NAME"),
+    (r"\bworkflow='([^']*)'", r"--workflow \1"), (r"\bworkflow=\.\.\.", "--workflow ..."),
+    (r"\btask_id='([^']*)'", r"--task-id \1"), (r"\bon_error='([^']*)'", r"--on-error \1"),
+    (r"Pass allow_incomplete=True \(--allow-incomplete\)", "Pass --allow-incomplete"),
+    (r"\ballow_incomplete=True\b", "--allow-incomplete"),
+    (r"pass text_scores=\{\.\.\.\} to map others",
+     "this command has no option to map others: read the log in Python, "
+     "agentstudies.episodes.from_inspect_log(..., text_scores={...})"),
+    (r"pass require_all_epochs=False to accept",
+     "this command has no option to accept that: read the log in Python, "
+     "agentstudies.episodes.from_inspect_log(..., require_all_epochs=False)"),
+)
+
+
+def cli_hints(text: str) -> str:
+    """``text`` with the Python keywords of :func:`agentstudies.episodes.from_inspect_log`
+    replaced by the ``import-log`` options (``scorer='x'`` -> ``--scorer x``)."""
+    import re
+
+    for pattern, repl in _HINTS:
+        text = re.sub(pattern, repl, text)
+    return text
+
+
 SCHEDULER_HELP = ("address of an existing dask.distributed scheduler (e.g. tcp://scheduler-host:8786): every "
                   "simulation's trials run there through one client per notebook; tables are identical to a "
                   "local run (default: the DASK_SCHEDULER_ADDRESS environment variable, else local)")
 
 
-def _use_scheduler(args: argparse.Namespace) -> None:
-    """Export --scheduler to the notebook kernels (they inherit the environment)."""
+def _use_scheduler(args: argparse.Namespace, chapters: Sequence[Path] = ()) -> None:
+    """Export --scheduler to the notebook kernels (they inherit the environment).
+
+    Only chapters with parallel work (a ``n_jobs`` or ``backend`` parameter: their trials go
+    through ``seeded_map``) use a scheduler. ``run`` of a chapter without either is refused
+    before it starts; ``book`` names the selected chapters that will not use it.
+
+    Raises
+    ------
+    ParameterError
+        ``run --scheduler`` of a notebook that declares neither parameter.
+    """
     from agentstudies.parallel import SCHEDULER_ENV
 
-    if getattr(args, "scheduler", None):
-        os.environ[SCHEDULER_ENV] = args.scheduler
+    if not getattr(args, "scheduler", None):
+        return
+    serial = [p.stem for p in chapters if p.is_file() and not {"n_jobs", "backend"} & set(runner.declared_parameters(p))]
+    if serial and getattr(args, "command", "") == "run":
+        raise runner.ParameterError(
+            f"--scheduler {args.scheduler}: notebook {serial[0]} runs no parallel work (it declares no n_jobs or "
+            "backend parameter), so no dask scheduler would be used; leave --scheduler out")
+    if serial:
+        print(f"note: --scheduler is used only by chapters with parallel work; not by {', '.join(serial)}")
+    os.environ[SCHEDULER_ENV] = args.scheduler
 
 
 def _cmd_book(args: argparse.Namespace) -> int:
-    _use_scheduler(args)
+    if getattr(args, "scheduler", None):
+        root = runner.find_root() if args.root is None else runner._root(args.root)
+        names = [c for c in runner.toc_chapters(root) if not args.only or c in args.only]
+        _use_scheduler(args, [root / "notebooks" / f"{c}.ipynb" for c in names])
     if not args.no_build:
         runner.check_root_page(args.root)  # before hours of execution, not after
     runner.run_book(args.profile, args.only, args.jobs, root=args.root, log_output=args.log_output,
@@ -297,7 +376,11 @@ def _cmd_book(args: argparse.Namespace) -> int:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    _use_scheduler(args)
+    if getattr(args, "scheduler", None):
+        root = runner.find_root() if args.root is None else runner._root(args.root)
+        text = str(args.notebook)
+        path = Path(text) if text.endswith(".ipynb") or "/" in text else root / "notebooks" / f"{text}.ipynb"
+        _use_scheduler(args, [path])
     params: dict[str, Any] = {}
     parsed = []
     for key, text in args.parameter:
@@ -309,14 +392,23 @@ def _cmd_run(args: argparse.Namespace) -> int:
         if key in params:
             raise runner.ParameterError(f"parameter {key!r} is given twice")
         params[key] = value
-    result = runner.run_notebook(
-        args.notebook, params, args.output, args.profile,
-        jobs=args.jobs, root=args.root, log_output=args.log_output,
-    )
+    from agentstudies.book.progress import fmt_seconds, heartbeat
+
+    t0 = time.perf_counter()
+    name = Path(str(args.notebook)).stem
+    with heartbeat(_say, lambda: f"    ... {name} running for {fmt_seconds(time.perf_counter() - t0)}"):
+        result = runner.run_notebook(
+            args.notebook, params, args.output, args.profile,
+            jobs=args.jobs, root=args.root, log_output=args.log_output,
+        )
     print(result.summary())
     if args.jobs is not None and "n_jobs" not in result.parameters:
         print(f"    note: {result.name} has no n_jobs parameter; --jobs was not used")
     return 0
+
+
+def _say(line: str) -> None:
+    print(line, flush=True)
 
 
 def _cmd_build(args: argparse.Namespace) -> int:
@@ -364,7 +456,8 @@ def _cmd_list(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``agentstudies``; returns the exit status (0 ok, 1 error, 2 usage)."""
-    args = build_parser().parse_args(argv)  # the only place arguments are read
+    args = build_parser().parse_args(_protect_values(sys.argv[1:] if argv is None else list(argv)))
+    _unprotect_values(args)
     # A SIGTERM (timeout, kill) unwinds like Ctrl-C, so papermill shuts the kernel down and
     # takes its worker processes with it instead of leaving them running.
     saved = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
@@ -378,8 +471,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "import-log": _cmd_import_log, "where": _cmd_where}
     try:
         return commands[args.command](args)
-    except (runner.BookError, FileNotFoundError) as exc:
+    except runner.BookError as exc:
         print(f"agentstudies {args.command}: error: {exc}", file=sys.stderr)
+        return 1
+    except OSError as exc:  # the user's environment (read-only -o, a full disk): one line naming the path
+        print(f"agentstudies {args.command}: error: {_os_error_line(exc)}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print(f"agentstudies {args.command}: interrupted; the interrupted notebook's last good "
@@ -392,6 +488,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         for sig, handler in saved.items():
             signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
+
+
+def _os_error_line(exc: OSError) -> str:
+    """One line for an ``OSError``: what failed on which path, and where to look."""
+    if not exc.filename:
+        return str(exc)
+    path = f"{exc.filename}" + (f" -> {exc.filename2}" if exc.filename2 else "")
+    reason = exc.strerror or type(exc).__name__
+    hint = ""
+    if exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
+        hint = ("; choose a writable place: -o OUT.ipynb for a run's notebook and tables, AGENTSTUDIES_ARTIFACTS "
+                "for the tables of a run without -o, -o OUT.csv for import-log")
+    elif exc.errno == errno.ENOSPC:
+        hint = "; free some space or write elsewhere (-o, AGENTSTUDIES_ARTIFACTS)"
+    return f"{reason}: {path}{hint}"
 
 
 def _first_interrupt(signum: int, frame: Any) -> None:

@@ -481,7 +481,7 @@ def check_parameter_set(notebook: str, declared: Mapping[str, Parameter], values
             continue
         if not 0 <= v <= 1:
             raise ParameterError(f"parameters of notebook {notebook}: {what} = {v:g} must be a probability in "
-                                 f"[0, 1] (from {source}); lower the parameters that raise it")
+                                 f"[0, 1] (from {source}); change them so that it does")
 
 def _check_probability_maps(notebook: str, declared: Mapping[str, Parameter], full: Mapping[str, Any],
                             source: str) -> None:
