@@ -466,6 +466,35 @@ def _prereg_without(section: str) -> Any:
         return Preregistration.load(path)
 
 
+def _half_corpus_study() -> Any:
+    """The study's reader on a held-out corpus cut in half (9 rows instead of 21 before)."""
+    import shutil
+    import tempfile
+    from unittest import mock
+
+    from agentstudies import _data
+    from agentstudies.studies.impossible.classifier import classifier_corpus
+
+    repo_data = Path(__file__).resolve().parents[1] / "data"
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp) / "data"
+        shutil.copytree(repo_data / "classifier_corpus", root / "classifier_corpus")
+        shutil.copy(repo_data / "SHA256SUMS", root / "SHA256SUMS")
+        target = root / "classifier_corpus" / "heldout.yaml"
+        lines = target.read_text().splitlines(keepends=True)
+        target.write_text("".join(lines[: len(lines) // 2]))
+        with mock.patch.object(_data, "data_dir", lambda: root):
+            return classifier_corpus(target)
+
+
+def _pass_hat_k(score: float) -> Any:
+    from agentstudies.episodes import pass_hat_k
+
+    ep = pd.DataFrame({"task_id": ["a", "a", "b", "b"], "seed": [0, 1, 0, 1], "workflow": "w",
+                       "score": [1.0, 0.0, score, 1.0]})
+    return pass_hat_k(ep, 2)
+
+
 def _half_corpus() -> Any:
     """The held-out classifier corpus with its second half deleted (still valid YAML), read
     through the package's checked reader in a throwaway data folder."""
@@ -541,6 +570,11 @@ def _range_cases() -> list[Case]:
              r"pre-registration .*prereg.json is not readable JSON \(JSONDecodeError"),
         Case("prereg.json lacking a section names the file", lambda: _prereg_without("engine"), ValueError,
              r"engine: section missing from the file \(pre-registration .*prereg.json\)"),
+        Case("classifier_corpus on a held-out corpus cut in half", _half_corpus_study, ValueError,
+             r"data/classifier_corpus/heldout.yaml does not match its checksum"),
+        Case("pass_hat_k score 7", lambda: _pass_hat_k(7.0), ValueError,
+             r"pass_hat_k: score outside \[0, 1\] in column 'score' for 1 trial\(s\) \(task/seed\) \['b/0'\], e.g. 7"),
+        Case("pass_hat_k score -1", lambda: _pass_hat_k(-1.0), ValueError, r"score outside \[0, 1\].*e.g. -1"),
         Case("half the held-out corpus deleted", _half_corpus, ValueError,
              r"data/classifier_corpus/heldout.yaml does not match its checksum.*git checkout -- "
              r"data/classifier_corpus/heldout.yaml"),

@@ -503,7 +503,8 @@ def _apply_on_error(df: pd.DataFrame, on_error: str) -> pd.DataFrame:
 
 
 def _trial_scores(col: pd.Series, keys: pd.Series) -> np.ndarray:
-    """The ``score`` column as floats: booleans 0/1; text, NaN and +/-inf refused with rows."""
+    """The ``score`` column as floats: booleans 0/1; text, NaN, +/-inf and values outside
+    [0, 1] refused with rows."""
     if pd.api.types.is_bool_dtype(col):
         return col.to_numpy(dtype=float)
     if not pd.api.types.is_numeric_dtype(col):
@@ -521,6 +522,11 @@ def _trial_scores(col: pd.Series, keys: pd.Series) -> np.ndarray:
         if bad.any():
             raise ValueError(f"pass_hat_k: {name} score in column 'score' for {int(bad.sum())} trial(s) "
                              f"(task/seed) {keys[bad].head(5).tolist()}; decide how errored samples count first")
+    out = (values < 0) | (values > 1)
+    if out.any():
+        raise ValueError(f"pass_hat_k: score outside [0, 1] in column 'score' for {int(out.sum())} trial(s) "
+                         f"(task/seed) {keys[out].head(5).tolist()}, e.g. {values[out][0]:g}; a score is 0/1 success "
+                         "or a share of credit in [0, 1]: rescale or map the scores first")
     return values
 
 
@@ -537,7 +543,8 @@ def pass_hat_k(episodes: pd.DataFrame, k: int, *, by: Sequence[str] = ("workflow
     Input is checked at the edge: task ids are compared as text (``5``, ``5.0`` and
     ``"5"`` are one task), a repeated (``by``, task, seed) row is an error rather than a
     further trial, booleans in ``score`` read as 0/1, and text, NaN or infinite scores
-    are refused.
+    are refused, and so are scores outside [0, 1] (7 or -1 would count as successes or
+    failures of another scale).
 
     Parameters
     ----------
@@ -557,7 +564,8 @@ def pass_hat_k(episodes: pd.DataFrame, k: int, *, by: Sequence[str] = ("workflow
     ValueError
         k not a positive int (or a bool), ``success`` not a finite number, an empty
         table, a missing task / seed / ``by`` value, a duplicate (``by``, task, seed)
-        row, a text, NaN or infinite score, or a task with fewer than k trials.
+        row, a text, NaN or infinite score, a score outside [0, 1], or a task with fewer
+        than k trials.
     KeyError
         If a column is missing.
     """

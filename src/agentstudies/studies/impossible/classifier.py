@@ -80,16 +80,21 @@ def classifier_corpus(path: Path | None = None, *, split: str = "corpus") -> pd.
     KeyError
         An item naming an unknown task, or missing ``name`` / ``task`` / ``label`` / ``code``.
     ValueError
-        A label outside :data:`agentstudies.envs.impossible.STRATEGIES`, or a duplicate name.
+        A label outside :data:`agentstudies.envs.impossible.STRATEGIES`, or a duplicate name;
+        a shipped corpus that differs from its checksum in ``data/SHA256SUMS`` (truncated,
+        an edited label), or a file that is not YAML or lacks ``tasks`` / ``items``
+        (``agentstudies._data.DataFileError``, naming the file).
     """
-    import yaml
-
+    from agentstudies._data import read_yaml
     from agentstudies.envs.impossible import STRATEGIES
 
     if path is None and split not in ("corpus", "heldout"):
         raise ValueError(f"split must be 'corpus' or 'heldout', got {split!r}")
     path = Path(path) if path is not None else _repo_root() / "data" / "classifier_corpus" / f"{split}.yaml"
-    doc = yaml.safe_load(path.read_text())
+    doc = read_yaml(path)  # checked against data/SHA256SUMS: a cut or edited corpus is refused by name
+    if not isinstance(doc, dict) or not isinstance(doc.get("items"), list) or not isinstance(doc.get("tasks"), dict):
+        raise ValueError(f"{path}: expected a mapping with 'tasks' (a mapping) and 'items' (a list); the file is "
+                         "truncated or not a classifier corpus")
     rows = []
     for item in doc["items"]:
         missing = [k for k in ("name", "task", "label", "code") if k not in item]
