@@ -43,8 +43,14 @@ def test_eta_side_by_side_and_unknown():
     two.finish("a")
     two.finish("b")
     assert two.eta() == 30.0  # one chapter left: one slot works
-    unknown = BookProgress(["a", "b"], {"a": 10.0}, clock=clock)
-    assert math.isinf(unknown.eta()) and unknown.status().endswith("ETA ~?")
+    none_known = BookProgress(["a", "b"], {}, clock=clock)
+    assert math.isinf(none_known.eta()) and none_known.status().endswith("ETA ~?")
+    none_known.start("a")
+    clock.t += 40
+    none_known.finish("a", 40.0)  # measured: the unknown b is assumed to take as long
+    assert none_known.eta() == 40.0 and none_known.status().endswith("ETA ~40s (rough)")
+    some = BookProgress(["a", "b", "c"], {"a": 10.0, "b": 30.0}, clock=clock)
+    assert some.eta() == 60.0  # c assumed at the mean of the known, (10 + 30) / 2 = 20
 
 
 def test_fmt_seconds():

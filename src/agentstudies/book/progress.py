@@ -5,8 +5,10 @@ time, chapters done / total and an ETA from the chapters' expected wall times
 Expected times come from the last run at the profile, else the shipped
 ``notebooks/durations.json`` (``agentstudies.book.schedule._last_seconds``). The ETA is the
 expected time left of the chapters not done (a running chapter counts what it has left,
-at least nothing), divided among the ``at_once`` slots; a chapter without a recorded time
-makes the ETA "unknown". Nothing here changes what runs or any table.
+at least nothing), divided among the ``at_once`` slots. A chapter without a recorded time
+counts the mean of the known ones (recorded, or measured in this run), and the ETA is
+then marked rough; with no time known at all it is "?". Nothing here changes what runs or
+any table.
 """
 
 from __future__ import annotations
@@ -65,6 +67,7 @@ class BookProgress:
         self.t0 = clock()
         self.started: dict[str, float] = {}
         self.done: list[str] = []
+        self.took: dict[str, float] = {}
 
     def start(self, chapter: str) -> str:
         """Record that ``chapter`` started; the line to print."""
@@ -73,11 +76,20 @@ class BookProgress:
         took = f"; last run took {fmt_seconds(last)}" if math.isfinite(last) else ""
         return f"started {chapter}{took} -- {self.status()}"
 
-    def finish(self, chapter: str) -> str:
-        """Record that ``chapter`` finished; the status to append to its result line."""
+    def finish(self, chapter: str, seconds: float | None = None) -> str:
+        """Record that ``chapter`` finished (in ``seconds``, default: since it started);
+        the status to append to its result line."""
         if chapter not in self.done:
             self.done.append(chapter)
+        self.took[chapter] = float(seconds) if seconds is not None else self.clock() - self.started.get(chapter, self.t0)
         return self.status()
+
+    def _fill(self) -> float:
+        """The time assumed for a chapter without a recorded one: the mean of the known
+        expected times and of this run's measured ones (inf when none is known)."""
+        known = [v for c, v in self.expected.items() if math.isfinite(v) and c not in self.took]
+        known += list(self.took.values())
+        return sum(known) / len(known) if known else math.inf
 
     def eta(self) -> float:
         """Seconds expected until every chapter is done (inf when a time is unknown)."""
@@ -86,16 +98,20 @@ class BookProgress:
         for c in self.chapters:
             if c in self.done:
                 continue
-            exp = self.expected[c]
+            exp = self.expected[c] if math.isfinite(self.expected[c]) else self._fill()
             if not math.isfinite(exp):
                 return math.inf
             left += max(exp - (now - self.started[c]), 0.0) if c in self.started else exp
         return left / min(self.at_once, max(len(self.chapters) - len(self.done), 1))
 
     def status(self) -> str:
-        """``"3/18 chapters done, elapsed 2m05s, ETA ~6m40s"``."""
+        """``"3/18 chapters done, elapsed 2m05s, ETA ~6m40s"`` (``"(rough)"`` when a
+        chapter's time is assumed)."""
+        eta = self.eta()
+        rough = math.isfinite(eta) and any(not math.isfinite(self.expected[c]) for c in self.chapters
+                                           if c not in self.done)
         return (f"{len(self.done)}/{len(self.chapters)} chapters done, elapsed {fmt_seconds(self.clock() - self.t0)}, "
-                f"ETA ~{fmt_seconds(self.eta())}")
+                f"ETA ~{fmt_seconds(eta)}{' (rough)' if rough else ''}")
 
     def beat(self, chapter: str) -> str:
         """A heartbeat line for a running ``chapter``."""

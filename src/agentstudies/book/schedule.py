@@ -103,7 +103,7 @@ def run_book(
                 with heartbeat(echo, lambda: progress.beat(chapter)):
                     result = run_notebook(chapter, None, None, profile, jobs=jobs, root=root, log_output=log_output)
                 _record_seconds(root, profile, chapter, result.seconds)
-                echo(f"{result.summary()}\n    {progress.finish(chapter)}")
+                echo(f"{result.summary()}\n    {progress.finish(chapter, result.seconds)}")
                 results.append(result)
     echo(f"executed {len(results)} chapter(s) in {time.perf_counter() - t0:.1f} s")
     return results
@@ -143,7 +143,7 @@ def _run_side_by_side(chapters: Sequence[str], profile: str, jobs: int | None, r
                     if isinstance(res, RunResult):
                         done[chapter] = res
                         _record_seconds(root, profile, chapter, res.seconds)
-                        echo(f"{res.summary()}\n    {progress.finish(chapter)}")
+                        echo(f"{res.summary()}\n    {progress.finish(chapter, res.seconds)}")
                     elif failure is None:
                         failure = res
                 time.sleep(0.1)

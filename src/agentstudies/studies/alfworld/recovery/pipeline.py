@@ -88,11 +88,14 @@ class RouterPipeline:
 
     def selection_table(self) -> pd.DataFrame:
         """Frozen thresholds and OOF operating points, one row per router (CIR, the anomaly
-        baselines, then ``cate``), with the first 12 hex digits of each router's SHA-256."""
+        baselines, then ``cate``), with the first 12 hex digits of each router's SHA-256.
+        ``cate_constant_fits`` (``cate`` row only) counts the econml fits that fell back to a
+        constant effect (a one-class fold) out of ``cate_fits``: shown, never silent."""
         cs = self.cate_selection
         sel = pd.concat([self.fit.selection, pd.DataFrame([dict(
             router="cate", alpha=cs["alpha"], gamma=cs["gamma"], oof_gain=cs["gain"], oof_clean_harm=cs["clean_harm"],
-            oof_rate=cs["rate"])])], ignore_index=True)
+            oof_rate=cs["rate"], cate_constant_fits=cs.get("cate_fallbacks", 0), cate_fits=cs.get("cate_fits"))])],
+            ignore_index=True)
         sel["sha256"] = [self.evaluation.hashes[r][:12] for r in sel["router"]]
         return sel
 
