@@ -900,3 +900,33 @@ def test_import_log_hints_name_the_command_options():
     assert "text_scores=" not in cli_hints("pass text_scores={...} to map others").split("from_inspect_log")[0]
     assert "no option" in cli_hints("pass require_all_epochs=False to accept")
     assert cli_hints("Pass allow_incomplete=True (--allow-incomplete) to import") == "Pass --allow-incomplete to import"
+
+
+def test_plain_jupyter_book_build_on_unexecuted_chapters_says_how_to_execute(tiny_root):
+    """The book's Sphinx extension, at builder-inited: no executed chapter is an error naming
+    `agentstudies book`; a missing one a warning naming `agentstudies book --only NAME`."""
+    import logging
+    from types import SimpleNamespace
+
+    from sphinx.errors import ExtensionError
+
+    from agentstudies.book.site import _check_executed, unexecuted_chapters
+
+    app = SimpleNamespace(srcdir=str(tiny_root / "book"))
+    assert unexecuted_chapters(tiny_root / "book") == (["alpha", "beta"], ["alpha", "beta"])
+    with pytest.raises(ExtensionError, match=r"none of the 2 chapters of book/_toc.yml is executed.*"
+                                             r"`agentstudies book` \(or `make book`\)"):
+        _check_executed(app)
+    (tiny_root / "book" / "chapters").mkdir()
+    (tiny_root / "book" / "chapters" / "alpha.ipynb").write_text("{}")
+    records: list[logging.LogRecord] = []
+    handler = logging.Handler()
+    handler.emit = records.append
+    logger = logging.getLogger("sphinx.agentstudies.book.site")
+    logger.addHandler(handler)
+    try:
+        _check_executed(app)
+    finally:
+        logger.removeHandler(handler)
+    assert [r.getMessage() for r in records] == [
+        "chapter beta is not executed (book/chapters/beta.ipynb is missing); `agentstudies book --only beta` executes it"]

@@ -19,6 +19,9 @@ A Sphinx extension (listed in ``book/_config.yml`` as ``agentstudies.book.site``
   (``agentstudies.book.pageboxes``); links every glossary term on its first use on a page
   (``agentstudies.book.glossary_links``); turns bullet lines glued into a paragraph into a
   list (``agentstudies.book.runin_lists``);
+* says how to execute the chapters when a plain ``jupyter-book build book/`` finds
+  unexecuted ones (:func:`_check_executed`): none executed is an error naming the command,
+  some missing a warning per chapter (it used to exit 0 with an empty book);
 * switches off ``sphinx_thebe`` (Jupyter Book loads it unconditionally; its inline
   ``const THEBE_JS_URL`` script and a CDN URL are added to every page, twice on some
   builds, which throws "Identifier 'THEBE_JS_URL' has already been declared").
@@ -538,8 +541,46 @@ def _disable_thebe(app, config):
     app.registry.css_files[:] = [c for c in app.registry.css_files if "thebe" not in str(c[0])]
 
 
+def unexecuted_chapters(book_dir: Path) -> tuple[list[str], list[str]]:
+    """``(chapters, missing)``: the TOC's chapters and those without an executed copy
+    ``book/chapters/<name>.ipynb``."""
+    from agentstudies.book.model import BookError, toc_chapters
+
+    try:
+        chapters = toc_chapters(book_dir.parent)
+    except BookError:
+        return [], []
+    return chapters, [c for c in chapters if not (book_dir / "chapters" / f"{c}.ipynb").is_file()]
+
+
+EXECUTE_HINT = ("execute them first: `agentstudies book` (or `make book`) runs every chapter and builds the book; "
+                "`agentstudies book --only NAME` runs one; `agentstudies build` renders the executed ones")
+
+
+def _check_executed(app) -> None:
+    """Before reading: refuse a build with no executed chapter, warn about each missing one.
+
+    Raises
+    ------
+    sphinx.errors.ExtensionError
+        When no chapter of ``book/_toc.yml`` has an executed copy in ``book/chapters/``.
+    """
+    from sphinx.errors import ExtensionError
+    from sphinx.util import logging as sphinx_logging
+
+    chapters, missing = unexecuted_chapters(Path(app.srcdir))
+    if chapters and len(missing) == len(chapters):
+        raise ExtensionError(f"none of the {len(chapters)} chapters of book/_toc.yml is executed (book/chapters/ "
+                             f"holds no <name>.ipynb); {EXECUTE_HINT}")
+    log = sphinx_logging.getLogger(__name__)
+    for chapter in missing:
+        log.warning(f"chapter {chapter} is not executed (book/chapters/{chapter}.ipynb is missing); "
+                    f"`agentstudies book --only {chapter}` executes it")
+
+
 def setup(app):
     """Sphinx entry point (``extra_extensions: [agentstudies.book.site]``)."""
+    app.connect("builder-inited", _check_executed)
     app.add_directive("results-index", _make_directive(_results_nodes))
     app.add_directive("exercise-index", _make_directive(_exercise_nodes))
     app.add_directive("syllabus", _make_directive(_syllabus_nodes))
