@@ -690,6 +690,14 @@ CHAPTER_CASES = [
     (["method_sasst", "--scheduler", "tcp://127.0.0.1:1"], "--scheduler tcp://127.0.0.1:1: notebook method_sasst runs "
      "no parallel work (it declares no n_jobs or backend parameter)"),
     (["method_sasst", "--root", "/nonexistent"], "--root /nonexistent: /nonexistent does not exist"),
+    (["alfworld_recovery", "-p", "cate_learner", "forst"], "parameter 'cate_learner' of notebook alfworld_recovery "
+     "must be one of dr, forest; got 'forst'"),
+    (["alfworld_handoff", "-p", "clone", "copy"], "parameter 'clone' of notebook alfworld_handoff must be one of "
+     "replay, snapshot; got 'copy'"),
+    (["sasst_geometry", "-p", "diagnostic_encoders", "[minilm, bert]"], "must be one of tfidf-svd, minilm (each "
+     "element); got 'bert'"),
+    (["sasst_calibration", "-p", "backend", "dask2"], "parameter 'backend' of notebook sasst_calibration must be one "
+     "of loky, threading, sequential, dask; got 'dask2'"),
     (["method_sasst", "-p", "min_stability", "1.2"], "parameter 'min_stability' of notebook method_sasst is a "
      "probability and must lie in [0, 1]; got 1.2"),
 ]

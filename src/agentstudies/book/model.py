@@ -409,6 +409,12 @@ def _range_problem(name: str, value: Any) -> str | None:
         return _probability_problem(value)
     elif name == "task_types":
         return _task_types_problem(value)
+    elif name in CHOICE_PARAMETERS:
+        allowed = CHOICE_PARAMETERS[name]
+        bad = [v for v in (value if isinstance(value, (list, tuple)) else [value]) if v not in allowed]
+        if bad:
+            shown = ", ".join("None" if a is None else str(a) for a in allowed)
+            return f"must be one of {shown}{' (each element)' if isinstance(value, (list, tuple)) else ''}; got {bad[0]!r}"
     return None
 
 def _probability_problem(value: Any, where: str = "") -> str | None:
@@ -526,6 +532,23 @@ STRATUM_SIZE_PARAMETERS = frozenset({"n_tasks_per_type", "tasks_per_type"})
 PROBABILITY_PARAMETERS = frozenset({
     "arrival", "solve", "base_rate", "min_stability", "stability_threshold", "radius_quantile", "radius_quantiles",
 })
+
+#: Parameters that pick one of a few named settings (a list parameter: each element), with
+#: the values the studies accept: a typo failed 10-40 s into the notebook (or, for
+#: ``cate_learner``, after the whole study ran).
+CHOICE_PARAMETERS: dict[str, tuple[Any, ...]] = {
+    "clone": ("replay", "snapshot"),
+    "checkpoints": ("trained", "scripted"),
+    "look_format": ("raw", "arrival"),
+    "stale_admissible": ("stale", "current"),
+    "router_train": ("factual-success", "complete"),
+    "cate_learner": ("dr", "forest"),
+    "horizon_features": ("drop", "keep"),
+    "backend": ("loky", "threading", "sequential", "dask"),
+    "text_encoder": ("tfidf-svd", "minilm"),
+    "compare_encoder": ("tfidf-svd", "minilm", None),
+    "diagnostic_encoders": ("tfidf-svd", "minilm"),
+}
 
 #: Sums of parameters a chapter uses as probabilities (chapter -> (expression, function of
 #: the parameter values)): checked with every value known, before the run.
