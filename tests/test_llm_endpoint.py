@@ -13,7 +13,7 @@ import time
 import pytest
 
 from agentstudies.agents import LLMClient, LLMError, LLMSpec
-from agentstudies.agents._llm import MAX_CONSECUTIVE_FAILURES, EndpointUnreachable
+from agentstudies.agents.endpoint import MAX_CONSECUTIVE_FAILURES, EndpointUnreachable
 from agentstudies.agents.testing import ScriptedChatServer
 
 
@@ -42,7 +42,7 @@ def test_a_listening_server_passes_the_check_whatever_it_answers(tmp_path):
     import http.server
     import threading
 
-    from agentstudies.agents._llm import check_endpoint
+    from agentstudies.agents.endpoint import check_endpoint
 
     handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(tmp_path))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
@@ -93,3 +93,19 @@ def test_consecutive_connection_failures_stop_the_run():
         with pytest.raises(EndpointUnreachable, match=f"{MAX_CONSECUTIVE_FAILURES} model calls in a row to "
                                                       f"{server.base_url} failed to connect"):
             client.generate(msg)
+
+
+def test_cli_run_with_a_dead_endpoint_ends_before_the_kernel_starts(tmp_path, capsys):
+    """`agentstudies run CHAPTER -p agent llm:... -p model_base_url <refused>`: one line naming
+    the URL, well under 30 s, nothing written."""
+    from agentstudies.book import cli
+
+    url = _refused_url()
+    out = tmp_path / "out.ipynb"
+    t0 = time.perf_counter()
+    assert cli.main(["run", "tau_workflow_stress", "--profile", "smoke", "-p", "agent", "llm:openai-api/local/x",
+                     "-p", "model_base_url", url, "-o", str(out)]) == 1
+    assert time.perf_counter() - t0 < 30
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and f"-p model_base_url: model endpoint {url} is unreachable" in err
+    assert not any(tmp_path.iterdir())

@@ -123,6 +123,7 @@ def run_notebook(
     root = _root(root)
     path, is_chapter, out, chapter = _run_targets(name_or_path, output_path, profile, root)
     params = resolve_parameters(path, profile, parameters, jobs, root=root, chapter=chapter)
+    _check_llm_endpoint(path, params)
     info = run_note(path, profile, params, chapter=chapter, root=root)
     out = out.resolve()
     book_out = is_chapter and output_path is None
@@ -198,6 +199,32 @@ def _execute(pm: Any, path: Path, out: Path, art_root: Path, params: Mapping[str
 #: The marker a chapter keeps in its artifacts folder until ``finish()`` (the value of
 #: ``agentstudies.book.chapter.INCOMPLETE``; not imported from there, which imports this package).
 INCOMPLETE_MARKER = "INCOMPLETE"
+
+
+def _check_llm_endpoint(path: Path, params: Mapping[str, Any]) -> None:
+    """An LLM agent's ``model_base_url`` answers before the kernel starts (one short
+    request, :func:`agentstudies.agents._llm.check_endpoint`): a dead endpoint ends the
+    run in seconds with the URL named, instead of after the kernel's start and imports.
+
+    Raises
+    ------
+    ParameterError
+        The endpoint does not answer (names the URL and the fix).
+    """
+    from agentstudies.book.model import _literal, declared_parameters
+
+    declared = declared_parameters(path)
+    value = {k: _literal(p.default) for k, p in declared.items() if k in ("agent", "model_base_url")}
+    value.update({k: v for k, v in params.items() if k in ("agent", "model_base_url")})
+    agent, url = value.get("agent"), value.get("model_base_url")
+    if not (isinstance(agent, str) and agent.startswith("llm:") and isinstance(url, str) and url.strip()):
+        return
+    from agentstudies.agents.endpoint import EndpointUnreachable, check_endpoint
+
+    try:
+        check_endpoint(url.strip())
+    except EndpointUnreachable as exc:
+        raise ParameterError(f"-p model_base_url: {exc}") from None
 
 
 def _unfinished(staging: Path) -> str | None:
