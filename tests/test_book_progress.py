@@ -7,6 +7,7 @@ import math
 import time
 
 import nbformat as nbf
+import pytest
 import yaml
 
 from agentstudies.book.progress import BookProgress, fmt_seconds, heartbeat
@@ -71,9 +72,7 @@ def test_heartbeat_prints_while_the_block_runs_and_stops_after():
     assert quiet == []  # an empty line is not printed
 
 
-def test_run_book_prints_done_total_elapsed_and_heartbeats(tmp_path, monkeypatch):
-    from agentstudies.book.schedule import run_book
-
+def _tiny_book(tmp_path):
     root = tmp_path / "repo"
     (root / "book").mkdir(parents=True)
     (root / "book" / "_toc.yml").write_text(yaml.safe_dump(
@@ -87,12 +86,21 @@ def test_run_book_prints_done_total_elapsed_and_heartbeats(tmp_path, monkeypatch
         nb.cells = [nbf.v4.new_markdown_cell(f"# {name}"), cell, nbf.v4.new_code_cell(f"import time; time.sleep({sleep})")]
         nbf.write(nb, root / "notebooks" / f"{name}.ipynb")
     (root / "notebooks" / "durations.json").write_text('{"quick": {"alpha": 90.0, "beta": 30.0}}')
+    return root
+
+
+@pytest.mark.parametrize("at_once", [1, 2])
+def test_run_book_prints_done_total_elapsed_and_heartbeats(tmp_path, monkeypatch, at_once):
+    from agentstudies.book.schedule import run_book
+
+    root = _tiny_book(tmp_path)
     monkeypatch.setenv("AGENTSTUDIES_HEARTBEAT_S", "0.2")
     monkeypatch.setenv("AGENTSTUDIES_ARTIFACTS", str(tmp_path / "art"))
     lines: list[str] = []
-    run_book("quick", root=root, echo=lines.append)
+    run_book("quick", root=root, echo=lines.append, at_once=at_once)
     text = "\n".join(lines)
-    assert "running 2 chapter(s) at profile quick: 0/2 chapters done, elapsed 0s, ETA ~2m00s" in text
+    eta = "2m00s" if at_once == 1 else "1m00s"  # 90 + 30 s of work on one or two slots
+    assert f"at profile quick{', 2 at once' if at_once == 2 else ''}: 0/2 chapters done, elapsed 0s, ETA ~{eta}" in text
     assert "started alpha; last run took 1m30s -- 0/2 chapters done" in text
     assert "... alpha running for " in text  # a heartbeat while alpha sleeps
     assert "1/2 chapters done" in text and "2/2 chapters done, elapsed " in text and text.rstrip().endswith(" s")
