@@ -454,15 +454,20 @@ def _truncated_prereg() -> Any:
 
 
 def _prereg_without(section: str) -> Any:
+    """A pre-registration saved by the engine with one section removed, then loaded."""
     import json
     import tempfile
 
-    from agentstudies.sasst import Preregistration
-    from agentstudies.sasst._prereg import FORMAT
+    from agentstudies.sasst import Preregistration, cluster_data
 
+    ep, f = sasst_tables(n=30)
+    eng = sasst_engine()
+    data = cluster_data(ep, f, SYSTEMS)
     with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "prereg.json"
-        path.write_text(json.dumps({"format": FORMAT, "integrity": {"digest": "0"}}))
+        path = Preregistration.from_discovery(eng, eng.discover(data), data).save(Path(tmp) / "prereg.json")
+        obj = json.loads(path.read_text())
+        del obj[section]
+        path.write_text(json.dumps(obj))
         return Preregistration.load(path)
 
 
@@ -544,7 +549,7 @@ def _range_cases() -> list[Case]:
              r"SASST: n_draws=0 is too few resamples for a one-sided percentile interval .* = 20"),
         Case("SASST n_draws=-5", lambda: SASST(plan, [slot], n_draws=-5), ValueError, "SASST: n_draws=-5 is too few"),
         Case("SASST n_stability=-3", lambda: SASST(plan, [slot], n_stability=-3), ValueError,
-             r"SASST: n_stability=-3 must be a non-negative integer \(discovery resamples"),
+             r"SASST: n_stability=-3 must be a non-negative integer \(stability resamples; 0: none\)"),
         Case("SASST top_fraction=5", lambda: SASST(plan, [slot], top_fraction=5), ValueError,
              r"SASST: top_fraction=5 must be a share in \(0, 1\]"),
         Case("SASST discovery_fraction=1", lambda: SASST(plan, [slot], discovery_fraction=1.0), ValueError,

@@ -277,6 +277,8 @@ PRIVATE_IMPORTS: dict[str, str] = {
     "agentstudies.agents.toolsandbox": "the episode driver and policy modules, for the scoring oracles",
     "agentstudies.agents.toolsandbox._policy": "the word splitters, against ToolSandbox's own tokenisation",
     "agentstudies.book.chapter": "the markdown helpers of glued sentences, on hand-written inputs",
+    "agentstudies.book.execute": "the run lock: a test holds it while a second run of the same output must be refused",
+    "agentstudies.book.site": "the builder-inited check of unexecuted chapters, called without a Sphinx build",
     "agentstudies.book.runner": "the duration record the scheduler orders chapters by",
     "agentstudies.book.schedule": "conftest reads a side-by-side child's result as the book does",
     "agentstudies.book.execute": "the run lock and the incomplete-run marker, exercised directly",

@@ -147,9 +147,8 @@ class SASST:
     ------
     ValueError
         Duplicate slot names, a slot referring to an unknown family or geometry or
-        system, an unknown inference method or slot field; ``n_draws`` < one-sided
-        :func:`agentstudies.specs.min_draws` (20 at 0.95), ``n_stability`` < 0, a fraction
-        outside (0, 1]. TypeError: ``n_draws`` / ``n_stability`` not integers (2.7).
+        system, an unknown inference method or slot field; ``n_draws`` < one-sided ``specs.min_draws``
+        (20 at 0.95), ``n_stability`` < 0, a fraction outside (0, 1]; TypeError: non-integer counts (2.7).
     """
 
     def __init__(
@@ -192,8 +191,7 @@ class SASST:
         self.level = float(level)
         self.inference = inference
         self.n_draws = check_n_draws(n_draws, level, sides=1, where="SASST")
-        self.n_stability = check_count("n_stability", n_stability, where="SASST", what="discovery resamples for "
-                                       "stability; 0 skips stability, the paper uses 100")
+        self.n_stability = check_count("n_stability", n_stability, where="SASST", what="stability resamples; 0: none")
         check_share("top_fraction", top_fraction, where="SASST")
         check_share("discovery_fraction", discovery_fraction, include_one=False, where="SASST")
         self.stability_metric = stability_metric
