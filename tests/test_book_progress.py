@@ -104,3 +104,25 @@ def test_run_book_prints_done_total_elapsed_and_heartbeats(tmp_path, monkeypatch
     assert "started alpha; last run took 1m30s -- 0/2 chapters done" in text
     assert "... alpha running for " in text  # a heartbeat while alpha sleeps
     assert "1/2 chapters done" in text and "2/2 chapters done, elapsed " in text and text.rstrip().endswith(" s")
+
+
+def test_agentstudies_run_prints_a_heartbeat_with_the_elapsed_time(tmp_path, monkeypatch, capsys):
+    from agentstudies.book import cli
+
+    root = _tiny_book(tmp_path)
+    monkeypatch.setenv("AGENTSTUDIES_HEARTBEAT_S", "0.2")
+    assert cli.main(["run", "alpha", "-o", str(tmp_path / "a.ipynb"), "--root", str(root)]) == 0
+    out = capsys.readouterr().out
+    assert "    ... alpha running for " in out and out.index("... alpha running") < out.index("ok  alpha")
+
+
+def test_book_scheduler_note_names_the_chapters_without_parallel_work(tmp_path, monkeypatch, capsys):
+    """--scheduler with chapters that declare no n_jobs / backend: said, not silently ignored."""
+    from agentstudies.book import cli
+    from agentstudies.parallel import SCHEDULER_ENV
+
+    root = _tiny_book(tmp_path)
+    monkeypatch.setenv(SCHEDULER_ENV, "")
+    monkeypatch.setenv("AGENTSTUDIES_ARTIFACTS", str(tmp_path / "art"))
+    assert cli.main(["book", "--no-build", "--only", "beta", "--scheduler", "tcp://127.0.0.1:1", "--root", str(root)]) == 0
+    assert "note: --scheduler is used only by chapters with parallel work; not by beta" in capsys.readouterr().out
