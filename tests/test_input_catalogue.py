@@ -703,6 +703,12 @@ CHAPTER_CASES = [
      "element); got 'bert'"),
     (["sasst_calibration", "-p", "backend", "dask2"], "parameter 'backend' of notebook sasst_calibration must be one "
      "of loky, threading, sequential, dask; got 'dask2'"),
+    (["tau_workflow_stress", "-p", "profiles", "[profile_c]"], "parameter 'profiles' of notebook tau_workflow_stress "
+     "names 'profile_c', not one of profile_a, profile_b"),
+    (["toolsandbox_workflows", "-p", "augmentations", "[base, noise]"], "parameter 'augmentations' of notebook "
+     "toolsandbox_workflows names 'noise', not one of base, 3_distraction_tools"),
+    (["toolsandbox_workflows", "-p", "sasst_profile", "bse"], "parameter 'sasst_profile' of notebook "
+     "toolsandbox_workflows names 'bse', not one of base, treated"),
     (["method_sasst", "-p", "min_stability", "1.2"], "parameter 'min_stability' of notebook method_sasst is a "
      "probability and must lie in [0, 1]; got 1.2"),
 ]

@@ -480,6 +480,7 @@ def check_parameter_set(notebook: str, declared: Mapping[str, Parameter], values
                 raise ParameterError(f"parameter {name!r} of notebook {notebook} {problem} (from {source}); "
                                      f"default: {declared[name].default}")
     _check_probability_maps(notebook, declared, full, source)
+    _check_chapter_choices(notebook, values, source)
     for what, fn in PROBABILITY_SUMS.get(notebook, ()):
         try:
             v = float(fn(full))
@@ -488,6 +489,20 @@ def check_parameter_set(notebook: str, declared: Mapping[str, Parameter], values
         if not 0 <= v <= 1:
             raise ParameterError(f"parameters of notebook {notebook}: {what} = {v:g} must be a probability in "
                                  f"[0, 1] (from {source}); change them so that it does")
+
+def _check_chapter_choices(notebook: str, values: Mapping[str, Any], source: str) -> None:
+    """The named settings of :data:`CHAPTER_CHOICES` given for ``notebook`` (each element of a list)."""
+    import importlib
+
+    for name, (module, attr) in CHAPTER_CHOICES.get(notebook, {}).items():
+        if name not in values:
+            continue
+        allowed = list(getattr(importlib.import_module(module), attr))
+        value = values[name]
+        bad = [v for v in (value if isinstance(value, (list, tuple)) else [value]) if v not in allowed]
+        if bad:
+            raise ParameterError(f"parameter {name!r} of notebook {notebook} names {bad[0]!r}, not one of "
+                                 f"{', '.join(map(str, allowed))} ({module}.{attr}) (from {source})")
 
 def _check_probability_maps(notebook: str, declared: Mapping[str, Parameter], full: Mapping[str, Any],
                             source: str) -> None:
@@ -548,6 +563,18 @@ CHOICE_PARAMETERS: dict[str, tuple[Any, ...]] = {
     "text_encoder": ("tfidf-svd", "minilm"),
     "compare_encoder": ("tfidf-svd", "minilm", None),
     "diagnostic_encoders": ("tfidf-svd", "minilm"),
+}
+
+#: Named settings whose allowed values are one chapter's (chapter -> parameter -> (module,
+#: name of the collection of allowed values)); read when that parameter is given.
+CHAPTER_CHOICES: dict[str, dict[str, tuple[str, str]]] = {
+    "tau_workflow_stress": {"profiles": ("agentstudies.agents.tau", "PROFILES")},
+    "toolsandbox_workflows": {
+        "profiles": ("agentstudies.agents.toolsandbox", "PROFILES"),
+        "sasst_profile": ("agentstudies.agents.toolsandbox", "PROFILES"),
+        "augmentations": ("agentstudies.envs.toolsandbox", "AUGMENTATIONS"),
+        "handoff_augmentations": ("agentstudies.envs.toolsandbox", "AUGMENTATIONS"),
+    },
 }
 
 #: Sums of parameters a chapter uses as probabilities (chapter -> (expression, function of
