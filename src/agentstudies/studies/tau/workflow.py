@@ -11,6 +11,10 @@ threshold 0.60, density cap 5, minimum ESS 20.
 
 Functions here only configure the engine and shape its output; all statistics live in
 :mod:`agentstudies.sasst` and :mod:`agentstudies.stats`.
+
+Length: the findings and their planted controls judge the ten slots this module lays out
+(names, contrasts, testability); kept beside them so a slot's name, rule, basis and
+verdict are read in one place.
 """
 
 from __future__ import annotations

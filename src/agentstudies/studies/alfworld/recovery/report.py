@@ -5,6 +5,10 @@
 the paper's values beside this run's; :func:`testability` measures which arms changed
 anything; :func:`recovery_findings` judges each paper claim by an interval;
 :func:`recovery_controls` runs the verdict rules on planted and null subjects.
+
+Length: the findings, the testability that gates them and the controls that run their
+rules read the same cell and contrast lookups of one result; split apart, a rule and the
+measurement that can set it aside would live in different modules.
 """
 
 from __future__ import annotations
