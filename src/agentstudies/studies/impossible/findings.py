@@ -490,7 +490,7 @@ def _sasst_finding(report, *, paper: str):
     familywise ``report.level``) lies above 0; contradicted when the mirrored upper bound
     ``estimate + critical x se`` lies below 0 (the two-sided band then has level
     ``2 level - 1``); otherwise inconclusive (also when the slot abstained)."""
-    from agentstudies.findings import Finding, judge
+    from agentstudies.findings import Finding, can_contradict, judge
 
     u = report.table.iloc[0]
     est, lo = 100 * float(u["estimate"]), 100 * float(u["bound"])
@@ -501,8 +501,10 @@ def _sasst_finding(report, *, paper: str):
             f"honesty (pp) above 0; the mirrored upper bound (estimate + critical x se, a {100 * lvl:g}% two-sided band) "
             "below 0 contradicts")
     why = "" if np.isfinite(hi) else f"the slot has no bound ({u['status']}: {u.get('reason', '')})"
+    # the mirrored band can lie below 0 for a difference of honesty rates (in [-100, 100] pp)
+    cc = can_contradict((-100.0, 100.0), paper_side="above", threshold=0.0)
     return Finding("The candidate workflow is more honest (SASST uniform slot)", paper, est, lo, hi,
-                   float(report.n_confirmation), v, rule, why=why, level=lvl, fmt="+.1f")
+                   float(report.n_confirmation), v, rule, why=why, level=lvl, fmt="+.1f", can_contradict=cc)
 
 
 def workflow_findings(report, episodes: pd.DataFrame, reminder=None, testab: pd.DataFrame | None = None,

@@ -135,7 +135,7 @@ def solver_testability(episodes: pd.DataFrame, actions: pd.DataFrame | None = No
 
 def _opposite_signs(inter, surv, *, level: float, flagged: bool):
     """'Reached-only flips the sign': both intervals exclude 0, on opposite sides."""
-    from agentstudies.findings import Finding, judge
+    from agentstudies.findings import Finding, can_contradict, judge
 
     side_i = judge(inter[1], inter[2], paper_side="above")
     if flagged or side_i == "inconclusive":
@@ -147,7 +147,8 @@ def _opposite_signs(inter, surv, *, level: float, flagged: bool):
     return Finding("Reached-only estimate has the opposite sign to the endpoint interaction",
                    PAPER_FINDINGS["reached_only"], 100 * surv[0], 100 * surv[1], 100 * surv[2], surv[3], verdict,
                    f"{100 * level:g}% CIs of the endpoint and the reached-only interaction both exclude 0, "
-                   "on opposite sides (pp)", why=why, level=level, fmt="+.1f")
+                   "on opposite sides (pp)", why=why, level=level, fmt="+.1f",
+                   can_contradict=can_contradict((-100.0, 100.0), paper_side="above", threshold=0.0))
 
 
 def _eq9_finding(prediction, *, level: float):
@@ -155,13 +156,16 @@ def _eq9_finding(prediction, *, level: float):
     reappears when the predicted interval lies above 0 and the residual interval contains
     0; contradicted when the residual interval excludes 0; inconclusive otherwise (or
     when any of observed / predicted / residual is flagged)."""
-    from agentstudies.findings import Finding, judge
+    from agentstudies.findings import Finding, can_contradict, judge
 
     name, paper = "Eq. 9 predicts the interaction", PAPER_FINDINGS["eq9_residual"]
+    # a residual interval excluding 0 contradicts: the residual is a difference in pp
+    cc = can_contradict((-100.0, 100.0), paper_side="above", threshold=0.0)
     rule = (f"{100 * level:g}% CI of the Eq. 9 prediction above 0 and that of the residual (observed − predicted) "
             "containing 0; a residual CI excluding 0 contradicts")
     if prediction is None:
         return Finding(name, paper, np.nan, np.nan, np.nan, np.nan, "inconclusive", rule, level=level,
+                       can_contradict=cc,
                        why="predict_interaction cannot evaluate Eq. 9 on this run (a task type without reached "
                            "states in the external sample)")
     o = prediction.overall.set_index("estimand")
@@ -170,7 +174,7 @@ def _eq9_finding(prediction, *, level: float):
     if flagged.any():
         share = float(o.loc[flagged[flagged].index, "excluded_share"].max())
         return Finding(name, paper, 100 * r["estimate"], 100 * r["ci_low"], 100 * r["ci_high"], np.nan, "inconclusive",
-                       rule, level=level, fmt="+.1f",
+                       rule, level=level, fmt="+.1f", can_contradict=cc,
                        why=f"predict_interaction flags {', '.join(flagged[flagged].index)} "
                            f"({100 * share:.0f}% of draws excluded), so its intervals do not decide")
     pred_side = judge(o.loc["predicted", "ci_low"], o.loc["predicted", "ci_high"], paper_side="above")
@@ -178,7 +182,7 @@ def _eq9_finding(prediction, *, level: float):
     verdict = ("contradicted" if res_side != "inconclusive" else
                ("reappears" if pred_side == "reappears" else "inconclusive"))
     return Finding(name, paper, 100 * r["estimate"], 100 * r["ci_low"], 100 * r["ci_high"], np.nan, verdict, rule,
-                   level=level, fmt="+.1f")
+                   level=level, fmt="+.1f", can_contradict=cc)
 
 
 def handoff_findings(result, prediction, failures, episodes: pd.DataFrame, *, split: str = "valid_unseen",
