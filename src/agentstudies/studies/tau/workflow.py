@@ -316,6 +316,7 @@ def stress_findings(reports: Mapping[str, SASSTReport], *, testab: pd.DataFrame 
                                              "agents are inconsistent across trials (τ-bench, Yao et al., 2024)",
                                              float(r["share"]), float(r["ci_low"]), float(r["ci_high"]),
                                              int(r["tasks"]), paper_side="above", level=float(r["level"]),
+                                             domain=(0.0, 1.0),
                                              quantity="share of tasks whose ReAct verdict flips across seeds"))
     simulated = not any(str(p).startswith("llm:") for p in reports)
     rows = [_stated(r, simulated) for r in rows]
