@@ -83,3 +83,12 @@ def test_missing_checkpoint_is_refused():
     ev = _ev(0.3, 0.7)
     with pytest.raises(ValueError, match="RL"):
         training_findings(ev[ev.checkpoint == "SFT"], n_draws=100)
+
+
+def test_a_much_smaller_gain_is_same_direction_magnitude_differs():
+    """RL ahead by about 15 points where the paper's gap is 69.2 (82.5 − 13.3): the interval
+    lies above 0 but below half the paper's gap (34.6), so the size does not reappear."""
+    ev = _ev(0.4, 0.55, n_per_type=300, seed=5)
+    r = next(x for x in training_findings(ev, n_draws=400).rows if x.finding == ARRIVE)
+    assert 0 < r.ci_low and r.ci_high < 100 * (0.825 - 0.133) / 2
+    assert r.verdict == "same direction, magnitude differs" and "[+34.6, +138.4]" in r.rule

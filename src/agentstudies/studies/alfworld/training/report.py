@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from agentstudies.findings import interval_finding
+from agentstudies.findings import magnitude_finding
 from agentstudies.parallel import keyed_seed
 
 __all__ = ["PAPER_REFERENCE", "setting_summary", "bootstrap_difference", "training_findings", "usability_sentence",
@@ -104,6 +104,10 @@ def training_findings(ev: pd.DataFrame, *, equal: pd.DataFrame | None = None, eq
     - *RL succeeds more often than SFT at the endpoint*: the same on ``won`` (paper: 5.8 %
       vs 79.2 %).
 
+    Both compare the size too (:func:`agentstudies.findings.magnitude_finding`): an
+    interval that excludes every gap within a factor of 2 of the paper's gives "same
+    direction, magnitude differs".
+
     The shipped SFT imitates the expert on a few of RL's training problems, so each row
     shows beside it (in ``why``) the equal-data comparison: the same difference and rule
     against ``equal`` (the held-out episodes of the SFT trained on every RL training
@@ -128,6 +132,9 @@ def training_findings(ev: pd.DataFrame, *, equal: pd.DataFrame | None = None, eq
     from agentstudies.findings import Findings, judge
 
     ref = PAPER_REFERENCE
+    # the paper's RL − SFT gaps (pp): the size a row's interval is compared with (within a factor of 2)
+    paper_gap = {"arrived": 100 * (ref["arrival_RL"] - ref["arrival_SFT"]),
+                 "won": 100 * (ref["endpoint_RL_RL"] - ref["endpoint_SFT_SFT"])}
     pair = None
     if equal is not None:
         pair = pd.concat([equal, ev[ev["checkpoint"] == "RL"]], ignore_index=True)
@@ -147,10 +154,11 @@ def training_findings(ev: pd.DataFrame, *, equal: pd.DataFrame | None = None, eq
             beside = (f"equal data, RL − {equal_name}: {100 * e['estimate']:+.1f} pp [{100 * e['ci_low']:+.1f}, "
                       f"{100 * e['ci_high']:+.1f}] ({judge(e['ci_low'], e['ci_high'], paper_side='above')} by the "
                       "same rule; the shipped SFT saw fewer training problems than RL)")
-        rows.append(interval_finding(name, paper, 100 * d["estimate"], 100 * d["ci_low"], 100 * d["ci_high"],
-                                     d["n_tasks"], paper_side="above", level=level, domain=(-100.0, 100.0),
-                                     quantity=f"RL − SFT {col} (pp, task-stratified paired bootstrap)", fmt="+.1f",
-                                     basis="measured", why=f"trained checkpoints; {beside}"))
+        rows.append(magnitude_finding(name, paper, 100 * d["estimate"], 100 * d["ci_low"], 100 * d["ci_high"],
+                                      d["n_tasks"], paper_value=paper_gap[col], paper_side="above", level=level,
+                                      domain=(-100.0, 100.0), fmt="+.1f",
+                                      quantity=f"RL − SFT {col} (pp, task-stratified paired bootstrap)",
+                                      basis="measured", why=f"trained checkpoints; {beside}"))
     return Findings.build(rows, seed=seed, title="alfworld_training findings", n_draws=n_draws, level=level)
 
 
