@@ -107,3 +107,16 @@ def test_handoff_controls():
     assert set(c["measures"]) == {"power", "false-positive rate"}
     p, n = c[c["planted"]], c[~c["planted"]]
     assert (p["rate"] >= 0.8).all() and (p["ci_low"] > 0.5).all() and (n["rate"] <= 0.2).all()
+
+
+def test_reach_compares_its_size_with_the_papers():
+    """Arrival 0.4 vs 0.6 gives a reach gap near 20 pp, under half the paper's
+    82.5 − 13.3 = 69.2 pp: the direction holds but the size does not reappear."""
+    f, r, _ = _findings(arrival=(0.2, 0.95), bridge=(0.7, 0.97), finish=(0.75, 0.98))
+    row = next(x for x in f.rows if x.finding == REACH)
+    assert "paper +69.2 within a factor of 2" in row.rule and row.basis == "measured"
+    small, _, _ = _findings(arrival=(0.4, 0.6), bridge=(0.85, 0.85), finish=(0.9, 0.9), seed=5)
+    s = next(x for x in small.rows if x.finding == REACH)
+    # this draw's interval lies above 0 and below 69.2 / 2 (checked here, not assumed)
+    assert 0 < s.ci_low and s.ci_high < 69.2 / 2
+    assert s.verdict == "same direction, magnitude differs"

@@ -207,13 +207,16 @@ def handoff_findings(result, prediction, failures, episodes: pd.DataFrame, *, sp
     the solver changed no outcome on any reached state of ``split``, every Solve-based
     finding is ``not testable here``. ``selected_reach=True`` discloses that the
     checkpoints were accepted only if RL arrived more often (the Reach row says so).
-    Every row is ``measured`` (trained checkpoints, :data:`MEASURED_WHY`).
+    Every row is ``measured`` (trained checkpoints, :data:`MEASURED_WHY`). Reach and the
+    interaction also compare their size with the paper's value on ``split`` (Table 2a,
+    Figure 3; :func:`agentstudies.findings.magnitude_finding`, within a factor of 2).
 
     Length: one block per paper finding (ten), in the paper's order.
     """
     from dataclasses import replace
 
-    from agentstudies.findings import Findings, binomial_interval, interval_finding, untestable_finding
+    from agentstudies.findings import Findings, binomial_interval, interval_finding, magnitude_finding, untestable_finding
+    from agentstudies.studies import paper_values
 
     level = float(result.params.get("level", 0.95))
     est = result.estimates[result.estimates["split"] == split].set_index("estimand")
@@ -225,22 +228,33 @@ def handoff_findings(result, prediction, failures, episodes: pd.DataFrame, *, sp
     n_traj = int(episodes[(episodes["split"] == split) & (episodes["solver"] == base)].shape[0] // 2)
     kw = dict(level=level, fmt="+.1f")
 
-    def iv(name, paper, x, side, quantity, n=n_traj):
-        f = interval_finding(name, paper, 100 * x[0], 100 * x[1], 100 * x[2], n, paper_side=side,
-                             quantity=quantity, **kw)
+    def iv(name, paper, x, side, quantity, n=n_traj, paper_value=None):
+        if paper_value is not None and np.isfinite(paper_value) and (paper_value > 0) == (side == "above"):
+            f = magnitude_finding(name, paper, 100 * x[0], 100 * x[1], 100 * x[2], n, paper_value=paper_value,
+                                  paper_side=side, quantity=quantity, domain=(-100.0, 100.0), **kw)
+        else:
+            f = interval_finding(name, paper, 100 * x[0], 100 * x[1], 100 * x[2], n, paper_side=side,
+                                 quantity=quantity, **kw)
         return replace(f, verdict="inconclusive", why="the interval is flagged (empty-denominator draws excluded)") \
             if x[3] else f
 
+    # the paper's values on this split, where it gives them: the size each row is compared with
+    t2a = paper_values("alfworld_handoff", "table2a")
+    t2a = t2a[t2a["split"] == split].set_index("reacher")["arrival"]
+    reach_p = float(t2a[treated] - t2a[base]) if {base, treated} <= set(t2a.index) else None
+    f3 = paper_values("alfworld_handoff", "figure3")
+    f3 = f3[f3["split"] == split].set_index("estimand")["estimate"]
+    inter_p = float(f3["interaction"]) if "interaction" in f3.index else None
     rows = []
     f = iv("Reach: RL arrives more often than SFT", PAPER_FINDINGS["reach"], pp("reach_gap"), "above",
-           "arrival gap A_RL − A_SFT (pp)")
+           "arrival gap A_RL − A_SFT (pp)", paper_value=reach_p)
     if selected_reach:
         f = replace(f, why="the trained checkpoints were accepted only if RL arrived more often than SFT, so this "
                            "direction was partly selected for")
     rows.append(f)
     inter = pp("interaction")
     rows.append(iv("Interaction I (Eq. 4) is positive", PAPER_FINDINGS["interaction"], inter, "above",
-                   "endpoint interaction I (pp)"))
+                   "endpoint interaction I (pp)", paper_value=inter_p))
     surv = pp("survivor_interaction")
     rows.append(_opposite_signs(inter[:3] + (n_traj,), surv[:3] + (n_traj,), level=level, flagged=surv[3]))
     rows.append(iv("Reached-only estimate lies below the endpoint interaction", PAPER_FINDINGS["reached_minus_endpoint"],
