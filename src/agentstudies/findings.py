@@ -912,7 +912,7 @@ class Findings(Result):
         ev = self.evidence()
         n_built = sum(r.basis == "built in" for r in self.rows)
         n_arith = sum(r.basis == "arithmetic" for r in self.rows)
-        head = (f"Of {n} paper findings, {len(ev)} rest on evidence (method or measured)"
+        head = (f"Of {n} paper findings, {len(ev)} rest{'s' if len(ev) == 1 else ''} on evidence (method or measured)"
                 + (f": {_verdict_words(self.counts(evidence_only=True))}" if ev else ""))
         others = n - len(ev)
         tail = (f"; {others} {'other is' if others == 1 else 'others are'} not evidence: set by the simulation "
