@@ -335,11 +335,12 @@ def test_recovery_findings_inert_arm_is_not_testable():
 
 
 def test_recovery_findings_honour_level():
-    # a weak planted effect: found at level 0.5, not at 0.999 (intervals from analyze_paired itself)
+    # a weak planted effect: found at level 0.5, not at 0.99 (intervals from analyze_paired itself;
+    # 400 draws: at least 2 / (1 - level))
     tab = _synthetic_paired("planted", n=12, seed=3)
-    lo = ar.recovery_findings(rc.analyze_paired(tab, level=0.5, n_draws=400, seed=1), n_draws=100, seed=1).table()
-    hi = ar.recovery_findings(rc.analyze_paired(tab, level=0.999, n_draws=400, seed=1), n_draws=100, seed=1).table()
-    assert (lo["rule"].str.startswith("50% CI")).any() and (hi["rule"].str.startswith("99.9% CI")).any()
+    lo = ar.recovery_findings(rc.analyze_paired(tab, level=0.5, n_draws=400, seed=1), n_draws=400, seed=1).table()
+    hi = ar.recovery_findings(rc.analyze_paired(tab, level=0.99, n_draws=400, seed=1), n_draws=400, seed=1).table()
+    assert (lo["rule"].str.startswith("50% CI")).any() and (hi["rule"].str.startswith("99% CI")).any()
     assert (lo["verdict"] == "reappears").sum() > (hi["verdict"] == "reappears").sum()
 
 
