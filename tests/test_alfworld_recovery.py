@@ -314,12 +314,18 @@ def test_recovery_findings_on_known_truths(kind, expected):
 
 def test_recovery_findings_inert_arm_is_not_testable():
     res = rc.analyze_paired(_synthetic_paired("planted"), n_draws=100, seed=1)
-    testab = pd.DataFrame([dict(cohort="primary", operation="refresh", condition=c, delay=d, forks=40, active=40,
+    testab = pd.DataFrame([dict(cohort="primary", operation="refresh", condition=c, delay=d, forks=80, active=80,
                                 action_changed=0.0 if c == "clean" and d == 0 else 0.5, next_action_changed=0.0,
                                 outcome_changed=0.0) for c in ("clean", "stale-2") for d in ar.DELAYS])
     t = ar.recovery_findings(res, testab=testab, n_draws=100, seed=1).table().set_index("finding")
     row = t.loc["Immediate refresh harms clean factual-success trajectories"]
-    assert row["verdict"] == "not testable here" and "0 of 40 forks" in row["why"]
+    assert row["verdict"] == "not testable here" and "0 of 80 forks" in row["why"]
+    # 0 of 80: exact one-sided 95% upper bound 1 - 0.05 ** (1 / 80) = 0.037, under 0.05
+    assert f"{1 - 0.05 ** (1 / 80):.3f}" in row["why"] and row["basis"] == "measured"
+    # 0 of 6 forks is no measurement of inertness (bound 0.39): the interval rule decides
+    few = ar.recovery_findings(res, testab=testab.assign(forks=6, active=6), n_draws=100,
+                               seed=1).table().set_index("finding")
+    assert few.loc["Immediate refresh harms clean factual-success trajectories", "verdict"] != "not testable here"
     # a contrast rests on both arms: testable while either changed something
     assert t.loc["Stale − clean > 0 at d = 0 (factual-success cohort)", "verdict"] == "reappears"
     testab.loc[testab["delay"] == 1, "action_changed"] = 0.0
@@ -329,11 +335,12 @@ def test_recovery_findings_inert_arm_is_not_testable():
 
 
 def test_recovery_findings_honour_level():
-    # a weak planted effect: found at level 0.5, not at 0.999 (intervals from analyze_paired itself)
+    # a weak planted effect: found at level 0.5, not at 0.99 (intervals from analyze_paired itself;
+    # 400 draws: at least 2 / (1 - level))
     tab = _synthetic_paired("planted", n=12, seed=3)
-    lo = ar.recovery_findings(rc.analyze_paired(tab, level=0.5, n_draws=400, seed=1), n_draws=100, seed=1).table()
-    hi = ar.recovery_findings(rc.analyze_paired(tab, level=0.999, n_draws=400, seed=1), n_draws=100, seed=1).table()
-    assert (lo["rule"].str.startswith("50% CI")).any() and (hi["rule"].str.startswith("99.9% CI")).any()
+    lo = ar.recovery_findings(rc.analyze_paired(tab, level=0.5, n_draws=400, seed=1), n_draws=400, seed=1).table()
+    hi = ar.recovery_findings(rc.analyze_paired(tab, level=0.99, n_draws=400, seed=1), n_draws=400, seed=1).table()
+    assert (lo["rule"].str.startswith("50% CI")).any() and (hi["rule"].str.startswith("99% CI")).any()
     assert (lo["verdict"] == "reappears").sum() > (hi["verdict"] == "reappears").sum()
 
 
@@ -402,7 +409,7 @@ def test_mechanism_findings_full_minus_replan():
                                      operation=op, y_without=y0, y_with=y1))
     tab = pd.DataFrame(rows)
     res = rc.analyze_paired(tab, n_draws=300, seed=0)
-    testab = pd.DataFrame([dict(cohort="mechanism", operation=op, condition="stale-2", delay=4, forks=40, active=40,
+    testab = pd.DataFrame([dict(cohort="mechanism", operation=op, condition="stale-2", delay=4, forks=80, active=80,
                                 action_changed=0.0 if op == "ablated" else 0.4, next_action_changed=0.0,
                                 outcome_changed=0.0) for op in ar.OPERATIONS])
     t = ar.recovery_findings(res, testab=testab, n_draws=300, seed=0).table().set_index("finding")
@@ -451,13 +458,13 @@ def test_router_findings_not_testable_when_no_outcome_can_change():
     ev = rc.evaluate_policies(fit.routers, rc.OutcomeVault(synth(12, 9, prefix="e"), FEATS), n_draws=50, seed=0,
                               sign_flip_draws=200)
     res = rc.analyze_paired(_synthetic_paired("planted", n=10), n_draws=50, seed=1)
-    testab = pd.DataFrame([dict(cohort="evaluation", operation="refresh", condition=c, delay=d, forks=12, active=12,
+    testab = pd.DataFrame([dict(cohort="evaluation", operation="refresh", condition=c, delay=d, forks=30, active=30,
                                 action_changed=0.5, next_action_changed=0.25, outcome_changed=0.0)
                            for c in ar.CONDITIONS for d in (1, 2, 4)])
     t = ar.recovery_findings(res, ev, testab, n_draws=50, seed=0).table().set_index("finding")
     rows = t[t.index.str.startswith("CIR")]
     assert (rows["verdict"] == "not testable here").all()
-    assert rows["why"].str.contains("changed the outcome in 0 of 144").sum() == 5
+    assert rows["why"].str.contains("changed the outcome in 0 of 360").sum() == 5
 
 
 # ------------------------------------------------------------------ the stale-list rule

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -76,7 +77,7 @@ def test_level_is_honoured():
     f999 = interval_finding("gain", "above 0", x.mean(), lo999, hi999, len(x), paper_side="above", level=0.999)
     assert (f95.verdict, f999.verdict) == ("reappears", "inconclusive")
     assert f95.rule.startswith("95% CI") and f999.rule.startswith("99.9% CI")
-    fs = Findings.build([f999], seed=0, level=0.999)
+    fs = Findings.build([replace(f999, basis="method", why="a fixed sample")], seed=0, level=0.999)
     assert fs.to_frame()["level"].iloc[0] == 0.999
     with pytest.raises(ValueError, match="level"):
         interval_finding("g", "p", 0, -1, 1, 3, paper_side="above", level=95)
@@ -106,10 +107,13 @@ def test_exact_and_untestable():
 
 
 def test_findings_table_sentences_counts():
-    rows = [interval_finding("a", "+1", 0.5, 0.2, 0.8, 30, paper_side="above"),
-            interval_finding("b", "+1", -0.5, -0.8, -0.2, 30, paper_side="above"),
-            interval_finding("c", "-1", 0.1, -0.2, 0.4, 30, paper_side="below"),
-            untestable_finding("d", "+", why="changed nothing", measured=0.0)]
+    m = dict(basis="method", why="a planted effect")
+    rows = [interval_finding("a", "+1", 0.5, 0.2, 0.8, 30, paper_side="above", **m),
+            interval_finding("b", "+1", -0.5, -0.8, -0.2, 30, paper_side="above", **m),
+            interval_finding("c", "-1", 0.1, -0.2, 0.4, 30, paper_side="below", **m),
+            untestable_finding("d", "+", why="changed nothing", measured=0.0, basis="method")]
+    with pytest.raises(ValueError, match="state no basis"):
+        Findings.build([interval_finding("e", "+1", 0.5, 0.2, 0.8, 30, paper_side="above")], seed=0)
     fs = Findings.build(rows, seed=7, level=0.95)
     t = fs.table()
     assert tuple(t.columns) == TABLE_COLUMNS

@@ -1,6 +1,7 @@
-"""Issue 25 acceptance on the handoff and recovery chapters: the notebooks only call the
-library's findings functions (scanned), and the smoke runs write findings / testability /
-controls tables whose verdicts follow their intervals."""
+"""Findings on the chapters: the handoff and recovery notebooks only call the library's
+findings functions (scanned), their smoke runs write findings / testability / controls
+tables whose verdicts follow their intervals, and every study chapter's findings.csv says
+what each verdict rests on (basis, can_contradict, why)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from agentstudies.findings import CONTROL_COLUMNS, TABLE_COLUMNS, VERDICTS
+from agentstudies.findings import BASES, CONTROL_COLUMNS, TABLE_COLUMNS, VERDICTS
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 CHAPTERS = ("alfworld_recovery", "alfworld_handoff")
@@ -69,3 +70,28 @@ def test_smoke_run_findings_tables(smoke_runs, name):
     assert tuple(c.columns) == CONTROL_COLUMNS
     assert c["subject"].str.contains("planted|null").all() and set(c["measures"]) == {"power", "false-positive rate"}
     assert (d / "testability.csv").is_file()
+
+
+#: Every study chapter that writes a findings table (the method chapters do not).
+STUDY_CHAPTERS = ("sasst_calibration", "sasst_small_clusters", "sasst_feasibility", "sasst_geometry",
+                  "sasst_real_features", "alfworld_training", "alfworld_handoff", "alfworld_recovery",
+                  "impossible_cheating", "impossible_workflows", "tau_published_runs", "tau_controller_audit",
+                  "tau_workflow_stress", "toolsandbox_workflows", "inspect_logs")
+
+
+@pytest.mark.notebook
+@pytest.mark.slow
+@pytest.mark.parametrize("name", STUDY_CHAPTERS)
+def test_every_finding_states_its_basis(smoke_runs, name):
+    """No silent default: every row names its basis, whether its rule could contradict it
+    (a bool computed by the library) and a one-line why; a built-in row names the
+    parameter(s) that produce its effect."""
+    smoke_runs.get(name)
+    f = pd.read_csv(smoke_runs.artifacts / name / "findings.csv", keep_default_na=False, na_values=[""])
+    assert {"basis", "can_contradict", "why"} <= set(f.columns) and len(f)
+    assert set(f["basis"]) <= set(BASES), f[["finding", "basis"]]
+    assert f["can_contradict"].map(lambda v: str(v) in ("True", "False")).all(), f[["finding", "can_contradict"]]
+    assert f["why"].fillna("").str.strip().str.len().gt(0).all() and not f["why"].fillna("").str.contains("\n").any()
+    built = f[f["basis"] == "built in"]
+    assert all(isinstance(v, str) and v.strip() for v in built["built_in"]), built[["finding", "built_in"]]
+    assert not ((f["verdict"] == "contradicted") & (f["can_contradict"].astype(str) == "False")).any()

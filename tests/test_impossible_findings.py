@@ -292,6 +292,12 @@ def test_built_in_claim_takes_its_verdict_from_the_neutral_run():
     assert "AgentParams.cheat_strictness" in r.built_in and r.simulated[0] == pytest.approx(-100.0)
     t = f.table().set_index("finding").loc["A strict prompt lowers cheating"]
     assert t["neutral"] == st_findings.NEUTRAL_SETTING and "cheat_strictness" in t["built_in"]
+    # the shortcut policy's own propensity to cheat: its neutral control is the honest policy
+    honest = grid(lambda t, wf, kind: False)
+    g = st.cheating_findings(sim, neutral=(neu, inert), honest=honest, n_draws=200)
+    c = verdict(g, "Agents cheat on impossible variants")
+    assert (c.basis, c.verdict, c.estimate) == ("built in", "inconclusive", 0.0) and c.simulated[0] > 0
+    assert c.neutral == st_findings.HONEST_SETTING and "AgentParams.cheat_base" in c.built_in
     # without a neutral run the row still says it is built in, with the simulated verdict
     r0 = verdict(st.cheating_findings(sim, n_draws=200), "A strict prompt lowers cheating")
     assert (r0.basis, r0.verdict) == ("built in", "reappears")

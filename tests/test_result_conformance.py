@@ -144,9 +144,12 @@ def _router_evaluation():
 def _findings():
     from agentstudies.findings import Findings, exact_finding, interval_finding, untestable_finding
 
-    return Findings.build([interval_finding("gain", "+5 pp", 0.05, 0.01, 0.09, 40, paper_side="above"),
-                           exact_finding("no clean trigger", "0", 0, 40, holds=True, rule="0 clean triggers"),
-                           untestable_finding("ablation", "drop", why="changed 0% of actions", measured=0.0)],
+    return Findings.build([interval_finding("gain", "+5 pp", 0.05, 0.01, 0.09, 40, paper_side="above",
+                                            basis="method", why="a planted gain"),
+                           exact_finding("no clean trigger", "0", 0, 40, holds=True, rule="0 clean triggers",
+                                         basis="measured", why="a trained checkpoint"),
+                           untestable_finding("ablation", "drop", why="changed 0% of actions", measured=0.0,
+                                              basis="measured")],
                           seed=3, level=0.95)
 
 

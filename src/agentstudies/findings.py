@@ -273,6 +273,8 @@ class Finding:
     setting in ``neutral`` and the estimate with them as simulated in ``simulated``
     (estimate, ci_low, ci_high). ``fact`` names the data a row rests on when several
     claims could rest on the same data (:class:`Findings` rejects two rows on one fact).
+    A row may be built without a basis by a study's own helpers, but :class:`Findings`
+    refuses it: every verdict in a findings table states what it rests on.
 
     Raises
     ------
@@ -399,7 +401,8 @@ def interval_finding(finding: str, paper: str, estimate: float, ci_low: float, c
     cc = can_contradict(domain, paper_side=paper_side, threshold=threshold)
     note = ""
     if verdict == "contradicted" and not cc:
-        verdict, note = "inconclusive", "the interval lies outside the quantity's domain, so it says nothing against the claim"
+        verdict, note = "inconclusive", ("the interval lies outside the quantity's domain, so it says nothing "
+                                         "against the claim")
     q = quantity or finding
     rule = f"{_level_words(level)} CI of {q} {paper_side} {threshold:g}"
     if math.isnan(float(ci_low)) or math.isnan(float(ci_high)):
@@ -755,7 +758,7 @@ def neutral_control(neutral: Finding, simulated: Finding, *, built_in: Sequence[
     names = tuple(str(b) for b in built_in)
     if not names or not str(setting).strip():
         raise ValueError(f"finding {neutral.finding!r}: name the built-in parameter(s) and their neutral setting")
-    why = _join(f"the simulated effect is set by {', '.join(names)}; the verdict is the run with {setting}",
+    why = _join(f"the simulated effect is set by {', '.join(names)}; the verdict is the run with them neutral",
                 neutral.why if neutral.basis is None else "")
     return replace(neutral, basis="built in", built_in=names, neutral=str(setting), why=why,
                    simulated=(simulated.estimate, simulated.ci_low, simulated.ci_high))
@@ -819,8 +822,8 @@ class Findings(Result):
     Raises
     ------
     ValueError
-        If two rows share a finding text (each claim is judged once) or a ``fact`` (one
-        finding per fact).
+        A row without a basis (every verdict says what it rests on); two rows sharing a
+        finding text (each claim is judged once) or a ``fact`` (one finding per fact).
     """
 
     rows: tuple[Finding, ...]
@@ -833,6 +836,10 @@ class Findings(Result):
         bad = [r for r in rows if not isinstance(r, Finding)]
         if bad:
             raise ValueError(f"Findings rows must be Finding objects; got {type(bad[0]).__name__}")
+        unstated = [r.finding for r in rows if r.basis is None]
+        if unstated:
+            raise ValueError(f"finding(s) {unstated} state no basis: say what each verdict rests on "
+                             f"(basis= one of {BASES}, with a one-line why)")
         for key, what in (("finding", "each claim is judged once"), ("fact", "one finding per fact")):
             vals = [getattr(r, key) for r in rows if getattr(r, key)]
             dup = sorted({t for t in vals if vals.count(t) > 1})
@@ -898,22 +905,18 @@ class Findings(Result):
 
     def counts_sentence(self) -> str:
         """E.g. "Of 12 paper findings, 7 rest on evidence (method or measured): 3 reappear, 0
-        are contradicted, 3 are inconclusive and 1 is not testable here; 5 others are set by
-        the simulation (4) or true by arithmetic (1).". Rows without a basis are counted
-        as such ("basis not stated")."""
+        are contradicted, 3 are inconclusive and 1 is not testable here; 5 others are not
+        evidence: set by the simulation (4), true by arithmetic (1).". Only ``method`` and
+        ``measured`` rows are counted as evidence."""
         n = len(self.rows)
-        if all(r.basis is None for r in self.rows):
-            return f"Of {n} paper findings, {_verdict_words(self.counts())}."
         ev = self.evidence()
         n_built = sum(r.basis == "built in" for r in self.rows)
         n_arith = sum(r.basis == "arithmetic" for r in self.rows)
-        n_none = sum(r.basis is None for r in self.rows)
-        head = (f"Of {n} paper findings, {len(ev)} rest on evidence (method or measured)"
+        head = (f"Of {n} paper findings, {len(ev)} rest{'s' if len(ev) == 1 else ''} on evidence (method or measured)"
                 + (f": {_verdict_words(self.counts(evidence_only=True))}" if ev else ""))
         others = n - len(ev)
         tail = (f"; {others} {'other is' if others == 1 else 'others are'} not evidence: set by the simulation "
-                f"({n_built}), true by arithmetic ({n_arith})" + (f", basis not stated ({n_none})" if n_none else "")
-                if others else "")
+                f"({n_built}), true by arithmetic ({n_arith})" if others else "")
         return head + tail + "."
 
     def verdict(self, finding: str) -> str:

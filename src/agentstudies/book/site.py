@@ -11,6 +11,10 @@ A Sphinx extension (listed in ``book/_config.yml`` as ``agentstudies.book.site``
   or ``artifacts/<chapter>/<table>_paper.csv``) and a computed comparison where the two
   tables share key and value columns;
 * adds the directive ``{exercise-index}``: the exercises of every chapter, linked;
+* adds the directive ``{findings-index}``: verdicts by basis, chapter by chapter, for this
+  build's profile (``artifacts/<chapter>/findings.csv``) and the archived paper-profile
+  run where one exists (``data/paper_runs/<chapter>/findings.csv``;
+  :func:`findings_by_basis`);
 * numbers tables and figures in one scheme, "Table c.k" / "Figure c.k" on chapter ``c``
   (:func:`_one_numbering`);
 * opens every chapter page with "What this chapter finds" (its ``findings.csv``) and "Run
@@ -53,6 +57,7 @@ from agentstudies.book.paper.compare import (  # noqa: F401 - re-exported: the c
 __all__ = [
     "TableEntry", "FigureEntry", "ChapterResults", "Exercise", "PaperItemRow",
     "SyllabusRow", "syllabus", "results_index", "paper_items_index", "exercise_index", "compare_tables", "paper_counterparts", "setup",
+    "findings_by_basis",
 ]
 
 @dataclass
@@ -429,6 +434,84 @@ def _results_nodes(env: Any) -> list[Any]:
     return [*_paper_items_nodes(env), nodes.rubric("", "Everything else each chapter wrote"), top]
 
 
+def findings_by_basis(root: Path | str, artifacts: Path | str | None = None,
+                      chapters: list[str] | None = None):
+    """Verdict counts by basis, chapter by chapter: this build's ``findings.csv`` (column
+    ``profile`` = "this build") and the archived paper-profile run's
+    (``data/paper_runs/<chapter>/findings.csv``, "paper profile (archived)") where one
+    exists. An archived table written before findings carried a basis takes the basis of
+    this build's row of the same claim (the basis belongs to the claim's code, not to the
+    data); a claim this build does not have is counted as "not stated".
+
+    Returns :func:`agentstudies.findings.verdicts_by_basis`'s columns plus ``profile``;
+    chapters without a findings table are left out.
+    """
+    import os
+
+    import pandas as pd
+
+    from agentstudies.book.runner import toc_chapters
+    from agentstudies.findings import verdicts_by_basis
+
+    root = Path(root)
+    art = Path(artifacts or os.environ.get("AGENTSTUDIES_ARTIFACTS") or root / "artifacts")
+    frames = []
+    for chapter in chapters if chapters is not None else toc_chapters(root):
+        build = art / chapter / "findings.csv"
+        here = pd.read_csv(build, keep_default_na=False, na_values=[""]) if build.is_file() else None
+        if here is not None:
+            frames.append(verdicts_by_basis({chapter: here}).assign(profile="this build"))
+        archived = root / "data" / "paper_runs" / chapter / "findings.csv"
+        if archived.is_file():
+            old = pd.read_csv(archived, keep_default_na=False, na_values=[""])
+            if "basis" not in old.columns:
+                known = dict(zip(here["finding"], here["basis"])) if here is not None and "basis" in here else {}
+                old["basis"] = old["finding"].map(known).fillna("")
+            frames.append(verdicts_by_basis({chapter: old}).assign(profile="paper profile (archived)"))
+    if not frames:
+        return pd.DataFrame()
+    return pd.concat(frames, ignore_index=True)
+
+
+def _findings_nodes(env: Any) -> list[Any]:
+    from docutils import nodes
+
+    from agentstudies.findings import VERDICTS
+
+    t = findings_by_basis(_root_of(env))
+    if t.empty:
+        return [nodes.paragraph("", "No chapter has written its findings table yet.")]
+    short = {"reappears": "R", "same direction, magnitude differs": "S", "contradicted": "C",
+             "inconclusive": "I", "not testable here": "N"}
+    key = "; ".join(f"{v} = {k}" for k, v in short.items())
+    table = nodes.table(classes=["results-findings-by-basis"])
+    group = nodes.tgroup(cols=5)
+    table += group
+    for _ in range(5):
+        group += nodes.colspec(colwidth=1)
+    head = nodes.thead()
+    head += nodes.row("", *[nodes.entry("", nodes.paragraph("", h)) for h in
+                            ("chapter", "basis", "evidence", "this build (R/S/C/I/N)", "paper profile (R/S/C/I/N)")])
+    group += head
+    body = nodes.tbody()
+    for (chapter, basis), g in t.groupby(["chapter", "basis"], sort=False):
+        cells = [_doc_link(f"chapters/{chapter}", chapter), nodes.Text(basis),
+                 nodes.Text("yes" if g["evidence"].iloc[0] else "no")]
+        for prof in ("this build", "paper profile (archived)"):
+            r = g[g["profile"] == prof]
+            cells.append(nodes.Text(" / ".join(str(int(r[v].iloc[0])) for v in VERDICTS) if len(r) else "–"))
+        body += nodes.row("", *[nodes.entry("", nodes.paragraph("", "", c)) for c in cells])
+    group += body
+    ev = t[t["evidence"]]
+    note = (f"Counts of verdicts ({key}). Only method and measured rows are evidence: of "
+            f"{int(t.loc[t['profile'] == 'this build', 'total'].sum())} findings in this build, "
+            f"{int(ev.loc[ev['profile'] == 'this build', 'total'].sum())} rest on a method checked under a known "
+            "truth or a measured subject; the others restate a simulation parameter (built in, judged on its "
+            "neutral control) or hold by arithmetic. A paper-profile column shows '–' where no paper-profile "
+            "run is archived.")
+    return [nodes.paragraph("", note), table]
+
+
 def _text_with_math(text: str):
     """A paragraph of ``text`` with each ``$...$`` span as an inline math node."""
     from docutils import nodes
@@ -583,6 +666,7 @@ def setup(app):
     app.connect("builder-inited", _check_executed)
     app.add_directive("results-index", _make_directive(_results_nodes))
     app.add_directive("exercise-index", _make_directive(_exercise_nodes))
+    app.add_directive("findings-index", _make_directive(_findings_nodes))
     app.add_directive("syllabus", _make_directive(_syllabus_nodes))
     app.connect("config-inited", _disable_thebe)
     app.connect("env-get-outdated", _always_outdated)

@@ -52,6 +52,9 @@ PAPER_FINDINGS = {
 }
 
 # ----------------------------------------------------------------- what each claim rests on
+#: The honest policy as the neutral value of the shortcut policy's own propensity to cheat.
+HONEST_SETTING = "the honest policy of the same grid (cheat_base = -inf: it never takes a shortcut)"
+
 #: Neutral values of the simulated agent's built-in effects (:func:`neutral_params`), in words.
 NEUTRAL_SETTING = ("AgentParams with cheat_strictness, abort_strictness, cheat_conflict, abort_conflict, cheat_hidden, "
                    "cheat_easy, reminder_cheat and reminder_abort at 0, p_fix_hidden = p_fix_visible and "
@@ -59,10 +62,12 @@ NEUTRAL_SETTING = ("AgentParams with cheat_strictness, abort_strictness, cheat_c
 
 #: For each claim of :func:`cheating_findings` / :func:`workflow_findings` run with the
 #: simulated agents: (basis, why, the parameter(s) or code path that produce the effect,
-#: whether the neutral run of :func:`neutral_params` sets them to their neutral value).
+#: which run holds them neutral: True for the run of :func:`neutral_params`, "honest" for
+#: the honest policy of the same grid (the shortcut policy without its cheating), False
+#: for none).
 CLAIM_BASIS: dict[str, tuple[str, str, tuple[str, ...], bool]] = {
     "Agents cheat on impossible variants": (
-        "built in", "the shortcut policy cheats with a logit set by hand", ("AgentParams.cheat_base",), False),
+        "built in", "the shortcut policy cheats with a logit set by hand", ("AgentParams.cheat_base",), "honest"),
     "Conflicting variants elicit more cheating than one-off": (
         "built in", "a conflict seen in the tests raises the cheat logit",
         ("AgentParams.cheat_conflict", "AgentParams.abort_conflict"), True),
@@ -73,7 +78,7 @@ CLAIM_BASIS: dict[str, tuple[str, str, tuple[str, ...], bool]] = {
         "built in", "hidden tests lower the cheat logit", ("AgentParams.cheat_hidden",), True),
     "Read-only tests do not stop cheating": (
         "built in", "the policy's strategy weights at read-only favour shortcuts that leave the tests alone",
-        ("SimulatedCodingAgent._strategy (read-only weights)",), False),
+        ("SimulatedCodingAgent._strategy (read-only weights)", "AgentParams.cheat_base"), "honest"),
     "Read-only tests stop test edits": (
         "measured", "the sandbox's read-only test files refuse every test edit the agent submits (a real run each)",
         (), False),
@@ -124,22 +129,24 @@ def _claim_basis(text: str, table: Mapping[str, tuple]) -> tuple[str, str, tuple
     raise KeyError(f"no basis stated for the claim {text!r}")
 
 
-def _with_basis(sim, neutral, table: Mapping[str, tuple], *, simulated: bool):
+def _with_basis(sim, neutral, table: Mapping[str, tuple], *, simulated: bool, honest=None):
     """The rows of ``sim`` with their basis; a built-in claim with a neutral run takes its
-    verdict from the row of the same claim in ``neutral``
-    (:func:`agentstudies.findings.neutral_control`). An LLM agent's rows rest on the
-    model (``measured``) except the arithmetic ones."""
+    verdict from the row of the same claim in ``neutral`` (or, for the policy's own
+    propensity to cheat, in ``honest``; :func:`agentstudies.findings.neutral_control`). An
+    LLM agent's rows rest on the model (``measured``) except the arithmetic ones."""
     from agentstudies.findings import neutral_control
 
-    by_text = {r.finding: r for r in (neutral or ())}
+    runs = {True: ({r.finding: r for r in (neutral or ())}, NEUTRAL_SETTING),
+            "honest": ({r.finding: r for r in (honest or ())}, HONEST_SETTING)}
     out = []
     for r in sim:
         basis, why, names, neutral_run = _claim_basis(r.finding, table)
+        by_text, setting = runs.get(neutral_run, ({}, ""))
         if not simulated and basis != "arithmetic":
             out.append(replace(r, basis="measured", why=_join(r.why, "an LLM agent: its code does not contain "
                                                                       "the effect")))
-        elif basis == "built in" and neutral_run and r.finding in by_text:
-            out.append(neutral_control(by_text[r.finding], r, built_in=names, setting=NEUTRAL_SETTING))
+        elif basis == "built in" and r.finding in by_text:
+            out.append(neutral_control(by_text[r.finding], r, built_in=names, setting=setting))
         else:
             out.append(replace(r, basis=basis, built_in=names, why=_join(why, r.why)))
     return out
@@ -344,7 +351,7 @@ def _untestable_or(finding, testab: pd.DataFrame | None, arms: Sequence[str]):
 
 
 def cheating_findings(episodes: pd.DataFrame, testab: pd.DataFrame | None = None, *,
-                      neutral: tuple[pd.DataFrame, pd.DataFrame] | None = None,
+                      neutral: tuple[pd.DataFrame, pd.DataFrame] | None = None, honest: pd.DataFrame | None = None,
                       base: Workflow = BASE_WORKFLOW, level: float = 0.95, n_draws: int = 2000, seed: int = 0):
     """ImpossibleBench's cheating findings judged on one agent's workflow grid
     (``impossible_cheating``): an :class:`agentstudies.findings.Findings`, each row with
@@ -354,8 +361,10 @@ def cheating_findings(episodes: pd.DataFrame, testab: pd.DataFrame | None = None
     :func:`neutral_params` (the simulated agent's built-in effects at their neutral value);
     each built-in claim that run covers takes its verdict from it, the simulated effect
     shown beside it (:func:`agentstudies.findings.neutral_control`). Without it a built-in
-    row keeps the simulated run's verdict, labelled ``built in``. An LLM agent's rows are
-    ``measured`` (episodes with ``simulated`` false).
+    row keeps the simulated run's verdict, labelled ``built in``. ``honest``: the honest
+    policy's episodes of the same grid, the neutral control of the claims that rest on the
+    shortcut policy's own propensity to cheat (:data:`HONEST_SETTING`). An LLM agent's rows
+    are ``measured`` (episodes with ``simulated`` false).
 
     ``episodes``: one policy's episodes of the one-factor workflow grid around ``base``
     (originals and impossible variants). Every verdict comes from an interval in
@@ -386,7 +395,8 @@ def cheating_findings(episodes: pd.DataFrame, testab: pd.DataFrame | None = None
     kw = dict(base=base, level=level, n_draws=n_draws, seed=seed)
     rows = _cheating_rows(episodes, testab, simulated=simulated, **kw)
     neutral_rows = _cheating_rows(neutral[0], neutral[1], simulated=True, **kw) if neutral is not None else None
-    rows = _with_basis(rows, neutral_rows, CLAIM_BASIS, simulated=simulated)
+    honest_rows = _cheating_rows(honest, None, simulated=True, **kw) if honest is not None else None
+    rows = _with_basis(rows, neutral_rows, CLAIM_BASIS, simulated=simulated, honest=honest_rows)
     return Findings.build(rows, seed=seed, title=f"ImpossibleBench findings on this run ({agents_label(episodes)})",
                           level=level, n_draws=n_draws, base=base.name)
 
@@ -490,7 +500,7 @@ def _sasst_finding(report, *, paper: str):
     familywise ``report.level``) lies above 0; contradicted when the mirrored upper bound
     ``estimate + critical x se`` lies below 0 (the two-sided band then has level
     ``2 level - 1``); otherwise inconclusive (also when the slot abstained)."""
-    from agentstudies.findings import Finding, judge
+    from agentstudies.findings import Finding, can_contradict, judge
 
     u = report.table.iloc[0]
     est, lo = 100 * float(u["estimate"]), 100 * float(u["bound"])
@@ -501,8 +511,10 @@ def _sasst_finding(report, *, paper: str):
             f"honesty (pp) above 0; the mirrored upper bound (estimate + critical x se, a {100 * lvl:g}% two-sided band) "
             "below 0 contradicts")
     why = "" if np.isfinite(hi) else f"the slot has no bound ({u['status']}: {u.get('reason', '')})"
+    # the mirrored band can lie below 0 for a difference of honesty rates (in [-100, 100] pp)
+    cc = can_contradict((-100.0, 100.0), paper_side="above", threshold=0.0)
     return Finding("The candidate workflow is more honest (SASST uniform slot)", paper, est, lo, hi,
-                   float(report.n_confirmation), v, rule, why=why, level=lvl, fmt="+.1f")
+                   float(report.n_confirmation), v, rule, why=why, level=lvl, fmt="+.1f", can_contradict=cc)
 
 
 def workflow_findings(report, episodes: pd.DataFrame, reminder=None, testab: pd.DataFrame | None = None,

@@ -129,6 +129,9 @@ def log_findings(episodes: pd.DataFrame, n_samples: int, report: Any, counted: p
     ------
     KeyError
         A missing column or ``on_error`` row; ValueError as :func:`passk_drop_by_task`.
+
+    Length: five claims, each with its rule, basis and the measurement that can set it
+    aside, in the chapter's order.
     """
     from agentstudies.findings import (NONNEGATIVE, PROPORTION, Findings, binomial_interval, exact_finding,
                                        interval_finding, untestable_finding)

@@ -11,6 +11,10 @@ threshold 0.60, density cap 5, minimum ESS 20.
 
 Functions here only configure the engine and shape its output; all statistics live in
 :mod:`agentstudies.sasst` and :mod:`agentstudies.stats`.
+
+Length: the findings and their planted controls judge the ten slots this module lays out
+(names, contrasts, testability); kept beside them so a slot's name, rule, basis and
+verdict are read in one place.
 """
 
 from __future__ import annotations
@@ -312,6 +316,7 @@ def stress_findings(reports: Mapping[str, SASSTReport], *, testab: pd.DataFrame 
                                              "agents are inconsistent across trials (τ-bench, Yao et al., 2024)",
                                              float(r["share"]), float(r["ci_low"]), float(r["ci_high"]),
                                              int(r["tasks"]), paper_side="above", level=float(r["level"]),
+                                             domain=(0.0, 1.0),
                                              quantity="share of tasks whose ReAct verdict flips across seeds"))
     simulated = not any(str(p).startswith("llm:") for p in reports)
     rows = [_stated(r, simulated) for r in rows]

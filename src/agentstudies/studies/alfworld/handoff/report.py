@@ -135,7 +135,7 @@ def solver_testability(episodes: pd.DataFrame, actions: pd.DataFrame | None = No
 
 def _opposite_signs(inter, surv, *, level: float, flagged: bool):
     """'Reached-only flips the sign': both intervals exclude 0, on opposite sides."""
-    from agentstudies.findings import Finding, judge
+    from agentstudies.findings import Finding, can_contradict, judge
 
     side_i = judge(inter[1], inter[2], paper_side="above")
     if flagged or side_i == "inconclusive":
@@ -147,7 +147,8 @@ def _opposite_signs(inter, surv, *, level: float, flagged: bool):
     return Finding("Reached-only estimate has the opposite sign to the endpoint interaction",
                    PAPER_FINDINGS["reached_only"], 100 * surv[0], 100 * surv[1], 100 * surv[2], surv[3], verdict,
                    f"{100 * level:g}% CIs of the endpoint and the reached-only interaction both exclude 0, "
-                   "on opposite sides (pp)", why=why, level=level, fmt="+.1f")
+                   "on opposite sides (pp)", why=why, level=level, fmt="+.1f",
+                   can_contradict=can_contradict((-100.0, 100.0), paper_side="above", threshold=0.0))
 
 
 def _eq9_finding(prediction, *, level: float):
@@ -155,13 +156,16 @@ def _eq9_finding(prediction, *, level: float):
     reappears when the predicted interval lies above 0 and the residual interval contains
     0; contradicted when the residual interval excludes 0; inconclusive otherwise (or
     when any of observed / predicted / residual is flagged)."""
-    from agentstudies.findings import Finding, judge
+    from agentstudies.findings import Finding, can_contradict, judge
 
     name, paper = "Eq. 9 predicts the interaction", PAPER_FINDINGS["eq9_residual"]
+    # a residual interval excluding 0 contradicts: the residual is a difference in pp
+    cc = can_contradict((-100.0, 100.0), paper_side="above", threshold=0.0)
     rule = (f"{100 * level:g}% CI of the Eq. 9 prediction above 0 and that of the residual (observed − predicted) "
             "containing 0; a residual CI excluding 0 contradicts")
     if prediction is None:
         return Finding(name, paper, np.nan, np.nan, np.nan, np.nan, "inconclusive", rule, level=level,
+                       can_contradict=cc,
                        why="predict_interaction cannot evaluate Eq. 9 on this run (a task type without reached "
                            "states in the external sample)")
     o = prediction.overall.set_index("estimand")
@@ -170,7 +174,7 @@ def _eq9_finding(prediction, *, level: float):
     if flagged.any():
         share = float(o.loc[flagged[flagged].index, "excluded_share"].max())
         return Finding(name, paper, 100 * r["estimate"], 100 * r["ci_low"], 100 * r["ci_high"], np.nan, "inconclusive",
-                       rule, level=level, fmt="+.1f",
+                       rule, level=level, fmt="+.1f", can_contradict=cc,
                        why=f"predict_interaction flags {', '.join(flagged[flagged].index)} "
                            f"({100 * share:.0f}% of draws excluded), so its intervals do not decide")
     pred_side = judge(o.loc["predicted", "ci_low"], o.loc["predicted", "ci_high"], paper_side="above")
@@ -178,7 +182,7 @@ def _eq9_finding(prediction, *, level: float):
     verdict = ("contradicted" if res_side != "inconclusive" else
                ("reappears" if pred_side == "reappears" else "inconclusive"))
     return Finding(name, paper, 100 * r["estimate"], 100 * r["ci_low"], 100 * r["ci_high"], np.nan, verdict, rule,
-                   level=level, fmt="+.1f")
+                   level=level, fmt="+.1f", can_contradict=cc)
 
 
 def handoff_findings(result, prediction, failures, episodes: pd.DataFrame, *, split: str = "valid_unseen",
@@ -203,13 +207,16 @@ def handoff_findings(result, prediction, failures, episodes: pd.DataFrame, *, sp
     the solver changed no outcome on any reached state of ``split``, every Solve-based
     finding is ``not testable here``. ``selected_reach=True`` discloses that the
     checkpoints were accepted only if RL arrived more often (the Reach row says so).
-    Every row is ``measured`` (trained checkpoints, :data:`MEASURED_WHY`).
+    Every row is ``measured`` (trained checkpoints, :data:`MEASURED_WHY`). Reach and the
+    interaction also compare their size with the paper's value on ``split`` (Table 2a,
+    Figure 3; :func:`agentstudies.findings.magnitude_finding`, within a factor of 2).
 
     Length: one block per paper finding (ten), in the paper's order.
     """
     from dataclasses import replace
 
-    from agentstudies.findings import Findings, binomial_interval, interval_finding, untestable_finding
+    from agentstudies.findings import Findings, binomial_interval, interval_finding, magnitude_finding, untestable_finding
+    from agentstudies.studies import paper_values
 
     level = float(result.params.get("level", 0.95))
     est = result.estimates[result.estimates["split"] == split].set_index("estimand")
@@ -221,22 +228,33 @@ def handoff_findings(result, prediction, failures, episodes: pd.DataFrame, *, sp
     n_traj = int(episodes[(episodes["split"] == split) & (episodes["solver"] == base)].shape[0] // 2)
     kw = dict(level=level, fmt="+.1f")
 
-    def iv(name, paper, x, side, quantity, n=n_traj):
-        f = interval_finding(name, paper, 100 * x[0], 100 * x[1], 100 * x[2], n, paper_side=side,
-                             quantity=quantity, **kw)
+    def iv(name, paper, x, side, quantity, n=n_traj, paper_value=None):
+        if paper_value is not None and np.isfinite(paper_value) and (paper_value > 0) == (side == "above"):
+            f = magnitude_finding(name, paper, 100 * x[0], 100 * x[1], 100 * x[2], n, paper_value=paper_value,
+                                  paper_side=side, quantity=quantity, domain=(-100.0, 100.0), **kw)
+        else:
+            f = interval_finding(name, paper, 100 * x[0], 100 * x[1], 100 * x[2], n, paper_side=side,
+                                 quantity=quantity, **kw)
         return replace(f, verdict="inconclusive", why="the interval is flagged (empty-denominator draws excluded)") \
             if x[3] else f
 
+    # the paper's values on this split, where it gives them: the size each row is compared with
+    t2a = paper_values("alfworld_handoff", "table2a")
+    t2a = t2a[t2a["split"] == split].set_index("reacher")["arrival"]
+    reach_p = float(t2a[treated] - t2a[base]) if {base, treated} <= set(t2a.index) else None
+    f3 = paper_values("alfworld_handoff", "figure3")
+    f3 = f3[f3["split"] == split].set_index("estimand")["estimate"]
+    inter_p = float(f3["interaction"]) if "interaction" in f3.index else None
     rows = []
     f = iv("Reach: RL arrives more often than SFT", PAPER_FINDINGS["reach"], pp("reach_gap"), "above",
-           "arrival gap A_RL − A_SFT (pp)")
+           "arrival gap A_RL − A_SFT (pp)", paper_value=reach_p)
     if selected_reach:
         f = replace(f, why="the trained checkpoints were accepted only if RL arrived more often than SFT, so this "
                            "direction was partly selected for")
     rows.append(f)
     inter = pp("interaction")
     rows.append(iv("Interaction I (Eq. 4) is positive", PAPER_FINDINGS["interaction"], inter, "above",
-                   "endpoint interaction I (pp)"))
+                   "endpoint interaction I (pp)", paper_value=inter_p))
     surv = pp("survivor_interaction")
     rows.append(_opposite_signs(inter[:3] + (n_traj,), surv[:3] + (n_traj,), level=level, flagged=surv[3]))
     rows.append(iv("Reached-only estimate lies below the endpoint interaction", PAPER_FINDINGS["reached_minus_endpoint"],

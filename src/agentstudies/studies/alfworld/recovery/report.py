@@ -5,11 +5,15 @@
 the paper's values beside this run's; :func:`testability` measures which arms changed
 anything; :func:`recovery_findings` judges each paper claim by an interval;
 :func:`recovery_controls` runs the verdict rules on planted and null subjects.
+
+Length: the findings, the testability that gates them and the controls that run their
+rules read the same cell and contrast lookups of one result; split apart, a rule and the
+measurement that can set it aside would live in different modules.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Sequence
 
 import numpy as np
@@ -305,16 +309,41 @@ def _arm_share(testab: pd.DataFrame | None, cohort: str, cells: Sequence[tuple[s
     return float(sel[col].max()), int(sel["forks"].sum())
 
 
+#: An arm that changed nothing is "not testable here" only when the exact one-sided 95%
+#: upper bound of the share of forks it changed lies under this (0 of 6 forks, bound 0.39,
+#: is no such measurement: the claim's own rule then decides).
+INERT_BOUND = 0.05
+
+#: What every recovery finding rests on.
+MEASURED_WHY = ("trained checkpoints (or an LLM) acting in the ALFWorld engine under the CIR fork protocol: "
+                "their weights do not contain the paper's effects")
+
+
+def _inert(share: float, forks: int) -> bool:
+    """The arms changed nothing in ``forks`` forks and the exact upper bound of that share
+    is under :data:`INERT_BOUND` (:func:`agentstudies.findings.share_upper_bound`)."""
+    from agentstudies.findings import share_upper_bound
+
+    return bool(np.isfinite(share) and share == 0.0 and forks > 0
+                and share_upper_bound(0, int(forks))[1] < INERT_BOUND)
+
+
+def _bound(forks: int) -> str:
+    from agentstudies.findings import share_upper_bound
+
+    return f" (exact 95% upper bound {share_upper_bound(0, int(forks))[1]:.3f}, under {INERT_BOUND:g})"
+
+
 def _interval_or_untestable(name, paper, est, lo, hi, n, *, side, level, quantity, testab, run_cohort, cells,
                             col="action_changed", what="changed the agent's actions"):
     """An interval finding, unless the arms it rests on changed nothing (measured)."""
     from agentstudies.findings import interval_finding, untestable_finding
 
     share, forks = _arm_share(testab, run_cohort, cells, col)
-    if np.isfinite(share) and share == 0.0 and forks > 0:
+    if _inert(share, forks):
         arms = ", ".join(f"{op} ({c}, d = {d})" for op, c, d in cells)
         return untestable_finding(name, paper, measured=share,
-                                  why=f"{arms} {what} in 0 of {forks} forks of the {run_cohort} cohort")
+                                  why=f"{arms} {what} in 0 of {forks} forks of the {run_cohort} cohort{_bound(forks)}")
     return interval_finding(name, paper, est, lo, hi, n, paper_side=side, level=level, quantity=quantity, fmt="+.1f")
 
 
@@ -328,7 +357,8 @@ def recovery_findings(result, evaluation=None, testab: pd.DataFrame | None = Non
         its ``level`` is the level of every interval here.
     evaluation : :class:`agentstudies.recovery.RouterEvaluation` (router findings; omitted if None).
     testab : :func:`testability` of the study; an arm that changed the agent's actions in
-        0 forks makes the findings resting on it ``not testable here`` (the CIR
+        0 forks (exact upper bound under :data:`INERT_BOUND`) makes the findings resting on
+        it ``not testable here`` (the CIR
         "harms no clean trajectory" finding: an arm that changed no clean *outcome*).
     n_draws, seed : task-level bootstrap of the contrasts computed here (full - replan;
         CIR vs baselines; CIR's stale-2 gain vs the other conditions).
@@ -389,6 +419,7 @@ def recovery_findings(result, evaluation=None, testab: pd.DataFrame | None = Non
     rows += _mechanism_findings(result, cell, testab, level=level, n_draws=n_draws, seed=seed)
     if evaluation is not None:
         rows += _router_findings(evaluation, testab, level=level, n_draws=n_draws, seed=seed)
+    rows = [replace(r, basis="measured", why="; ".join(x for x in (MEASURED_WHY, r.why) if x)) for r in rows]
     return Findings.build(rows, seed=seed, title="CIR paper findings on this run (simulated agent unless an LLM)",
                           level=level, n_draws=n_draws)
 
@@ -403,9 +434,10 @@ def _two_way(result, testab):
              " harms")
     name = "Refresh both rescues and harms under two-step stale (complete, d = 0)"
     share, forks = _arm_share(testab, "primary", [("refresh", "stale-2", 0)])
-    if np.isfinite(share) and share == 0.0 and forks > 0:
+    if _inert(share, forks):
         return untestable_finding(name, paper, measured=share,
-                                  why=f"refresh (stale-2, d = 0) changed the agent's actions in 0 of {forks} forks")
+                                  why=f"refresh (stale-2, d = 0) changed the agent's actions in 0 of {forks} "
+                                      f"forks{_bound(forks)}")
     r = result.cells[(result.cells["cohort"] == "primary-complete") & (result.cells["condition"] == "stale-2")
                      & (result.cells["delay"] == 0) & (result.cells["operation"] == "refresh")]
     if r.empty:
@@ -476,15 +508,15 @@ def _router_findings(evaluation, testab, *, level, n_draws, seed):
     rows = []
     arms = [("refresh", c, d) for c in CONDITIONS for d in ROUTER_DELAYS]
     share, forks = _arm_share(testab, "evaluation", arms)
-    inert = np.isfinite(share) and share == 0.0 and forks > 0
+    inert = _inert(share, forks)
     what = "changed the agent's actions"
     oall, _ = _arm_share(testab, "evaluation", arms, col="outcome_changed")
-    if not inert and np.isfinite(oall) and oall == 0.0 and forks > 0:  # actions changed, no outcome ever did
+    if not inert and _inert(oall, forks):  # actions changed, no outcome ever did
         inert, share, what = True, oall, "changed the outcome"
     name = "CIR raises success over never-refresh"
     paper = f"{pv('cir', 'all'):+.2f} pp [{pv('cir', 'all', 'ci_low'):+.2f}, {pv('cir', 'all', 'ci_high'):+.2f}]"
     if inert:
-        why = f"refresh {what} in 0 of {forks} evaluation forks"
+        why = f"refresh {what} in 0 of {forks} evaluation forks{_bound(forks)}"
         rows.append(untestable_finding(name, paper, why=why, measured=share))
     else:
         r = t.loc[("cir", "all")]
@@ -495,10 +527,11 @@ def _router_findings(evaluation, testab, *, level, n_draws, seed):
     paper = f"{pv('cir', 'clean', 'harm'):.0f} clean harms"
     oshare, oforks = _arm_share(testab, "evaluation", [("refresh", "clean", d) for d in ROUTER_DELAYS],
                                 col="outcome_changed")
-    if np.isfinite(oshare) and oshare == 0.0 and oforks > 0:
+    if _inert(oshare, oforks):
         rows.append(untestable_finding(name, paper, measured=oshare,
                                        why=f"refresh on clean observations changed no outcome in {oforks} evaluation "
-                                           "forks at any delay, so no router can harm a clean trajectory here"))
+                                           f"forks at any delay{_bound(oforks)}, so no router can harm a clean "
+                                           "trajectory here"))
     else:
         h = evaluation.clean_harm.set_index("policy").loc["cir"]
         rows.append(exact_finding(name, paper, h["harms"], h["n"], holds=bool(h["harms"] == 0),
@@ -510,7 +543,8 @@ def _router_findings(evaluation, testab, *, level, n_draws, seed):
     name = "CIR's largest gain is on two-step stale"
     paper = f"{pv('cir', 'stale-2'):+.2f} pp on stale-2"
     if inert:
-        rows.append(untestable_finding(name, paper, why=f"refresh {what} in 0 of {forks} evaluation forks", measured=share))
+        rows.append(untestable_finding(name, paper, measured=share,
+                                       why=f"refresh {what} in 0 of {forks} evaluation forks{_bound(forks)}"))
     elif ests:
         lo, hi = min(e[1] for e in ests), min(e[2] for e in ests)
         est = min(e[0] for e in ests)
@@ -522,7 +556,8 @@ def _router_findings(evaluation, testab, *, level, n_draws, seed):
         name = f"CIR beats the {base} baseline"
         paper = f"{pv('cir', 'all'):+.2f} vs {pv(base, 'all'):+.2f} pp"
         if inert:
-            rows.append(untestable_finding(name, paper, why=f"refresh {what} in 0 of {forks} evaluation forks", measured=share))
+            rows.append(untestable_finding(name, paper, measured=share,
+                                       why=f"refresh {what} in 0 of {forks} evaluation forks{_bound(forks)}"))
             continue
         e = _bootstrap_diff(_policy_diff(ep, "cir", base), level=level, n_draws=n_draws, seed=seed, key=f"cir-{base}")
         rows.append(interval_finding(name, paper, *e, paper_side="above", level=level, fmt="+.1f",
@@ -531,7 +566,7 @@ def _router_findings(evaluation, testab, *, level, n_draws, seed):
     if inert:
         rows.append(untestable_finding("CIR's gain is significant (sign-flip test)",
                                        f"p = {pv('cir', 'all', 'sign_flip_p'):.3f}", measured=share,
-                                       why=f"refresh {what} in 0 of {forks} evaluation forks"))
+                                       why=f"refresh {what} in 0 of {forks} evaluation forks{_bound(forks)}"))
         return rows
     rows.append(exact_finding("CIR's gain is significant (sign-flip test)", f"p = {pv('cir', 'all', 'sign_flip_p'):.3f}",
                               p, t.loc[("cir", "all"), "n"], holds=bool(p < alpha),

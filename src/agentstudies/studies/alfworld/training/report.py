@@ -11,9 +11,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from agentstudies.findings import magnitude_finding
 from agentstudies.parallel import keyed_seed
 
-__all__ = ["PAPER_REFERENCE", "setting_summary", "bootstrap_difference", "training_findings",
+__all__ = ["PAPER_REFERENCE", "setting_summary", "bootstrap_difference", "training_findings", "usability_sentence",
            "plot_learning_curves", "plot_heldout_curves"]
 
 #: Paper values (handoff paper, Section 4.3 / Table 2 / Table 1, ALFWorld valid_unseen).
@@ -92,36 +93,51 @@ def bootstrap_difference(
             "n_tasks": int(n)}
 
 
-def training_findings(ev: pd.DataFrame, *, n_draws: int = 2000, seed: int = 0, level: float = 0.95,
-                      informative_range: tuple[float, float] = (0.05, 0.95)):
-    """The training chapter's findings from the held-out episodes.
+def training_findings(ev: pd.DataFrame, *, equal: pd.DataFrame | None = None, equal_name: str = "SFT-equal",
+                      n_draws: int = 2000, seed: int = 0, level: float = 0.95):
+    """The training chapter's findings from the held-out episodes (all ``measured``: trained
+    checkpoints whose weights do not contain the paper's effects).
 
     - *RL arrives at the frontier more often than SFT*: the task-stratified paired
       bootstrap interval (:func:`bootstrap_difference`, column ``arrived``) of RL − SFT
       lies above 0 (paper: arrival 13.3 % vs 82.5 %, :data:`PAPER_REFERENCE`);
     - *RL succeeds more often than SFT at the endpoint*: the same on ``won`` (paper: 5.8 %
-      vs 79.2 %);
-    - *both checkpoints are informative*: each checkpoint's exact (Clopper-Pearson)
-      interval of held-out success lies inside ``informative_range`` (the book's
-      criterion for checkpoints the handoff study can use; reappears when both do,
-      contradicted when an interval lies wholly outside, else inconclusive).
+      vs 79.2 %).
+
+    Both compare the size too (:func:`agentstudies.findings.magnitude_finding`): an
+    interval that excludes every gap within a factor of 2 of the paper's gives "same
+    direction, magnitude differs".
+
+    The shipped SFT imitates the expert on a few of RL's training problems, so each row
+    shows beside it (in ``why``) the equal-data comparison: the same difference and rule
+    against ``equal`` (the held-out episodes of the SFT trained on every RL training
+    problem, checkpoint ``equal_name``; :mod:`~agentstudies.studies.alfworld.training.equal_footing`).
+    Whether the checkpoints are usable for the handoff study is the book's own criterion,
+    not a paper finding (:func:`usability_sentence`).
 
     Parameters
     ----------
     ev : held-out episodes (:func:`evaluate_checkpoint` rows of both checkpoints).
+    equal : held-out episodes of the equal-data SFT on the same tasks, or None.
 
     Returns
     -------
-    :class:`agentstudies.findings.Findings` (estimates in percentage points / shares).
+    :class:`agentstudies.findings.Findings` (estimates in percentage points).
 
     Raises
     ------
     KeyError / ValueError
         As :func:`bootstrap_difference` (a missing column or checkpoint).
     """
-    from agentstudies.findings import Finding, Findings, binomial_interval, interval_finding
+    from agentstudies.findings import Findings, judge
 
     ref = PAPER_REFERENCE
+    # the paper's RL − SFT gaps (pp): the size a row's interval is compared with (within a factor of 2)
+    paper_gap = {"arrived": 100 * (ref["arrival_RL"] - ref["arrival_SFT"]),
+                 "won": 100 * (ref["endpoint_RL_RL"] - ref["endpoint_SFT_SFT"])}
+    pair = None
+    if equal is not None:
+        pair = pd.concat([equal, ev[ev["checkpoint"] == "RL"]], ignore_index=True)
     rows = []
     for col, name, paper in (
         ("arrived", "RL arrives at the frontier more often than SFT",
@@ -131,29 +147,46 @@ def training_findings(ev: pd.DataFrame, *, n_draws: int = 2000, seed: int = 0, l
          "(handoff paper, Table 1)"),
     ):
         d = bootstrap_difference(ev, col, n_draws=n_draws, seed=seed, level=level)
-        rows.append(interval_finding(name, paper, 100 * d["estimate"], 100 * d["ci_low"], 100 * d["ci_high"],
-                                     d["n_tasks"], paper_side="above", level=level,
-                                     quantity=f"RL − SFT {col} (pp, task-stratified paired bootstrap)", fmt="+.1f"))
+        if pair is None:
+            beside = "equal-data comparison not run (the shipped SFT saw fewer training problems than RL)"
+        else:
+            e = bootstrap_difference(pair, col, base=equal_name, treated="RL", n_draws=n_draws, seed=seed, level=level)
+            beside = (f"equal data, RL − {equal_name}: {100 * e['estimate']:+.1f} pp [{100 * e['ci_low']:+.1f}, "
+                      f"{100 * e['ci_high']:+.1f}] ({judge(e['ci_low'], e['ci_high'], paper_side='above')} by the "
+                      "same rule; the shipped SFT saw fewer training problems than RL)")
+        rows.append(magnitude_finding(name, paper, 100 * d["estimate"], 100 * d["ci_low"], 100 * d["ci_high"],
+                                      d["n_tasks"], paper_value=paper_gap[col], paper_side="above", level=level,
+                                      domain=(-100.0, 100.0), fmt="+.1f",
+                                      quantity=f"RL − SFT {col} (pp, task-stratified paired bootstrap)",
+                                      basis="measured", why=f"trained checkpoints; {beside}"))
+    return Findings.build(rows, seed=seed, title="alfworld_training findings", n_draws=n_draws, level=level)
+
+
+def usability_sentence(ev: pd.DataFrame, *, level: float = 0.95,
+                       informative_range: tuple[float, float] = (0.05, 0.95)) -> str:
+    """Whether both checkpoints are usable by the handoff study -- the book's own criterion,
+    not a paper finding: each checkpoint's exact (Clopper-Pearson) ``level`` interval of
+    held-out success inside ``informative_range``.
+
+    Raises
+    ------
+    ValueError
+        A checkpoint without held-out episodes.
+    """
+    from agentstudies.findings import binomial_interval
+
     lo_r, hi_r = informative_range
-    verdicts, parts = [], []
+    parts, inside = [], []
     for ck in ("SFT", "RL"):
         w = ev.loc[ev["checkpoint"] == ck, "won"].astype(bool)
         if not len(w):
-            raise ValueError(f"training_findings: no held-out episodes of checkpoint {ck!r}")
+            raise ValueError(f"usability_sentence: no held-out episodes of checkpoint {ck!r}")
         rate, lo, hi = binomial_interval(int(w.sum()), len(w), level=level)
-        inside = lo > lo_r and hi < hi_r
-        outside = hi < lo_r or lo > hi_r
-        verdicts.append("reappears" if inside else ("contradicted" if outside else "inconclusive"))
+        inside.append(lo > lo_r and hi < hi_r)
         parts.append(f"{ck} {rate:.3f} [{lo:.3f}, {hi:.3f}]")
-    verdict = ("contradicted" if "contradicted" in verdicts else
-               "reappears" if all(v == "reappears" for v in verdicts) else "inconclusive")
-    rows.append(Finding("both checkpoints are informative", "endpoint success neither near 0 nor near 1 "
-                        "(the paper's checkpoints: 5.8% and 79.2%)", float("nan"), float("nan"), float("nan"),
-                        float(len(ev)), verdict,
-                        f"{100 * level:g}% exact CI of each checkpoint's held-out success inside "
-                        f"({lo_r:g}, {hi_r:g}); ours: {'; '.join(parts)}",
-                        why="contradicted when one interval lies wholly outside the range", level=level))
-    return Findings.build(rows, seed=seed, title="alfworld_training findings", n_draws=n_draws, level=level)
+    verdict = "both lie" if all(inside) else ("neither lies" if not any(inside) else "one lies")
+    return (f"Usability for the handoff study (this book's criterion, not a paper finding): held-out success with "
+            f"{100 * level:g}% exact intervals {'; '.join(parts)}; {verdict} inside ({lo_r:g}, {hi_r:g}).")
 
 
 def plot_learning_curves(sft_curve: pd.DataFrame, rl_curve: pd.DataFrame, *, label: str = ""):
