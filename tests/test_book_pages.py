@@ -85,3 +85,27 @@ def test_bullet_lines_glued_into_a_paragraph_become_a_list():
     assert isinstance(items, nodes.bullet_list)
     assert [li.astext() for li in items.children] == ["coverage reappears", "power is low"]
     assert isinstance(plain, nodes.paragraph) and "<br>" in plain.astext()  # not a list: untouched
+
+
+def test_a_finding_sentence_shows_a_missing_estimate_as_a_dash():
+    from agentstudies.findings import Finding
+
+    f = Finding("interaction is positive", "Table 1: +3.5 pp", float("nan"), float("nan"), float("nan"), 12,
+                "inconclusive", "95% CI above 0")
+    assert "ours –, n = 12" in f.sentence() and "nan" not in f.sentence().lower()
+
+
+def test_a_missing_glued_value_reads_as_a_dash():
+    from docutils import nodes
+    from docutils.frontend import get_default_settings
+    from docutils.parsers.rst import Parser
+    from docutils.utils import new_document
+
+    from agentstudies.book.pasted import dash_missing_values, shown_value
+
+    assert [shown_value(x) for x in ("nan", "nan%", "-inf", "inf", "0.5", "nanny")] == ["–", "–", "\u2212∞", "∞", "0.5", "nanny"]
+    doc = new_document("t", get_default_settings(Parser))
+    doc += nodes.paragraph("", "", nodes.Text("at most "), nodes.inline("nan%", "nan%", classes=["pasted-text"]),
+                           nodes.Text(" of episodes, "), nodes.inline("nan", "nan", classes=["other"]))
+    dash_missing_values(None, doc, "chapters/x")
+    assert doc.astext() == "at most – of episodes, nan"  # only pasted values are rewritten

@@ -325,7 +325,7 @@ class Finding:
             raise ValueError(f"finding {self.finding!r}: verdict 'contradicted' from a rule that cannot contradict")
 
     def _num(self, x: float) -> str:
-        return "NaN" if x is None or (isinstance(x, float) and math.isnan(x)) else format(x, self.fmt)
+        return "–" if x is None or (isinstance(x, float) and math.isnan(x)) else format(x, self.fmt)
 
     def _interval(self, est: float, lo: float, hi: float) -> str:
         n = "" if (isinstance(self.n, float) and math.isnan(self.n)) else f", n = {int(self.n)}"

@@ -419,7 +419,8 @@ class Provenance:
         """
         rows = "".join(
             f"<tr><td><code>{html.escape(str(field_name))}</code></td>"
-            f"<td class=\"text\">{html.escape(str(value))}</td></tr>"
+            f"<td class=\"{'text' if any(ch.isspace() for ch in str(value)) else 'nowrap'}\">"
+            f"{html.escape(str(value))}</td></tr>"
             for field_name, value in self.table["value"].items()
         )
         return (

@@ -22,7 +22,8 @@ A Sphinx extension (listed in ``book/_config.yml`` as ``agentstudies.book.site``
   and shows the values the run used under the parameters cell
   (``agentstudies.book.pageboxes``); links every glossary term on its first use on a page
   (``agentstudies.book.glossary_links``); turns bullet lines glued into a paragraph into a
-  list (``agentstudies.book.runin_lists``);
+  list (``agentstudies.book.runin_lists``); writes a glued value that is NaN as "–"
+  (``agentstudies.book.pasted``);
 * says how to execute the chapters when a plain ``jupyter-book build book/`` finds
   unexecuted ones (:func:`_check_executed`): none executed is an error naming the command,
   some missing a warning per chapter (it used to exit 0 with an empty book);
@@ -49,6 +50,7 @@ from typing import Any
 
 from agentstudies.book.glossary_links import link_first_uses
 from agentstudies.book.pageboxes import add_page_boxes
+from agentstudies.book.pasted import dash_missing_values
 from agentstudies.book.runin_lists import lists_from_bullet_lines
 from agentstudies.book.paper.compare import (  # noqa: F401 - re-exported: the comparisons moved out
     TABLE_SUFFIXES, ChapterResults, FigureEntry, PaperItemRow, TableEntry, _read_notebook, compare_tables,
@@ -677,4 +679,5 @@ def setup(app):
     app.connect("doctree-resolved", add_page_boxes)
     app.connect("doctree-resolved", link_first_uses)
     app.connect("doctree-resolved", lists_from_bullet_lines)
+    app.connect("doctree-resolved", dash_missing_values)
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -204,7 +204,7 @@ def _fmt_number(v: Any, dec: int | None) -> str | None:
 
 def _clean_text(v: str) -> str:
     """A text cell as a reader should see it: "(False, True)" as "no, yes", "[nan, nan]" as
-    "[–, –]", "->" as "→"; other text unchanged."""
+    "[–, –]", "->" as "→" (an arrow that cannot break after its hyphen); other text unchanged."""
     import ast
 
     t = v.strip()
@@ -216,7 +216,7 @@ def _clean_text(v: str) -> str:
         if isinstance(value, (tuple, list)):
             return _fmt_number(value, None) or "–"
     t = re.sub(r"(?<![\w.])(nan|NaN|<NA>|None)(?![\w])", "–", v)
-    return t.replace(" -> ", " → ")
+    return t.replace("->", "→")
 
 
 def _is_paper_row(df: pd.DataFrame, i: int) -> bool:
