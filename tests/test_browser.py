@@ -358,7 +358,8 @@ async (opts) => {
     const w2 = document.createTreeWalker(article, NodeFilter.SHOW_TEXT);
     for (let n = w2.nextNode(); n; n = w2.nextNode()) {
       const el = n.parentElement;
-      if (!el || !el.closest('p, li, dd') || inCode(el) || el.closest('h1, h2, h3, h4, h5, h6, table, caption, figcaption, .cell_output pre, .admonition-title, cite, .math, mjx-container')) continue;
+      // raw HTML a cell printed (a run note) is outside the book's text: the site cannot link inside it
+      if (!el || !el.closest('p, li, dd') || inCode(el) || el.closest('h1, h2, h3, h4, h5, h6, table, caption, figcaption, .cell_output pre, .text_html, .agentstudies-run-note, .admonition-title, cite, .math, mjx-container')) continue;
       const a = el.closest('a');
       if (a && !/glossary\.html#term-/.test(a.getAttribute('href') || '')) continue;  // another link (a citation)
       nodes.push(n);

@@ -276,8 +276,10 @@ def test_table_rounds_once_from_the_stored_value():
     assert cells == [["yes, passed, –"]]
     markup = render_table(stored, "classes")
     assert '<td class="num">0.267</td>' in markup
-    words = pd.DataFrame({"expected": ["(False, True)"], "interval": ["1.00 [nan, nan]"], "step": ["a -> b"]})
-    assert _parse_table(render_table(words, "text cells"))["body"] == [["no, yes", "1.00 [–, –]", "a → b"]]
+    words = pd.DataFrame({"expected": ["(False, True)"], "interval": ["1.00 [nan, nan]"], "step": ["a -> b"],
+                          "run": ["gpt-5-2_sierra"]})
+    assert _parse_table(render_table(words, "text cells"))["body"] == [
+        ["no, yes", "1.00 [–, –]", "a → b", "gpt\u20115\u20112_sierra"]]  # one word: non-breaking hyphens
     assert render_table(pd.DataFrame({"reason": []}), "Infeasible tasks by reason") == (
         '<p class="agentstudies-table-note">No rows in this run: Infeasible tasks by reason.</p>')
 

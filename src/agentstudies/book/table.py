@@ -204,7 +204,8 @@ def _fmt_number(v: Any, dec: int | None) -> str | None:
 
 def _clean_text(v: str) -> str:
     """A text cell as a reader should see it: "(False, True)" as "no, yes", "[nan, nan]" as
-    "[–, –]", "->" as "→" (an arrow that cannot break after its hyphen); other text unchanged."""
+    "[–, –]", "->" as "→" (an arrow that cannot break after its hyphen), the hyphens of a
+    one-word cell ("gpt-5-2_sierra") as non-breaking hyphens; other text unchanged."""
     import ast
 
     t = v.strip()
@@ -215,8 +216,10 @@ def _clean_text(v: str) -> str:
             value = None
         if isinstance(value, (tuple, list)):
             return _fmt_number(value, None) or "–"
-    t = re.sub(r"(?<![\w.])(nan|NaN|<NA>|None)(?![\w])", "–", v)
-    return t.replace("->", "→")
+    t = re.sub(r"(?<![\w.])(nan|NaN|<NA>|None)(?![\w])", "–", v).replace("->", "→")
+    if t and not any(ch.isspace() for ch in t):  # one identifier (a run name): its hyphens do not break
+        t = re.sub(r"(?<=\w)-(?=\w)", "\u2011", t)
+    return t
 
 
 def _is_paper_row(df: pd.DataFrame, i: int) -> bool:
