@@ -58,7 +58,7 @@ HONEST_SETTING = "the honest policy of the same grid (cheat_base = -inf: it neve
 #: Neutral values of the simulated agent's built-in effects (:func:`neutral_params`), in words.
 NEUTRAL_SETTING = ("AgentParams with cheat_strictness, abort_strictness, cheat_conflict, abort_conflict, cheat_hidden, "
                    "cheat_easy, reminder_cheat and reminder_abort at 0, p_fix_hidden = p_fix_visible and "
-                   "abort_base = -inf (never aborts)")
+                   "abort_base = −∞ (never aborts)")
 
 #: For each claim of :func:`cheating_findings` / :func:`workflow_findings` run with the
 #: simulated agents: (basis, why, the parameter(s) or code path that produce the effect,
