@@ -109,17 +109,3 @@ def test_a_missing_glued_value_reads_as_a_dash():
                            nodes.Text(" of episodes, "), nodes.inline("nan", "nan", classes=["other"]))
     dash_missing_values(None, doc, "chapters/x")
     assert doc.astext() == "at most – of episodes, nan"  # only pasted values are rewritten
-
-
-def test_findings_summary_counts_claims_by_basis_then_verdict(tmp_path):
-    from agentstudies.book.pageboxes import findings_summary
-
-    (tmp_path / "a").mkdir()
-    (tmp_path / "a" / "findings.csv").write_text(
-        "finding,verdict,basis,built_in\nx,reappears,measured,\ny,inconclusive,built in,P.noise\n"
-        "z,reappears,measured,\nw,contradicted,method,\n")
-    rows = findings_summary(tmp_path, ["a", "missing"])
-    assert rows == [{"chapter": "a", "claims": 4, "by_basis": {
-        "a method property under known truth": {"contradicted": 1},
-        "measured on a real or trained subject": {"reappears": 2},
-        "a built-in simulation parameter, not evidence": {"inconclusive": 1}}}]

@@ -28,8 +28,8 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-__all__ = ["finding_lines", "findings_summary", "rerun_commands", "used_parameters", "replaced_parameters",
-           "add_page_boxes", "INSTALL"]
+__all__ = ["finding_lines", "rerun_commands", "used_parameters", "replaced_parameters", "add_page_boxes",
+           "INSTALL"]
 
 #: How to install the package with the book's dependencies, from the source tree.
 INSTALL = "python -m venv .venv && . .venv/bin/activate && pip install -e '.[book]'"
@@ -102,30 +102,6 @@ def finding_lines(findings_csv: Path) -> list[dict[str, str]]:
             words += f": {built}"
         out.append({"verdict": row["verdict"].strip(), "finding": row["finding"].strip(), "ours": ours.strip(),
                     "basis": words})
-    return out
-
-
-def findings_summary(artifacts: Path, chapters: list[str]) -> list[dict[str, Any]]:
-    """Per chapter with a ``findings.csv``: its claims counted by basis and, within each, by verdict.
-
-    Returns ``[{"chapter": name, "claims": n, "by_basis": {basis words: {verdict: count}}}]`` in
-    ``chapters`` order; the evidence bases (method, measured) come first, then built-in and
-    arithmetic rows, then rows without a basis ("basis not stated").
-    """
-    order = list(BASIS_WORDS.values()) + ["basis not stated"]
-    out = []
-    for chapter in chapters:
-        path = Path(artifacts) / chapter / "findings.csv"
-        if not path.is_file():
-            continue
-        rows = finding_lines(path)
-        by: dict[str, dict[str, int]] = {}
-        for r in rows:
-            key = r["basis"].split(":")[0] or "basis not stated"
-            by.setdefault(key, {})
-            by[key][r["verdict"]] = by[key].get(r["verdict"], 0) + 1
-        ranked = dict(sorted(by.items(), key=lambda kv: order.index(kv[0]) if kv[0] in order else len(order)))
-        out.append({"chapter": chapter, "claims": len(rows), "by_basis": ranked})
     return out
 
 

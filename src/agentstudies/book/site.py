@@ -550,28 +550,6 @@ def _exercise_nodes(env: Any) -> list[Any]:
     return [top]
 
 
-def _findings_summary_nodes(env: Any) -> list[Any]:
-    """The results page's summary: every chapter's findings counted by basis, then verdict."""
-    import os
-
-    from docutils import nodes
-
-    from agentstudies.book.pageboxes import findings_summary
-    from agentstudies.book.runner import toc_chapters
-
-    root = _root_of(env)
-    artifacts = Path(os.environ.get("AGENTSTUDIES_ARTIFACTS") or root / "artifacts")
-    top = nodes.bullet_list()
-    for row in findings_summary(artifacts, toc_chapters(root)):
-        para = nodes.paragraph()
-        para += nodes.strong("", "", _doc_link(f"chapters/{row['chapter']}"))
-        parts = ["; ".join(f"{v} {k}" for k, v in verdicts.items()) + f" ({basis})"
-                 for basis, verdicts in row["by_basis"].items()]
-        para += nodes.Text(f" — {row['claims']} claim(s): " + " · ".join(parts) + ".")
-        top += nodes.list_item("", para)
-    return [top]
-
-
 def _make_directive(builder):
     from docutils.parsers.rst import Directive
 
@@ -692,7 +670,6 @@ def setup(app):
     app.add_directive("exercise-index", _make_directive(_exercise_nodes))
     app.add_directive("findings-index", _make_directive(_findings_nodes))
     app.add_directive("syllabus", _make_directive(_syllabus_nodes))
-    app.add_directive("findings-summary", _make_directive(_findings_summary_nodes))
     app.connect("config-inited", _disable_thebe)
     app.connect("env-get-outdated", _always_outdated)
     app.connect("doctree-resolved", _one_numbering)
