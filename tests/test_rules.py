@@ -129,7 +129,7 @@ def test_no_skip_that_depends_on_an_earlier_run():
 ALL_BUDGET = {
     "agentstudies": 1,             # __version__
     "agentstudies.sasst": 16,      # engine, results, design, data, pre-registration, STATUSES, SharedWork (the engine's shared= argument); rules, geometry, planning, statuses, plots are public submodules
-    "agentstudies.agents": 13,     # protocol, LLM settings/client, controllers, llm_spec, local server; one subpackage per env
+    "agentstudies.agents": 14,     # protocol, LLM settings/client, controllers, llm_spec, local server + its model name; one subpackage per env
     "agentstudies.agents.alfworld": 19,
     "agentstudies.agents.impossible": 11,
     "agentstudies.agents.tau": 23,

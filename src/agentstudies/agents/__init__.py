@@ -15,7 +15,8 @@ the LLM settings and client (:class:`LLMSpec`, :class:`LLMClient`, :class:`LLMEr
 themselves are :class:`agentstudies.specs.AgentSpec`), and the workflow controllers of
 :mod:`agentstudies.agents.controllers` (:data:`WORKFLOWS`, :func:`make_controller`), and
 :func:`local_server` (a small real model served offline on 127.0.0.1 for the LLM path; the
-``local-llm`` extra; a plumbing demonstration, not evidence).
+``local-llm`` extra; a plumbing demonstration, not evidence) with :data:`LOCAL_MODEL`, the
+name it serves (``agent="llm:openai-api/local/<LOCAL_MODEL>"``).
 Test doubles (a scripted chat server, mock Inspect logs) are in
 :mod:`agentstudies.agents.testing`.
 """
@@ -29,11 +30,11 @@ from agentstudies.agents._llm import (
     llm_record,
     llm_spec,
 )
-from agentstudies.agents._local import local_server
+from agentstudies.agents._local import LOCAL_MODEL, local_server
 from agentstudies.agents.base import Policy, SimulatedPolicyMixin
 from agentstudies.agents.controllers import WORKFLOWS, ProposedCall, make_controller
 
-#: 12 names (budget); everything environment-specific is in the subpackages.
+#: 14 names (budget); everything environment-specific is in the subpackages.
 __all__ = [
     "Policy",
     "SimulatedPolicyMixin",
@@ -48,4 +49,5 @@ __all__ = [
     "ProposedCall",
     "make_controller",
     "local_server",
+    "LOCAL_MODEL",
 ]

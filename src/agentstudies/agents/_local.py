@@ -81,7 +81,7 @@ def local_server(*, n_ctx: int = 2048, threads: int = 2, cache_dir: Path | str |
     x = _import("xllamacpp")
     params = x.CommonParams()
     params.model.path = str(local_model_path(cache_dir))
-    params.model_alias = LOCAL_MODEL
+    params.model_alias = {LOCAL_MODEL}  # a set of names; the responses report it as the model
     params.n_ctx = int(n_ctx)
     params.n_parallel = 1
     params.cpuparams.n_threads = int(threads)

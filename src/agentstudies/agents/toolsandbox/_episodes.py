@@ -164,7 +164,7 @@ def _row(case: Case, workflow: str, profile: str, seed: int, env: ToolSandboxEnv
 
 
 def run_episode(case: Case, workflow: str, profile: str | ToolAgentProfile = "base", seed: int = 0, *,
-                policy: Any = None) -> dict[str, Any]:
+                policy: Any = None, max_steps: int = 40) -> dict[str, Any]:
     """One episode; returns its row (keys :data:`EPISODE_COLUMNS`, plus :data:`AGENT_COLUMNS`
     when ``policy`` is given).
 
@@ -173,7 +173,8 @@ def run_episode(case: Case, workflow: str, profile: str | ToolAgentProfile = "ba
     ``reset(task_id, seed, role)`` and ``act(observation)``; its seed is an int drawn from
     the episode's agent stream, and the profile column holds ``"llm:<model>"``. An
     :class:`~agentstudies.agents.LLMError` raised by it ends the episode with termination
-    ``agent_error``, the world scored as it stands.
+    ``agent_error``, the world scored as it stands. ``max_steps``: agent actions before the
+    episode ends with termination ``max_steps`` (:func:`drive`).
 
     Raises
     ------
@@ -195,7 +196,7 @@ def run_episode(case: Case, workflow: str, profile: str | ToolAgentProfile = "ba
     controller.reset()
     counts = {"blocked_calls": 0, "declined_calls": 0}
     try:
-        counts = drive(env, agent, controller, counts=counts)
+        counts = drive(env, agent, controller, max_steps=max_steps, counts=counts)
         ev = env.evaluate()
     except LLMError:
         env.termination = "agent_error"
