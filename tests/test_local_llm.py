@@ -51,6 +51,15 @@ def test_local_llm_run_parameters():
         local_llm_parameters("ch", ["agent"], {}, "u")
 
 
+def test_local_model_run_page_says_plumbing_not_evidence():
+    from agentstudies.book.runner import _note_cell
+
+    local = _note_cell({"profile": "smoke", "overrides": {"agent": AGENT, "model_base_url": "u"}}).source
+    other = _note_cell({"profile": "smoke", "overrides": {"agent": "llm:openai-api/local/qwen3-8b"}}).source
+    assert "a plumbing demonstration, not evidence" in local and LOCAL_MODEL in local
+    assert "plumbing" not in other
+
+
 @pytest.fixture(scope="module")
 def url():
     """The base URL of one local server for the module (n_ctx 2048: the longest prompt

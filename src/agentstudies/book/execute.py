@@ -389,6 +389,7 @@ def _note_cell(info: Mapping[str, Any]) -> Any:
                 f"`notebooks/profiles.yaml`: {items}. Its numbers are not those of the "
                 f"book's profile run; `agentstudies book --only {info.get('chapter', '<chapter>')}` restores it.")
         title = "Non-profile run"
+        body += _local_model_sentence(info["overrides"])
     else:
         body = (f"This page was executed at the `{prof}` profile of `notebooks/profiles.yaml` "
                 f"(the book's default is `quick`).")
@@ -398,6 +399,15 @@ def _note_cell(info: Mapping[str, Any]) -> Any:
     )
     cell.metadata["tags"] = [NOTE_TAG]
     return cell
+
+def _local_model_sentence(overrides: Mapping[str, Any]) -> str:
+    """The label of a run whose agent is the packaged local model (``run --local-llm``)."""
+    from agentstudies.agents import LOCAL_MODEL
+
+    if overrides.get("agent") != f"llm:openai-api/local/{LOCAL_MODEL}":
+        return ""
+    return (f" The agent is the packaged {LOCAL_MODEL} base model served on this machine: a plumbing "
+            "demonstration, not evidence; no finding on this page rests on it.")
 
 def _mark_notebook(nb_path: Path, info: Mapping[str, Any]) -> None:
     """Record the run in the executed notebook: metadata always, a visible note cell after
