@@ -68,6 +68,25 @@ def test_tau_policy_with_mock_model_records_usage_and_prompts():
     assert policy_text("retail") in policy.messages[0].text
 
 
+def test_input_tokens_count_the_prompt_a_provider_served_from_its_cache():
+    """Inspect's ``input_tokens`` leaves out prompt-cache reads and writes (its OpenAI provider
+    subtracts ``prompt_tokens_details.cached_tokens``; llama.cpp's server reports a repeated
+    prefix as cached); the record counts the whole prompt: 5 + 156 + 0 and 40 + 0 + 60."""
+    from inspect_ai.model import ModelOutput, ModelUsage
+
+    outs = []
+    for tin, read, write in ((5, 156, None), (40, None, 60)):
+        out = ModelOutput.from_content("mockllm/model", "Anything else?")
+        out.usage = ModelUsage(input_tokens=tin, output_tokens=2, total_tokens=tin + 2,
+                               input_tokens_cache_read=read, input_tokens_cache_write=write)
+        outs.append(out)
+    policy = LLMTauPolicy(LLMSpec("mockllm/model", model_args={"custom_outputs": outs}))
+    policy.reset("retail/5", seed=0, role="agent")
+    policy.act({"user_message": "Hi", "last": None})
+    policy.act({"user_message": "Thanks", "last": None})
+    assert (policy.episode_record()["input_tokens"], policy.episode_record()["output_tokens"]) == (261, 4)
+
+
 def test_prompt_hash_depends_on_what_was_sent():
     def run(user_text):
         spec = LLMSpec("mockllm/model", model_args={"custom_outputs": _mock_outputs([("text", "ok?", 1, 1)])})

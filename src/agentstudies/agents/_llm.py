@@ -18,7 +18,8 @@ What a real model changes (the chapters say this where the parameter is declared
 
 Per episode the policy records (:meth:`LLMPolicyBase.episode_record`): the model, the
 generation config, the seed, the SHA-256 of every prompt sent (in order), input and
-output tokens (from the provider's usage), the number of calls, and errors and limits.
+output tokens (from the provider's usage; input tokens include those the provider served
+from its prompt cache), the number of calls, and errors and limits.
 
 Inspect's model API is asynchronous; :class:`LLMClient` runs it on one private event
 loop in a background thread, so the synchronous policy protocol
@@ -294,6 +295,10 @@ def _system_prompt_hash(messages: Sequence[Any]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+#: Inspect ``ModelUsage`` fields whose sum is a prompt's length in tokens.
+_PROMPT_USAGE = ("input_tokens", "input_tokens_cache_read", "input_tokens_cache_write")
+
+
 class LLMPolicyBase:
     """Common bookkeeping of LLM policies: client, usage, prompt hashes, errors.
 
@@ -361,7 +366,9 @@ class LLMPolicyBase:
             self._served.append(served)
         usage = getattr(out, "usage", None)
         if usage is not None:
-            self._tokens_in += int(usage.input_tokens or 0)
+            # the whole prompt: Inspect's input_tokens leaves out tokens a provider read from
+            # or wrote to its prompt cache (llama.cpp and vLLM reuse a shared prefix)
+            self._tokens_in += sum(int(getattr(usage, k, 0) or 0) for k in _PROMPT_USAGE)
             self._tokens_out += int(usage.output_tokens or 0)
         if getattr(out, "error", None):
             self.errors.append(str(out.error))
@@ -373,7 +380,8 @@ class LLMPolicyBase:
         """What this episode cost and which prompts it sent (one dict, JSON-able).
 
         Keys: ``model``, ``generate_config`` (JSON string), ``llm_seed``,
-        ``prompt_sha256``, ``llm_calls``, ``input_tokens``, ``output_tokens``,
+        ``prompt_sha256``, ``llm_calls``, ``input_tokens`` (the prompts' tokens, those the
+        provider served from its prompt cache included), ``output_tokens``,
         ``llm_errors`` (``"; "``-joined), ``llm_limit``, ``served_model`` (the model
         name each response reported, e.g. the checkpoint a local server actually loaded;
         several are ``"; "``-joined in order of first appearance; ``""`` before any
