@@ -159,3 +159,21 @@ def test_alfworld_episode(url):
     # transcript: one model call per command, every command judged by the engine
     assert rec["llm_calls"] == len(env.actions) == len(env.valid) == 2
     assert all(isinstance(a, str) and a for a in env.actions)
+    roles = [m.role for m in policy.messages]
+    assert roles == ["system", "user", "assistant", "user", "assistant"]
+    # input tokens count every prompt whole, also the prefix the server reused from its cache
+    # on the second call: at least the server's own token count of each message's text,
+    # call 1 = system + user, call 2 = system + user + assistant + user (chat template extra)
+    n = [_n_tokens(url, m.text) for m in policy.messages[:4]]
+    assert rec["input_tokens"] >= (n[0] + n[1]) + sum(n)
+
+
+def _n_tokens(url: str, text: str) -> int:
+    """Tokens of ``text`` by the server's own tokenizer (llama.cpp's POST /tokenize)."""
+    import urllib.request
+
+    req = urllib.request.Request(url.removesuffix("/v1") + "/tokenize", method="POST",
+                                 data=json.dumps({"content": text}).encode(),
+                                 headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=60) as resp:
+        return len(json.loads(resp.read())["tokens"])
