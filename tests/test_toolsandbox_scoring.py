@@ -362,7 +362,7 @@ def _agent_envs(scenarios, k=24):
 
 
 def test_similarity_tensor_equals_the_cell_by_cell_definition(scenarios):
-    from agentstudies.envs.toolsandbox import similarity_tensor
+    from agentstudies.envs.toolsandbox.testing import similarity_tensor
     from agentstudies.envs.toolsandbox._scoring import with_guardrails
 
     envs = _agent_envs(scenarios)
