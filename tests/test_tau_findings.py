@@ -243,7 +243,9 @@ def test_built_in_claims_take_their_verdict_from_the_neutral_run(report):
     assert f.table().set_index("finding").loc[SHRINK, "basis"] == "method"
     # an inert neutral run (no workflow changed an action) makes the claim not testable
     inert = pd.DataFrame([{"profile": "p", "contrast": c, "next_action_changed": 0.0} for c, _, _ in ts.CONTRASTS])
-    assert _find(sim, neutral={"p": neu}, neutral_testab=inert).verdict(NO_GAIN) == "not testable here"
+    g = _find(sim, neutral={"p": neu}, neutral_testab=inert)
+    assert g.verdict(NO_GAIN) == "not testable here" and g.verdict(NO_STRESS) == "not testable here"
+    assert f.verdict(NO_STRESS) == "reappears"  # without the measurement the neutral run's 0 of 8 stands
     with pytest.raises(ValueError, match="no report of profile"):
         ts.stress_findings({"p": sim}, neutral={"q": neu})
 

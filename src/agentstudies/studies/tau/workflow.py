@@ -191,7 +191,7 @@ def stress_findings(reports: Mapping[str, SASSTReport], *, testab: pd.DataFrame 
 
     A contrast whose workflows never changed a proposed action (``testab`` from
     :func:`workflow_testability`, ``next_action_changed == 0``) makes the claims that rest
-    on it ``not testable here``.
+    on it ``not testable here`` (the stress and control claim rests on all three).
 
     What each rests on (:data:`CLAIM_BASIS`): with the simulated profiles, the workflows'
     gains and the stress effects are set by the profiles' intercepts and the shared
@@ -311,7 +311,10 @@ def _claim_rows(reports, testab, seed_flips, study_of, labels):
         n_conf_other = int((t.loc[other, "status"] == "confirmed").sum())
         n_band = int(np.isfinite(t.loc[other, "bound"].to_numpy(float)).sum())
         name = f"{lab}: no stress or control claim is confirmed"
-        if n_band == 0:
+        if all(_inert(testab, p, c) is not None for c, _, _ in CONTRASTS):
+            rows.append(untestable_finding(name, f"{sname}: 0 of 8 stress and control slots confirmed",
+                                           measured=0.0, why="no workflow changed a proposed action in any contrast"))
+        elif n_band == 0:
             rows.append(untestable_finding(name, f"{sname}: 0 of 8 stress and control slots confirmed",
                                            measured=0.0, why="no stress or control slot has a band (every one "
                                                              "failed discovery or feasibility)",
