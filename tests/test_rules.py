@@ -137,6 +137,7 @@ ALL_BUDGET = {
     "agentstudies.book": 0,        # one job per module (chapter, table, site, runner, cli, the pipeline)
     "agentstudies.book.paper": 0,  # map, compare, runs
     "agentstudies.envs": 0,
+    "agentstudies.findings": 32,   # the verdict/basis vocabulary, the row builders and gates, Findings, controls
     "agentstudies.envs.alfworld": 17,    # lazy: names resolved from the modules on first use
     "agentstudies.envs.impossible": 42,  # target ~20: sandbox internals to a submodule
     "agentstudies.envs.tau": 37,         # target ~20

@@ -179,7 +179,7 @@ def test_testability_counts_interventions_and_outcome_changes_by_hand():
 
 
 def test_planted_controls_find_the_gain_and_the_null_does_not():
-    c = ts.stress_controls(replicates=6, n_tasks=40, n_draws=100, n_stability=2, seed=1)
+    c = ts.stress_controls(replicates=6, n_tasks=40, n_draws=100, n_stability=2, seed=1, effect=0.35)
     assert list(c.columns) == list(CONTROL_COLUMNS)
     planted, null = c[c["planted"]].iloc[0], c[~c["planted"]].iloc[0]
     assert "planted" in planted["subject"] and "null" in null["subject"]
@@ -187,6 +187,67 @@ def test_planted_controls_find_the_gain_and_the_null_does_not():
     assert planted["measures"] == "power" and null["measures"] == "false-positive rate"
     with pytest.raises(ValueError, match="replicates"):
         ts.stress_controls(replicates=1)
+
+
+def test_planted_control_uses_the_papers_effect_size():
+    """The default planted gain is the paper's discovery gain (SASST Table 14, Study F:
+    +3.75 points, read here from the paper CSV itself): Plan + verifier succeeds 0.3375
+    against 0.30; over 4,000 synthetic tasks the planted share lies within 4 binomial
+    standard errors of it."""
+    notes = pd.read_csv("data/paper/tau_workflow_stress_notes.csv").set_index("quantity")
+    gain = float(notes.loc["discovery_gain_study_f", "value"])
+    assert gain == pytest.approx(0.0375)
+    c = ts.stress_controls(replicates=2, n_tasks=8, n_draws=40, n_stability=2, seed=1)
+    planted = c[c["planted"]].iloc[0]["subject"]
+    assert "0.3375 vs 0.30" in planted and "+3.75 points" in planted
+    ep, _ = ts._control_episodes("planted", 4000, 1, np.random.default_rng(5), gain)
+    share = ep[ep["workflow"] == "Plan + verifier"]["reward"].mean()
+    assert abs(share - 0.3375) < 4 * np.sqrt(0.3375 * 0.6625 / 4000)
+    with pytest.raises(ValueError, match="effect"):
+        ts.stress_controls(replicates=2, effect=0.9)
+
+
+def test_neutral_profile_zeroes_every_reviewer_probability():
+    """At the neutral setting the verifier never rejects or garbles and the user never
+    declines, on a long airline task too (large z, w); the agent's own mistakes and the
+    name (which keys the episode seed) are the simulated profile's."""
+    from agentstudies.agents.tau import get_profile, mistake_probabilities
+
+    neu = ts.neutral_profile("profile_b")
+    assert neu.name == "profile_b"
+    for task in ("retail/0", "airline/3"):
+        p, q = mistake_probabilities(task, neu), mistake_probabilities(task, "profile_b")
+        assert all(p[k] == 0.0 for k in ts.REVIEWER_PARAMS)
+        assert all(p[k] == q[k] for k in p if k not in ts.REVIEWER_PARAMS)
+    assert {f for f in ts.REVIEWER_PARAMS} == {f for f in vars(get_profile("profile_b"))
+                                              if f.startswith(("verifier_", "user_decline_"))}
+
+
+def test_built_in_claims_take_their_verdict_from_the_neutral_run(report):
+    """As simulated, the uniform Plan + verifier slot is confirmed (1 of 2: 'no average
+    gain' contradicted); in the neutral run nothing is confirmed at se 0.005, where the
+    rule sees +3.75 points with power Phi(0.0375 / 0.005 - 2) = Phi(5.5) ~ 1, so the
+    verdict is 'reappears', the simulated count 1 shown apart."""
+    sim = _with(report, est=0.3, se=0.005, disc_gain=0.3, critical=2.0, statuses={PV: "confirmed"})
+    neu = _uniform_se(_with(report, est=0.0, se=0.005, disc_gain=0.3, critical=2.0), 0.005)
+    plain = _find(sim)
+    assert plain.verdict(NO_GAIN) == "contradicted"
+    f = _find(sim, neutral={"p": neu})
+    row = f.table().set_index("finding").loc[NO_GAIN]
+    assert row["verdict"] == "reappears" and row["basis"] == "built in"
+    assert row["estimate"] == 0 and row["set_by_simulation"] == 1
+    assert row["neutral"] == ts.NEUTRAL_SETTING and "TauProfile.verifier_detect" in row["built_in"]
+    assert "as simulated: contradicted" in row["why"] and "power 1.00" in row["why"]
+    # a claim resting on a method property keeps its own verdict
+    assert f.verdict(SHRINK) == plain.verdict(SHRINK)
+    assert f.table().set_index("finding").loc[SHRINK, "basis"] == "method"
+    # an inert neutral run (no workflow changed an action) makes the claim not testable
+    inert = pd.DataFrame([{"profile": "p", "contrast": c, "next_action_changed": 0.0} for c, _, _ in ts.CONTRASTS])
+    g = _find(sim, neutral={"p": neu}, neutral_testab=inert)
+    assert g.verdict(NO_GAIN) == "not testable here" and g.verdict(NO_STRESS) == "not testable here"
+    assert f.verdict(NO_STRESS) == "reappears"  # without the measurement the neutral run's 0 of 8 stands
+    with pytest.raises(ValueError, match="no report of profile"):
+        ts.stress_findings({"p": sim}, neutral={"q": neu})
 
 
 # ----------------------------------------------------------------------------- controller audit

@@ -285,7 +285,7 @@ def _run_spec(spec: tuple[str, str, int, str], rng: Any = None, max_steps: int =
 def run_episodes(
     task_ids: Sequence[str],
     workflows: Sequence[str] = WORKFLOWS,
-    profiles: Sequence[str] = ("profile_a",),
+    profiles: Sequence[str | TauProfile] = ("profile_a",),
     seeds: Sequence[int] = (0,),
     n_jobs: int = 1,
     backend: str = "loky",
@@ -340,8 +340,8 @@ def run_episodes(
         lists["profiles"] = [f"llm:{spec.model}"]
         n_jobs, backend = max(1, spec.max_connections), "threading"
     for p in lists["profiles"] if llm is None else ():
-        if p not in PROFILES:
-            raise ValueError(f"unknown tau profile {p!r}; expected one of {sorted(PROFILES)}")
+        if not isinstance(p, TauProfile) and p not in PROFILES:
+            raise ValueError(f"unknown tau profile {p!r}; expected one of {sorted(PROFILES)} or a TauProfile")
     for t in lists["task_ids"]:
         get_task(t)
     for s in lists["seeds"]:

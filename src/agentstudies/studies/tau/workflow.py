@@ -50,7 +50,10 @@ __all__ = [
     "seed_flip_rates",
     "CONTRASTS",
     "TESTABILITY_COLUMNS",
-    "CONTROL_SUBJECTS",
+    "control_subjects",
+    "REVIEWER_PARAMS",
+    "neutral_profile",
+    "neutral_run",
     "workflow_testability",
     "stress_findings",
     "stress_controls",
@@ -163,7 +166,8 @@ def _paper14(study: str | None) -> dict[str, Any]:
 
 def stress_findings(reports: Mapping[str, SASSTReport], *, testab: pd.DataFrame | None = None,
                     seed_flips: pd.DataFrame | None = None, study_of: Mapping[str, str] | None = None,
-                    labels: Mapping[str, str] | None = None):
+                    labels: Mapping[str, str] | None = None, neutral: Mapping[str, SASSTReport] | None = None,
+                    neutral_testab: pd.DataFrame | None = None):
     """The workflow stress chapter's findings, per agent profile.
 
     For each profile's ten-slot report (Studies F / G of SASST Section 4):
@@ -187,7 +191,7 @@ def stress_findings(reports: Mapping[str, SASSTReport], *, testab: pd.DataFrame 
 
     A contrast whose workflows never changed a proposed action (``testab`` from
     :func:`workflow_testability`, ``next_action_changed == 0``) makes the claims that rest
-    on it ``not testable here``.
+    on it ``not testable here`` (the stress and control claim rests on all three).
 
     What each rests on (:data:`CLAIM_BASIS`): with the simulated profiles, the workflows'
     gains and the stress effects are set by the profiles' intercepts and the shared
@@ -200,11 +204,18 @@ def stress_findings(reports: Mapping[str, SASSTReport], *, testab: pd.DataFrame 
     (:func:`agentstudies.findings.wald_power`); under 0.8 the verdict is ``not testable
     here`` (:func:`agentstudies.findings.power_gated`).
 
+    With ``neutral`` (``{profile: SASSTReport}`` of :func:`neutral_run`: the same tasks and
+    seeds with :data:`REVIEWER_PARAMS` neutral, the three workflows identical in the agent)
+    and its ``neutral_testab``, each claim of :data:`NEUTRAL_CLAIMS` takes its verdict from
+    the neutral run and shows the simulated estimate apart, labelled "set by the
+    simulation" (:func:`agentstudies.findings.neutral_control`).
+
     Parameters
     ----------
     reports : {profile: SASSTReport} from :func:`run_tau_sasst`.
     study_of : {profile: paper study column of Table 14}; default in order Study F, Study G.
     labels : {profile: label used in the finding texts}; default the profile name.
+    neutral, neutral_testab : the neutral run's reports and testability (simulated agents only).
 
     Returns
     -------
@@ -213,15 +224,34 @@ def stress_findings(reports: Mapping[str, SASSTReport], *, testab: pd.DataFrame 
     Raises
     ------
     ValueError
-        No report; a report without the ten slots of :func:`tau_slots`.
-
-    Length: one block per claim above, in that order, inside the loop over profiles; each
-    block is the claim's whole rule, so a reader checks a verdict against one place.
+        No report; a report without the ten slots of :func:`tau_slots`; a neutral run
+        without a report of every profile.
     """
-    from agentstudies.findings import Findings, exact_finding, interval_finding, untestable_finding
+    from agentstudies.findings import Findings
 
     if not reports:
         raise ValueError("stress_findings needs at least one report")
+    rows, level = _claim_rows(reports, testab, seed_flips, study_of, labels)
+    simulated = not any(str(p).startswith("llm:") for p in reports)
+    rows = [_stated(r, simulated) for r in rows]
+    if neutral is not None and simulated:
+        missing = sorted(set(reports) - set(neutral))
+        if missing:
+            raise ValueError(f"the neutral run has no report of profile(s) {missing}; run neutral_run on every profile")
+        neutral_rows, _ = _claim_rows({p: neutral[p] for p in reports}, neutral_testab, None, study_of, labels)
+        rows = _neutral_controlled(rows, {r.finding: r for r in neutral_rows})
+    return Findings.build(rows, seed=None, title="tau_workflow_stress findings", level=level)
+
+
+def _claim_rows(reports, testab, seed_flips, study_of, labels):
+    """The rows of :func:`stress_findings` before their basis is stated, and the level.
+
+    Length: one block per claim of :func:`stress_findings`, in that order, inside the loop
+    over profiles; each block is the claim's whole rule, so a reader checks a verdict
+    against one place.
+    """
+    from agentstudies.findings import exact_finding, interval_finding, untestable_finding
+
     from agentstudies.studies import paper_note
 
     paper_gain = float(paper_note("tau_workflow_stress", "discovery_gain_study_f"))
@@ -281,7 +311,10 @@ def stress_findings(reports: Mapping[str, SASSTReport], *, testab: pd.DataFrame 
         n_conf_other = int((t.loc[other, "status"] == "confirmed").sum())
         n_band = int(np.isfinite(t.loc[other, "bound"].to_numpy(float)).sum())
         name = f"{lab}: no stress or control claim is confirmed"
-        if n_band == 0:
+        if all(_inert(testab, p, c) is not None for c, _, _ in CONTRASTS):
+            rows.append(untestable_finding(name, f"{sname}: 0 of 8 stress and control slots confirmed",
+                                           measured=0.0, why="no workflow changed a proposed action in any contrast"))
+        elif n_band == 0:
             rows.append(untestable_finding(name, f"{sname}: 0 of 8 stress and control slots confirmed",
                                            measured=0.0, why="no stress or control slot has a band (every one "
                                                              "failed discovery or feasibility)",
@@ -318,9 +351,25 @@ def stress_findings(reports: Mapping[str, SASSTReport], *, testab: pd.DataFrame 
                                              int(r["tasks"]), paper_side="above", level=float(r["level"]),
                                              domain=(0.0, 1.0),
                                              quantity="share of tasks whose ReAct verdict flips across seeds"))
-    simulated = not any(str(p).startswith("llm:") for p in reports)
-    rows = [_stated(r, simulated) for r in rows]
-    return Findings.build(rows, seed=None, title="tau_workflow_stress findings", level=level)
+    return rows, level
+
+
+def _neutral_controlled(rows, neutral_rows):
+    """Each row of :data:`NEUTRAL_CLAIMS` with its verdict from the neutral run (same
+    finding text), the simulated estimate shown apart; the simulated row's reasons (its
+    power) stay in ``why``."""
+    from dataclasses import replace
+
+    from agentstudies.findings import neutral_control
+
+    out = []
+    for r in rows:
+        claim = r.finding.split(": ", 1)[-1]
+        if claim in NEUTRAL_CLAIMS and r.finding in neutral_rows:
+            c = neutral_control(neutral_rows[r.finding], r, built_in=r.built_in, setting=NEUTRAL_SETTING)
+            r = replace(c, why=f"{c.why}; as simulated: {r.verdict} ({r.why})")
+        out.append(r)
+    return out
 
 
 #: What each claim of :func:`stress_findings` rests on with the simulated profiles, by the
@@ -330,10 +379,12 @@ CLAIM_BASIS: dict[str, tuple[str, str, tuple[str, ...]]] = {
         "method", "selection: the hard argmax on discovery is scored again on held-out confirmation tasks", ()),
     "no average gain over ReAct is confirmed": (
         "built in", "the workflows' success levels were set a few points apart by hand",
-        ("TauProfile intercepts (verifier_*, user_decline_*)",)),
+        tuple(f"TauProfile.{k}" for k in ("verifier_detect", "verifier_false_reject", "verifier_malformed",
+                                          "user_decline_invalid", "user_decline_valid"))),
     "no stress or control claim is confirmed": (
-        "built in", "the stress effects are the simulated mistakes' feature slopes",
-        ("mistake_probabilities slopes", "TauProfile intercepts")),
+        "built in", "the stress effects are the simulated reviewers' feature slopes and intercepts",
+        ("mistake_probabilities reviewer slopes (verifier_*, user_decline_invalid)",
+         "TauProfile verifier_* and user_decline_* intercepts")),
     "the most stable frozen rule stays below the stability threshold": (
         "method", "SASST's own abstain rule on its discovery resamples", ()),
     "identical reruns of ReAct flip the verdict on some tasks": (
@@ -372,19 +423,97 @@ def _gain_power(row, se: pd.Series, critical: float, effect: float, *, level: fl
     return power_gated(row, power, effect=words)
 
 
-#: Subjects of :func:`stress_controls` (labels say planted / null).
-CONTROL_SUBJECTS = {
-    "planted": "planted (synthetic episodes): Plan + verifier succeeds 0.65 vs 0.30 for ReAct and the gate",
-    "null": "null (synthetic episodes): every workflow succeeds 0.30",
-}
+# ----------------------------------------------------------------------------- neutral control
+#: The :class:`agentstudies.agents.tau.TauProfile` parameters through which the enhanced
+#: workflows differ from ReAct in the simulated agent: the simulated verifier's and
+#: consenting user's logits (:func:`agentstudies.agents.tau.mistake_probabilities`).
+REVIEWER_PARAMS: tuple[str, ...] = ("verifier_detect", "verifier_false_reject", "verifier_malformed",
+                                    "user_decline_invalid", "user_decline_valid")
+
+#: The neutral setting of :data:`REVIEWER_PARAMS`, in words.
+NEUTRAL_SETTING = ("verifier and user logits at -inf (the verifier approves and the user consents to every call, "
+                   "so the three workflows are identical in the agent)")
+
+#: Claims of :func:`stress_findings` whose verdict comes from the neutral run.
+NEUTRAL_CLAIMS: tuple[str, ...] = ("no average gain over ReAct is confirmed", "no stress or control claim is confirmed")
 
 
-def _control_episodes(kind: str, n_tasks: int, n_seeds: int, rng: np.random.Generator):
+def neutral_profile(profile):
+    """``profile`` (a name of :data:`agentstudies.agents.tau.PROFILES` or a
+    :class:`~agentstudies.agents.tau.TauProfile`) with every :data:`REVIEWER_PARAMS` logit at
+    ``-inf`` -- probability 0 of a rejection, a malformed verdict or a declined consent,
+    whatever the task's features -- under the same name, so its episodes share the
+    simulated run's seeds (:func:`agentstudies.agents.tau.episode_seed` keys on the name).
+
+    Raises
+    ------
+    ValueError
+        An unknown profile name.
+    """
+    import math
+    from dataclasses import replace
+
+    from agentstudies.agents.tau import get_profile
+
+    return replace(get_profile(profile), **{k: -math.inf for k in REVIEWER_PARAMS})
+
+
+def neutral_run(episodes: pd.DataFrame, task_ids, features: pd.DataFrame, split: pd.Series, radii, *,
+                profiles, seeds, n_jobs: int = 1, backend: str = "loky", **sasst_kw):
+    """The chapter's neutral control: the same study with :data:`REVIEWER_PARAMS` neutral.
+
+    Runs the two enhanced workflows (:data:`ENHANCED`) of each :func:`neutral_profile` on
+    the same ``task_ids`` and ``seeds``, takes ReAct's episodes from ``episodes`` (ReAct
+    has no reviewer, so they are what a neutral rerun would give), and runs
+    :func:`run_tau_sasst` per profile with ``sasst_kw``.
+
+    Returns
+    -------
+    ``(reports, testability)``: ``{profile: SASSTReport}`` and the neutral episodes'
+    :func:`workflow_testability` table, for ``stress_findings(neutral=, neutral_testab=)``.
+
+    Raises
+    ------
+    ValueError
+        A profile with no ReAct episodes in ``episodes``; as :func:`run_episodes` and
+        :func:`run_tau_sasst`.
+    """
+    from agentstudies.agents.tau import run_episodes
+
+    profiles = list(profiles)
+    neu = run_episodes(task_ids, workflows=ENHANCED, profiles=[neutral_profile(p) for p in profiles],
+                       seeds=seeds, n_jobs=n_jobs, backend=backend)
+    react = episodes[(episodes["workflow"] == BASELINE) & episodes["profile"].isin(profiles)]
+    absent = sorted(set(profiles) - set(react["profile"]))
+    if absent:
+        raise ValueError(f"episodes hold no ReAct episodes of profile(s) {absent}; run them first")
+    eps = pd.concat([react[list(neu.columns)], neu], ignore_index=True)
+    reports = {p: run_tau_sasst(eps[eps["profile"] == p], features, split, radii, **sasst_kw) for p in profiles}
+    return reports, workflow_testability(eps)
+
+
+# ----------------------------------------------------------------------------- planted controls
+#: ReAct's (and the gate's) success share in the synthetic control episodes.
+CONTROL_BASE_RATE = 0.30
+
+
+def control_subjects(effect: float) -> dict[str, str]:
+    """Subjects of :func:`stress_controls` (labels say planted / null) for a planted gain
+    of ``effect`` (success share) of Plan + verifier over ReAct and the gate."""
+    return {
+        "planted": (f"planted (synthetic episodes): Plan + verifier succeeds {CONTROL_BASE_RATE + effect:.4g} vs "
+                    f"{CONTROL_BASE_RATE:.2f} for ReAct and the gate (+{100 * effect:.2f} points)"),
+        "null": f"null (synthetic episodes): every workflow succeeds {CONTROL_BASE_RATE:.2f}",
+    }
+
+
+def _control_episodes(kind: str, n_tasks: int, n_seeds: int, rng: np.random.Generator, effect: float = 0.35):
     ids = [f"s{t:03d}" for t in range(n_tasks)]
     feat = pd.DataFrame({c: rng.integers(1, 9, n_tasks).astype(float)
                          for c in ("scenario_words", "reason_words", "n_actions", "n_write_actions")}, index=ids)
     feat["is_airline"] = (rng.random(n_tasks) < 0.5).astype(float)
-    p = {BASELINE: 0.30, "Plan + verifier": 0.65 if kind == "planted" else 0.30, "Confirmation gate": 0.30}
+    base = CONTROL_BASE_RATE
+    p = {BASELINE: base, "Plan + verifier": base + effect if kind == "planted" else base, "Confirmation gate": base}
     ep = pd.DataFrame([dict(task_id=t, seed=s, workflow=w, reward=float(rng.random() < p[w]))
                        for t in ids for s in range(n_seeds) for w in WORKFLOWS])
     return ep, feat
@@ -395,7 +524,7 @@ def _stress_control_replicate(item, rng, **kw):  # seeded_map signature
 
     kind, r = item
     ep, feat = _control_episodes(kind, kw["n_tasks"], kw["n_seeds"],
-                                 np.random.default_rng(keyed_seed(kw["root"], "control", kind, r)))
+                                 np.random.default_rng(keyed_seed(kw["root"], "control", kind, r)), kw["effect"])
     split = split_clusters(list(feat.index), discovery_fraction=0.5, seed=int(r))
     fam = tau_family(list(feat.columns))
     radii = tau_radii(feat, split.index[split == "discovery"], fam)
@@ -406,32 +535,41 @@ def _stress_control_replicate(item, rng, **kw):  # seeded_map signature
 
 def stress_controls(*, replicates: int = 40, n_tasks: int = 40, n_seeds: int = 2, level: float = 0.95,
                     n_draws: int = 400, n_stability: int = 10, min_ess: float = 20.0, seed: int = 0,
-                    n_jobs: int = 1) -> pd.DataFrame:
+                    n_jobs: int = 1, effect: float | None = None) -> pd.DataFrame:
     """Planted controls of the chapter's SASST verdict rule: ``controls.csv``.
 
     Runs :func:`run_tau_sasst` (the ten slots, the same plan, family and radii rule) on
     ``replicates`` synthetic episode tables of ``n_tasks`` tasks × ``n_seeds`` seeds with
     five random pre-execution features, from a *planted* subject (Plan + verifier's average
-    gain over ReAct exists by construction, +0.35) and a *null* subject (no workflow
-    differs; :data:`CONTROL_SUBJECTS`). Family: "a workflow's average gain over ReAct is
+    gain over ReAct exists by construction: ``effect``, by default the paper's discovery
+    gain of +3.75 points, SASST Table 14, ``data/paper``) and a *null* subject (no workflow
+    differs; :func:`control_subjects`). Family: "a workflow's average gain over ReAct is
     confirmed" -- the uniform Plan + verifier slot's SASST status is ``confirmed``
     (simultaneous lower bound above 0). Its power is what makes the chapter's "no
     average gain is confirmed" informative. Returns
     :data:`agentstudies.findings.CONTROL_COLUMNS` rows with exact Clopper-Pearson intervals.
 
-    Raises ``ValueError`` for fewer than 2 replicates or fewer than 8 tasks.
+    Raises ``ValueError`` for fewer than 2 replicates or fewer than 8 tasks, or an
+    ``effect`` outside ``(0, 1 - 0.30]``.
     """
     from agentstudies.findings import control_row
     from agentstudies.parallel import seeded_map
+    from agentstudies.studies import paper_note
 
     if replicates < 2 or n_tasks < 8:
         raise ValueError(f"replicates={replicates}, n_tasks={n_tasks}: need at least 2 replicates and 8 tasks")
+    effect = float(paper_note("tau_workflow_stress", "discovery_gain_study_f") if effect is None else effect)
+    if not (0.0 < effect <= 1.0 - CONTROL_BASE_RATE):
+        raise ValueError(f"effect={effect}: the planted gain must lie in (0, {1 - CONTROL_BASE_RATE:g}] "
+                         "(a success share over ReAct's 0.30)")
+    subjects = control_subjects(effect)
     items = [(kind, r) for kind in ("planted", "null") for r in range(replicates)]
     out = seeded_map(_stress_control_replicate, items, seed=seed, n_jobs=n_jobs, n_tasks=n_tasks, n_seeds=n_seeds,
-                     level=level, n_draws=n_draws, n_stability=n_stability, min_ess=min_ess, root=seed)
+                     level=level, n_draws=n_draws, n_stability=n_stability, min_ess=min_ess, root=seed,
+                     effect=effect)
     rule = (f"SASST status 'confirmed' of the uniform Plan + verifier − ReAct slot (simultaneous {100 * level:g}% "
             f"lower bound above 0); {n_tasks} tasks × {n_seeds} seeds per replicate")
-    return pd.DataFrame([control_row("A workflow's average gain over ReAct is confirmed", CONTROL_SUBJECTS[kind],
+    return pd.DataFrame([control_row("A workflow's average gain over ReAct is confirmed", subjects[kind],
                                      [o for (kd, _), o in zip(items, out) if kd == kind],
                                      planted=kind == "planted", rule=rule, level=level)
                          for kind in ("planted", "null")])
