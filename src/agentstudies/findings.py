@@ -338,7 +338,8 @@ class Finding:
             return ""
         if self.basis == "built in":
             sim = self._interval(*self.simulated) if not math.isnan(self.simulated[0]) else "not run"
-            return (f" Basis: built in ({', '.join(self.built_in)}); set by the simulation: {sim}; "
+            names = ", ".join(f"`{n}`" for n in self.built_in)  # inline code: breaks at '.' / '_', not mid-name
+            return (f" Basis: built in ({names}); set by the simulation: {sim}; "
                     f"verdict from the run with {self.neutral or 'the parameters neutral'}.")
         return f" Basis: {self.basis} ({self.why})."
 
@@ -758,7 +759,8 @@ def neutral_control(neutral: Finding, simulated: Finding, *, built_in: Sequence[
     names = tuple(str(b) for b in built_in)
     if not names or not str(setting).strip():
         raise ValueError(f"finding {neutral.finding!r}: name the built-in parameter(s) and their neutral setting")
-    why = _join(f"the simulated effect is set by {', '.join(names)}; the verdict is the run with them neutral",
+    why = _join(f"the simulated effect is set by {', '.join(f'`{n}`' for n in names)}; the verdict is the run "
+                "with them neutral",
                 neutral.why if neutral.basis is None else "")
     return replace(neutral, basis="built in", built_in=names, neutral=str(setting), why=why,
                    simulated=(simulated.estimate, simulated.ci_low, simulated.ci_high))
