@@ -639,7 +639,7 @@ def toolsandbox_findings(episodes: pd.DataFrame, testab: pd.DataFrame, *, profil
     for r in rows:
         basis, why, names = _basis_of(r.finding, profile)
         if basis == "built in" and r.finding in neutral_rows:
-            setting = f"{', '.join(n.split('.')[-1] for n in names)} = 0, every other draw the same"
+            setting = f"{', '.join('`' + n.split('.')[-1] + '`' for n in names)} = 0, every other draw the same"
             out.append(neutral_control(neutral_rows[r.finding], r, built_in=names, setting=setting))
         else:
             out.append(replace(r, basis=basis, built_in=names, why="; ".join(x for x in (why, r.why) if x)))
