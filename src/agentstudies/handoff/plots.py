@@ -11,6 +11,7 @@ Fig. 2     :func:`plot_arrival_curve`                  :class:`BudgetDiagnostic`
 Fig. 3     :func:`plot_estimands`                      :class:`HandoffResult`
 Fig. 5     :func:`plot_assignments`                    :class:`HandoffResult`
 Fig. 6     :func:`plot_reach_solve`                    :class:`HandoffResult`
+2 x 2      :func:`plot_assignment_grid`                :class:`HandoffResult`
 Fig. 7     :func:`plot_prediction`                     :class:`InteractionPrediction`
 Fig. 8     :func:`plot_solve_by_type`                  :class:`HandoffResult`
 Fig. 9     :func:`plot_residuals`                      :class:`InteractionPrediction`
@@ -30,6 +31,7 @@ from agentstudies.handoff._prediction import InteractionPrediction
 
 __all__ = [
     "plot_arrival_curve",
+    "plot_assignment_grid",
     "plot_assignments",
     "plot_budget",
     "plot_estimands",
@@ -146,6 +148,38 @@ def plot_reach_solve(result: HandoffResult, *, splits: list[str] | None = None, 
     ax.set_ylabel(f"{result.treated} - {result.base} (points)")
     ax.legend(frameon=False, fontsize=8)
     ax.set_title(_title("Reach, Solve and the endpoint interaction", label), fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def plot_assignment_grid(result: HandoffResult, *, split: str | None = None, label: str = ""):
+    """The Reach x Solve 2 x 2: rows are the reacher, columns the solver (base, treated);
+    each cell is shaded by its endpoint success ``J_WR`` (percent) and reads Reach ``A_W``,
+    Solve ``C_WR`` and ``J_WR`` with its percentile interval (Tables 1-2, Eq. 7:
+    ``J_WR = A_W * C_WR``). The image array is ``J`` in percent, reacher by solver.
+
+    Raises ``ValueError`` if ``split`` is missing when the result has several splits or is
+    not one of them.
+    """
+    split = _pick_split(result.splits, split, "plot_assignment_grid")
+    a = result.assignments[result.assignments["split"] == split].set_index(["reacher", "solver"])
+    roles = [result.base, result.treated]
+    J = np.array([[100 * a.loc[(w, r), "endpoint"] for r in roles] for w in roles], dtype=float)
+    fig, ax = plt.subplots(figsize=(5.2, 4.2))
+    im = ax.imshow(J, cmap="Blues", vmin=0, vmax=100)
+    for i, w in enumerate(roles):
+        for j, r in enumerate(roles):
+            row = a.loc[(w, r)]
+            lo, hi = 100 * row["endpoint_low"], 100 * row["endpoint_high"]
+            text = (f"Reach {100 * row['arrival']:.0f}%\nSolve {100 * row['conversion']:.0f}%\n"
+                    f"J {J[i, j]:.0f}% [{lo:.0f}, {hi:.0f}]")
+            ax.text(j, i, text, ha="center", va="center", fontsize=9, color="white" if J[i, j] > 60 else "black")
+    ax.set_xticks([0, 1], [f"{x}" for x in roles])
+    ax.set_yticks([0, 1], [f"{x}" for x in roles])
+    ax.set_xlabel("solver (finishes from the checkpoint)")
+    ax.set_ylabel("reacher (reaches the checkpoint)")
+    fig.colorbar(im, ax=ax, label="endpoint success J (%)", shrink=0.8)
+    ax.set_title(_title(f"Reach x Solve: the four assignments, {split}", label), fontsize=10)
     fig.tight_layout()
     return fig
 
