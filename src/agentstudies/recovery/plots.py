@@ -121,6 +121,7 @@ def plot_rescue_harm(result: RecoveryResult, cohort: str, *, operation: str = "r
                          np.maximum(g[f"{what}_ci_high"].to_numpy(float) - est, 0)])
         ax.bar(x + off, est, width=0.4, yerr=err, capsize=3, color=colour, label=word)
     ax.set_xticks(x, conds)
+    ax.set_ylim(0, max(ax.get_ylim()[1], 10.0))  # rates are >= 0; an all-zero run keeps a readable scale
     ax.set_xlabel("observation condition")
     ax.set_ylabel("share of tasks (%)")
     n = int(g["n"].iloc[0])
