@@ -152,35 +152,41 @@ def plot_reach_solve(result: HandoffResult, *, splits: list[str] | None = None, 
     return fig
 
 
-def plot_assignment_grid(result: HandoffResult, *, split: str | None = None, label: str = ""):
-    """The Reach x Solve 2 x 2: rows are the reacher, columns the solver (base, treated);
-    each cell is shaded by its endpoint success ``J_WR`` (percent) and reads Reach ``A_W``,
-    Solve ``C_WR`` and ``J_WR`` with its percentile interval (Tables 1-2, Eq. 7:
-    ``J_WR = A_W * C_WR``). The image array is ``J`` in percent, reacher by solver.
+def plot_assignment_grid(result: HandoffResult, *, splits: list[str] | None = None, label: str = ""):
+    """The Reach x Solve 2 x 2, one panel (row) per split (default: every split, sorted order):
+    rows are the reacher, columns the solver (base, treated); each cell is shaded by its
+    endpoint success ``J_WR`` (percent) and reads Reach ``A_W``, Solve ``C_WR`` and
+    ``J_WR`` with its percentile interval (Tables 1-2, Eq. 7: ``J_WR = A_W * C_WR``). Each
+    panel's image array is ``J`` in percent, reacher by solver.
 
-    Raises ``ValueError`` if ``split`` is missing when the result has several splits or is
-    not one of them.
+    Raises ``ValueError`` naming the splits if one of ``splits`` is not in the result.
     """
-    split = _pick_split(result.splits, split, "plot_assignment_grid")
-    a = result.assignments[result.assignments["split"] == split].set_index(["reacher", "solver"])
+    splits = list(result.splits if splits is None else splits)
+    for sp in splits:
+        _pick_split(result.splits, sp, "plot_assignment_grid")
     roles = [result.base, result.treated]
-    J = np.array([[100 * a.loc[(w, r), "endpoint"] for r in roles] for w in roles], dtype=float)
-    fig, ax = plt.subplots(figsize=(5.2, 4.2))
-    im = ax.imshow(J, cmap="Blues", vmin=0, vmax=100)
-    for i, w in enumerate(roles):
-        for j, r in enumerate(roles):
-            row = a.loc[(w, r)]
-            lo, hi = 100 * row["endpoint_low"], 100 * row["endpoint_high"]
-            text = (f"Reach {100 * row['arrival']:.0f}%\nSolve {100 * row['conversion']:.0f}%\n"
-                    f"J {J[i, j]:.0f}% [{lo:.0f}, {hi:.0f}]")
-            ax.text(j, i, text, ha="center", va="center", fontsize=9, color="white" if J[i, j] > 60 else "black")
-    ax.set_xticks([0, 1], [f"{x}" for x in roles])
-    ax.set_yticks([0, 1], [f"{x}" for x in roles])
-    ax.set_xlabel("solver (finishes from the checkpoint)")
-    ax.set_ylabel("reacher (reaches the checkpoint)")
-    fig.colorbar(im, ax=ax, label="endpoint success J (%)", shrink=0.8)
-    ax.set_title(_title(f"Reach x Solve: the four assignments, {split}", label), fontsize=10)
-    fig.tight_layout()
+    # one panel per row: legible at phone width; constrained layout keeps the colour bar clear of the panels
+    fig, axes = plt.subplots(len(splits), 1, figsize=(5.2, 0.4 + 3.9 * len(splits)), squeeze=False,
+                             layout="constrained")
+    for ax, split in zip(axes[:, 0], splits):
+        a = result.assignments[result.assignments["split"] == split].set_index(["reacher", "solver"])
+        J = np.array([[100 * a.loc[(w, r), "endpoint"] for r in roles] for w in roles], dtype=float)
+        im = ax.imshow(J, cmap="Blues", vmin=0, vmax=100)
+        for i, w in enumerate(roles):
+            for j, r in enumerate(roles):
+                row = a.loc[(w, r)]
+                lo, hi = 100 * row["endpoint_low"], 100 * row["endpoint_high"]
+                text = (f"Reach {100 * row['arrival']:.0f}%\nSolve {100 * row['conversion']:.0f}%\n"
+                        f"J {J[i, j]:.0f}% [{lo:.0f}, {hi:.0f}]")
+                ax.text(j, i, text, ha="center", va="center", fontsize=9,
+                        color="white" if J[i, j] > 60 else "black")
+        ax.set_xticks([0, 1], roles)
+        ax.set_yticks([0, 1], roles)
+        ax.set_xlabel("solver (finishes from the checkpoint)")
+        ax.set_ylabel("reacher (reaches the checkpoint)")
+        ax.set_title(split.replace("_", " "), fontsize=9)  # "valid unseen": words, not an identifier
+    fig.colorbar(im, ax=list(axes[:, 0]), label="endpoint success J (%)", shrink=0.8)
+    fig.suptitle(_title("Reach x Solve: the four reacher x solver assignments", label), fontsize=10)
     return fig
 
 
