@@ -35,3 +35,15 @@ def test_rescue_harm_bars_are_the_hand_counted_shares():
     plt.close(fig)
     with pytest.raises(KeyError, match="delays"):
         plots.plot_rescue_harm(res, res.cells["cohort"].iloc[0], delay=5)
+
+
+def test_flat_note_says_why_a_figure_is_flat_only_when_nothing_changed():
+    res = rc.analyze_paired(_paired(), n_draws=200, seed=0)
+    cohort = res.cells["cohort"].iloc[0]
+    assert plots.flat_note(res, cohort) == (
+        f"Summed over the cells of the figure, refresh rescued 3 and harmed 1 task outcome(s) of {cohort}.")
+    same = _paired().assign(y_with=lambda d: d["y_without"])  # refresh changes nothing
+    flat = plots.flat_note(rc.analyze_paired(same, n_draws=200, seed=0), cohort, delay=0)
+    assert flat.startswith("In this run every value in the figure is 0") and "none of the 4 tasks" in flat
+    with pytest.raises(KeyError, match="delays"):
+        plots.flat_note(res, cohort, delay=3)

@@ -10,6 +10,7 @@ Figure                                function                input
 Delta by delay per condition          plot_delta_by_delay    :class:`RecoveryResult`
 Policies vs never-refresh             plot_router            :class:`RouterEvaluation`
 Rescue / harm by condition            plot_rescue_harm       :class:`RecoveryResult`
+A flat figure's sentence              flat_note              :class:`RecoveryResult`
 ====================================  =====================  =============================
 """
 
@@ -21,7 +22,7 @@ import numpy as np
 from agentstudies.recovery._paired import CONDITION_ORDER, RecoveryResult
 from agentstudies.recovery._evaluation import RouterEvaluation
 
-__all__ = ["plot_delta_by_delay", "plot_rescue_harm", "plot_router"]
+__all__ = ["flat_note", "plot_delta_by_delay", "plot_rescue_harm", "plot_router"]
 
 
 def plot_delta_by_delay(result: RecoveryResult, cohort: str, *, operation: str = "refresh", label: str = "",
@@ -130,3 +131,30 @@ def plot_rescue_harm(result: RecoveryResult, cohort: str, *, operation: str = "r
     ax.legend(fontsize=8, loc="upper left")
     fig.tight_layout()
     return fig
+
+
+def flat_note(result: RecoveryResult, cohort: str, *, operation: str = "refresh", delay: int | None = None) -> str:
+    """One sentence for under a figure of ``cohort`` / ``operation`` (all delays, or one
+    ``delay``): when no fork's outcome changed (rescue = harm = 0 in every cell) it says the
+    figure is flat because nothing changed, not because of the drawing; otherwise it gives
+    the rescue and harm counts summed over the cells.
+
+    Raises ``KeyError`` naming the available cohorts / operations / delays if none match.
+    """
+    c = result.cells
+    sel = c[(c["cohort"] == cohort) & (c["operation"] == operation)]
+    if sel.empty:
+        raise KeyError(f"no cells for cohort={cohort!r}, operation={operation!r}; cohorts "
+                       f"{sorted(c['cohort'].unique())}, operations {sorted(c['operation'].unique())}")
+    if delay is not None:
+        if delay not in set(sel["delay"]):
+            raise KeyError(f"delay={delay!r} not among this cell's delays {sorted(sel['delay'].unique())}")
+        sel = sel[sel["delay"] == delay]
+    rescued, harmed, n = int(sel["rescue"].sum()), int(sel["harm"].sum()), int(sel["n"].max())
+    where = "at any delay or condition" if delay is None else f"under any condition at delay {delay}"
+    if rescued == harmed == 0:
+        return (f"In this run every value in the figure is 0: {operation} changed the outcome of none of the {n} "
+                f"tasks of {cohort} {where}, so the figure is flat because nothing changed, not because of how "
+                "it is drawn.")
+    return (f"Summed over the cells of the figure, {operation} rescued {rescued} and harmed {harmed} "
+            f"task outcome(s) of {cohort}.")
