@@ -268,7 +268,8 @@ async (opts) => {
       const prev = tok[k - 2] || '';
       if (/[-\u2010\u2013\u2014\/]/.test(before) && /[\p{L}\p{N}]/u.test(prev) && /[\p{L}\p{N}]/u.test(after)
           && !(/\p{N}/u.test(prev) && /\p{N}/u.test(after))) continue;  // a compound ("stale-/2"), not a range or an arrow
-      if (!inTable && /[-\u2010\u2013\u2014\/]/.test(before)) continue;  // prose may break after a hyphen, dash or slash ("2\u2013/4", "\u03c4\u00b2-/bench")
+      if (!inTable && /[-\u2010\u2013\u2014\/]/.test(before)) continue;
+      if (inCode(el) && /[._\u200b]/.test(before)) continue;  // an identifier in code breaks after its '.' or '_'  // prose may break after a hyphen, dash or slash ("2\u2013/4", "\u03c4\u00b2-/bench")
       broken.push((inTable ? 'table: ' : 'text: ') + tok.slice(0, k) + '/' + tok.slice(k));
     }
   }
@@ -772,6 +773,11 @@ def test_the_checker_catches_what_it_claims(browser_available, tmp_path):
         "bullets.html": "<p>Findings:<br>\u2022 coverage reappears<br>\u2022 power is low</p>",
         "tinyfig.html": '<figure><img src="tiny.svg" style="width: 300px"></figure>',
         "term.html": "<p>Every cluster is one task with all its runs.</p>",
+        "codeok.html": (f'<table {fixed.format(w=90)}>{cap}<thead><tr><th>why</th></tr></thead><tbody><tr><td>set by '
+                        '<code>ToolAgentProfile.\u200bp_\u200bdependency_\u200bgiveup</code> and <code>Profile.'
+                        '<wbr>p_<wbr>dependency_<wbr>giveup</code></td></tr></tbody></table>'),
+        "codebad.html": (f'<table {fixed.format(w=90)}>{cap}<thead><tr><th>why</th></tr></thead><tbody><tr><td>'
+                         '<code style="overflow-wrap: anywhere">dependencygiveupfraction</code></td></tr></tbody></table>'),
     }
     pages.update(reader_pages)
     chapter_pages = {  # chapter pages need the result-first box and the rerun box
@@ -802,6 +808,8 @@ def test_the_checker_catches_what_it_claims(browser_available, tmp_path):
     assert by_page["clean.html"] == []
     assert [p for p in problems if p.startswith("glossary.html")] == []
     assert any("token broken inside itself: table: 0." in p for p in by_page["broken.html"]), by_page["broken.html"]
+    assert not any("broken" in p for p in by_page["codeok.html"]), by_page["codeok.html"]
+    assert any("token broken inside itself: table: " in p for p in by_page["codebad.html"]), by_page["codebad.html"]
     assert any("cell spills into the next: estimatesse" in p for p in by_page["spill.html"]), by_page["spill.html"]
     assert [p for p in by_page["colcap.html"] if "only lists columns" in p] == [
         'colcap.html @ 390px: caption only lists columns: "Table 2. estimate, se by workflow. n = 2 rows."']

@@ -344,3 +344,16 @@ def test_glued_bullet_list_stays_a_list_inline():
     rendered = MarkdownIt("commonmark").renderInline(text)
     assert rendered == "• <strong>A</strong>: reappears with a long line<br>• <strong>B</strong>: inconclusive"
     assert _inline_bullets("One sentence - with a dash.") == "One sentence - with a dash."
+
+
+def test_identifier_in_a_cell_is_code_that_breaks_only_after_dot_or_underscore():
+    """A built-in parameter's name in a findings cell is inline code with a break point
+    after each '.' and '_' (so a phone-width column never splits a name's letters); e.g.
+    and numbers stay text; markup in the cell stays escaped."""
+    from agentstudies.book.chapter import render_table
+
+    df = pd.DataFrame({"why": ["set by ToolAgentProfile.p_giveup, `rank_tools` e.g. 0.5 <b>"]})
+    markup = render_table(df, "why")
+    assert ('<code class="agentstudies-ident">ToolAgentProfile.<wbr>p_<wbr>giveup</code>, '
+            '<code class="agentstudies-ident">rank_<wbr>tools</code> e.g. 0.5 &lt;b&gt;') in markup
+    assert _parse_table(markup)["body"] == [["set by ToolAgentProfile.p_giveup, rank_tools e.g. 0.5 <b>"]]

@@ -16,6 +16,7 @@ from agentstudies.findings import (
     Findings,
     binomial_interval,
     control_row,
+    equivalence_finding,
     exact_finding,
     interval_finding,
     judge,
@@ -85,7 +86,10 @@ def test_level_is_honoured():
 
 def test_nan_interval_is_inconclusive_and_says_why():
     f = interval_finding("gain", "above 0", 0.3, float("nan"), float("nan"), 0, paper_side="above")
-    assert f.verdict == "inconclusive" and "NaN" in f.why
+    assert f.verdict == "inconclusive" and "no finite bound" in f.why
+    assert "nan" not in f.why.lower()  # the reader sees words, not a float's repr
+    g = equivalence_finding("gap", "near 0", 0.0, 0.1, float("nan"), 5, target=0.0, margin=0.2)
+    assert g.verdict == "inconclusive" and "no finite bound" in g.why and "nan" not in g.why.lower()
 
 
 def test_exact_and_untestable():

@@ -48,3 +48,26 @@ def test_figures_draw_and_carry_label(results, fn, key, kw):
 def test_plot_needs_split_when_ambiguous(results):
     with pytest.raises(ValueError, match="split"):
         plots.plot_solve_by_type(results["handoff"])
+
+
+def test_assignment_grid_is_endpoint_success_by_reacher_and_solver(results):
+    """Each cell of the 2 x 2 is the share of that reacher's trajectories the solver
+    finishes (Eq. 7), counted here straight from the episode rows; one panel per split."""
+    t = example_tables(seed=1, n_per_type=2, n_seeds=2)
+    ep = t["episodes"]
+    res = ho.analyze_handoff(ep, n_draws=200, empty_threshold=1.0)
+    fig = plots.plot_assignment_grid(res, label="simulated checkpoints")
+    grid = fig.axes[0].images[0].get_array()
+    roles = [res.base, res.treated]
+    for i, w in enumerate(roles):
+        for j, r in enumerate(roles):
+            rows = ep[(ep["reacher"] == w) & (ep["solver"] == r)]
+            assert grid[i, j] == pytest.approx(100 * rows["endpoint"].astype(float).mean())
+    assert fig.axes[0].get_xlabel().startswith("solver") and fig.axes[0].get_ylabel().startswith("reacher")
+    assert "simulated checkpoints" in fig._suptitle.get_text()
+    plt.close(fig)
+    both = plots.plot_assignment_grid(results["handoff"])
+    assert sorted(ax.get_title() for ax in both.axes if ax.images) == ["valid seen", "valid unseen"]
+    plt.close(both)
+    with pytest.raises(ValueError, match="split"):
+        plots.plot_assignment_grid(results["handoff"], splits=["train"])

@@ -203,3 +203,27 @@ def test_published_findings_on_the_real_runs():
     assert t.loc["our replayed DB verdict agrees with every recorded reward", "n"] == len(
         [r for r in recorded if r["task_id"] in set(replay["task_id"])])
     assert set(t["verdict"]) <= {"reappears", "contradicted", "inconclusive", "not testable here"}
+
+
+def test_passk_figure_draws_the_hand_computed_curve():
+    """Two tasks of three trials: rewards (1,1,0) and (1,1,1). pass^1 = (2/3 + 1)/2 = 5/6,
+    pass^2 = (C(2,2)/C(3,2) + 1)/2 = (1/3 + 1)/2 = 2/3, pass^3 = (0 + 1)/2 = 1/2."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from agentstudies.studies.tau import plots as tau_plots
+
+    runs = pd.DataFrame({"task_id": [0, 0, 0, 1, 1, 1], "trial": [0, 1, 2] * 2, "reward": [1, 1, 0, 1, 1, 1]})
+    table = tp.passk_table(runs, ks=(1, 2, 3), n_draws=200, seed=0)
+    paper = pd.DataFrame({"k": [1, 2, 3], "pass_k": [0.8, 0.6, 0.4]})
+    fig = tau_plots.plot_passk_interval(table, paper, title="pass^k (real runs)")
+    ax = fig.axes[0]
+    ours, theirs = ax.lines[0], [ln for ln in ax.lines if ln.get_label() == "paper"][0]
+    assert list(ours.get_ydata()) == pytest.approx([5 / 6, 2 / 3, 1 / 2])
+    assert list(theirs.get_ydata()) == [0.8, 0.6, 0.4]
+    assert ax.get_xlabel().startswith("k") and ax.get_ylabel().startswith("pass^k")
+    plt.close(fig)
+    with pytest.raises(KeyError, match="ci_low"):
+        tau_plots.plot_passk_interval(table.drop(columns="ci_low"), title="x")

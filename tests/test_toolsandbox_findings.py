@@ -103,7 +103,7 @@ def test_category_claim_is_built_in_and_judged_on_the_neutral_profile():
     # the neutral run's tagged and untagged scenarios share one similarity distribution
     # here, so the gap is the sampling difference only; the simulated one is 0.3 lower
     assert r.simulated[0] - r.estimate == pytest.approx(-0.3)
-    assert r.verdict != "reappears" and "p_dependency_giveup = 0" in r.neutral
+    assert r.verdict != "reappears" and "`p_dependency_giveup` = 0" in r.neutral  # inline code in the sentence
     aug = next(x for x in f.rows if x.finding.startswith("3_distraction_tools"))
     assert aug.basis == "measured" and "rank_tools" in aug.why
     from agentstudies.studies.toolsandbox.run import neutral_profile

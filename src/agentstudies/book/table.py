@@ -222,6 +222,25 @@ def _clean_text(v: str) -> str:
     return t
 
 
+_CODE_SPAN = re.compile(r"`([^`\s]+)`|(?<![\w.`])([A-Za-z_]\w+(?:\.[A-Za-z_*][\w*]+)+)(?![\w`])")
+
+
+def _cell_html(text: str) -> str:
+    """A text cell as HTML: an identifier (`` `name` `` or a dotted ``Class.attr_name``) as
+    inline code that may break after each ``.`` and ``_`` (``<wbr>``), never inside a name's
+    letters; the rest escaped."""
+    out, last = [], 0
+    for m in _CODE_SPAN.finditer(text):
+        name = m.group(1) or m.group(2)
+        if m.group(2) and re.fullmatch(r"[\d.]+", name):
+            continue
+        out.append(html.escape(text[last:m.start()]))
+        out.append('<code class="agentstudies-ident">'
+                   + re.sub(r"([._])", r"\1<wbr>", html.escape(name)) + "</code>")
+        last = m.end()
+    return "".join(out) + html.escape(text[last:])
+
+
 def _is_paper_row(df: pd.DataFrame, i: int) -> bool:
     key = df.index[i]
     labels = list(key) if isinstance(key, tuple) else [key]
@@ -328,8 +347,8 @@ def render_table(t: Table | pd.DataFrame, caption: str | None = None, *, number:
                       else _label(v)) for k, v in enumerate(key)]
             th = "".join(f"<th scope=\"row\">{html.escape(s)}</th>" for s in shown)
             prev = key
-        tds = "".join(f"<td class=\"{'num' if _NUMERIC_CELL.match(c) else 'text'}\">{html.escape(c)}</td>"
-                      for c in cells)
+        tds = "".join(f"<td class=\"num\">{html.escape(c)}</td>" if _NUMERIC_CELL.match(c)
+                      else f"<td class=\"text\">{_cell_html(c)}</td>" for c in cells)
         body.append(f"<tr>{th}{tds}</tr>")
     foot = "".join(f"<p class=\"agentstudies-table-note\">– {html.escape(w)}.</p>" for w in sorted(notes))
     return (

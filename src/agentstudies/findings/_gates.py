@@ -137,7 +137,8 @@ def neutral_control(neutral: Finding, simulated: Finding, *, built_in: Sequence[
     names = tuple(str(b) for b in built_in)
     if not names or not str(setting).strip():
         raise ValueError(f"finding {neutral.finding!r}: name the built-in parameter(s) and their neutral setting")
-    why = _join(f"the simulated effect is set by {', '.join(names)}; the verdict is the run with them neutral",
+    why = _join(f"the simulated effect is set by {', '.join(f'`{n}`' for n in names)}; the verdict is the run "
+                "with them neutral",
                 neutral.why if neutral.basis is None else "")
     return replace(neutral, basis="built in", built_in=names, neutral=str(setting), why=why,
                    simulated=(simulated.estimate, simulated.ci_low, simulated.ci_high))

@@ -76,7 +76,7 @@ class Finding:
             raise ValueError(f"finding {self.finding!r}: verdict 'contradicted' from a rule that cannot contradict")
 
     def _num(self, x: float) -> str:
-        return "NaN" if x is None or (isinstance(x, float) and math.isnan(x)) else format(x, self.fmt)
+        return "–" if x is None or (isinstance(x, float) and math.isnan(x)) else format(x, self.fmt)
 
     def _interval(self, est: float, lo: float, hi: float) -> str:
         n = "" if (isinstance(self.n, float) and math.isnan(self.n)) else f", n = {int(self.n)}"
@@ -89,7 +89,8 @@ class Finding:
             return ""
         if self.basis == "built in":
             sim = self._interval(*self.simulated) if not math.isnan(self.simulated[0]) else "not run"
-            return (f" Basis: built in ({', '.join(self.built_in)}); set by the simulation: {sim}; "
+            names = ", ".join(f"`{n}`" for n in self.built_in)  # inline code: breaks at '.' / '_', not mid-name
+            return (f" Basis: built in ({names}); set by the simulation: {sim}; "
                     f"verdict from the run with {self.neutral or 'the parameters neutral'}.")
         return f" Basis: {self.basis} ({self.why})."
 

@@ -64,7 +64,7 @@ def interval_finding(finding: str, paper: str, estimate: float, ci_low: float, c
     q = quantity or finding
     rule = f"{_level_words(level)} CI of {q} {paper_side} {threshold:g}"
     if math.isnan(float(ci_low)) or math.isnan(float(ci_high)):
-        note = "the interval is undefined (NaN bound), so the rule cannot decide"
+        note = "the interval is undefined (it has no finite bound), so the rule cannot decide"
     return Finding(finding, str(paper), float(estimate), float(ci_low), float(ci_high), float(n), verdict,
                    rule, level=level, fmt=fmt, can_contradict=cc, fact=fact,
                    **_basis_kw(basis, _join(why, note), built_in))
@@ -98,7 +98,7 @@ def equivalence_finding(finding: str, paper: str, estimate: float, ci_low: float
     if verdict == "contradicted" and not cc:
         verdict, note = "inconclusive", "the interval lies outside the quantity's domain"
     if math.isnan(float(ci_low)) or math.isnan(float(ci_high)):
-        note = "the interval is undefined (NaN bound), so the rule cannot decide"
+        note = "the interval is undefined (it has no finite bound), so the rule cannot decide"
     src = f" ({margin_source})" if margin_source else ""
     rule = f"{_level_words(level)} CI of {quantity or finding} within {target:g} ± {margin:g}{src}"
     return Finding(finding, str(paper), float(estimate), float(ci_low), float(ci_high), float(n), verdict, rule,

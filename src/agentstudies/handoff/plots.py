@@ -11,6 +11,7 @@ Fig. 2     :func:`plot_arrival_curve`                  :class:`BudgetDiagnostic`
 Fig. 3     :func:`plot_estimands`                      :class:`HandoffResult`
 Fig. 5     :func:`plot_assignments`                    :class:`HandoffResult`
 Fig. 6     :func:`plot_reach_solve`                    :class:`HandoffResult`
+2 x 2      :func:`plot_assignment_grid`                :class:`HandoffResult`
 Fig. 7     :func:`plot_prediction`                     :class:`InteractionPrediction`
 Fig. 8     :func:`plot_solve_by_type`                  :class:`HandoffResult`
 Fig. 9     :func:`plot_residuals`                      :class:`InteractionPrediction`
@@ -30,6 +31,7 @@ from agentstudies.handoff._prediction import InteractionPrediction
 
 __all__ = [
     "plot_arrival_curve",
+    "plot_assignment_grid",
     "plot_assignments",
     "plot_budget",
     "plot_estimands",
@@ -147,6 +149,44 @@ def plot_reach_solve(result: HandoffResult, *, splits: list[str] | None = None, 
     ax.legend(frameon=False, fontsize=8)
     ax.set_title(_title("Reach, Solve and the endpoint interaction", label), fontsize=10)
     fig.tight_layout()
+    return fig
+
+
+def plot_assignment_grid(result: HandoffResult, *, splits: list[str] | None = None, label: str = ""):
+    """The Reach x Solve 2 x 2, one panel (row) per split (default: every split, sorted order):
+    rows are the reacher, columns the solver (base, treated); each cell is shaded by its
+    endpoint success ``J_WR`` (percent) and reads Reach ``A_W``, Solve ``C_WR`` and
+    ``J_WR`` with its percentile interval (Tables 1-2, Eq. 7: ``J_WR = A_W * C_WR``). Each
+    panel's image array is ``J`` in percent, reacher by solver.
+
+    Raises ``ValueError`` naming the splits if one of ``splits`` is not in the result.
+    """
+    splits = list(result.splits if splits is None else splits)
+    for sp in splits:
+        _pick_split(result.splits, sp, "plot_assignment_grid")
+    roles = [result.base, result.treated]
+    # one panel per row: legible at phone width; constrained layout keeps the colour bar clear of the panels
+    fig, axes = plt.subplots(len(splits), 1, figsize=(5.2, 0.4 + 3.9 * len(splits)), squeeze=False,
+                             layout="constrained")
+    for ax, split in zip(axes[:, 0], splits):
+        a = result.assignments[result.assignments["split"] == split].set_index(["reacher", "solver"])
+        J = np.array([[100 * a.loc[(w, r), "endpoint"] for r in roles] for w in roles], dtype=float)
+        im = ax.imshow(J, cmap="Blues", vmin=0, vmax=100)
+        for i, w in enumerate(roles):
+            for j, r in enumerate(roles):
+                row = a.loc[(w, r)]
+                lo, hi = 100 * row["endpoint_low"], 100 * row["endpoint_high"]
+                text = (f"Reach {100 * row['arrival']:.0f}%\nSolve {100 * row['conversion']:.0f}%\n"
+                        f"J {J[i, j]:.0f}% [{lo:.0f}, {hi:.0f}]")
+                ax.text(j, i, text, ha="center", va="center", fontsize=9,
+                        color="white" if J[i, j] > 60 else "black")
+        ax.set_xticks([0, 1], roles)
+        ax.set_yticks([0, 1], roles)
+        ax.set_xlabel("solver (finishes from the checkpoint)")
+        ax.set_ylabel("reacher (reaches the checkpoint)")
+        ax.set_title(split.replace("_", " "), fontsize=9)  # "valid unseen": words, not an identifier
+    fig.colorbar(im, ax=list(axes[:, 0]), label="endpoint success J (%)", shrink=0.8)
+    fig.suptitle(_title("Reach x Solve: the four reacher x solver assignments", label), fontsize=10)
     return fig
 
 

@@ -588,14 +588,14 @@ def _basis_of(text: str, profile: str) -> tuple[str, str, tuple[str, ...]]:
     if tag is not None:
         p = CATEGORY_PARAMS[tag]
         if getattr(prof, p) > 0:
-            return "built in", f"the scripted agent fails {tag} scenarios with probability {p}", (
+            return "built in", f"the scripted agent fails {tag} scenarios with probability `{p}`", (
                 f"ToolAgentProfile.{p}",)
-        return "measured", f"{p} is 0 for this profile: what is left comes from the scenarios and the reading", ()
+        return "measured", f"`{p}` is 0 for this profile: what is left comes from the scenarios and the reading", ()
     if prof.tool_choice == "registry":
         return "built in", "the registry agent confuses tools with per-augmentation probabilities", (
             "ToolAgentProfile.confuse_*",)
     return ("measured", "no probability acts on the augmentation: the scripted reader ranks the shown tools by "
-                        "their words (rank_tools), so a gap is what its reading gets wrong", ())
+                        "their words (`rank_tools`), so a gap is what its reading gets wrong", ())
 
 
 def toolsandbox_findings(episodes: pd.DataFrame, testab: pd.DataFrame, *, profile: str, workflow: str = BASELINE,
@@ -639,7 +639,7 @@ def toolsandbox_findings(episodes: pd.DataFrame, testab: pd.DataFrame, *, profil
     for r in rows:
         basis, why, names = _basis_of(r.finding, profile)
         if basis == "built in" and r.finding in neutral_rows:
-            setting = f"{', '.join(n.split('.')[-1] for n in names)} = 0, every other draw the same"
+            setting = f"{', '.join('`' + n.split('.')[-1] + '`' for n in names)} = 0, every other draw the same"
             out.append(neutral_control(neutral_rows[r.finding], r, built_in=names, setting=setting))
         else:
             out.append(replace(r, basis=basis, built_in=names, why="; ".join(x for x in (why, r.why) if x)))
