@@ -487,6 +487,8 @@ def _findings_nodes(env: Any) -> list[Any]:
              "inconclusive": "I", "not testable here": "N"}
     key = "; ".join(f"{v} = {k}" for k, v in short.items())
     table = nodes.table(classes=["results-findings-by-basis"])
+    table += nodes.title("", "What each chapter's verdicts rest on: counts of verdicts (R/S/C/I/N) by chapter and "
+                         "basis, for this build and the archived paper-profile run (findings.csv of each chapter)")
     group = nodes.tgroup(cols=5)
     table += group
     for _ in range(5):
