@@ -32,11 +32,7 @@ def plot_delta_by_delay(result: RecoveryResult, cohort: str, *, operation: str =
 
     Raises ``KeyError`` naming the available cohorts / operations if none match.
     """
-    c = result.cells
-    sel = c[(c["cohort"] == cohort) & (c["operation"] == operation)]
-    if sel.empty:
-        raise KeyError(f"no cells for cohort={cohort!r}, operation={operation!r}; cohorts "
-                       f"{sorted(c['cohort'].unique())}, operations {sorted(c['operation'].unique())}")
+    sel = _cells(result, cohort, operation)
     if ax is None:
         fig, ax = plt.subplots(figsize=(6.4, 3.8))
     else:
@@ -97,11 +93,7 @@ def plot_rescue_harm(result: RecoveryResult, cohort: str, *, operation: str = "r
     reverse; Delta = rescue rate - harm rate (CIR paper, "Paired counterfactuals").
     Raises ``KeyError`` naming the available cohorts / operations / delays if none match.
     """
-    c = result.cells
-    sel = c[(c["cohort"] == cohort) & (c["operation"] == operation)]
-    if sel.empty:
-        raise KeyError(f"no cells for cohort={cohort!r}, operation={operation!r}; cohorts "
-                       f"{sorted(c['cohort'].unique())}, operations {sorted(c['operation'].unique())}")
+    sel = _cells(result, cohort, operation)
     delays = sorted(sel["delay"].unique())
     d = delays[0] if delay is None else delay
     if d not in delays:
@@ -141,11 +133,7 @@ def flat_note(result: RecoveryResult, cohort: str, *, operation: str = "refresh"
 
     Raises ``KeyError`` naming the available cohorts / operations / delays if none match.
     """
-    c = result.cells
-    sel = c[(c["cohort"] == cohort) & (c["operation"] == operation)]
-    if sel.empty:
-        raise KeyError(f"no cells for cohort={cohort!r}, operation={operation!r}; cohorts "
-                       f"{sorted(c['cohort'].unique())}, operations {sorted(c['operation'].unique())}")
+    sel = _cells(result, cohort, operation)
     if delay is not None:
         if delay not in set(sel["delay"]):
             raise KeyError(f"delay={delay!r} not among this cell's delays {sorted(sel['delay'].unique())}")
@@ -158,3 +146,13 @@ def flat_note(result: RecoveryResult, cohort: str, *, operation: str = "refresh"
                 "it is drawn.")
     return (f"Summed over the cells of the figure, {operation} rescued {rescued} and harmed {harmed} "
             f"task outcome(s) of {cohort}.")
+
+
+def _cells(result: RecoveryResult, cohort: str, operation: str):
+    """The result's cells of one cohort and operation; ``KeyError`` naming what exists if none."""
+    c = result.cells
+    sel = c[(c["cohort"] == cohort) & (c["operation"] == operation)]
+    if sel.empty:
+        raise KeyError(f"no cells for cohort={cohort!r}, operation={operation!r}; cohorts "
+                       f"{sorted(c['cohort'].unique())}, operations {sorted(c['operation'].unique())}")
+    return sel
