@@ -147,7 +147,7 @@ ALL_BUDGET = {
     "agentstudies.stats": 24,
     "agentstudies.studies": 3,     # paper values; one subpackage per study family
     "agentstudies.studies.alfworld": 0,              # handoff, training, recovery
-    "agentstudies.studies.alfworld.handoff": 16,
+    "agentstudies.studies.alfworld.handoff": 20,
     "agentstudies.studies.alfworld.recovery": 34,    # target ~15: constants to the harness module
     "agentstudies.studies.alfworld.training": 25,    # target ~15
     "agentstudies.studies.impossible": 41,           # target ~15: notebooks to import run/rates/findings/plots

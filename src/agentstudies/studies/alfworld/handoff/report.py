@@ -8,7 +8,7 @@ nothing runs the engine.
 from __future__ import annotations
 
 import json
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -187,7 +187,8 @@ def _eq9_finding(prediction, *, level: float):
 
 def handoff_findings(result, prediction, failures, episodes: pd.DataFrame, *, split: str = "valid_unseen",
                      base: str = "SFT", treated: str = "RL", testability: pd.DataFrame | None = None,
-                     selected_reach: bool = False):
+                     selected_reach: bool = False, training: Mapping[str, str] | None = None,
+                     equal=None, equal_base: str = "SFT-equal"):
     """The handoff paper's ALFWorld findings judged on a run: an :class:`agentstudies.findings.Findings`.
 
     ``result`` is :func:`agentstudies.handoff.analyze_handoff`'s result (its ``level`` is
@@ -210,6 +211,17 @@ def handoff_findings(result, prediction, failures, episodes: pd.DataFrame, *, sp
     Every row is ``measured`` (trained checkpoints, :data:`MEASURED_WHY`). Reach and the
     interaction also compare their size with the paper's value on ``split`` (Table 2a,
     Figure 3; :func:`agentstudies.findings.magnitude_finding`, within a factor of 2).
+
+    Checkpoint pairings (:mod:`~agentstudies.studies.alfworld.handoff.pairs`): ``training``
+    maps each checkpoint name to what it was trained on
+    (:func:`~agentstudies.studies.alfworld.handoff.pairs.training_data`); the ``base`` and
+    ``treated`` lines are stated in every row's ``why`` (``KeyError`` if one is missing).
+    ``equal`` is the :func:`~agentstudies.handoff.analyze_handoff` result of the equal-data
+    pairing (``treated`` x ``equal_base``): each row judged on one estimand (Reach, the
+    interaction, reached-only minus endpoint, the same-state Solve gap) shows beside it the
+    same estimand of that pairing with its interval and the verdict of the same directional
+    rule (:func:`agentstudies.findings.judge`). A ``base`` other than ``"SFT"`` is named in
+    the findings' wording ("RL arrives more often than SFT-equal").
 
     Length: one block per paper finding (ten), in the paper's order.
     """
@@ -296,8 +308,34 @@ def handoff_findings(result, prediction, failures, episodes: pd.DataFrame, *, sp
                                            f"states of {split}")
                     if r.finding in solve_based else r for r in rows]
     rows = [replace(r, basis="measured", why="; ".join(x for x in (MEASURED_WHY, r.why) if x)) for r in rows]
-    return Findings.build(rows, seed=result.params.get("seed"), title=f"handoff paper findings on this run ({split})",
-                          level=level, split=split)
+    rows = _pairing_notes(rows, split=split, base=base, treated=treated, training=training, equal=equal,
+                          equal_base=equal_base)
+    title = f"handoff paper findings on this run ({split})" if base == "SFT" else \
+        f"handoff paper findings on this run ({split}; {treated} x {base})"
+    return Findings.build(rows, seed=result.params.get("seed"), title=title, level=level, split=split)
+
+
+def _pairing_notes(rows, *, split, base, treated, training, equal, equal_base):
+    """Add each checkpoint's training data and the equal-data pairing's estimate to the rows'
+    ``why`` (see :func:`handoff_findings`); rename ``SFT`` to ``base`` in the wording."""
+    from dataclasses import replace
+
+    from agentstudies.studies.alfworld.handoff.pairs import equal_beside
+
+    common = ""
+    if training is not None:
+        for ck in (base, treated):
+            if ck not in training:
+                raise KeyError(f"training data of checkpoint {ck!r} not given (have {sorted(training)}); pass "
+                               "training={name: pairs.training_data(policy.meta)} for both checkpoints")
+        common = f"training data -- {training[base]}; {training[treated]}"
+    beside = {} if equal is None else equal_beside(equal, split=split, treated=treated, equal_base=equal_base)
+    out = []
+    for r in rows:
+        extra = [common, f"equal data, {treated} x {equal_base}: {beside[r.finding]}" if r.finding in beside else ""]
+        name = r.finding if base == "SFT" else r.finding.replace("SFT", base)
+        out.append(replace(r, finding=name, why="; ".join(x for x in (r.why, *extra) if x)))
+    return out
 
 
 def _loop_finding(failures, split, reachers, level):

@@ -596,20 +596,29 @@ def _study_tables(out: Sequence[Mapping[str, Any]], clone: str, llm: bool = Fals
     return traj, steps, eps, audit, acts
 
 
-def make_study_checkpoints(checkpoints: str = "trained", *, temperature: float = 0.4) -> dict[str, Any]:
-    """The two checkpoints ``{"SFT": ..., "RL": ...}`` of the handoff study.
+def make_study_checkpoints(checkpoints: str = "trained", *, temperature: float = 0.4,
+                           bases: Sequence[str] = ("SFT",)) -> dict[str, Any]:
+    """The checkpoints of the handoff study: ``{"SFT": ..., "RL": ...}``, plus every other
+    base of ``bases`` (names of :data:`~agentstudies.studies.alfworld.handoff.pairs.CHECKPOINT_PAIRS`,
+    e.g. ``("SFT", "SFT-equal")``: each base is crossed with RL), bases first, RL last.
 
     ``"trained"``: the shipped :class:`agentstudies.agents.alfworld.LearnedAlfworldPolicy`
     weights (``data/alfworld/checkpoints``, checksums verified), decoded at
     ``temperature`` (paper: 0.4). ``"scripted"``: the *simulated* scripted profiles of
     :func:`agentstudies.agents.alfworld.make_checkpoints` -- planted mechanisms on
-    the analytic optimal expert, calibrated to the paper's Table 2. Raises
-    ``ValueError`` for another value.
+    the analytic optimal expert, calibrated to the paper's Table 2 (one pairing only:
+    ``bases`` must be ``("SFT",)``). Raises ``ValueError`` for another value.
     """
+    from agentstudies.studies.alfworld.handoff.pairs import check_pairs
+
+    bases = check_pairs(bases)
     if checkpoints == "trained":
         from agentstudies.agents.alfworld import LearnedAlfworldPolicy
 
-        return {n: LearnedAlfworldPolicy.load(n, temperature=temperature) for n in ("SFT", "RL")}
+        return {n: LearnedAlfworldPolicy.load(n, temperature=temperature) for n in (*bases, "RL")}
+    if checkpoints == "scripted" and bases != ["SFT"]:
+        raise ValueError(f"bases={bases!r} with checkpoints='scripted': the scripted profiles have one pairing; "
+                         "use bases=('SFT',) or checkpoints='trained'")
     if checkpoints == "scripted":
         from agentstudies.agents.alfworld import make_checkpoints
 
