@@ -246,7 +246,8 @@ INTERNAL: dict[str, tuple[str, ...]] = {
                           "controls.csv", "testability.csv"),
     "sasst_real_features": ("score_tensor_summary.csv", "report_*.csv", "table12_*.csv"),
     # the handoff chapter's inputs, listings and LLM side study
-    "alfworld_handoff": ("assignments.csv", "llm_*.csv", "controls.csv", "testability.csv"),
+    "alfworld_handoff": ("assignments.csv", "llm_*.csv", "controls.csv", "testability.csv", "pairings.csv",
+                         "findings_equal.csv"),
     "alfworld_recovery": ("tasks.csv", "timing.csv", "paired*.csv", "llm_cost.csv", "clone_audit.csv",
                           "changed_actions.csv", "router_episodes.csv", "reappearance.csv",
                           "controls.csv", "testability.csv", "router_horizon_leak.csv", "router_rescue_sets.csv"),
