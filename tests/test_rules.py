@@ -130,7 +130,7 @@ ALL_BUDGET = {
     "agentstudies": 1,             # __version__
     "agentstudies.sasst": 16,      # engine, results, design, data, pre-registration, STATUSES, SharedWork (the engine's shared= argument); rules, geometry, planning, statuses, plots are public submodules
     "agentstudies.agents": 14,     # protocol, LLM settings/client, controllers, llm_spec, local server + its model name; one subpackage per env
-    "agentstudies.agents.alfworld": 19,
+    "agentstudies.agents.alfworld": 21,
     "agentstudies.agents.impossible": 11,
     "agentstudies.agents.tau": 23,
     "agentstudies.agents.toolsandbox": 16,

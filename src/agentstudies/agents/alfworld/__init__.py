@@ -6,6 +6,8 @@ learned   :class:`LearnedAlfworldPolicy`: a linear softmax over hashed features,
           shipped SFT / RL weights (:func:`load_weights`, :func:`checkpoint_dir`); its
           belief (``_belief``), features (``_features``) and weights on disk
           (``_weights``) are one module each
+memory    :class:`MemoryAlfworldPolicy`: the learned policy plus features of its transcript
+          (recent commands, observation kinds, where each entity was last mentioned)
 llm       :class:`LLMAlfworldPolicy` through an Inspect model (:func:`make_llm_policy`)
 
 The environment is :mod:`agentstudies.envs.alfworld`.
@@ -24,6 +26,7 @@ from agentstudies.agents.alfworld._learned import (
     shown_text,
     weights_digest,
 )
+from agentstudies.agents.alfworld._memory import MemoryAlfworldPolicy, memory_atoms
 from agentstudies.agents.alfworld._llm import LLMAlfworldPolicy, make_llm_policy
 from agentstudies.agents.alfworld._policy import (
     RL_PROFILE,
@@ -47,6 +50,8 @@ __all__ = [
     "shown_text",
     "weights_digest",
     "LLMAlfworldPolicy",
+    "MemoryAlfworldPolicy",
+    "memory_atoms",
     "make_llm_policy",
     "RL_PROFILE",
     "SFT_PROFILE",
