@@ -114,7 +114,8 @@ def equal_beside(equal, *, split: str, treated: str = "RL", equal_base: str = "S
 
     est = equal.estimates[equal.estimates["split"] == split].set_index("estimand")
     if est.empty:
-        raise KeyError(f"split {split!r} not in the equal-data result (splits: {sorted(set(equal.estimates['split']))})")
+        have = sorted(set(equal.estimates["split"]))
+        raise KeyError(f"split {split!r} not in the equal-data result (splits: {have})")
     out = {}
     for finding, (key, side) in ONE_ESTIMAND.items():
         e = est.loc[key]
