@@ -79,3 +79,14 @@ def test_reads_only_what_it_is_shown_and_refuses_plain_checkpoints():
     assert run({}) == run({"expert": boom, "won": True, "gold": "take apple 1 from countertop 1"})
     with pytest.raises(ValueError, match="transcript features"):
         MemoryAlfworldPolicy.load("SFT")
+
+
+def test_a_memory_checkpoint_loads_as_the_memory_policy(tmp_path):
+    from agentstudies.agents.alfworld import LearnedAlfworldPolicy, save_weights
+
+    w = np.arange(1 << 16, dtype=np.float64) / (1 << 16)
+    save_weights(w, "mem", directory=tmp_path, meta={"memory": True, "admissible": True})
+    save_weights(w, "plain", directory=tmp_path, meta={"admissible": True})
+    pol = LearnedAlfworldPolicy.load("mem", directory=tmp_path, greedy=True)
+    assert type(pol) is MemoryAlfworldPolicy and pol.admissible and np.array_equal(pol.w, w)
+    assert type(LearnedAlfworldPolicy.load("plain", directory=tmp_path)) is LearnedAlfworldPolicy

@@ -206,17 +206,24 @@ class LearnedAlfworldPolicy:
         base_seed: int = 2029,
         directory: str | Path | None = None,
     ) -> "LearnedAlfworldPolicy":
-        """The shipped checkpoint ``name`` (``"SFT"`` or ``"RL"``), checksum verified.
+        """The shipped checkpoint ``name`` (``"SFT"``, ``"RL"``, ``"SFT-equal"``, ``"BC-memory"``), checksum verified.
 
         ``name="hand"`` gives the untrained hand-set weights (:func:`hand_set_weights`).
         Whether the policy is shown the admissible list is read from the checkpoint's
-        meta (``admissible``; absent = ``False``, the checkpoints trained without it).
+        meta (``admissible``; absent = ``False``, the checkpoints trained without it). A
+        checkpoint trained with transcript features (meta ``"memory": true``, e.g.
+        ``"BC-memory"``) loads as :class:`~agentstudies.agents.alfworld.MemoryAlfworldPolicy`.
         Raises ``FileNotFoundError`` / ``ValueError`` as :func:`load_weights`.
         """
         if name == "hand":
             return cls(hand_set_weights(), "hand", temperature=temperature, greedy=greedy, base_seed=base_seed,
                        meta={"source": "hand-set"})
         w, meta = load_weights(name, directory)
+        if meta.get("memory", False) and cls is LearnedAlfworldPolicy:
+            from agentstudies.agents.alfworld._memory import MemoryAlfworldPolicy
+
+            return MemoryAlfworldPolicy.load(name, temperature=temperature, greedy=greedy, base_seed=base_seed,
+                                             directory=directory)
         return cls(w, name, temperature=temperature, greedy=greedy, base_seed=base_seed, meta=meta,
                    admissible=bool(meta.get("admissible", False)))
 
