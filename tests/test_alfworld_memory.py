@@ -90,3 +90,13 @@ def test_a_memory_checkpoint_loads_as_the_memory_policy(tmp_path):
     pol = LearnedAlfworldPolicy.load("mem", directory=tmp_path, greedy=True)
     assert type(pol) is MemoryAlfworldPolicy and pol.admissible and np.array_equal(pol.w, w)
     assert type(LearnedAlfworldPolicy.load("plain", directory=tmp_path)) is LearnedAlfworldPolicy
+
+
+def test_features_are_grouped_by_candidate():
+    """Training reads a candidate's features as one contiguous run (Demonstrations.feat_ptr)."""
+    pol = MemoryAlfworldPolicy(np.zeros(1 << 16), "mem-test", admissible=True)
+    pol.reset("t", 0, role="eval")
+    pol._fold({"goal": GOAL, "observation": ARRIVE, "admissible_commands": ["look", "take apple 1 from countertop 1"]})
+    cands, idx, owner, _ = pol.decide()
+    assert np.all(np.diff(owner) >= 0) and set(owner) == {0, 1}
+    assert _slot("v=take|pos=0|goal=1|age=0") in set(idx[owner == 1]) - set(idx[owner == 0])

@@ -143,11 +143,13 @@ class MemoryAlfworldPolicy(LearnedAlfworldPolicy):
         super().observe_only(observation)
 
     def decide(self) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
-        """Candidates, features (belief + transcript) and scores at the current state."""
+        """Candidates, features (belief + transcript; ``idx`` grouped by candidate, ``owner``
+        non-decreasing, as :func:`featurize`) and scores at the current state."""
         cands, idx, owner, _ = super().decide()
         midx, mown = memory_features(getattr(self, "transcript", []), cands, self.belief.goal_tokens, self.dim_log2)
-        idx = np.concatenate([idx, midx])
         owner = np.concatenate([owner, mown])
+        order = np.argsort(owner, kind="stable")  # grouped by candidate, as featurize's layout
+        idx, owner = np.concatenate([idx, midx])[order], owner[order]
         return cands, idx, owner, scores_of(self.w, idx, owner, len(cands))
 
     def act(self, observation: str | Mapping[str, Any] | None) -> str:
