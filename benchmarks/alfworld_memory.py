@@ -91,11 +91,12 @@ def _success(pol, games, action_cap: int) -> tuple[int, int]:
             env.step(pol.act({"goal": o["goal"], "observation": o["observation"],
                               "admissible_commands": o["admissible_commands"]}))
         wins += int(env.won)
+        print(f"  {pol.name} {g['task_id']}: won={env.won}", flush=True)
     return wins, len(games)
 
 
 def main() -> None:
-    """Length: one linear script -- train, save, evaluate, fork -- printing as it goes."""
+    """Train (or ``--load``) BC-memory, then measure it (module docstring)."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--train-per-type", type=int, default=10)
     ap.add_argument("--dagger-rounds", type=int, default=2)
@@ -105,19 +106,28 @@ def main() -> None:
     ap.add_argument("--temperature", type=float, default=0.4)
     ap.add_argument("--sft-steps", type=int, default=150)
     ap.add_argument("--skip-rl", action="store_true")
+    ap.add_argument("--load", action="store_true", help="measure the shipped BC-memory instead of training")
     ap.add_argument("--save", action="store_true")
     ap.add_argument("--out", default="/tmp/alfworld_memory.json")
     args = ap.parse_args()
 
-    from agentstudies.agents.alfworld import LearnedAlfworldPolicy, MemoryAlfworldPolicy, save_weights
-    from agentstudies.envs.alfworld.pools import load_pool
-    from agentstudies.findings import binomial_interval
-    from agentstudies.studies.alfworld.recovery.harness import run_task
-    from agentstudies.studies.alfworld.training.loop import train_sft
-    from agentstudies.studies.alfworld.training.pools import training_pool
+    from agentstudies.agents.alfworld import MemoryAlfworldPolicy
 
     res: dict = {"args": vars(args)}
     t0 = time.perf_counter()
+    if args.load:
+        pol = MemoryAlfworldPolicy.load("BC-memory", temperature=args.temperature)
+    else:
+        pol = _train(args, res, t0)
+    _measure(args, res, pol, t0)
+
+
+def _train(args, res, t0):
+    """Length: the training rounds, each logged."""
+    from agentstudies.agents.alfworld import MemoryAlfworldPolicy, save_weights
+    from agentstudies.studies.alfworld.training.loop import train_sft
+    from agentstudies.studies.alfworld.training.pools import training_pool
+
     games = training_pool(args.train_per_type, 4093)
     res["pool_seconds"] = time.perf_counter() - t0
     print(f"training pool: {len(games)} problems in {res['pool_seconds']:.0f} s", flush=True)
@@ -143,6 +153,16 @@ def main() -> None:
                            "dagger_rounds": args.dagger_rounds, "sft_steps": args.sft_steps, "train_seed": 4093},
                 "n_decisions": len(decisions), "n_problems": len(games), "dim_log2": 16, "feature_version": 3}
         save_weights(w, "BC-memory", meta=meta)
+    return pol
+
+
+def _measure(args, res, pol, t0):
+    """Clean success and refresh-changed next actions (module docstring)."""
+    from agentstudies.agents.alfworld import LearnedAlfworldPolicy
+    from agentstudies.envs.alfworld.pools import load_pool
+    from agentstudies.findings import binomial_interval
+    from agentstudies.studies.alfworld.recovery.harness import run_task
+
     cap = max(1, int(round(64 * 1.0)))
     ev = load_pool("valid_unseen", args.eval_per_type, 2029)
     subjects = {"BC-memory": pol}
@@ -162,6 +182,7 @@ def main() -> None:
         for g in fork_games:
             out = run_task(g, p, seed=0, operations=("refresh",), cap_scale=args.cap_scale)
             rows += out["paired"]
+            print(f"  {name} {g['task_id']}: {len(rows)} forks at {time.perf_counter() - t0:.0f} s", flush=True)
         paired = pd.DataFrame(rows)
         later = paired[paired["delay"] >= 1]
         by = {}
