@@ -100,3 +100,10 @@ def test_features_are_grouped_by_candidate():
     cands, idx, owner, _ = pol.decide()
     assert np.all(np.diff(owner) >= 0) and set(owner) == {0, 1}
     assert _slot("v=take|pos=0|goal=1|age=0") in set(idx[owner == 1]) - set(idx[owner == 0])
+
+
+def test_the_shipped_memory_checkpoint_loads_by_name():
+    from agentstudies.agents.alfworld import LearnedAlfworldPolicy
+
+    pol = LearnedAlfworldPolicy.load("BC-memory", greedy=True)
+    assert type(pol) is MemoryAlfworldPolicy and pol.admissible and pol.meta["n_problems"] == 6 * 20
