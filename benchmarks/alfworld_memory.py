@@ -106,6 +106,7 @@ def main() -> None:
     ap.add_argument("--temperature", type=float, default=0.4)
     ap.add_argument("--sft-steps", type=int, default=150)
     ap.add_argument("--skip-rl", action="store_true")
+    ap.add_argument("--greedy", action="store_true", help="greedy decoding (the recovery chapter's default)")
     ap.add_argument("--load", action="store_true", help="measure the shipped BC-memory instead of training")
     ap.add_argument("--save", action="store_true")
     ap.add_argument("--out", default="/tmp/alfworld_memory.json")
@@ -116,7 +117,7 @@ def main() -> None:
     res: dict = {"args": vars(args)}
     t0 = time.perf_counter()
     if args.load:
-        pol = MemoryAlfworldPolicy.load("BC-memory", temperature=args.temperature)
+        pol = MemoryAlfworldPolicy.load("BC-memory", temperature=args.temperature, greedy=args.greedy)
     else:
         pol = _train(args, res, t0)
     _measure(args, res, pol, t0)
@@ -167,7 +168,7 @@ def _measure(args, res, pol, t0):
     ev = load_pool("valid_unseen", args.eval_per_type, 2029)
     subjects = {"BC-memory": pol}
     if not args.skip_rl:
-        subjects["RL"] = LearnedAlfworldPolicy.load("RL", temperature=args.temperature)
+        subjects["RL"] = LearnedAlfworldPolicy.load("RL", temperature=args.temperature, greedy=args.greedy)
     res["clean_success"] = {}
     for name, p in subjects.items():
         k, n = _success(p, ev, cap)
