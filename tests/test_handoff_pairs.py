@@ -95,3 +95,11 @@ def test_findings_state_training_data_and_the_equal_pairing():
     with pytest.raises(KeyError, match="'RL'"):
         ah.handoff_findings(r, None, fa, t["episodes"], training={"SFT": "x"})
     assert np.isfinite(tab.loc["Reach: RL arrives more often than SFT", "estimate"])
+
+
+def test_study_checkpoints_of_both_pairings():
+    pols = ah.make_study_checkpoints("trained", bases=["SFT", "SFT-equal"])
+    assert list(pols) == ["SFT", "SFT-equal", "RL"]
+    assert pols["SFT-equal"].meta["n_problems"] == 120
+    with pytest.raises(ValueError, match="scripted"):
+        ah.make_study_checkpoints("scripted", bases=["SFT", "SFT-equal"])
