@@ -92,3 +92,15 @@ def test_a_much_smaller_gain_is_same_direction_magnitude_differs():
     r = next(x for x in training_findings(ev, n_draws=400).rows if x.finding == ARRIVE)
     assert 0 < r.ci_low and r.ci_high < 100 * (0.825 - 0.133) / 2
     assert r.verdict == "same direction, magnitude differs" and "[+34.6, +138.4]" in r.rule
+
+
+def test_rows_state_each_checkpoints_training_data():
+    ev = _ev(0.2, 0.8)
+    eq = _ev(1.0, 0.8)
+    eq = eq[eq["checkpoint"] == "SFT"].assign(checkpoint="SFT-equal")
+    training = {"SFT": "SFT: 18 problems", "RL": "RL: 120 problems", "SFT-equal": "SFT-equal: 120 problems"}
+    rows = training_findings(ev, equal=eq, n_draws=400, training=training).rows
+    assert all(r.why.endswith("training data -- SFT: 18 problems; RL: 120 problems; SFT-equal: 120 problems")
+               for r in rows) and len(rows) == 2
+    with pytest.raises(KeyError, match="SFT-equal"):
+        training_findings(ev, equal=eq, n_draws=400, training={"SFT": "a", "RL": "b"})

@@ -94,7 +94,7 @@ def bootstrap_difference(
 
 
 def training_findings(ev: pd.DataFrame, *, equal: pd.DataFrame | None = None, equal_name: str = "SFT-equal",
-                      n_draws: int = 2000, seed: int = 0, level: float = 0.95):
+                      n_draws: int = 2000, seed: int = 0, level: float = 0.95, training=None):
     """The training chapter's findings from the held-out episodes (all ``measured``: trained
     checkpoints whose weights do not contain the paper's effects).
 
@@ -119,6 +119,10 @@ def training_findings(ev: pd.DataFrame, *, equal: pd.DataFrame | None = None, eq
     ----------
     ev : held-out episodes (:func:`evaluate_checkpoint` rows of both checkpoints).
     equal : held-out episodes of the equal-data SFT on the same tasks, or None.
+    training : mapping checkpoint name -> what it was trained on
+        (:func:`agentstudies.studies.alfworld.handoff.pairs.training_data`), or None; when
+        given, every row's ``why`` states the lines of SFT, RL and (with ``equal``)
+        ``equal_name``. ``KeyError`` names a missing checkpoint.
 
     Returns
     -------
@@ -138,6 +142,13 @@ def training_findings(ev: pd.DataFrame, *, equal: pd.DataFrame | None = None, eq
     pair = None
     if equal is not None:
         pair = pd.concat([equal, ev[ev["checkpoint"] == "RL"]], ignore_index=True)
+    stated = ""
+    if training is not None:
+        names = ["SFT", "RL"] + ([equal_name] if equal is not None else [])
+        missing = [n for n in names if n not in training]
+        if missing:
+            raise KeyError(f"training data of checkpoint(s) {missing} not given (have {sorted(training)})")
+        stated = "; training data -- " + "; ".join(training[n] for n in names)
     rows = []
     for col, name, paper in (
         ("arrived", "RL arrives at the frontier more often than SFT",
@@ -158,7 +169,7 @@ def training_findings(ev: pd.DataFrame, *, equal: pd.DataFrame | None = None, eq
                                       d["n_tasks"], paper_value=paper_gap[col], paper_side="above", level=level,
                                       domain=(-100.0, 100.0), fmt="+.1f",
                                       quantity=f"RL − SFT {col} (pp, task-stratified paired bootstrap)",
-                                      basis="measured", why=f"trained checkpoints; {beside}"))
+                                      basis="measured", why=f"trained checkpoints; {beside}{stated}"))
     return Findings.build(rows, seed=seed, title="alfworld_training findings", n_draws=n_draws, level=level)
 
 
