@@ -176,7 +176,7 @@ def _measure(args, res, pol, t0):
         res["clean_success"][name] = {"wins": k, "n": n, "rate": rate, "ci_low": lo, "ci_high": hi}
         print(f"clean success {name}: {k}/{n} = {rate:.3f} [{lo:.3f}, {hi:.3f}] at {time.perf_counter() - t0:.0f} s",
               flush=True)
-    fork_games = load_pool("valid_unseen", args.fork_per_type, 2029)
+    fork_games = load_pool("valid_unseen", args.fork_per_type, 2029) if args.fork_per_type > 0 else []
     res["forks"] = {}
     for name, p in subjects.items():
         rows = []

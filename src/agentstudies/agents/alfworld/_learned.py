@@ -125,6 +125,10 @@ __all__ = [
     "ROLES",
 ]
 
+#: Policy classes by the meta flag of the checkpoints they load (``"memory"``:
+#: :class:`~agentstudies.agents.alfworld.MemoryAlfworldPolicy`, registered by its module).
+_BY_META: dict[str, type] = {}
+
 #: Roles a policy plays in the handoff protocol.
 ROLES = ("reacher", "solver", "train", "eval")
 
@@ -220,10 +224,10 @@ class LearnedAlfworldPolicy:
                        meta={"source": "hand-set"})
         w, meta = load_weights(name, directory)
         if meta.get("memory", False) and cls is LearnedAlfworldPolicy:
-            from agentstudies.agents.alfworld._memory import MemoryAlfworldPolicy
-
-            return MemoryAlfworldPolicy.load(name, temperature=temperature, greedy=greedy, base_seed=base_seed,
-                                             directory=directory)
+            if "memory" not in _BY_META:
+                raise ValueError(f"checkpoint {name!r} needs the memory policy: import agentstudies.agents.alfworld")
+            return _BY_META["memory"].load(name, temperature=temperature, greedy=greedy, base_seed=base_seed,
+                                           directory=directory)
         return cls(w, name, temperature=temperature, greedy=greedy, base_seed=base_seed, meta=meta,
                    admissible=bool(meta.get("admissible", False)))
 

@@ -44,7 +44,7 @@ import numpy as np
 
 from agentstudies.agents.alfworld._belief import shown_text
 from agentstudies.agents.alfworld._features import _hc, scores_of
-from agentstudies.agents.alfworld._learned import LearnedAlfworldPolicy
+from agentstudies.agents.alfworld._learned import _BY_META, LearnedAlfworldPolicy
 from agentstudies.agents.alfworld._weights import load_weights
 
 __all__ = ["MemoryAlfworldPolicy", "memory_atoms", "memory_features", "MEMORY_WINDOW"]
@@ -180,3 +180,6 @@ class MemoryAlfworldPolicy(LearnedAlfworldPolicy):
                              "true); load it with LearnedAlfworldPolicy.load")
         return cls(w, name, temperature=temperature, greedy=greedy, base_seed=base_seed, meta=meta,
                    admissible=bool(meta.get("admissible", False)))
+
+
+_BY_META["memory"] = MemoryAlfworldPolicy  # LearnedAlfworldPolicy.load gives this class for a memory checkpoint
