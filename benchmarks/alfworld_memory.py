@@ -178,7 +178,7 @@ def _measure(args, res, pol, t0):
               flush=True)
     fork_games = load_pool("valid_unseen", args.fork_per_type, 2029) if args.fork_per_type > 0 else []
     res["forks"] = {}
-    for name, p in subjects.items():
+    for name, p in (subjects.items() if fork_games else ()):
         rows = []
         for g in fork_games:
             out = run_task(g, p, seed=0, operations=("refresh",), cap_scale=args.cap_scale)
