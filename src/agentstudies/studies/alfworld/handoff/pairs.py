@@ -21,7 +21,8 @@ from typing import Any, Mapping, Sequence
 
 import pandas as pd
 
-__all__ = ["CHECKPOINT_PAIRS", "ONE_ESTIMAND", "training_data", "pair_episodes", "check_pairs", "equal_beside"]
+__all__ = ["CHECKPOINT_PAIRS", "ONE_ESTIMAND", "training_data", "pair_episodes", "check_pairs", "equal_beside",
+           "pairing_table"]
 
 #: Base checkpoints crossed with RL, each with the one-line description of the pairing.
 CHECKPOINT_PAIRS: dict[str, str] = {
@@ -125,3 +126,39 @@ def equal_beside(equal, *, split: str, treated: str = "RL", equal_base: str = "S
         out[finding] = (f"{100 * float(e['estimate']):+.1f} pp [{100 * float(e['ci_low']):+.1f}, "
                         f"{100 * float(e['ci_high']):+.1f}] ({verdict} by the same directional rule)")
     return out
+
+
+#: The pairing table's interval columns: estimand of :func:`agentstudies.handoff.analyze_handoff`
+#: -> column label (RL minus the pairing's base, percentage points).
+PAIRING_GAPS = (("reach_gap", "Reach gap"), ("delta_solve_all_states", "Solve gap"), ("interaction", "I"))
+
+
+def pairing_table(results: Mapping[str, Any], training: Mapping[str, str], splits: Sequence[str],
+                  treated: str = "RL") -> pd.DataFrame:
+    """One row per pairing and split: endpoint success of the four assignments and the
+    Reach gap, same-state Solve gap and interaction with their intervals.
+
+    ``results`` maps a base checkpoint name to its :class:`agentstudies.handoff.HandoffResult`
+    (that base crossed with ``treated``); ``training`` maps checkpoint names to
+    :func:`training_data` lines. Columns: ``pairing, split, base trained on``, then
+    ``J(base,base), J(base,RL), J(RL,base), J(RL,RL)`` (percent; reacher first, solver
+    second), then ``Reach gap (pp), Solve gap (pp), I (pp)`` as ``"+x.x [+lo, +hi]"`` strings.
+    Source: handoff paper Eqs. 1-4 (Section 2), computed by the handoff library.
+
+    Raises ``KeyError`` for a split or estimand the results lack.
+    """
+    rows = []
+    for base, res in results.items():
+        assign = res.assignments.set_index(["split", "reacher", "solver"])
+        est = res.estimates.set_index(["split", "estimand"])
+        role = {base: "base", treated: treated}
+        for split in splits:
+            row: dict[str, Any] = {"pairing": f"{treated} x {base}", "split": split,
+                                   "base trained on": training.get(base, "").split(": ", 1)[-1]}
+            for reacher, solver in ((base, base), (base, treated), (treated, base), (treated, treated)):
+                row[f"J({role[reacher]},{role[solver]})"] = 100 * assign.loc[(split, reacher, solver), "endpoint"]
+            for key, label in PAIRING_GAPS:
+                x = est.loc[(split, key)]
+                row[f"{label} (pp)"] = f"{100 * x.estimate:+.1f} [{100 * x.ci_low:+.1f}, {100 * x.ci_high:+.1f}]"
+            rows.append(row)
+    return pd.DataFrame(rows)
