@@ -5,10 +5,8 @@
 the paper's values beside this run's; :func:`testability` measures which arms changed
 anything; :func:`recovery_findings` judges each paper claim by an interval;
 :func:`recovery_controls` runs the verdict rules on planted and null subjects.
-
-Length: the findings, the testability that gates them and the controls that run their
-rules read the same cell and contrast lookups of one result; split apart, a rule and the
-measurement that can set it aside would live in different modules.
+The planted controls are in :mod:`.controls`, the sentences in :mod:`.sentences`
+(re-exported here).
 """
 
 from __future__ import annotations
@@ -20,11 +18,12 @@ import numpy as np
 import pandas as pd
 
 from agentstudies.findings import controls_sentence
-from agentstudies.parallel import keyed_seed, seeded_map
+from agentstudies.parallel import keyed_seed
 from agentstudies.results import PaperTables
+from agentstudies.studies.alfworld.recovery.controls import CONTROL_SUBJECTS, recovery_controls
 from agentstudies.studies.alfworld.recovery.harness import CONDITIONS, DELAYS, OPERATIONS, ROUTER_DELAYS
-from agentstudies.studies.alfworld.recovery.pipeline import HORIZON_FEATURES
 from agentstudies.studies.alfworld.recovery.run import RecoveryStudy
+from agentstudies.studies.alfworld.recovery.sentences import archived_run_sentences, reappearance_table, router_sentences
 
 __all__ = ["CONTROL_SUBJECTS", "RecoveryTables", "TESTABILITY_COLUMNS", "archived_run_sentences", "controls_sentence",
            "paper_table", "reappearance_table", "recovery_controls", "recovery_findings", "router_sentences",
@@ -573,159 +572,3 @@ def _router_findings(evaluation, testab, *, level, n_draws, seed):
                               rule=f"task-level sign-flip p < {alpha:g} = 1 − level (this run: p = {p:.3f})", fmt=".3f",
                               otherwise="inconclusive"))
     return rows
-
-
-#: The planted and null subjects of :func:`recovery_controls` (labels appear on every row).
-CONTROL_SUBJECTS = {
-    "planted": "planted (synthetic paired table): refresh rescues 40% of failing stale-2 and harms 15% of "
-               "succeeding clean trajectories",
-    "null": "null (synthetic paired table): refresh flips 10% of outcomes either way in both conditions; "
-            "success 50%, so no effect",
-}
-
-
-def _control_table(kind: str, n_tasks: int, rng: np.random.Generator) -> pd.DataFrame:
-    """One synthetic paired table (conditions clean / stale-2, delay 0, refresh) of a
-    :data:`CONTROL_SUBJECTS` subject; ``cohort = "primary-complete"``."""
-    rows = []
-    for t in range(n_tasks):
-        for cond in ("clean", "stale-2"):
-            if kind == "planted":
-                y0 = int(rng.random() < (0.8 if cond == "clean" else 0.5))
-                u = rng.random()
-                y1 = (1 if (y0 == 0 and u < 0.4) else y0) if cond == "stale-2" else (0 if (y0 == 1 and u < 0.15) else y0)
-            else:
-                y0 = int(rng.random() < 0.5)
-                y1 = 1 - y0 if rng.random() < 0.1 else y0
-            rows.append(dict(cohort="primary-complete", task_id=f"s{t:03d}", condition=cond, delay=0,
-                             operation="refresh", y_without=y0, y_with=int(y1)))
-    return pd.DataFrame(rows)
-
-
-def _control_replicate(item, rng, **kw):  # seeded_map signature
-    from agentstudies.findings import judge
-    from agentstudies.recovery import analyze_paired
-
-    kind, r = item
-    tab = _control_table(kind, kw["n_tasks"], np.random.default_rng(keyed_seed(kw["root"], "control", kind, r)))
-    res = analyze_paired(tab, level=kw["level"], n_draws=kw["n_draws"], seed=int(keyed_seed(kw["root"], "boot", kind, r)
-                                                                                  .generate_state(1)[0]))
-    c = res.cells.set_index(["condition"]).loc["clean"]
-    k = res.contrasts.iloc[0]
-    return (judge(c["delta_ci_low"], c["delta_ci_high"], paper_side="below"),
-            judge(k["ci_low"], k["ci_high"], paper_side="above"))
-
-
-def recovery_controls(*, replicates: int = 40, n_tasks: int = 60, level: float = 0.95, n_draws: int = 400,
-                      seed: int = 0, n_jobs: int = 1) -> pd.DataFrame:
-    """Planted controls of the recovery verdict rules: ``controls.csv``.
-
-    Runs the chapter's own rules -- :func:`agentstudies.recovery.analyze_paired` task-level
-    bootstrap intervals judged by :func:`agentstudies.findings.judge` -- on ``replicates``
-    synthetic paired tables of ``n_tasks`` tasks from a *planted* subject (the paper's
-    clean harm and stale rescue exist by construction) and a *null* subject (no effect;
-    :data:`CONTROL_SUBJECTS`). Families: "immediate refresh harms clean trajectories"
-    (Delta_clean CI below 0) and "stale − clean > 0" (contrast CI above 0). Returns
-    :data:`agentstudies.findings.CONTROL_COLUMNS` rows: power (planted) and
-    false-positive rate (null) with exact Clopper-Pearson ``level`` intervals.
-
-    A synthetic paired table, not the ALFWorld engine: this checks the *method*, whose
-    inputs are paired tables of any harness. Raises ``ValueError`` for fewer than 2
-    replicates or tasks.
-    """
-    from agentstudies.findings import control_row
-
-    if replicates < 2 or n_tasks < 2:
-        raise ValueError(f"replicates={replicates}, n_tasks={n_tasks}: need at least 2 of each")
-    items = [(kind, r) for kind in ("planted", "null") for r in range(replicates)]
-    out = seeded_map(_control_replicate, items, seed=seed, n_jobs=n_jobs, n_tasks=n_tasks, level=level, root=seed,
-                     n_draws=n_draws)
-    fams = [("Immediate refresh harms clean trajectories", f"{100 * level:g}% CI of Δ(clean) below 0"),
-            ("Stale − clean > 0", f"{100 * level:g}% CI of Δ(stale-2) − Δ(clean) above 0")]
-    rows = []
-    for j, (fam, rule) in enumerate(fams):
-        for kind in ("planted", "null"):
-            v = [o[j] for (kd, _), o in zip(items, out) if kd == kind]
-            rows.append(control_row(fam, CONTROL_SUBJECTS[kind], v, planted=kind == "planted",
-                                    rule=f"{rule}; {n_tasks} tasks per replicate", level=level))
-    return pd.DataFrame(rows)
-
-
-def reappearance_table(findings) -> pd.DataFrame:
-    """The earlier ``reappearance.csv`` layout as a superset of ``findings.csv``: the
-    findings table plus ``this_run`` (the estimate and interval as text) and
-    ``reappears`` (True / False from the verdict; NA when inconclusive or not testable)."""
-    t = findings.table()
-    this_run = [("" if not np.isfinite(e) else (f"{e:+.1f} [{lo:+.1f}, {hi:+.1f}]" if np.isfinite(lo) else f"{e:g}"))
-                for e, lo, hi in zip(t["estimate"], t["ci_low"], t["ci_high"])]
-    reap = pd.array([True if v == "reappears" else (False if v == "contradicted" else pd.NA) for v in t["verdict"]],
-                    dtype="boolean")
-    return t.assign(this_run=this_run, reappears=reap)
-
-
-def router_sentences(pipe) -> dict[str, str]:
-    """Sentences for the chapter from a :class:`agentstudies.studies.alfworld.recovery.pipeline.RouterPipeline`: ``"blanket"`` (CIR's
-    evaluation intervention rate and whether a blanket rule rescues exactly its set) and
-    ``"leak"`` (the horizon features, dropped or kept, and their measured separation)."""
-    rs = pipe.rescue_sets.set_index("policy")
-    cir = rs.loc["cir"]
-    same = [p for p in rs.index if p.startswith(("always-", "random-")) and bool(rs.loc[p, "same_rescued_set"])]
-    rate = 100 * float(pipe.cir_eval_rate)
-    if int(cir["rescued"]) == 0:
-        blanket = (f"CIR refreshed {rate:.1f}% of the evaluation trajectories and rescued none, so no rescued set "
-                   "can distinguish it from a blanket rule here.")
-    elif same:
-        blanket = (f"CIR refreshed {rate:.1f}% of the evaluation trajectories; its {int(cir['rescued'])} rescued "
-                   f"trajectories (from {int(cir['rescue_tasks'])} tasks) are exactly those of the blanket rule(s) "
-                   f"{', '.join(same)}: on this pool its selectivity adds nothing a fixed rule does not.")
-    else:
-        blanket = (f"CIR refreshed {rate:.1f}% of the evaluation trajectories; no blanket rule (always at one delay, "
-                   f"or random at CIR's rate) rescues exactly its {int(cir['rescued'])} trajectories.")
-    leak = pipe.leak
-    hz = leak[leak["horizon_feature"]]
-    sep = float(hz["separation"].max()) if hz["separation"].notna().any() else np.nan
-    meas = ("(not measurable here: the primary cohort has only successes or only failures)" if not np.isfinite(sep)
-            else f"(on the primary cohort they separate factual success from failure with AUC up to {sep:.2f})")
-    if pipe.dropped_features:
-        leak_s = (f"The router features {', '.join(pipe.dropped_features)} encode how long the factual run "
-                  f"lasted, which a router cannot know at its decision, and were removed {meas}.")
-    else:
-        leak_s = (f"The router kept {', '.join(HORIZON_FEATURES)}, which encode how long the factual run lasted, "
-                  f"information a router cannot have at its decision {meas}.")
-    return dict(blanket=blanket, leak=leak_s)
-
-
-
-
-def archived_run_sentences(findings: pd.DataFrame, testab: pd.DataFrame) -> dict[str, str]:
-    """Sentences for an archived run (:mod:`agentstudies.book.paper.runs`) from its saved tables:
-    ``"findings"`` -- the verdict counts of its ``findings.csv`` (column ``verdict``);
-    ``"testability"`` -- over its refresh forks in ``testability.csv`` (all forks, an ended
-    branch counting as unchanged), how many changed the agent's next action and how many
-    the outcome. Raises ``KeyError`` naming a missing column, ``ValueError`` for a verdict
-    outside :data:`agentstudies.findings.VERDICTS`."""
-    from agentstudies.findings import VERDICTS
-
-    for name, t, cols in (("findings", findings, ("verdict",)),
-                          ("testability", testab, ("operation", "forks", "next_action_changed", "outcome_changed"))):
-        missing = [c for c in cols if c not in t]
-        if missing:
-            raise KeyError(f"archived {name} table lacks column(s) {missing}")
-    bad = sorted(set(findings["verdict"]) - set(VERDICTS))
-    if bad:
-        raise ValueError(f"unknown verdict(s) {bad}; expected some of {VERDICTS}")
-    c = findings["verdict"].value_counts()
-    n = {v: int(c.get(v, 0)) for v in VERDICTS}
-    verb = lambda k: "is" if k == 1 else "are"  # noqa: E731
-    f_s = (f"Of {len(findings)} paper findings, {n['reappears']} reappear{'s' if n['reappears'] == 1 else ''}, "
-           f"{n['contradicted']} "
-           f"{verb(n['contradicted'])} contradicted, {n['inconclusive']} {verb(n['inconclusive'])} inconclusive "
-           f"and {n['not testable here']} {verb(n['not testable here'])} not testable here.")
-    r = testab[testab["operation"] == "refresh"]
-    forks = int(r["forks"].sum())
-    nxt = int(round(float((r["next_action_changed"] * r["forks"]).sum())))
-    out = int(round(float((r["outcome_changed"] * r["forks"]).sum())))
-    pct = (lambda k: f"{100 * k / forks:.1f} %") if forks else (lambda k: "–")
-    t_s = (f"A refresh changed the agent's next action in {nxt} of {forks} refresh forks ({pct(nxt)}) and the "
-           f"outcome in {out} ({pct(out)}).")
-    return dict(findings=f_s, testability=t_s)
