@@ -269,6 +269,7 @@ async (opts) => {
       if (/[-\u2010\u2013\u2014\/]/.test(before) && /[\p{L}\p{N}]/u.test(prev) && /[\p{L}\p{N}]/u.test(after)
           && !(/\p{N}/u.test(prev) && /\p{N}/u.test(after))) continue;  // a compound ("stale-/2"), not a range or an arrow
       if (!inTable && /[-\u2010\u2013\u2014\/]/.test(before)) continue;
+      if (!/[\p{L}\p{N}]/u.test(before) && !/[\p{L}\p{N}]/u.test(after)) continue;  // between two marks (")/."): no word or number broken
       if (inCode(el) && /[._\u200b]/.test(before)) continue;  // an identifier in code breaks after its '.' or '_'  // prose may break after a hyphen, dash or slash ("2\u2013/4", "\u03c4\u00b2-/bench")
       broken.push((inTable ? 'table: ' : 'text: ') + tok.slice(0, k) + '/' + tok.slice(k));
     }

@@ -165,7 +165,7 @@ BUILDERS: dict[str, Callable[[], Result]] = {
     "agentstudies.recovery._paired.RecoveryResult": _recovery_result,
     "agentstudies.recovery._signflip.SignFlipResult": _sign_flip,
     "agentstudies.recovery._evaluation.RouterEvaluation": _router_evaluation,
-    "agentstudies.findings.Findings": _findings,
+    "agentstudies.findings._table.Findings": _findings,
 }
 
 CLASSES = _all_result_classes()

@@ -187,12 +187,19 @@ def _finds_box(app: Any, chapter: str) -> Any:
     box += _para(nodes.Text(f"{len(rows)} paper claim{'s' if len(rows) != 1 else ''} tested by this run: "
                             + ", ".join(f"{k} {v}" for k, v in counts.items()) + "."))
     items = nodes.bullet_list()
+    built_prefix = BASIS_WORDS["built in"] + ": "
     for r in rows:
+        basis, names = r["basis"], []
+        if basis.startswith(built_prefix):  # parameter names as code: they break at '.' / '_', never mid-name
+            basis, names = BASIS_WORDS["built in"], [n.strip() for n in basis[len(built_prefix):].split(",")]
         tail = "; ".join(x for x in (f"ours {r['ours']}" if r["ours"] else "",
-                                     f"basis: {r['basis']}" if r["basis"] else "") if x)
-        para = _para(nodes.strong("", r["verdict"]), nodes.Text(f" \u2014 {r['finding']}"
-                                                                  + (f" ({tail})" if tail else "") + "."))
-        items += nodes.list_item("", para)
+                                     f"basis: {basis}" if basis else "") if x)
+        parts = [nodes.strong("", r["verdict"]), nodes.Text(f" \u2014 {r['finding']}" + (f" ({tail}" if tail else ""))]
+        for i, name in enumerate(names):
+            shown = name.replace(".", ".\u200b").replace("_", "_\u200b")  # break points after '.' and '_'
+            parts += [nodes.Text(": " if i == 0 else ", "), nodes.literal("", shown)]
+        parts.append(nodes.Text((")" if tail else "") + "."))
+        items += nodes.list_item("", _para(*parts))
     box += items
     return box
 

@@ -431,7 +431,7 @@ REVIEWER_PARAMS: tuple[str, ...] = ("verifier_detect", "verifier_false_reject", 
                                     "user_decline_invalid", "user_decline_valid")
 
 #: The neutral setting of :data:`REVIEWER_PARAMS`, in words.
-NEUTRAL_SETTING = ("verifier and user logits at -inf (the verifier approves and the user consents to every call, "
+NEUTRAL_SETTING = ("verifier and user logits at −∞ (the verifier approves and the user consents to every call, "
                    "so the three workflows are identical in the agent)")
 
 #: Claims of :func:`stress_findings` whose verdict comes from the neutral run.
