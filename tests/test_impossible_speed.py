@@ -85,7 +85,7 @@ def test_shared_assertions_raise_as_eligible_assertions_and_do_not_memoise_failu
         assert bad not in T._ASSERTS_MEMO
 
 
-def test_harness_boot_is_the_code_a_fresh_interpreter_compiles():
+def test_harness_boot_is_the_code_a_fresh_interpreter_compiles(tmp_path):
     import marshal
     import subprocess
     import sys as _sys
@@ -98,7 +98,8 @@ def test_harness_boot_is_the_code_a_fresh_interpreter_compiles():
     arg, blob = boot
     assert f"read({len(blob)})" in arg and "=" not in arg.replace("==", "")   # binds no name
     # what `python -c <harness>` compiles in a fresh interpreter (no inherited __future__ flags)
-    path = I.Path(I.__file__).with_name("_harness_main.py")
+    path = tmp_path / "harness.py"        # the joined source the runner passes to `python -c`
+    path.write_text(I._HARNESS)
     fresh = subprocess.run([py, "-S", "-s", "-B", "-c",
                             "import marshal, sys; src = open(sys.argv[1]).read(); "
                             "sys.stdout.buffer.write(marshal.dumps(compile(src, '<string>', 'exec')))", str(path)],

@@ -49,3 +49,14 @@ def test_ruff_sees_a_violation(tmp_path):
     res = _ruff("check", "--no-cache", "--isolated", "--select", "F401,E501", "--line-length", "120",
                 "--output-format", "concise", str(bad))
     assert "F401" in res.stdout and "E501" in res.stdout
+
+
+def test_sandbox_harness_lints_as_the_one_program_it_runs_as():
+    """The harness's two files are joined into one ``python -c`` source: lint that source
+    (undefined names included, which each file alone must skip)."""
+    from agentstudies.envs.impossible import _isolation
+
+    res = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", "--isolated", "--select", "F",
+                          "--stdin-filename", "harness.py", "-"], cwd=REPO, input=_isolation._HARNESS,
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stdout + res.stderr

@@ -80,7 +80,9 @@ WORK_INODES = 1024
 INSTALL_HINT = "install bubblewrap (Debian/Ubuntu: apt-get install -y bubblewrap)"
 
 #: The in-sandbox harness every layer's command runs (``python -S -s -B -c <it>``).
-_HARNESS = (Path(__file__).with_name("_harness_main.py")).read_text()
+#: The harness source: _harness_main.py (payload, codec, judge, candidate) followed by
+#: _harness_hook.py (proxies, audit hook, entry point), run as one ``python -c`` program.
+_HARNESS = "".join(Path(__file__).with_name(n).read_text() for n in ("_harness_main.py", "_harness_hook.py"))
 _HARNESS_SHA = hashlib.sha256(_HARNESS.encode()).hexdigest()
 _NOBODY = 65534
 
