@@ -123,8 +123,8 @@ def equal_beside(equal, *, split: str, treated: str = "RL", equal_base: str = "S
         flagged = bool(e["flagged"]) if "flagged" in e.index else False
         verdict = "inconclusive (flagged)" if flagged else judge(float(e["ci_low"]), float(e["ci_high"]),
                                                                   paper_side=side)
-        out[finding] = (f"{100 * float(e['estimate']):+.1f} pp [{100 * float(e['ci_low']):+.1f}, "
-                        f"{100 * float(e['ci_high']):+.1f}] ({verdict} by the same directional rule)")
+        out[finding] = (f"{_pp(e['estimate'])} pp [{_pp(e['ci_low'])}, {_pp(e['ci_high'])}] "
+                        f"({verdict} by the same directional rule)")
     return out
 
 
@@ -159,6 +159,13 @@ def pairing_table(results: Mapping[str, Any], training: Mapping[str, str], split
                 row[f"J({role[reacher]},{role[solver]})"] = 100 * assign.loc[(split, reacher, solver), "endpoint"]
             for key, label in PAIRING_GAPS:
                 x = est.loc[(split, key)]
-                row[f"{label} (pp)"] = f"{100 * x.estimate:+.1f} [{100 * x.ci_low:+.1f}, {100 * x.ci_high:+.1f}]"
+                row[f"{label} (pp)"] = f"{_pp(x.estimate)} [{_pp(x.ci_low)}, {_pp(x.ci_high)}]"
             rows.append(row)
     return pd.DataFrame(rows)
+
+
+def _pp(fraction: float) -> str:
+    """A share as signed percentage points to one decimal; a value that rounds to zero is
+    "0.0", never "-0.0"."""
+    text = f"{100 * float(fraction):+.1f}"
+    return "0.0" if text in ("+0.0", "-0.0") else text
