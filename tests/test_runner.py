@@ -200,6 +200,37 @@ def test_run_notebook_injects_and_sets_environment(tree):
     assert result.seconds > 0
 
 
+def test_a_kernel_that_dies_before_its_first_reply_is_started_once_more(tree, monkeypatch, capsys):
+    """jupyter_client's start-up port race ("Kernel died before replying to kernel_info",
+    no cell run) gets one more start; any other failure, or a second one, is not retried."""
+    import papermill
+
+    from agentstudies.book.execute import KERNEL_START_RACE
+
+    real, calls = papermill.execute_notebook, []
+
+    def flaky(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 1:
+            raise RuntimeError(KERNEL_START_RACE)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(papermill, "execute_notebook", flaky)
+    result = runner.run_notebook("good", {"seed": 5}, profile="smoke", root=tree)
+    assert len(calls) == 2 and result.output_path.is_file()
+    assert "starting it once more" in capsys.readouterr().err
+
+    def always(*args, **kwargs):
+        calls.append(1)
+        raise RuntimeError(KERNEL_START_RACE)
+
+    calls.clear()
+    monkeypatch.setattr(papermill, "execute_notebook", always)
+    with pytest.raises(RuntimeError, match="kernel_info"):
+        runner.run_notebook("good", {"seed": 5}, profile="smoke", root=tree)
+    assert len(calls) == 2
+
+
 def test_figures_reach_the_executed_notebook(tree, monkeypatch):
     """With MPLBACKEND=Agg the book would have no figures; the runner overrides it."""
     monkeypatch.setenv("MPLBACKEND", "Agg")

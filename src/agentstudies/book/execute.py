@@ -54,6 +54,10 @@ class RunResult:
             line += f"\n    tables and figures: {self.artifacts}"
         return line
 
+#: jupyter_client's message when a kernel exits before its first reply (no cell has run):
+#: the start-up port race that :func:`run_notebook` retries once.
+KERNEL_START_RACE = "Kernel died before replying to kernel_info"
+
 def run_notebook(
     name_or_path: Path | str,
     parameters: Mapping[str, Any] | None = None,
@@ -152,11 +156,22 @@ def _execute(pm: Any, path: Path, out: Path, art_root: Path, params: Mapping[str
     try:
         try:
             with _kernel_env(root, staging, path, info), _quiet_progress(), shared_scratch():
-                pm.execute_notebook(
-                    str(path), str(partial), parameters=params, kernel_name=KERNEL,
-                    cwd=str(path.parent), progress_bar=False, log_output=log_output,
-                    extra_arguments=["--IPKernelApp.log_level=CRITICAL"],  # silence kernel chatter
-                )
+                for attempt in (1, 2):
+                    try:
+                        pm.execute_notebook(
+                            str(path), str(partial), parameters=params, kernel_name=KERNEL,
+                            cwd=str(path.parent), progress_bar=False, log_output=log_output,
+                            extra_arguments=["--IPKernelApp.log_level=CRITICAL"],  # silence kernel chatter
+                        )
+                        break
+                    except RuntimeError as exc:
+                        if attempt == 2 or KERNEL_START_RACE not in str(exc):
+                            raise
+                        # no cell ran: the kernel never answered. jupyter_client picks free ports
+                        # and the kernel binds them later, so another process starting at the same
+                        # moment can take one; a second start gets fresh ports
+                        print(f"{path.stem}: the kernel died before it answered ({exc}); starting it once more",
+                              file=sys.stderr, flush=True)
         except BaseException as exc:
             if partial.exists():
                 partial.replace(failed)
