@@ -156,22 +156,7 @@ def _execute(pm: Any, path: Path, out: Path, art_root: Path, params: Mapping[str
     try:
         try:
             with _kernel_env(root, staging, path, info), _quiet_progress(), shared_scratch():
-                for attempt in (1, 2):
-                    try:
-                        pm.execute_notebook(
-                            str(path), str(partial), parameters=params, kernel_name=KERNEL,
-                            cwd=str(path.parent), progress_bar=False, log_output=log_output,
-                            extra_arguments=["--IPKernelApp.log_level=CRITICAL"],  # silence kernel chatter
-                        )
-                        break
-                    except RuntimeError as exc:
-                        if attempt == 2 or KERNEL_START_RACE not in str(exc):
-                            raise
-                        # no cell ran: the kernel never answered. jupyter_client picks free ports
-                        # and the kernel binds them later, so another process starting at the same
-                        # moment can take one; a second start gets fresh ports
-                        print(f"{path.stem}: the kernel died before it answered ({exc}); starting it once more",
-                              file=sys.stderr, flush=True)
+                _papermill(pm, path, partial, params, log_output)
         except BaseException as exc:
             if partial.exists():
                 partial.replace(failed)
@@ -552,3 +537,23 @@ def _signals_blocked() -> Iterator[None]:
         yield
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+def _papermill(pm: Any, path: Path, partial: Path, params: Mapping[str, Any], log_output: bool) -> None:
+    """papermill's run of ``path`` into ``partial``, started once more when the kernel dies
+    before its first reply (:data:`KERNEL_START_RACE`: no cell has run)."""
+    for attempt in (1, 2):
+        try:
+            pm.execute_notebook(
+                str(path), str(partial), parameters=params, kernel_name=KERNEL,
+                cwd=str(path.parent), progress_bar=False, log_output=log_output,
+                extra_arguments=["--IPKernelApp.log_level=CRITICAL"],  # silence kernel chatter
+            )
+            return
+        except RuntimeError as exc:
+            if attempt == 2 or KERNEL_START_RACE not in str(exc):
+                raise
+            # jupyter_client picks free ports and the kernel binds them later, so another
+            # process starting at the same moment can take one; a second start gets fresh ports
+            print(f"{path.stem}: the kernel died before it answered ({exc}); starting it once more",
+                  file=sys.stderr, flush=True)
