@@ -115,14 +115,7 @@ def read_json(path: Path | str) -> Any:
         As :func:`verify`; also ``DataFileError`` for text that is not valid JSON (names the
         file, line and column: a truncated file ends early).
     """
-    path = Path(path)
-    raw = verify(path)
-    try:
-        return json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        rel = _relative(path, data_dir())
-        fix = f" Restore it from the repository: git checkout -- data/{rel}" if rel else ""
-        raise DataFileError(f"data file {path} is not valid JSON ({exc}); it may be truncated.{fix}") from None
+    return _parse_verified(path, json.loads, json.JSONDecodeError, "JSON")
 
 
 def read_yaml(path: Path | str) -> Any:
@@ -137,15 +130,21 @@ def read_yaml(path: Path | str) -> Any:
     """
     import yaml
 
+    return _parse_verified(path, yaml.safe_load, yaml.YAMLError, "YAML")
+
+
+def _parse_verified(path: Path | str, parse, error: type[Exception], kind: str) -> Any:
+    """:func:`verify` ``path`` and ``parse`` its UTF-8 text; a ``DataFileError`` naming the
+    file, the parser's message on one line and how to restore it when that fails."""
     path = Path(path)
     raw = verify(path)
     try:
-        return yaml.safe_load(raw.decode("utf-8"))
-    except (UnicodeDecodeError, yaml.YAMLError) as exc:
+        return parse(raw.decode("utf-8"))
+    except (UnicodeDecodeError, error) as exc:
         rel = _relative(path, data_dir())
         fix = f" Restore it from the repository: git checkout -- data/{rel}" if rel else ""
         where = " ".join(str(exc).split())
-        raise DataFileError(f"data file {path} is not valid YAML ({where}); it may be truncated.{fix}") from None
+        raise DataFileError(f"data file {path} is not valid {kind} ({where}); it may be truncated.{fix}") from None
 
 
 def record(path: Path | str) -> str:
