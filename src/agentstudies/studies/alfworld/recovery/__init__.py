@@ -10,7 +10,12 @@ public surface, one name per job, from four modules:
   Router fitted, frozen and evaluated (:func:`router_pipeline` -> :class:`RouterPipeline`);
 * :mod:`agentstudies.studies.alfworld.recovery.report` -- the paper's tables
   (:class:`RecoveryTables`, ``tables.table("delta" | "counts" | "mechanism" | "router")``),
-  testability, findings, planted controls and the chapter's sentences.
+  findings, planted controls; what each arm changed (:func:`testability`,
+  :func:`testability_summary`, :func:`refresh_reach`) from
+  :mod:`~agentstudies.studies.alfworld.recovery.arms`, the chapter's sentences from
+  :mod:`~agentstudies.studies.alfworld.recovery.sentences`. The harness's other constants
+  (``LOOK_FORMATS``, ``MISSING_TEXT``, ``PAPER_COHORT_SIZES``, ``POLICY_FEATURES``) and
+  ``CONTROL_SUBJECTS`` stay in their modules.
 
 Notebooks, tests and readers import from here (``from agentstudies.studies.alfworld
 import recovery as ar``); a test that swaps the harness's worker env uses
@@ -20,32 +25,25 @@ import recovery as ar``); a test that swaps the harness's worker env uses
 from __future__ import annotations
 
 from agentstudies.studies.alfworld.recovery.harness import (ABLATED_TEXT, COHORT_DESIGNS, CONDITIONS, DELAYS,
-                                                            LOOK_FORMATS, MISSING_TEXT, OPERATIONS,
-                                                            PAPER_COHORT_SIZES, POLICY_FEATURES, REPLAN_TEXT,
-                                                            ROUTER_DELAYS, STALE_ADMISSIBLE, Fork,
-                                                            format_reply, run_task)
+                                                            OPERATIONS, REPLAN_TEXT, ROUTER_DELAYS, STALE_ADMISSIBLE,
+                                                            Fork, format_reply, run_task)
 from agentstudies.studies.alfworld.recovery.pipeline import (HORIZON_FEATURES, RouterPipeline, horizon_leak,
                                                              router_pipeline)
-from agentstudies.studies.alfworld.recovery.report import (CONTROL_SUBJECTS, TESTABILITY_COLUMNS, RecoveryTables,
-                                                           archived_run_sentences, controls_sentence, paper_table,
-                                                           reappearance_table,
-                                                           recovery_controls, recovery_findings, router_sentences,
-                                                           testability)
+from agentstudies.studies.alfworld.recovery.report import (TESTABILITY_COLUMNS, RecoveryTables, archived_run_sentences,
+                                                           controls_sentence, paper_table, reappearance_table,
+                                                           recovery_controls, recovery_findings, refresh_reach,
+                                                           router_sentences, testability, testability_summary)
+from agentstudies.studies.alfworld.recovery.sentences import agent_view_sentence, reach_sentence, untestable_sentence
 from agentstudies.studies.alfworld.recovery.run import RecoveryStudy, cohort_pools, llm_cost, run_recovery_study
 
 __all__ = [
     "ABLATED_TEXT",
     "CONDITIONS",
     "COHORT_DESIGNS",
-    "CONTROL_SUBJECTS",
     "DELAYS",
     "Fork",
     "HORIZON_FEATURES",
-    "LOOK_FORMATS",
-    "MISSING_TEXT",
     "OPERATIONS",
-    "PAPER_COHORT_SIZES",
-    "POLICY_FEATURES",
     "REPLAN_TEXT",
     "ROUTER_DELAYS",
     "RecoveryStudy",
@@ -53,6 +51,7 @@ __all__ = [
     "RouterPipeline",
     "STALE_ADMISSIBLE",
     "TESTABILITY_COLUMNS",
+    "agent_view_sentence",
     "archived_run_sentences",
     "cohort_pools",
     "controls_sentence",
@@ -60,12 +59,16 @@ __all__ = [
     "horizon_leak",
     "llm_cost",
     "paper_table",
+    "reach_sentence",
     "reappearance_table",
     "recovery_controls",
     "recovery_findings",
+    "refresh_reach",
     "router_pipeline",
     "router_sentences",
     "run_recovery_study",
     "run_task",
     "testability",
+    "testability_summary",
+    "untestable_sentence",
 ]

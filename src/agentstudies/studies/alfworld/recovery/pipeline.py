@@ -3,7 +3,9 @@
 :func:`router_pipeline` seals the evaluation cohort's outcomes, fits CIR, its anomaly
 baselines and an econml CATE router on the primary cohort, freezes them, adds the
 degeneracy-revealing blanket baselines and evaluates; it returns a :class:`RouterPipeline`.
-:func:`horizon_leak` measures how well the horizon features separate factual success.
+:func:`horizon_leak` measures how well the horizon features separate factual success;
+:func:`training_outcomes` counts what a refresh did to the training trajectories (the
+rescues a threshold rule could gain from).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import pandas as pd
 
 from agentstudies.studies.alfworld.recovery.run import RecoveryStudy
 
-__all__ = ["HORIZON_FEATURES", "RouterPipeline", "horizon_leak", "router_pipeline"]
+__all__ = ["HORIZON_FEATURES", "RouterPipeline", "horizon_leak", "router_pipeline", "training_outcomes"]
 
 #: Router features computed from the decision point's step count: the intervention point is
 #: ``t0 = ceil(0.25 L)`` with ``L`` the *factual* run's length, so at a decision point they
@@ -57,6 +59,39 @@ def horizon_leak(study: RecoveryStudy, features: Sequence[str] | None = None, *,
 
 
 
+def training_outcomes(rows: pd.DataFrame, *, clean: str = "clean", level: float = 0.95) -> pd.DataFrame:
+    """What a refresh did to the router's training trajectories, per observation kind and delay.
+
+    ``rows``: decision rows (one per task x condition x delay: ``condition``, ``delay``,
+    ``y_without``, ``y_with``, ``active``). Per ``observation`` (``wrong``: every condition
+    but ``clean``, the trajectories CIR's gain is measured on; ``clean``: those its harm cap
+    counts) and ``delay``: ``trajectories``, ``active`` (still running at the delay),
+    ``rescues`` (``y_with > y_without``), ``harms`` (``y_with < y_without``) and the exact
+    one-sided ``level`` upper bounds of both shares (``rescue_upper``, ``harm_upper``;
+    :func:`agentstudies.findings.share_upper_bound`; NaN with no trajectory). A threshold
+    rule can gain only where a wrong-observation row has a rescue. Raises ``KeyError``
+    naming a missing column.
+    """
+    from agentstudies.findings import share_upper_bound
+
+    missing = [c for c in ("condition", "delay", "y_without", "y_with", "active") if c not in rows]
+    if missing:
+        raise KeyError(f"decision rows lack column(s) {missing}")
+    kind = pd.Categorical(np.where(rows["condition"].astype(str) == clean, "clean", "wrong"),
+                          categories=["wrong", "clean"], ordered=True)
+    r = rows.assign(observation=kind, rescue=(rows["y_with"].astype(int) > rows["y_without"].astype(int)).astype(int),
+                    harm=(rows["y_with"].astype(int) < rows["y_without"].astype(int)).astype(int),
+                    active=rows["active"].astype(bool).astype(int))
+    out = (r.groupby(["observation", "delay"], sort=True, observed=True)
+           .agg(trajectories=("rescue", "size"), active=("active", "sum"), rescues=("rescue", "sum"),
+                harms=("harm", "sum")).reset_index())
+    out["observation"] = out["observation"].astype(str)
+    for col, name in (("rescues", "rescue_upper"), ("harms", "harm_upper")):
+        out[name] = [share_upper_bound(int(k), int(n), level=level)[1] if n else np.nan
+                     for k, n in zip(out[col], out["trajectories"])]
+    return out
+
+
 @dataclass(frozen=True)
 class RouterPipeline:
     """What :func:`router_pipeline` fitted, froze and evaluated.
@@ -69,7 +104,8 @@ class RouterPipeline:
     ``train_used`` (the training rows actually used, in words), ``features`` /
     ``dropped_features`` (router feature names), ``cir_eval_rate`` (CIR's intervention
     rate on the evaluation pool, a fraction), ``rescue_sets`` (which policy rescues exactly
-    CIR's set) and ``leak`` (:func:`horizon_leak` of the primary cohort).
+    CIR's set), ``leak`` (:func:`horizon_leak` of the primary cohort) and ``train_rows``
+    (the decision rows CIR was fitted on; ``None`` when not kept).
     """
 
     fit: Any
@@ -85,6 +121,14 @@ class RouterPipeline:
     cir_eval_rate: float
     rescue_sets: pd.DataFrame
     leak: pd.DataFrame
+    train_rows: pd.DataFrame | None = None
+
+    def training_outcomes(self, level: float = 0.95) -> pd.DataFrame:
+        """:func:`training_outcomes` of :attr:`train_rows` (the clean condition as CIR's).
+        Raises ``ValueError`` when the pipeline kept no training rows."""
+        if self.train_rows is None:
+            raise ValueError("this RouterPipeline kept no training rows")
+        return training_outcomes(self.train_rows, clean=self.fit.params.get("clean", "clean"), level=level)
 
     def selection_table(self) -> pd.DataFrame:
         """Frozen thresholds and OOF operating points, one row per router (CIR, the anomaly
@@ -187,5 +231,5 @@ def router_pipeline(
                 train_tasks=n_train, eval_tasks=int(ev["task_id"].nunique()), train_used=train_used,
                 features=feats, dropped_features=[f for f in study.feature_names if f not in feats],
                 cir_eval_rate=eval_rate, rescue_sets=rescue_sets(evaluation, "cir"),
-                leak=horizon_leak(study, cohort="primary"))
+                leak=horizon_leak(study, cohort="primary"), train_rows=tr)
 

@@ -2,11 +2,10 @@
 
 :class:`RecoveryTables` regenerates the CIR paper's tables (``result.table("delta")``,
 ``"counts"``, ``"mechanism"``, ``"router"``; the paper prints them without numbers) with
-the paper's values beside this run's; :func:`testability` measures which arms changed
-anything; :func:`recovery_findings` judges each paper claim by an interval;
-:func:`recovery_controls` runs the verdict rules on planted and null subjects.
-The planted controls are in :mod:`.controls`, the sentences in :mod:`.sentences`
-(re-exported here).
+the paper's values beside this run's; :func:`recovery_findings` judges each paper claim
+by an interval; :func:`recovery_controls` runs the verdict rules on planted and null
+subjects. What each arm changed (:func:`testability`) is in :mod:`.arms`, the planted
+controls in :mod:`.controls`, the sentences in :mod:`.sentences` (all re-exported here).
 """
 
 from __future__ import annotations
@@ -20,14 +19,14 @@ import pandas as pd
 from agentstudies.findings import controls_sentence
 from agentstudies.parallel import keyed_seed
 from agentstudies.results import PaperTables
+from agentstudies.studies.alfworld.recovery.arms import TESTABILITY_COLUMNS, refresh_reach, testability, testability_summary
 from agentstudies.studies.alfworld.recovery.controls import CONTROL_SUBJECTS, recovery_controls
 from agentstudies.studies.alfworld.recovery.harness import CONDITIONS, DELAYS, OPERATIONS, ROUTER_DELAYS
-from agentstudies.studies.alfworld.recovery.run import RecoveryStudy
 from agentstudies.studies.alfworld.recovery.sentences import archived_run_sentences, reappearance_table, router_sentences
 
 __all__ = ["CONTROL_SUBJECTS", "RecoveryTables", "TESTABILITY_COLUMNS", "archived_run_sentences", "controls_sentence",
-           "paper_table", "reappearance_table", "recovery_controls", "recovery_findings", "router_sentences",
-           "testability"]
+           "paper_table", "reappearance_table", "recovery_controls", "recovery_findings", "refresh_reach",
+           "router_sentences", "testability", "testability_summary"]
 
 
 # ------------------------------------------------------------------ paper values
@@ -239,34 +238,6 @@ class RecoveryTables(PaperTables):
 
 
 # ------------------------------------------------------------------ findings that can fail
-#: Columns of :func:`testability` (``testability.csv``).
-TESTABILITY_COLUMNS: tuple[str, ...] = ("cohort", "operation", "condition", "delay", "forks", "active",
-                                        "action_changed", "next_action_changed", "outcome_changed")
-
-
-def testability(study: RecoveryStudy) -> pd.DataFrame:
-    """Did each intervention change anything?
-
-    One row per cohort x operation x condition x delay of ``study.paired``: forks, active
-    forks (branch still running at the delay), and the share of *all* forks (an ended
-    branch changes nothing) in which the operation changed the agent's own later actions
-    (``action_changed``), its next action (``next_action_changed``) and the outcome
-    (``outcome_changed``, ``y_with != y_without``) -- fractions in [0, 1].
-
-    Raises ``KeyError`` if the paired table lacks ``changed`` / ``changed_next``.
-    """
-    p = study.paired
-    for col in ("changed", "changed_next"):
-        if col not in p:
-            raise KeyError(f"paired table lacks {col!r}: rerun the study with this version")
-    p = p.assign(outcome=(p["y_with"] != p["y_without"]).astype(float), changed=p["changed"].astype(float),
-                 changed_next=p["changed_next"].astype(float), active=p["active"].astype(int))
-    g = p.groupby(["cohort", "operation", "condition", "delay"], sort=False)
-    out = g.agg(forks=("task_id", "size"), active=("active", "sum"), action_changed=("changed", "mean"),
-                next_action_changed=("changed_next", "mean"), outcome_changed=("outcome", "mean")).reset_index()
-    return out[list(TESTABILITY_COLUMNS)]
-
-
 def _paper_text(table: str, unit: str = " pp", **keys) -> str:
     """The paper's value (and interval when given) from ``data/paper`` as text."""
     p = paper_table(table)

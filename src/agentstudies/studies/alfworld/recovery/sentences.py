@@ -1,6 +1,9 @@
-"""Sentences of the ALFWorld recovery chapter built from a run's tables: the router's
-blanket-rule and horizon-feature sentences, an archived run's verdict and testability
-counts, and the ``reappearance.csv`` layout."""
+"""Sentences of the ALFWorld recovery chapter built from a run's tables and objects: what
+the agent sees (from the loaded policy), whether a refresh reaches later choices, the
+router's behaviour, blanket-rule and horizon-feature sentences, which findings are not
+testable and why, an archived run's verdict and testability counts, and the
+``reappearance.csv`` layout. Every sentence states what a rerun measures, never a
+fixed claim."""
 
 from __future__ import annotations
 
@@ -9,7 +12,103 @@ import pandas as pd
 
 from agentstudies.studies.alfworld.recovery.pipeline import HORIZON_FEATURES
 
-__all__ = ["archived_run_sentences", "reappearance_table", "router_sentences"]
+__all__ = ["agent_view_sentence", "archived_run_sentences", "reach_sentence", "reappearance_table", "router_sentences",
+           "untestable_sentence"]
+
+_NEVER = "never the expert plan, a gold answer, the engine's state or a sampled success"
+
+
+def agent_view_sentence(policy) -> str:
+    """What the loaded agent reads at each decision, as a clause that completes "the agent
+    is ...", built from the policy object (so a rerun with another checkpoint stays true).
+
+    A memory checkpoint (``policy.params["memory"]``) reads its transcript too, with the
+    window of its features (``memory_window``); a list-trained checkpoint
+    (``policy.admissible is True``) the admissible commands shown with the text; an LLM
+    policy (one with ``messages``) one ReAct conversation. The checkpoint's training
+    objective comes from its meta (``objective``; ``source`` for the hand-set weights).
+    Source: the policies' module docstrings (:mod:`agentstudies.agents.alfworld`).
+    """
+    lst = getattr(policy, "admissible", False) is True
+    if hasattr(policy, "messages") or type(policy).__name__.startswith("LLM"):
+        return ("a language model in one ReAct conversation that holds the goal, every text it was shown (stale, "
+                "missing or refreshed) and every reply it gave since the episode began (the harness shows it no "
+                f"admissible list) — {_NEVER}; a stale or missing observation stays in its context")
+    params = dict(getattr(policy, "params", {}) or {})
+    meta = dict(getattr(policy, "meta", {}) or {})
+    name = params.get("name", getattr(policy, "name", "?"))
+    if meta.get("source") == "hand-set":
+        head = f"the checkpoint `{name}`, a small linear policy with hand-set (untrained) weights"
+    else:
+        head = (f"the checkpoint `{name}`, a small linear policy trained in this project "
+                f"({meta.get('objective') or 'training objective not recorded'})")
+    reads = ("the goal, the latest text it is shown and the engine's admissible commands shown with that text" if lst
+             else "the goal and the latest text it is shown")
+    if params.get("memory"):
+        return (f"{head}, which reads {reads}, plus its own transcript: every observation text it was shown since the "
+                "episode began (stale, missing and refresh replies included) and every command it issued — "
+                f"{_NEVER}; its transcript features weigh the last {params.get('memory_window')} shown observations, "
+                "so a stale or missing text, and a refresh's reply, keep acting on its choices while they stay in that "
+                "window")
+    return (f"{head}, which reads {reads}, folded into a belief parsed from every text shown so far and its own past "
+            f"commands — {_NEVER}; a stale or missing observation misleads it as long as its belief keeps what it "
+            "parsed")
+
+
+def _pct_ci(k: int, n: int, lo: float, hi: float, pct: str = "95 %") -> str:
+    if not n:
+        return "no fork"
+    return f"{k} of {n} ({100 * k / n:.1f} %, exact {pct} interval {100 * lo:.1f}–{100 * hi:.1f} %)"
+
+
+def reach_sentence(reach: pd.DataFrame, *, level: float = 0.95) -> str:
+    """The headline of :func:`agentstudies.studies.alfworld.recovery.refresh_reach`'s table
+    (rows ``clean + stale``, ``clean``, ``stale`` with ``n``, ``k``, ``ci_low``,
+    ``ci_high``): how often a refresh at delays >= 1 changed the agent's next action, with
+    exact intervals; with no changed fork, the exact one-sided ``level`` upper bound.
+    Raises ``KeyError`` for a missing row or column."""
+    from agentstudies.findings import share_upper_bound
+
+    r = reach.set_index("forks")
+    row = lambda name: (int(r.loc[name, "k"]), int(r.loc[name, "n"]), float(r.loc[name, "ci_low"]),  # noqa: E731
+                        float(r.loc[name, "ci_high"]))
+    k, n, lo, hi = row("clean + stale")
+    pct = f"{int(round(100 * level))} %"
+    head = ("Among the refresh forks under clean and stale observations (clean, stale-1, stale-2) at delays ≥ 1 "
+            "in every cohort, a refresh changed the agent's next action in ")
+    if n and k == 0:
+        head += (f"none of {n} (exact one-sided {pct} upper bound of the share "
+                 f"{100 * share_upper_bound(0, n, level=level)[1]:.1f} %)")
+    else:
+        head += _pct_ci(k, n, lo, hi, pct)
+    parts = [f"{name} {_pct_ci(*row(name), pct)}" for name in ("clean", "stale")]
+    return f"{head}: {parts[0]}; {parts[1]}."
+
+
+def untestable_sentence(findings: pd.DataFrame, *, preamble: str | None = None) -> str:
+    """Which findings are *not testable here* and why, from a findings table (``finding``,
+    ``verdict``, ``why`` columns: ``Findings.table()`` or a saved ``findings.csv``):
+    findings sharing one reason are listed together under it. ``preamble``: the reason
+    prefix every row carries, removed before grouping (``None``: the recovery findings'
+    basis sentence, :data:`agentstudies.studies.alfworld.recovery.report.MEASURED_WHY`).
+    Raises ``KeyError`` naming a missing column."""
+    missing = [c for c in ("finding", "verdict", "why") if c not in findings]
+    if missing:
+        raise KeyError(f"findings table lacks column(s) {missing}")
+    if preamble is None:
+        from agentstudies.studies.alfworld.recovery.report import MEASURED_WHY as preamble
+    u = findings[findings["verdict"] == "not testable here"]
+    if u.empty:
+        return ("No finding is marked not testable here: every arm a finding rests on changed the agent's actions "
+                "in some fork, or too few forks were run to bound the share of changed forks below the threshold.")
+    why = [str(w)[len(preamble):].lstrip("; ") if preamble and str(w).startswith(preamble) else str(w)
+           for w in u["why"]]
+    groups: dict[str, list[str]] = {}
+    for f, w in zip(u["finding"], why):
+        groups.setdefault(w, []).append(f"“{f}”")
+    n = len(u)
+    body = "; ".join(f"{', '.join(fs)}, because {w}" for w, fs in groups.items())
+    return f"{n} finding{'s are' if n != 1 else ' is'} not testable here: {body}."
 
 
 def reappearance_table(findings) -> pd.DataFrame:
@@ -24,10 +123,68 @@ def reappearance_table(findings) -> pd.DataFrame:
     return t.assign(this_run=this_run, reappears=reap)
 
 
-def router_sentences(pipe) -> dict[str, str]:
+def _thresholds(th) -> str:
+    f = lambda v: "∞" if not np.isfinite(float(v)) else f"{float(v):.3g}"  # noqa: E731
+    return ", ".join(f"{g} = {f(th[k])}" for k, g in (("alpha", "α"), ("beta", "β"), ("gamma", "γ")) if k in th)
+
+
+def _eval_behaviour(pipe) -> tuple[str, int]:
+    """CIR's refreshes on the evaluation pool (count, delays) against the blanket rules."""
+    ep = pipe.evaluation.episodes
+    cir = ep[ep["policy"] == "cir"]
+    k, n = int(cir["intervene"].astype(bool).sum()), int(len(cir))
+    at = cir.loc[cir["intervene"].astype(bool), "delay"].astype(int).value_counts().sort_index()
+    where = (" (" + ", ".join(f"{c} at delay {d}" for d, c in at.items()) + ")") if k else ""
+    t = pipe.evaluation.table
+    t = t[t["condition"] == "all"].set_index("policy")
+    d = lambda pol: f"{t.loc[pol, 'delta']:+.1f} pp [{t.loc[pol, 'ci_low']:+.1f}, {t.loc[pol, 'ci_high']:+.1f}]"  # noqa: E731
+    always = [p for p in t.index if str(p).startswith("always-d")]
+    rand = [p for p in t.index if str(p).startswith("random-")]
+    cmp = [f"always at delay {p[len('always-d'):]} {d(p)}" for p in always] + [f"random at its rate {d(p)}" for p in rand]
+    got = f" for {int(t.loc['cir', 'rescue'])} rescues and {int(t.loc['cir', 'harm'])} harms" if k else ""
+    s = (f"On the evaluation pool CIR refreshed {k} of {n} trajectories ({100 * k / n if n else 0:.1f} %){where}{got}; "
+         f"its success change against never refreshing is {d('cir')}, against {'; '.join(cmp)} for the rules with "
+         "no model (never refreshing is 0 by definition).")
+    return s, k
+
+
+def _why_no_refresh(pipe, level: float) -> str:
+    """Why CIR never refreshed: its frozen thresholds and what a refresh did to its training rows."""
+    th = pipe.fit.routers["cir"].thresholds
+    eps = float(pipe.fit.params.get("epsilon", 0.02))
+    if all(np.isfinite(float(v)) for v in th.values()):
+        return ("Its thresholds are finite, but no evaluation trajectory passed all three of them (out of fold it "
+                f"refreshed {100 * float(pipe.fit.selection.set_index('router').loc['cir', 'oof_rate']):.1f} % of the "
+                "training trajectories).")
+    s = ("It never refreshes because on its out-of-fold training predictions no threshold rule gained anything on the "
+         f"wrong-observation trajectories under the clean-harm cap ε = {eps:g} (the selection prefers fewer refreshes "
+         "on ties).")
+    if pipe.train_rows is None:
+        return s
+    o = pipe.training_outcomes(level)
+    w, c = o[o["observation"] == "wrong"], o[o["observation"] == "clean"]
+    pct = f"{int(round(100 * level))} %"
+    per = "; ".join(f"at delay {int(r.delay)} {int(r.rescues)} rescue{'s' if r.rescues != 1 else ''} and "
+                    f"{int(r.harms)} harm{'s' if r.harms != 1 else ''} of {int(r.trajectories)} (rescue share at most "
+                    f"{100 * r.rescue_upper:.1f} %)" for r in w.itertuples(index=False))
+    s += (f" Its training rows say why: on the trajectories with a stale or missing observation a refresh gave {per} "
+          f"(exact one-sided {pct} upper bounds)")
+    if int(w["rescues"].sum()) == 0:
+        return s + ("; with no rescue at any candidate delay there is nothing a threshold rule can gain, whatever its "
+                    "thresholds.")
+    ch = ", ".join(f"{int(r.harms)} at delay {int(r.delay)}" for r in c.itertuples(index=False))
+    return s + (f". Rescues existed, so the data allowed a gain; no threshold on p_err, 1 − p0 and u picked them out "
+                f"without the harms beside them (clean training trajectories harmed by a refresh: {ch}).")
+
+
+def router_sentences(pipe, *, level: float = 0.95) -> dict[str, str]:
     """Sentences for the chapter from a :class:`agentstudies.studies.alfworld.recovery.pipeline.RouterPipeline`: ``"blanket"`` (CIR's
-    evaluation intervention rate and whether a blanket rule rescues exactly its set) and
-    ``"leak"`` (the horizon features, dropped or kept, and their measured separation)."""
+    evaluation intervention rate and whether a blanket rule rescues exactly its set),
+    ``"leak"`` (the horizon features, dropped or kept, and their measured separation) and
+    ``"behaviour"`` (CIR's frozen thresholds, how often and at which delays it refreshed
+    the evaluation pool against never / always-at-d / random-at-its-rate, and -- when it
+    never refreshed -- why, from its training rows' rescues and harms per candidate delay
+    with exact one-sided ``level`` upper bounds, :meth:`RouterPipeline.training_outcomes`)."""
     rs = pipe.rescue_sets.set_index("policy")
     cir = rs.loc["cir"]
     same = [p for p in rs.index if p.startswith(("always-", "random-")) and bool(rs.loc[p, "same_rescued_set"])]
@@ -53,17 +210,28 @@ def router_sentences(pipe) -> dict[str, str]:
     else:
         leak_s = (f"The router kept {', '.join(HORIZON_FEATURES)}, which encode how long the factual run lasted, "
                   f"information a router cannot have at its decision {meas}.")
-    return dict(blanket=blanket, leak=leak_s)
+    ev, k = _eval_behaviour(pipe)
+    behaviour = f"CIR froze its thresholds at {_thresholds(pipe.fit.routers['cir'].thresholds)}. {ev}"
+    if k == 0:
+        behaviour += " " + _why_no_refresh(pipe, level)
+    return dict(blanket=blanket, leak=leak_s, behaviour=behaviour)
 
 
-def archived_run_sentences(findings: pd.DataFrame, testab: pd.DataFrame) -> dict[str, str]:
+def archived_run_sentences(findings: pd.DataFrame, testab: pd.DataFrame,
+                           paired: pd.DataFrame | None = None) -> dict[str, str]:
     """Sentences for an archived run (:mod:`agentstudies.book.paper.runs`) from its saved tables:
     ``"findings"`` -- the verdict counts of its ``findings.csv`` (column ``verdict``);
     ``"testability"`` -- over its refresh forks in ``testability.csv`` (all forks, an ended
     branch counting as unchanged), how many changed the agent's next action and how many
-    the outcome. Raises ``KeyError`` naming a missing column, ``ValueError`` for a verdict
-    outside :data:`agentstudies.findings.VERDICTS`."""
+    the outcome (the saved counts ``<measure>_k`` where the table has them, else share x
+    forks: an archive written before the counts were added); ``"reach"`` (only with
+    ``paired``, its ``paired.csv``) -- :func:`reach_sentence` of
+    :func:`~agentstudies.studies.alfworld.recovery.refresh_reach`; ``"untestable"`` --
+    :func:`untestable_sentence` when ``findings`` has a ``why`` column. Raises
+    ``KeyError`` naming a missing column, ``ValueError`` for a verdict outside
+    :data:`agentstudies.findings.VERDICTS`."""
     from agentstudies.findings import VERDICTS
+    from agentstudies.studies.alfworld.recovery.arms import _counts_of, refresh_reach
 
     for name, t, cols in (("findings", findings, ("verdict",)),
                           ("testability", testab, ("operation", "forks", "next_action_changed", "outcome_changed"))):
@@ -82,9 +250,14 @@ def archived_run_sentences(findings: pd.DataFrame, testab: pd.DataFrame) -> dict
            f"and {n['not testable here']} {verb(n['not testable here'])} not testable here.")
     r = testab[testab["operation"] == "refresh"]
     forks = int(r["forks"].sum())
-    nxt = int(round(float((r["next_action_changed"] * r["forks"]).sum())))
-    out = int(round(float((r["outcome_changed"] * r["forks"]).sum())))
+    nxt = int(_counts_of(r, "next_action_changed").sum())
+    out = int(_counts_of(r, "outcome_changed").sum())
     pct = (lambda k: f"{100 * k / forks:.1f} %") if forks else (lambda k: "–")
     t_s = (f"A refresh changed the agent's next action in {nxt} of {forks} refresh forks ({pct(nxt)}) and the "
            f"outcome in {out} ({pct(out)}).")
-    return dict(findings=f_s, testability=t_s)
+    res = dict(findings=f_s, testability=t_s)
+    if paired is not None:
+        res["reach"] = reach_sentence(refresh_reach(paired))
+    if "why" in findings:
+        res["untestable"] = untestable_sentence(findings)
+    return res
