@@ -1,5 +1,5 @@
 """Causal recovery evaluation on the real ALFWorld engine (CIR paper protocol): the
-public surface, one name per job, from four modules:
+public surface, one name per job, from these modules:
 
 * :mod:`agentstudies.studies.alfworld.recovery.harness` -- the fork harness of one task
   (:func:`run_task`, each fork a :class:`Fork`; the protocol, the observation conditions

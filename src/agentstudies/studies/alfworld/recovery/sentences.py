@@ -55,10 +55,15 @@ def agent_view_sentence(policy) -> str:
             "parsed")
 
 
+def _pc(x: float) -> str:
+    """A fraction as a percentage: one decimal from 1 %, two below (0.04 %, not 0.0 %)."""
+    return f"{100 * x:.1f}" if 100 * x >= 1 or x == 0 else f"{100 * x:.2f}"
+
+
 def _pct_ci(k: int, n: int, lo: float, hi: float, pct: str = "95 %") -> str:
     if not n:
         return "no fork"
-    return f"{k} of {n} ({100 * k / n:.1f} %, exact {pct} interval {100 * lo:.1f}–{100 * hi:.1f} %)"
+    return f"{k} of {n} ({_pc(k / n)} %, exact {pct} interval {_pc(lo)}–{_pc(hi)} %)"
 
 
 def reach_sentence(reach: pd.DataFrame, *, level: float = 0.95) -> str:
@@ -78,7 +83,7 @@ def reach_sentence(reach: pd.DataFrame, *, level: float = 0.95) -> str:
             "in every cohort, a refresh changed the agent's next action in ")
     if n and k == 0:
         head += (f"none of {n} (exact one-sided {pct} upper bound of the share "
-                 f"{100 * share_upper_bound(0, n, level=level)[1]:.1f} %)")
+                 f"{_pc(share_upper_bound(0, n, level=level)[1])} %)")
     else:
         head += _pct_ci(k, n, lo, hi, pct)
     parts = [f"{name} {_pct_ci(*row(name), pct)}" for name in ("clean", "stale")]
@@ -140,11 +145,12 @@ def _eval_behaviour(pipe) -> tuple[str, int]:
     d = lambda pol: f"{t.loc[pol, 'delta']:+.1f} pp [{t.loc[pol, 'ci_low']:+.1f}, {t.loc[pol, 'ci_high']:+.1f}]"  # noqa: E731
     always = [p for p in t.index if str(p).startswith("always-d")]
     rand = [p for p in t.index if str(p).startswith("random-")]
-    cmp = [f"always at delay {p[len('always-d'):]} {d(p)}" for p in always] + [f"random at its rate {d(p)}" for p in rand]
+    cmp = [f"always at delay {p[len('always-d'):]}: {d(p)}" for p in always] + [f"random at CIR's rate: {d(p)}"
+                                                                                 for p in rand]
     got = f" for {int(t.loc['cir', 'rescue'])} rescues and {int(t.loc['cir', 'harm'])} harms" if k else ""
     s = (f"On the evaluation pool CIR refreshed {k} of {n} trajectories ({100 * k / n if n else 0:.1f} %){where}{got}; "
-         f"its success change against never refreshing is {d('cir')}, against {'; '.join(cmp)} for the rules with "
-         "no model (never refreshing is 0 by definition).")
+         f"its success change against never refreshing is {d('cir')}, and the rules with no model give "
+         f"{'; '.join(cmp)} (never refreshing: 0 by definition).")
     return s, k
 
 
@@ -164,10 +170,10 @@ def _why_no_refresh(pipe, level: float) -> str:
     o = pipe.training_outcomes(level)
     w, c = o[o["observation"] == "wrong"], o[o["observation"] == "clean"]
     pct = f"{int(round(100 * level))} %"
-    per = "; ".join(f"at delay {int(r.delay)} {int(r.rescues)} rescue{'s' if r.rescues != 1 else ''} and "
-                    f"{int(r.harms)} harm{'s' if r.harms != 1 else ''} of {int(r.trajectories)} (rescue share at most "
-                    f"{100 * r.rescue_upper:.1f} %)" for r in w.itertuples(index=False))
-    s += (f" Its training rows say why: on the trajectories with a stale or missing observation a refresh gave {per} "
+    per = "; ".join(f"a refresh at delay {int(r.delay)} rescued {int(r.rescues)} and harmed {int(r.harms)} of "
+                    f"{int(r.trajectories)} (rescue share at most {_pc(r.rescue_upper)} %)"
+                    for r in w.itertuples(index=False))
+    s += (f" Its training rows say why: on its training trajectories with a stale or missing observation, {per} "
           f"(exact one-sided {pct} upper bounds)")
     if int(w["rescues"].sum()) == 0:
         return s + ("; with no rescue at any candidate delay there is nothing a threshold rule can gain, whatever its "
