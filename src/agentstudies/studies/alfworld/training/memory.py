@@ -54,10 +54,14 @@ from agentstudies.parallel import keyed_seed, seeded_map
 from agentstudies.studies.alfworld.training.loop import Demonstrations, train_sft
 from agentstudies.studies.alfworld.training.pools import _env, _load
 
-__all__ = ["MemoryTrainingRun", "train_memory_checkpoint", "MEMORY_NAME", "ROUND_COLUMNS", "DECISION_COLUMNS"]
+__all__ = ["MemoryTrainingRun", "train_memory_checkpoint", "load_memory", "compare_with_shipped", "training_data_row",
+           "clean_success_table", "success_sentence", "retrain_sentence", "MEMORY_NAME", "ROUNDS_LOG", "ROUND_COLUMNS",
+           "DECISION_COLUMNS"]
 
 #: Name of the shipped memory checkpoint (``data/alfworld/checkpoints/BC-memory.*``).
 MEMORY_NAME = "BC-memory"
+#: The shipped per-round log of ``BC-memory`` (beside its weights; checked against ``data/SHA256SUMS``).
+ROUNDS_LOG = "rounds-memory.csv"
 #: Columns of :attr:`MemoryTrainingRun.rounds` (one row per round).
 ROUND_COLUMNS = ["round", "driver", "problems", "rollout_wins", "looks", "uncovered", "new_decisions", "decisions",
                  "loss", "accuracy", "seconds"]
@@ -86,6 +90,20 @@ class MemoryTrainingRun:
     decisions: pd.DataFrame
     curve: pd.DataFrame
     timing: Mapping[str, float] = field(default_factory=dict)
+
+    def save(self, directory=None) -> None:
+        """Write ``BC-memory`` (weights, sha256, :attr:`meta`) and the per-round log
+        :data:`ROUNDS_LOG` into ``directory`` (default ``data/alfworld/checkpoints``),
+        recording the log in ``data/SHA256SUMS``."""
+        from pathlib import Path
+
+        from agentstudies._data import record
+        from agentstudies.agents.alfworld import checkpoint_dir, save_weights
+
+        d = Path(directory or checkpoint_dir())
+        save_weights(self.w, MEMORY_NAME, d, meta=dict(self.meta))
+        self.rounds.to_csv(d / ROUNDS_LOG, index=False)
+        record(d / ROUNDS_LOG)
 
 
 def _stream(k: int, name: str, task_id: str, seed: int) -> np.random.SeedSequence:
@@ -218,3 +236,133 @@ def train_memory_checkpoint(
     return MemoryTrainingRun(w, meta, pd.DataFrame(rows, columns=ROUND_COLUMNS),
                              pd.DataFrame(recs, columns=DECISION_COLUMNS), curve,
                              {"total_seconds": time.perf_counter() - t0})
+
+
+# ------------------------------------------------------------------ the shipped checkpoint and the chapter's tables
+def load_memory(directory=None) -> dict[str, Any]:
+    """The shipped ``BC-memory``: ``{"w", "meta", "rounds"}`` (weights checked against
+    ``BC-memory.npy.sha256``, the per-round log :data:`ROUNDS_LOG` against
+    ``data/SHA256SUMS``; ``rounds`` is None where no log ships). Raises
+    ``FileNotFoundError`` / ``ValueError`` as :func:`agentstudies.agents.alfworld.load_weights`."""
+    import io
+    from pathlib import Path
+
+    from agentstudies._data import read_bytes
+    from agentstudies.agents.alfworld import checkpoint_dir, load_weights
+
+    d = Path(directory or checkpoint_dir())
+    w, meta = load_weights(MEMORY_NAME, d)
+    log = d / ROUNDS_LOG
+    rounds = pd.read_csv(io.BytesIO(read_bytes(log))) if log.is_file() else None
+    return {"w": w, "meta": meta, "rounds": rounds}
+
+
+def compare_with_shipped(run: MemoryTrainingRun, shipped: Mapping[str, Any]) -> dict[str, Any]:
+    """A retrain beside the shipped checkpoint (``shipped``: :func:`load_memory`):
+    ``bitwise`` (identical weight bytes), ``max_abs_diff`` (largest weight difference),
+    ``n_differ`` (weights that differ), ``same_config`` (the retrain's meta config equals
+    the shipped one) and ``rounds_agree`` (decisions, wins, looks and uncovered per round
+    equal the shipped log's, and loss / accuracy to 1e-9 relative; None without a log)."""
+    w0 = np.asarray(shipped["w"])
+    diff = np.abs(np.asarray(run.w) - w0)
+    out = {"bitwise": run.w.tobytes() == w0.tobytes(), "max_abs_diff": float(diff.max()),
+           "n_differ": int((diff > 0).sum()), "same_config": dict(run.meta["config"]) == dict(shipped["meta"]["config"]),
+           "rounds_agree": None}
+    log = shipped.get("rounds")
+    if log is not None:
+        mine = run.rounds
+        exact = ["round", "rollout_wins", "looks", "uncovered", "new_decisions", "decisions"]
+        out["rounds_agree"] = bool(len(log) == len(mine) and (log[exact].to_numpy() == mine[exact].to_numpy()).all()
+                                   and np.allclose(log[["loss", "accuracy"]], mine[["loss", "accuracy"]],
+                                                   rtol=1e-9, atol=0.0))
+    return out
+
+
+def training_data_row(meta: Mapping[str, Any]) -> dict[str, Any]:
+    """What a shipped checkpoint was trained on, from its meta (``<name>.json``): ``checkpoint``,
+    ``method``, ``problems``, ``per_type`` (training problems, per task type), ``data``
+    (demonstrations, labelled decisions or episodes) and ``rounds``. Raises ``KeyError``
+    naming a missing meta field."""
+    from agentstudies.envs.alfworld.generate import TASK_TYPES
+
+    name, cfg, obj = str(meta["name"]), meta["config"], str(meta["objective"])
+    if meta.get("memory", False):
+        per = int(cfg["train_tasks_per_type"])
+        return dict(checkpoint=name, method="DAgger (behaviour cloning, expert relabelling)",
+                    problems=int(meta["n_problems"]), per_type=per,
+                    data=f"{int(meta['n_decisions'])} labelled decisions",
+                    rounds=f"1 expert-driven + {int(cfg['dagger_rounds'])} policy-driven")
+    if "REINFORCE" in obj:
+        per, it, batch = int(cfg["train_tasks_per_type"]), int(cfg["rl_iters"]), int(cfg["rl_batch"])
+        return dict(checkpoint=name, method="SFT start + REINFORCE", problems=per * len(TASK_TYPES), per_type=per,
+                    data=f"{it * batch} on-policy episodes (after SFT's {int(meta['n_decisions'])} expert decisions)",
+                    rounds=f"{it} iterations of {batch} episodes")
+    per = int(cfg["train_tasks_per_type"] if "n_problems" in meta else cfg["sft_tasks_per_type"])
+    n = int(meta.get("n_problems", per * len(TASK_TYPES)))
+    return dict(checkpoint=name, method="behaviour cloning", problems=n, per_type=per,
+                data=f"{n * int(cfg.get('demo_seeds', 1))} expert demonstrations, {int(meta['n_decisions'])} decisions",
+                rounds="1 (expert-driven)")
+
+
+def clean_success_table(episodes: pd.DataFrame, training: Sequence[Mapping[str, Any]], *, level: float = 0.95,
+                        paper: tuple[int, int, str] | None = None) -> pd.DataFrame:
+    """Clean-state success (the engine's ``won``) by checkpoint with exact (Clopper-Pearson)
+    ``level`` intervals, beside what each was trained on.
+
+    ``episodes``: evaluation rows (``checkpoint``, ``won``); ``training``: rows of
+    :func:`training_data_row`, one per checkpoint, in display order. ``paper``: ``(wins,
+    n, label)`` appended as a last row whose ``source`` is ``"paper"``. Returns
+    ``source, checkpoint, method, problems, per_type, data, rounds, episodes, wins,
+    success, ci_low, ci_high`` (shares). Raises ``KeyError`` for a checkpoint without episodes."""
+    from agentstudies.findings import binomial_interval
+
+    rows = []
+    for t in training:
+        won = episodes.loc[episodes["checkpoint"] == t["checkpoint"], "won"].astype(bool)
+        if not len(won):
+            raise KeyError(f"clean_success_table: no episodes of checkpoint {t['checkpoint']!r}")
+        rate, lo, hi = binomial_interval(int(won.sum()), len(won), level=level)
+        rows.append(dict(source="this run", **t, episodes=len(won), wins=int(won.sum()), success=rate, ci_low=lo,
+                         ci_high=hi))
+    if paper is not None:
+        k, n, label = paper
+        rate, lo, hi = binomial_interval(int(k), int(n), level=level)
+        rows.append(dict(source="paper", checkpoint=label, method="", problems=pd.NA, per_type=pd.NA, data="",
+                         rounds="", episodes=int(n), wins=int(k), success=rate, ci_low=lo, ci_high=hi))
+    return pd.DataFrame(rows)
+
+
+def success_sentence(table: pd.DataFrame, name: str = MEMORY_NAME, *, threshold: float = 0.6,
+                     level: float = 0.95) -> str:
+    """Whether ``name``'s clean-state success clears ``threshold`` by its exact interval
+    (``table``: :func:`clean_success_table`) -- the book's criterion for a recovery-study
+    subject, not a paper finding. Raises ``KeyError`` if ``name`` has no row."""
+    r = table[(table["source"] == "this run") & (table["checkpoint"] == name)]
+    if r.empty:
+        raise KeyError(f"success_sentence: no row of checkpoint {name!r}")
+    r = r.iloc[0]
+    head = (f"{name} succeeds from the clean start state in {int(r['wins'])} of {int(r['episodes'])} episodes, "
+            f"{100 * r['success']:.1f}% [{100 * r['ci_low']:.1f}, {100 * r['ci_high']:.1f}] (exact {100 * level:g}%)")
+    if r["ci_low"] > threshold:
+        verdict = f"its lower bound is above {100 * threshold:g}%, so it clears the recovery study's criterion"
+    elif r["ci_high"] < threshold:
+        verdict = f"its upper bound is below {100 * threshold:g}%, so it fails the recovery study's criterion"
+    else:
+        verdict = (f"the interval contains {100 * threshold:g}%, so this run cannot say whether it clears the "
+                   "recovery study's criterion")
+    return f"{head}; {verdict} (this book's criterion for a subject of the recovery study, not a paper finding)."
+
+
+def retrain_sentence(check: Mapping[str, Any], seconds: float, n_weights: int) -> str:
+    """One sentence on a retrain beside the shipped weights (``check``:
+    :func:`compare_with_shipped`; ``seconds``: the retrain's wall time; ``n_weights``: the
+    weight vector's length)."""
+    cfg = "the shipped recipe (same config)" if check["same_config"] else "a config that differs from the shipped one"
+    if check["bitwise"]:
+        w = "its weights are bitwise identical to the shipped `BC-memory.npy`"
+    else:
+        w = (f"its weights differ from the shipped ones in {check['n_differ']} of {n_weights} entries (largest "
+             f"absolute difference {check['max_abs_diff']:.3g})")
+    log = {None: "no per-round log ships to compare with", True: "every round's decisions, wins and loss agree "
+           "with the shipped log", False: "the per-round log differs from the shipped one"}[check["rounds_agree"]]
+    return f"BC-memory retrained here from scratch with {cfg} in {seconds:.0f} s: {w}; {log}."
