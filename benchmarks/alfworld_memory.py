@@ -23,7 +23,7 @@ Then measures, on generated ``valid_unseen`` problems never used in training:
 
 Run:  PYTHONPATH=src python benchmarks/alfworld_memory.py --train-per-type 10 --eval-per-type 10 --fork-per-type 3
 Writes ``--out`` (JSON with every number) and, with ``--save``, the weights as
-``data/alfworld/checkpoints/BC-memory.*``.
+``data/alfworld/checkpoints/BC-memory.*`` with the per-round log ``rounds-memory.csv``.
 """
 
 from __future__ import annotations
@@ -86,7 +86,7 @@ def main() -> None:
 
 def _train(args, res, t0):
     """The library's DAgger recipe (:func:`agentstudies.studies.alfworld.training.train_memory_checkpoint`)."""
-    from agentstudies.agents.alfworld import MemoryAlfworldPolicy, save_weights
+    from agentstudies.agents.alfworld import MemoryAlfworldPolicy
     from agentstudies.studies.alfworld.training import train_memory_checkpoint
     from agentstudies.studies.alfworld.training.pools import training_pool
 
@@ -99,7 +99,7 @@ def _train(args, res, t0):
     res["rounds"] = run.rounds.to_dict(orient="records")
     res["meta"] = dict(run.meta)
     if args.save:
-        save_weights(run.w, "BC-memory", meta=run.meta)
+        run.save()  # weights, meta and the per-round log rounds-memory.csv
     return MemoryAlfworldPolicy(run.w, "BC-memory", temperature=args.temperature, greedy=args.greedy,
                                 meta=run.meta, admissible=True)
 
