@@ -206,7 +206,7 @@ def train_memory_checkpoint(
     as ``train_seed``). The defaults are the shipped checkpoint's recipe.
 
     Returns a :class:`MemoryTrainingRun`; same arguments -> byte-identical weights and
-    tables. Raises ``ValueError`` for an empty ``games``, ``rounds < 0``, ``sft_steps < 1``
+    tables (wall-clock fields excepted: ``rounds["seconds"]``, ``timing``). Raises ``ValueError`` for an empty ``games``, ``rounds < 0``, ``sft_steps < 1``
     or ``look_rate`` outside ``[0, 1]``.
     """
     if not games:
@@ -365,4 +365,4 @@ def retrain_sentence(check: Mapping[str, Any], seconds: float, n_weights: int) -
              f"absolute difference {check['max_abs_diff']:.3g})")
     log = {None: "no per-round log ships to compare with", True: "every round's decisions, wins and loss agree "
            "with the shipped log", False: "the per-round log differs from the shipped one"}[check["rounds_agree"]]
-    return f"BC-memory retrained here from scratch with {cfg} in {seconds:.0f} s: {w}; {log}."
+    return f"BC-memory retrained here from scratch with {cfg} in {seconds:.0f} s (wall time): {w}; {log}."
