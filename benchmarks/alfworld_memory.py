@@ -1,12 +1,16 @@
 """Train and measure an ALFWorld checkpoint with transcript memory (MemoryAlfworldPolicy).
 
-Trains ``BC-memory`` by behaviour cloning with expert relabelling (DAgger): round 0
-imitates the analytic expert on the training problems (the expert drives, the policy
-reads the transcript it would have been shown); each further round lets the policy act
-(sampled at ``--temperature``) and labels every state it visits with the expert's next
-command. The expert is used only to label training states; at decision time the policy
-sees what :class:`agentstudies.agents.alfworld.MemoryAlfworldPolicy` documents (goal,
-latest shown text, admissible list, its own transcript).
+Trains ``BC-memory`` with the library's recipe,
+:func:`agentstudies.studies.alfworld.training.train_memory_checkpoint` (behaviour cloning
+with expert relabelling, DAgger): round 0 imitates the analytic expert on the training
+problems (the expert drives, the policy reads the transcript it would have been shown);
+each further round lets the policy act (sampled at ``--temperature``; with
+``--look-rate`` a ``look`` before a decision, its reply shown to the policy) and labels
+every state it visits with the expert's next command. The expert is used only to label
+training states; at decision time the policy sees what
+:class:`agentstudies.agents.alfworld.MemoryAlfworldPolicy` documents (goal, latest shown
+text, admissible list, its own transcript). The shipped weights:
+``--train-per-type 20 --dagger-rounds 3 --save``.
 
 Then measures, on generated ``valid_unseen`` problems never used in training:
 
@@ -19,7 +23,7 @@ Then measures, on generated ``valid_unseen`` problems never used in training:
 
 Run:  PYTHONPATH=src python benchmarks/alfworld_memory.py --train-per-type 10 --eval-per-type 10 --fork-per-type 3
 Writes ``--out`` (JSON with every number) and, with ``--save``, the weights as
-``data/alfworld/checkpoints/BC-memory.*``.
+``data/alfworld/checkpoints/BC-memory.*`` with the per-round log ``rounds-memory.csv``.
 """
 
 from __future__ import annotations
@@ -28,52 +32,7 @@ import argparse
 import json
 import time
 
-import numpy as np
 import pandas as pd
-
-
-def _demos(games, pol, *, rounds_policy: bool, temperature: float, budget: int, seed: int):
-    """One pass over ``games``: decisions ``(idx, counts, target)`` labelled by the expert."""
-    from agentstudies.agents.alfworld._features import softmax
-    from agentstudies.envs.alfworld.expert import Expert
-    from agentstudies.parallel import keyed_seed
-    from agentstudies.studies.alfworld.training.pools import _env, _load
-
-    out, wins = [], 0
-    for g in games:
-        env = _env(budget)
-        _load(env, g)
-        env.reset(0)
-        ex = Expert(env)
-        pol.reset_stream(keyed_seed(seed, "dagger", g["task_id"], int(rounds_policy)))
-        rng = np.random.default_rng(keyed_seed(seed, "dagger-act", g["task_id"]))
-        while not env.done:
-            pol._fold(env.observe())
-            cands, idx, owner, s = pol.decide()
-            plan = ex.plan()
-            if not plan:
-                break
-            a_exp = plan[0]
-            if a_exp in cands:
-                out.append((idx, np.bincount(owner, minlength=len(cands)), cands.index(a_exp)))
-            a = cands[int(rng.choice(len(cands), p=softmax(s, temperature)))] if rounds_policy else a_exp
-            pol.belief.record_command(a)
-            pol.transcript.append(("act", a))
-            env.step(a)
-        wins += int(env.won)
-    return out, wins
-
-
-def _pack(decisions):
-    from agentstudies.studies.alfworld.training.loop import Demonstrations
-
-    idx = np.concatenate([d[0] for d in decisions])
-    fcounts = np.concatenate([d[1] for d in decisions])
-    ccounts = [len(d[1]) for d in decisions]
-    feat_ptr = np.concatenate([[0], np.cumsum(fcounts)]).astype(np.int64)
-    cand_ptr = np.concatenate([[0], np.cumsum(ccounts)]).astype(np.int64)
-    return Demonstrations(idx, feat_ptr, cand_ptr, np.array([d[2] for d in decisions], dtype=np.int64),
-                          pd.DataFrame(), pd.DataFrame())
 
 
 def _success(pol, games, action_cap: int) -> tuple[int, int]:
@@ -105,6 +64,8 @@ def main() -> None:
     ap.add_argument("--cap-scale", type=float, default=0.5)
     ap.add_argument("--temperature", type=float, default=0.4)
     ap.add_argument("--sft-steps", type=int, default=150)
+    ap.add_argument("--look-rate", type=float, default=0.0,
+                    help="chance of a look (reply shown to the policy) before each policy-driven training decision")
     ap.add_argument("--skip-rl", action="store_true")
     ap.add_argument("--greedy", action="store_true", help="greedy decoding (the recovery chapter's default)")
     ap.add_argument("--load", action="store_true", help="measure the shipped BC-memory instead of training")
@@ -124,37 +85,23 @@ def main() -> None:
 
 
 def _train(args, res, t0):
-    """Length: the training rounds, each logged."""
-    from agentstudies.agents.alfworld import MemoryAlfworldPolicy, save_weights
-    from agentstudies.studies.alfworld.training.loop import train_sft
+    """The library's DAgger recipe (:func:`agentstudies.studies.alfworld.training.train_memory_checkpoint`)."""
+    from agentstudies.agents.alfworld import MemoryAlfworldPolicy
+    from agentstudies.studies.alfworld.training import train_memory_checkpoint
     from agentstudies.studies.alfworld.training.pools import training_pool
 
     games = training_pool(args.train_per_type, 4093)
     res["pool_seconds"] = time.perf_counter() - t0
     print(f"training pool: {len(games)} problems in {res['pool_seconds']:.0f} s", flush=True)
-    pol = MemoryAlfworldPolicy(np.zeros(1 << 16), "BC-memory", temperature=args.temperature, admissible=True)
-    decisions, _ = _demos(games, pol, rounds_policy=False, temperature=args.temperature, budget=48, seed=0)
-    w = np.zeros(1 << 16)
-    rounds = []
-    for r in range(args.dagger_rounds + 1):
-        w, curve = train_sft(_pack(decisions), args.sft_steps, 0.05, 1e-4)
-        pol.w = w
-        rounds.append({"round": r, "decisions": len(decisions), "loss": float(curve["loss"].iloc[-1]),
-                       "accuracy": float(curve["accuracy"].iloc[-1])})
-        if r < args.dagger_rounds:
-            more, wins = _demos(games, pol, rounds_policy=True, temperature=args.temperature, budget=48, seed=r + 1)
-            rounds[-1]["train_rollout_wins"] = f"{wins}/{len(games)}"
-            decisions += more
-        print(f"round {rounds[-1]} at {time.perf_counter() - t0:.0f} s", flush=True)
-    res["rounds"] = rounds
+    run = train_memory_checkpoint(games, rounds=args.dagger_rounds, sft_steps=args.sft_steps,
+                                  temperature=args.temperature, look_rate=args.look_rate, pool_seed=4093,
+                                  log=lambda m: print(f"{m} at {time.perf_counter() - t0:.0f} s", flush=True))
+    res["rounds"] = run.rounds.to_dict(orient="records")
+    res["meta"] = dict(run.meta)
     if args.save:
-        meta = {"name": "BC-memory", "memory": True, "admissible": True, "objective":
-                "behaviour cloning with expert relabelling (DAgger) on transcript-memory features",
-                "config": {"train_tasks_per_type": args.train_per_type, "sft_tasks_per_type": args.train_per_type,
-                           "dagger_rounds": args.dagger_rounds, "sft_steps": args.sft_steps, "train_seed": 4093},
-                "n_decisions": len(decisions), "n_problems": len(games), "dim_log2": 16, "feature_version": 3}
-        save_weights(w, "BC-memory", meta=meta)
-    return pol
+        run.save()  # weights, meta and the per-round log rounds-memory.csv
+    return MemoryAlfworldPolicy(run.w, "BC-memory", temperature=args.temperature, greedy=args.greedy,
+                                meta=run.meta, admissible=True)
 
 
 def _measure(args, res, pol, t0):

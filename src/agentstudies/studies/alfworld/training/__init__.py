@@ -1,5 +1,5 @@
-"""Training the two ALFWorld checkpoints (SFT: behaviour cloning; RL: SFT + REINFORCE):
-the public surface, one name per job, from four modules:
+"""Training the ALFWorld checkpoints (SFT: behaviour cloning; RL: SFT + REINFORCE; BC-memory: DAgger):
+the public surface, one name per job, from these modules:
 
 * :mod:`agentstudies.studies.alfworld.training.pools` -- the training and development
   splits, the held-out evaluation pools, and the digests that keep them apart;
@@ -12,7 +12,10 @@ the public surface, one name per job, from four modules:
   (:func:`setting_summary`, :func:`bootstrap_difference`), :func:`training_findings`,
   the learning-curve figures and :data:`PAPER_REFERENCE`;
 * :mod:`agentstudies.studies.alfworld.training.equal_footing` -- the equal-footing SFT
-  checkpoint (behaviour cloning on every RL training problem).
+  checkpoint (behaviour cloning on every RL training problem);
+* :mod:`agentstudies.studies.alfworld.training.memory` -- the checkpoint with transcript
+  memory, ``BC-memory`` (:func:`train_memory_checkpoint`: behaviour cloning with expert
+  relabelling, DAgger).
 
 Notebooks, tests and readers import from here (``from agentstudies.studies.alfworld
 import training as tr``). Retrain both checkpoints with ``python -m
@@ -28,6 +31,7 @@ from agentstudies.studies.alfworld.training.loop import (EVAL_COLUMNS, NOLIST_SU
                                                          TrainingRun, collect_demonstrations, evaluate_checkpoint,
                                                          evaluate_checkpoints,
                                                          train_checkpoints, train_rl, train_sft)
+from agentstudies.studies.alfworld.training.memory import train_memory_checkpoint
 from agentstudies.studies.alfworld.training.pools import (dev_pool, eval_pools, evaluation_digests, sft_games,
                                                           training_pool)
 from agentstudies.studies.alfworld.training.report import (PAPER_REFERENCE, bootstrap_difference,
@@ -54,14 +58,14 @@ __all__ = [
     "plot_learning_curves",
     "plot_heldout_curves",
     "EVAL_COLUMNS",
-    "NOLIST_SUFFIX",
     "setting_summary",
     "compare_curves",
     "dev_pool",
     "evaluation_digests",
     "training_findings",
+    "train_memory_checkpoint",
 ]
 
 #: Also importable from here (tests and scripts use them): weight files and their digest,
-#: the retrain tolerance and a config's digest.
-_ = (load_weights, save_weights, weights_digest, RETRAIN_LOSS_RTOL, config_digest)
+#: the retrain tolerance, a config's digest and the no-list checkpoints' name suffix.
+_ = (load_weights, save_weights, weights_digest, RETRAIN_LOSS_RTOL, config_digest, NOLIST_SUFFIX)

@@ -51,6 +51,7 @@ from agentstudies.agents.alfworld import (
     DIM_LOG2,
     Belief,
     LearnedAlfworldPolicy,
+    MemoryAlfworldPolicy,
     candidate_commands,
     featurize,
     save_weights,
@@ -265,25 +266,27 @@ def _rollout_chunk(chunk, rng, w: np.ndarray, temperature: float, budget: int, D
 
 def _eval_chunk(chunk, rng, checkpoints, temperature: float, budget: int, D: int):
     """Evaluation rollouts of each (game, seed, checkpoint index) of ``chunk``; the
-    checkpoints' ``(name, w, admissible)`` in ``checkpoints``."""
+    checkpoints' ``(name, w, admissible, memory)`` in ``checkpoints``."""
     env = _env(budget)
     out = []
     for game, seed, k in chunk:
-        name, w, admissible = checkpoints[k]
+        name, w, admissible, memory = checkpoints[k]
         out.append(_episode(env, game, seed, None, "reacher", {"split": game.get("split", "")}, w, name,
-                            temperature, budget, D, True, False, admissible))
+                            temperature, budget, D, True, False, admissible, memory))
     return out
 
 
 def _episode(env, game, seed: int, ss, role: str, meta: Mapping[str, Any], w: np.ndarray, name: str,
-             temperature: float, budget: int, D: int, frontier: bool, grad: bool, admissible: bool) -> dict:
+             temperature: float, budget: int, D: int, frontier: bool, grad: bool, admissible: bool,
+             memory: bool = False) -> dict:
     """One rollout of the policy ``w`` on ``game`` from ``reset(seed, budget)``: its row
     (``meta`` plus task, outcome, arrival and action counts; with ``grad`` the sparse
     score-function terms ``g_idx`` / ``g_w``). Raises ``ValueError`` when ``frontier``
     and the start state lies on ``F_D``."""
     _load(env, game)
     env.reset(seed, budget)
-    pol = LearnedAlfworldPolicy(w, name, temperature=temperature, admissible=admissible)
+    cls = MemoryAlfworldPolicy if memory else LearnedAlfworldPolicy  # memory: transcript features too
+    pol = cls(w, name, temperature=temperature, admissible=admissible)
     if ss is None:
         pol.reset(env.task_id, seed, role)
     else:
@@ -367,20 +370,22 @@ def evaluate_checkpoint(
 
 
 def evaluate_checkpoints(
-    checkpoints: Sequence[tuple[str, np.ndarray, bool]], games: Sequence[Mapping[str, Any]], seeds: Sequence[int], *,
+    checkpoints: Sequence[tuple], games: Sequence[Mapping[str, Any]], seeds: Sequence[int], *,
     temperature: float = 0.4, budget: int = 48, D: int = 2, n_jobs: int = 1, phase: str = "final", step: int = 0,
 ) -> list[pd.DataFrame]:
     """:func:`evaluate_checkpoint` of several checkpoints on one pool, game by game: each
     game is loaded once for all of them instead of once per checkpoint (a load is ~35 ms
     of CPU, measured; an evaluation episode ~0.1-0.2 s).
 
-    ``checkpoints``: ``(name, w, admissible)`` per checkpoint. Returns one frame per
+    ``checkpoints``: ``(name, w, admissible)`` per checkpoint, or ``(name, w, admissible,
+    memory)`` where ``memory=True`` runs :class:`~agentstudies.agents.alfworld.MemoryAlfworldPolicy`
+    (weights trained with transcript features, e.g. ``BC-memory``). Returns one frame per
     checkpoint, in that order, each equal to ``evaluate_checkpoint(w, name, games, seeds,
     admissible=admissible, ...)`` (same rows, order, dtypes; every episode starts from a
     reset and a fresh policy, so the interleaving changes nothing). Raises ``ValueError``
     for an empty checkpoint list or a start state on ``F_D``.
     """
-    cks = [(str(n), w, bool(adm)) for n, w, adm in checkpoints]
+    cks = [(str(c[0]), c[1], bool(c[2]), bool(c[3]) if len(c) > 3 else False) for c in checkpoints]
     if not cks:
         raise ValueError("checkpoints is empty: expected (name, w, admissible) tuples")
     items = [(g, int(s), k) for g in games for s in seeds for k in range(len(cks))]
@@ -389,7 +394,7 @@ def evaluate_checkpoints(
                      budget=budget, D=D)
     rows = [r for c in res for r in c]
     frames = []
-    for k, (name, _, _) in enumerate(cks):
+    for k, (name, *_) in enumerate(cks):
         df = pd.DataFrame(rows[k::len(cks)])
         df.insert(0, "phase", phase)
         df.insert(1, "step", int(step))
