@@ -4,7 +4,11 @@ Trains ``BC-memory`` by behaviour cloning with expert relabelling (DAgger): roun
 imitates the analytic expert on the training problems (the expert drives, the policy
 reads the transcript it would have been shown); each further round lets the policy act
 (sampled at ``--temperature``) and labels every state it visits with the expert's next
-command. The expert is used only to label training states; at decision time the policy
+command. With ``--look-rate r`` (look-augmented DAgger) a policy-driven rollout issues
+``look`` before a decision with chance ``r`` (one environment action, as the recovery
+harness's refresh) and the reply is appended to the shown text as the harness shows it
+(raw); the label stays the expert's next command (``--look-in-expert``: round 0 too).
+The expert is used only to label training states; at decision time the policy
 sees what :class:`agentstudies.agents.alfworld.MemoryAlfworldPolicy` documents (goal,
 latest shown text, admissible list, its own transcript).
 
@@ -18,6 +22,9 @@ Then measures, on generated ``valid_unseen`` problems never used in training:
    intervals, for BC-memory and the shipped RL.
 
 Run:  PYTHONPATH=src python benchmarks/alfworld_memory.py --train-per-type 10 --eval-per-type 10 --fork-per-type 3
+Compare checkpoints on the same problems and seeds: ``--load --also NAME=DIR`` (repeatable;
+DIR holds a ``BC-memory.*`` written with ``--save --save-dir DIR --no-measure``);
+``--fork-from 10 --fork-per-type 20`` forks only problems 10-19 of each type (a held-out set).
 Writes ``--out`` (JSON with every number) and, with ``--save``, the weights as
 ``data/alfworld/checkpoints/BC-memory.*``.
 """
@@ -32,8 +39,12 @@ import numpy as np
 import pandas as pd
 
 
-def _demos(games, pol, *, rounds_policy: bool, temperature: float, budget: int, seed: int):
-    """One pass over ``games``: decisions ``(idx, counts, target)`` labelled by the expert."""
+def _demos(games, pol, *, rounds_policy: bool, temperature: float, budget: int, seed: int, look_rate: float = 0.0):
+    """One pass over ``games``: decisions ``(idx, counts, target)`` labelled by the expert.
+
+    ``look_rate``: the chance that the rollout issues ``look`` before a decision (one
+    environment action, as the recovery harness's refresh); the reply is appended to the
+    shown text as the harness shows it (raw) and the label stays the expert's next command."""
     from agentstudies.agents.alfworld._features import softmax
     from agentstudies.envs.alfworld.expert import Expert
     from agentstudies.parallel import keyed_seed
@@ -47,8 +58,17 @@ def _demos(games, pol, *, rounds_policy: bool, temperature: float, budget: int, 
         ex = Expert(env)
         pol.reset_stream(keyed_seed(seed, "dagger", g["task_id"], int(rounds_policy)))
         rng = np.random.default_rng(keyed_seed(seed, "dagger-act", g["task_id"]))
+        look_rng = np.random.default_rng(keyed_seed(seed, "dagger-look", g["task_id"]))
         while not env.done:
-            pol._fold(env.observe())
+            if look_rate > 0 and look_rng.random() < look_rate:
+                before = env.observation
+                env.step("look")
+                if env.done:
+                    break
+                pol._fold({"goal": env.goal, "observation": f"{before}\n{env.observation}",
+                           "admissible_commands": env.admissible})
+            else:
+                pol._fold(env.observe())
             cands, idx, owner, s = pol.decide()
             plan = ex.plan()
             if not plan:
@@ -76,7 +96,7 @@ def _pack(decisions):
                           pd.DataFrame(), pd.DataFrame())
 
 
-def _success(pol, games, action_cap: int) -> tuple[int, int]:
+def _success(pol, games, action_cap: int, label: str = "") -> tuple[int, int]:
     from agentstudies.envs.alfworld.env import AlfworldEnv
     from agentstudies.parallel import keyed_seed
 
@@ -91,7 +111,7 @@ def _success(pol, games, action_cap: int) -> tuple[int, int]:
             env.step(pol.act({"goal": o["goal"], "observation": o["observation"],
                               "admissible_commands": o["admissible_commands"]}))
         wins += int(env.won)
-        print(f"  {pol.name} {g['task_id']}: won={env.won}", flush=True)
+        print(f"  {label or pol.name} {g['task_id']}: won={env.won}", flush=True)
     return wins, len(games)
 
 
@@ -102,13 +122,22 @@ def main() -> None:
     ap.add_argument("--dagger-rounds", type=int, default=2)
     ap.add_argument("--eval-per-type", type=int, default=10)
     ap.add_argument("--fork-per-type", type=int, default=3)
+    ap.add_argument("--fork-from", type=int, default=0,
+                    help="fork only problems with index >= this per type (a held-out confirmation set)")
     ap.add_argument("--cap-scale", type=float, default=0.5)
     ap.add_argument("--temperature", type=float, default=0.4)
     ap.add_argument("--sft-steps", type=int, default=150)
+    ap.add_argument("--look-rate", type=float, default=0.0,
+                    help="chance of a look turn before a decision in the policy-driven DAgger rounds")
+    ap.add_argument("--look-in-expert", action="store_true", help="look turns in the expert-driven round 0 too")
+    ap.add_argument("--save-dir", default=None, help="with --save: where the weights go (default: the shipped dir)")
+    ap.add_argument("--also", action="append", default=[],
+                    help="NAME=DIR: also measure the BC-memory checkpoint in DIR under NAME (same problems, seeds)")
     ap.add_argument("--skip-rl", action="store_true")
     ap.add_argument("--greedy", action="store_true", help="greedy decoding (the recovery chapter's default)")
     ap.add_argument("--load", action="store_true", help="measure the shipped BC-memory instead of training")
     ap.add_argument("--save", action="store_true")
+    ap.add_argument("--no-measure", action="store_true", help="train (and --save) only")
     ap.add_argument("--out", default="/tmp/alfworld_memory.json")
     args = ap.parse_args()
 
@@ -120,6 +149,10 @@ def main() -> None:
         pol = MemoryAlfworldPolicy.load("BC-memory", temperature=args.temperature, greedy=args.greedy)
     else:
         pol = _train(args, res, t0)
+    if args.no_measure:
+        with open(args.out, "w") as fh:
+            json.dump(res, fh, indent=1, default=float)
+        return
     _measure(args, res, pol, t0)
 
 
@@ -133,7 +166,8 @@ def _train(args, res, t0):
     res["pool_seconds"] = time.perf_counter() - t0
     print(f"training pool: {len(games)} problems in {res['pool_seconds']:.0f} s", flush=True)
     pol = MemoryAlfworldPolicy(np.zeros(1 << 16), "BC-memory", temperature=args.temperature, admissible=True)
-    decisions, _ = _demos(games, pol, rounds_policy=False, temperature=args.temperature, budget=48, seed=0)
+    decisions, _ = _demos(games, pol, rounds_policy=False, temperature=args.temperature, budget=48, seed=0,
+                          look_rate=args.look_rate if args.look_in_expert else 0.0)
     w = np.zeros(1 << 16)
     rounds = []
     for r in range(args.dagger_rounds + 1):
@@ -142,24 +176,28 @@ def _train(args, res, t0):
         rounds.append({"round": r, "decisions": len(decisions), "loss": float(curve["loss"].iloc[-1]),
                        "accuracy": float(curve["accuracy"].iloc[-1])})
         if r < args.dagger_rounds:
-            more, wins = _demos(games, pol, rounds_policy=True, temperature=args.temperature, budget=48, seed=r + 1)
+            more, wins = _demos(games, pol, rounds_policy=True, temperature=args.temperature, budget=48, seed=r + 1,
+                                look_rate=args.look_rate)
             rounds[-1]["train_rollout_wins"] = f"{wins}/{len(games)}"
             decisions += more
         print(f"round {rounds[-1]} at {time.perf_counter() - t0:.0f} s", flush=True)
     res["rounds"] = rounds
+    res["train_seconds"] = time.perf_counter() - t0
     if args.save:
         meta = {"name": "BC-memory", "memory": True, "admissible": True, "objective":
                 "behaviour cloning with expert relabelling (DAgger) on transcript-memory features",
                 "config": {"train_tasks_per_type": args.train_per_type, "sft_tasks_per_type": args.train_per_type,
-                           "dagger_rounds": args.dagger_rounds, "sft_steps": args.sft_steps, "train_seed": 4093},
+                           "dagger_rounds": args.dagger_rounds, "sft_steps": args.sft_steps, "train_seed": 4093,
+                           "look_rate": args.look_rate, "look_in_expert_round": args.look_in_expert,
+                           "temperature": args.temperature},
                 "n_decisions": len(decisions), "n_problems": len(games), "dim_log2": 16, "feature_version": 3}
-        save_weights(w, "BC-memory", meta=meta)
+        save_weights(w, "BC-memory", meta=meta, directory=args.save_dir)
     return pol
 
 
 def _measure(args, res, pol, t0):
     """Clean success and refresh-changed next actions (module docstring)."""
-    from agentstudies.agents.alfworld import LearnedAlfworldPolicy
+    from agentstudies.agents.alfworld import LearnedAlfworldPolicy, MemoryAlfworldPolicy
     from agentstudies.envs.alfworld.pools import load_pool
     from agentstudies.findings import binomial_interval
     from agentstudies.studies.alfworld.recovery.harness import run_task
@@ -167,16 +205,21 @@ def _measure(args, res, pol, t0):
     cap = max(1, int(round(64 * 1.0)))
     ev = load_pool("valid_unseen", args.eval_per_type, 2029)
     subjects = {"BC-memory": pol}
+    for spec in args.also:
+        label, _, directory = spec.partition("=")
+        subjects[label] = MemoryAlfworldPolicy.load("BC-memory", temperature=args.temperature, greedy=args.greedy,
+                                                    directory=directory)
     if not args.skip_rl:
         subjects["RL"] = LearnedAlfworldPolicy.load("RL", temperature=args.temperature, greedy=args.greedy)
     res["clean_success"] = {}
     for name, p in subjects.items():
-        k, n = _success(p, ev, cap)
+        k, n = _success(p, ev, cap, name)
         rate, lo, hi = binomial_interval(k, n)
         res["clean_success"][name] = {"wins": k, "n": n, "rate": rate, "ci_low": lo, "ci_high": hi}
         print(f"clean success {name}: {k}/{n} = {rate:.3f} [{lo:.3f}, {hi:.3f}] at {time.perf_counter() - t0:.0f} s",
               flush=True)
     fork_games = load_pool("valid_unseen", args.fork_per_type, 2029) if args.fork_per_type > 0 else []
+    fork_games = [g for g in fork_games if int(g["task_id"].rsplit("-", 1)[1]) >= args.fork_from]
     res["forks"] = {}
     for name, p in (subjects.items() if fork_games else ()):
         rows = []
@@ -188,7 +231,8 @@ def _measure(args, res, pol, t0):
         later = paired[paired["delay"] >= 1]
         by = {}
         for label, part in (("all", later), ("clean", later[later["condition"] == "clean"]),
-                            ("stale", later[later["condition"].str.startswith("stale")])):
+                            ("stale", later[later["condition"].str.startswith("stale")]),
+                            ("clean+stale", later[later["condition"] != "missing"])):
             k = int(part["changed_next"].astype(bool).sum())
             n = int(len(part))
             rate, lo, hi = binomial_interval(k, n) if n else (float("nan"),) * 3
