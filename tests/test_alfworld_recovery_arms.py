@@ -198,6 +198,43 @@ def test_router_behaviour_says_why_it_never_refreshes():
     acts = ar.router_sentences(_pipe(rows, dict(alpha=0.2, beta=0.5, gamma=0.0), intervene=[(1, 2), (3, 4)]))
     assert "refreshed 2 of 4 trajectories (50.0 %) (1 at delay 2, 1 at delay 4)" in acts["behaviour"]
     assert "say why" not in acts["behaviour"]
+    # when it refreshes, the training rows say which rescues its thresholds had to find (1 + 0 + 0)
+    assert "rarely changes an outcome" in acts["behaviour"] and "1 rescues in all" in acts["behaviour"]
+
+
+def test_router_behaviour_sentence_from_saved_tables_equals_the_live_one():
+    rows = _train_rows()
+    th = dict(alpha=0.2, beta=0.5, gamma=0.0)
+    pipe = _pipe(rows, th, intervene=[(1, 2)])
+    live = ar.router_sentences(pipe)["behaviour"]
+    saved = ar.archived_run_sentences(pd.DataFrame(dict(verdict=["inconclusive"])), _old_testab(),
+                                      router=dict(thresholds=th, episodes=pipe.evaluation.episodes,
+                                                  evaluation=pipe.evaluation.table,
+                                                  training=training_outcomes(rows)))["router"]
+    assert saved == live
+    without = ar.sentences.router_behaviour_sentence(th, pipe.evaluation.episodes, pipe.evaluation.table)
+    assert without.endswith("(never refreshing: 0 by definition).")
+
+
+def test_clean_success_sentence_counts_factual_runs_with_exact_intervals():
+    tasks = pd.DataFrame(dict(
+        cohort=["independent"] * 4 + ["primary"] * 3 + ["evaluation"],
+        feasible=[True, False, True, True, True, True, False, True],
+        factual_success=[True, True, False, True, True, False, True, True]))
+    s = ar.clean_success_sentence(tasks)
+    # independent: every task counts (3 of 4); primary: prefix-feasible only (1 of 2); evaluation ignored
+    lo, hi = _cp(3, 4)
+    assert (f"on the independent cohort on the valid_unseen floor plans in 3 of 4 (75.0 %, exact 95 % interval "
+            f"{100 * lo:.1f}–{100 * hi:.1f} %)") in s
+    lo, hi = _cp(1, 2)  # 1 - sqrt(0.975), sqrt(0.975)
+    assert np.isclose(lo, 1 - 0.975 ** 0.5) and np.isclose(hi, 0.975 ** 0.5)
+    assert f"on the primary cohort's prefix-feasible tasks in 1 of 2 (50.0 %, exact 95 % interval {100 * lo:.1f}–" in s
+    paper = pd.DataFrame(dict(cohort=["primary", "independent"], prefix_feasible=[106.0, 100.0],
+                              feasible_factual_success=[93.0, 89.0]))
+    assert s + " The paper's Qwen3-14B (paper): 93 of 106 prefix-feasible primary tasks (87.7 %)." == \
+        ar.clean_success_sentence(tasks, paper)
+    with pytest.raises(KeyError, match="factual_success"):
+        ar.clean_success_sentence(tasks.drop(columns="factual_success"))
 
 
 def test_untestable_sentence_groups_findings_by_reason():

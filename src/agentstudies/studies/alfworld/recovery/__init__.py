@@ -25,7 +25,7 @@ import recovery as ar``); a test that swaps the harness's worker env uses
 from __future__ import annotations
 
 from agentstudies.studies.alfworld.recovery.harness import (ABLATED_TEXT, COHORT_DESIGNS, CONDITIONS, DELAYS,
-                                                            OPERATIONS, REPLAN_TEXT, ROUTER_DELAYS, STALE_ADMISSIBLE,
+                                                            OPERATIONS, REPLAN_TEXT, STALE_ADMISSIBLE,
                                                             Fork, format_reply, run_task)
 from agentstudies.studies.alfworld.recovery.pipeline import (HORIZON_FEATURES, RouterPipeline, horizon_leak,
                                                              router_pipeline)
@@ -33,7 +33,8 @@ from agentstudies.studies.alfworld.recovery.report import (TESTABILITY_COLUMNS, 
                                                            controls_sentence, paper_table, reappearance_table,
                                                            recovery_controls, recovery_findings, refresh_reach,
                                                            router_sentences, testability, testability_summary)
-from agentstudies.studies.alfworld.recovery.sentences import agent_view_sentence, reach_sentence, untestable_sentence
+from agentstudies.studies.alfworld.recovery.sentences import (agent_view_sentence, clean_success_sentence, reach_sentence,
+                                                              untestable_sentence)
 from agentstudies.studies.alfworld.recovery.run import RecoveryStudy, cohort_pools, llm_cost, run_recovery_study
 
 __all__ = [
@@ -45,7 +46,6 @@ __all__ = [
     "HORIZON_FEATURES",
     "OPERATIONS",
     "REPLAN_TEXT",
-    "ROUTER_DELAYS",
     "RecoveryStudy",
     "RecoveryTables",
     "RouterPipeline",
@@ -53,6 +53,7 @@ __all__ = [
     "TESTABILITY_COLUMNS",
     "agent_view_sentence",
     "archived_run_sentences",
+    "clean_success_sentence",
     "cohort_pools",
     "controls_sentence",
     "format_reply",

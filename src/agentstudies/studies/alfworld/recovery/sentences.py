@@ -12,8 +12,8 @@ import pandas as pd
 
 from agentstudies.studies.alfworld.recovery.pipeline import HORIZON_FEATURES
 
-__all__ = ["agent_view_sentence", "archived_run_sentences", "reach_sentence", "reappearance_table", "router_sentences",
-           "untestable_sentence"]
+__all__ = ["agent_view_sentence", "archived_run_sentences", "clean_success_sentence", "reach_sentence",
+           "reappearance_table", "router_behaviour_sentence", "router_sentences", "untestable_sentence"]
 
 _NEVER = "never the expert plan, a gold answer, the engine's state or a sampled success"
 
@@ -133,15 +133,15 @@ def _thresholds(th) -> str:
     return ", ".join(f"{g} = {f(th[k])}" for k, g in (("alpha", "α"), ("beta", "β"), ("gamma", "γ")) if k in th)
 
 
-def _eval_behaviour(pipe) -> tuple[str, int]:
-    """CIR's refreshes on the evaluation pool (count, delays) against the blanket rules."""
-    ep = pipe.evaluation.episodes
+def _eval_behaviour(episodes: pd.DataFrame, table: pd.DataFrame) -> tuple[str, int]:
+    """CIR's refreshes on the evaluation pool (count, delays) against the blanket rules, from
+    the evaluation's ``episodes`` (``router_episodes.csv``) and ``table`` (``router_evaluation.csv``)."""
+    ep = episodes
     cir = ep[ep["policy"] == "cir"]
     k, n = int(cir["intervene"].astype(bool).sum()), int(len(cir))
     at = cir.loc[cir["intervene"].astype(bool), "delay"].astype(int).value_counts().sort_index()
     where = (" (" + ", ".join(f"{c} at delay {d}" for d, c in at.items()) + ")") if k else ""
-    t = pipe.evaluation.table
-    t = t[t["condition"] == "all"].set_index("policy")
+    t = table[table["condition"] == "all"].set_index("policy")
     d = lambda pol: f"{t.loc[pol, 'delta']:+.1f} pp [{t.loc[pol, 'ci_low']:+.1f}, {t.loc[pol, 'ci_high']:+.1f}]"  # noqa: E731
     always = [p for p in t.index if str(p).startswith("always-d")]
     rand = [p for p in t.index if str(p).startswith("random-")]
@@ -169,18 +169,79 @@ def _why_no_refresh(pipe, level: float) -> str:
         return s
     o = pipe.training_outcomes(level)
     w, c = o[o["observation"] == "wrong"], o[o["observation"] == "clean"]
-    pct = f"{int(round(100 * level))} %"
-    per = "; ".join(f"a refresh at delay {int(r.delay)} rescued {int(r.rescues)} and harmed {int(r.harms)} of "
-                    f"{int(r.trajectories)} (rescue share at most {_pc(r.rescue_upper)} %)"
-                    for r in w.itertuples(index=False))
-    s += (f" Its training rows say why: on its training trajectories with a stale or missing observation, {per} "
-          f"(exact one-sided {pct} upper bounds)")
+    s += " Its training rows say why: " + _training_rows(o, level)
     if int(w["rescues"].sum()) == 0:
         return s + ("; with no rescue at any candidate delay there is nothing a threshold rule can gain, whatever its "
                     "thresholds.")
     ch = ", ".join(f"{int(r.harms)} at delay {int(r.delay)}" for r in c.itertuples(index=False))
     return s + (f". Rescues existed, so the data allowed a gain; no threshold on p_err, 1 − p0 and u picked them out "
                 f"without the harms beside them (clean training trajectories harmed by a refresh: {ch}).")
+
+
+def clean_success_sentence(tasks: pd.DataFrame, paper_cohorts: pd.DataFrame | None = None, *,
+                           level: float = 0.95) -> str:
+    """How often the agent succeeds from clean states: its factual runs (no observation
+    modified; the engine's ``won``) on the independent cohort (the ``valid_unseen`` floor
+    plans) and on the primary cohort's prefix-feasible tasks (the paper's denominator), each
+    ``k of n`` with an exact (Clopper-Pearson) ``level`` interval; with ``paper_cohorts``
+    (the paper's ``cohorts`` table: ``cohort``, ``prefix_feasible``,
+    ``feasible_factual_success``) the paper's primary-cohort rate beside it, labelled.
+
+    ``tasks``: ``tasks.csv`` (columns ``cohort``, ``feasible``, ``factual_success``).
+    Raises ``KeyError`` naming a missing column."""
+    from agentstudies.findings import binomial_interval
+
+    missing = [c for c in ("cohort", "feasible", "factual_success") if c not in tasks]
+    if missing:
+        raise KeyError(f"tasks table lacks column(s) {missing}")
+    won = tasks["factual_success"].astype(bool)
+    parts = []
+    for label, sel in (("the independent cohort on the valid_unseen floor plans", tasks["cohort"] == "independent"),
+                       ("the primary cohort's prefix-feasible tasks",
+                        (tasks["cohort"] == "primary") & tasks["feasible"].astype(bool))):
+        n = int(sel.sum())
+        if n:
+            k = int(won[sel].sum())
+            _, lo, hi = binomial_interval(k, n, level=level)
+            parts.append(f"on {label} in {_pct_ci(k, n, lo, hi, f'{int(round(100 * level))} %')}")
+    s = ("From clean states (the factual runs) the agent succeeded " + " and ".join(parts) + "."
+         if parts else "No factual run of the independent or primary cohort was recorded.")
+    if paper_cohorts is not None:
+        row = paper_cohorts[paper_cohorts["cohort"] == "primary"]
+        if len(row) and np.isfinite(float(row["prefix_feasible"].iloc[0])):
+            k, n = int(row["feasible_factual_success"].iloc[0]), int(row["prefix_feasible"].iloc[0])
+            s += f" The paper's Qwen3-14B (paper): {k} of {n} prefix-feasible primary tasks ({100 * k / n:.1f} %)."
+    return s
+
+
+def _training_rows(outcomes: pd.DataFrame, level: float) -> str:
+    """What a refresh did to the router's training trajectories with a wrong observation, per
+    candidate delay (a :func:`~agentstudies.studies.alfworld.recovery.pipeline.training_outcomes`
+    table, ``router_training_outcomes.csv``), without a final full stop."""
+    w = outcomes[outcomes["observation"] == "wrong"]
+    per = "; ".join(f"a refresh at delay {int(r.delay)} rescued {int(r.rescues)} and harmed {int(r.harms)} of "
+                    f"{int(r.trajectories)} (rescue share at most {_pc(r.rescue_upper)} %)"
+                    for r in w.itertuples(index=False))
+    return (f"on its training trajectories with a stale or missing observation, {per} (exact one-sided "
+            f"{int(round(100 * level))} % upper bounds)")
+
+
+def router_behaviour_sentence(thresholds, episodes: pd.DataFrame, table: pd.DataFrame,
+                              outcomes: pd.DataFrame | None = None, *, level: float = 0.95) -> str:
+    """CIR's behaviour from saved tables (a live run's or an archive's): its frozen
+    ``thresholds`` (mapping ``alpha`` / ``beta`` / ``gamma``), how often and at which delays
+    it refreshed the evaluation pool (``episodes``: ``router_episodes.csv``) against never /
+    always-at-d / random-at-its-rate (``table``: ``router_evaluation.csv``), and -- when it
+    refreshed -- what a refresh did to its training trajectories (``outcomes``:
+    ``router_training_outcomes.csv``), the rescues any threshold rule had to find.
+    Raises ``KeyError`` if ``table`` has no ``cir`` row."""
+    ev, k = _eval_behaviour(episodes, table)
+    s = f"CIR froze its thresholds at {_thresholds(thresholds)}. {ev}"
+    if k and outcomes is not None and len(outcomes):
+        w = outcomes[outcomes["observation"] == "wrong"]
+        s += (" A refresh rarely changes an outcome for this agent: " + _training_rows(outcomes, level)
+              + f" -- {int(w['rescues'].sum())} rescues in all, which is what the thresholds had to find.")
+    return s
 
 
 def router_sentences(pipe, *, level: float = 0.95) -> dict[str, str]:
@@ -216,15 +277,18 @@ def router_sentences(pipe, *, level: float = 0.95) -> dict[str, str]:
     else:
         leak_s = (f"The router kept {', '.join(HORIZON_FEATURES)}, which encode how long the factual run lasted, "
                   f"information a router cannot have at its decision {meas}.")
-    ev, k = _eval_behaviour(pipe)
-    behaviour = f"CIR froze its thresholds at {_thresholds(pipe.fit.routers['cir'].thresholds)}. {ev}"
-    if k == 0:
+    outcomes = pipe.training_outcomes(level) if pipe.train_rows is not None else None
+    behaviour = router_behaviour_sentence(pipe.fit.routers["cir"].thresholds, pipe.evaluation.episodes,
+                                          pipe.evaluation.table, outcomes, level=level)
+    if not bool(pipe.evaluation.episodes.query("policy == 'cir'")["intervene"].astype(bool).any()):
         behaviour += " " + _why_no_refresh(pipe, level)
     return dict(blanket=blanket, leak=leak_s, behaviour=behaviour)
 
 
 def archived_run_sentences(findings: pd.DataFrame, testab: pd.DataFrame,
-                           paired: pd.DataFrame | None = None) -> dict[str, str]:
+                           paired: pd.DataFrame | None = None, *, tasks: pd.DataFrame | None = None,
+                           paper_cohorts: pd.DataFrame | None = None,
+                           router: dict | None = None) -> dict[str, str]:
     """Sentences for an archived run (:mod:`agentstudies.book.paper.runs`) from its saved tables:
     ``"findings"`` -- the verdict counts of its ``findings.csv`` (column ``verdict``);
     ``"testability"`` -- over its refresh forks in ``testability.csv`` (all forks, an ended
@@ -233,7 +297,12 @@ def archived_run_sentences(findings: pd.DataFrame, testab: pd.DataFrame,
     forks: an archive written before the counts were added); ``"reach"`` (only with
     ``paired``, its ``paired.csv``) -- :func:`reach_sentence` of
     :func:`~agentstudies.studies.alfworld.recovery.refresh_reach`; ``"untestable"`` --
-    :func:`untestable_sentence` when ``findings`` has a ``why`` column. Raises
+    :func:`untestable_sentence` when ``findings`` has a ``why`` column; ``"clean_success"``
+    (only with ``tasks``) -- :func:`clean_success_sentence`; ``"router"`` (only with
+    ``router``, a dict of ``thresholds`` -- CIR's entry of ``router_freeze.json`` --,
+    ``episodes``, ``evaluation`` and optionally ``training``, the archived
+    ``router_episodes`` / ``router_evaluation`` / ``router_training_outcomes`` tables) --
+    :func:`router_behaviour_sentence`. Raises
     ``KeyError`` naming a missing column, ``ValueError`` for a verdict outside
     :data:`agentstudies.findings.VERDICTS`."""
     from agentstudies.findings import VERDICTS
@@ -266,4 +335,9 @@ def archived_run_sentences(findings: pd.DataFrame, testab: pd.DataFrame,
         res["reach"] = reach_sentence(refresh_reach(paired))
     if "why" in findings:
         res["untestable"] = untestable_sentence(findings)
+    if tasks is not None:
+        res["clean_success"] = clean_success_sentence(tasks, paper_cohorts)
+    if router is not None:
+        res["router"] = router_behaviour_sentence(router["thresholds"], router["episodes"], router["evaluation"],
+                                                  router.get("training"))
     return res
