@@ -17,7 +17,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 #: Lines of src/ longer than [tool.ruff] line-length (E501): the number when the linter
 #: reached every branch. It may only fall; lower it when you shorten lines.
-LONG_LINES = 278
+LONG_LINES = 277
 
 
 def _ruff(*args: str) -> subprocess.CompletedProcess:

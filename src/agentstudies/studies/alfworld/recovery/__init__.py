@@ -33,8 +33,8 @@ from agentstudies.studies.alfworld.recovery.report import (TESTABILITY_COLUMNS, 
                                                            controls_sentence, paper_table, reappearance_table,
                                                            recovery_controls, recovery_findings, refresh_reach,
                                                            router_sentences, testability, testability_summary)
-from agentstudies.studies.alfworld.recovery.sentences import (agent_view_sentence, clean_success_sentence, reach_sentence,
-                                                              untestable_sentence)
+from agentstudies.studies.alfworld.recovery.sentences import (agent_view_sentence, clean_success_sentence,
+                                                              reach_sentence, untestable_sentence)
 from agentstudies.studies.alfworld.recovery.run import RecoveryStudy, cohort_pools, llm_cost, run_recovery_study
 
 __all__ = [

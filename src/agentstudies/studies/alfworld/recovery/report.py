@@ -22,7 +22,8 @@ from agentstudies.results import PaperTables
 from agentstudies.studies.alfworld.recovery.arms import TESTABILITY_COLUMNS, refresh_reach, testability, testability_summary
 from agentstudies.studies.alfworld.recovery.controls import CONTROL_SUBJECTS, recovery_controls
 from agentstudies.studies.alfworld.recovery.harness import CONDITIONS, DELAYS, OPERATIONS, ROUTER_DELAYS
-from agentstudies.studies.alfworld.recovery.sentences import archived_run_sentences, reappearance_table, router_sentences
+from agentstudies.studies.alfworld.recovery.sentences import (MEASURED_WHY, archived_run_sentences, reappearance_table,
+                                                              router_sentences)
 
 __all__ = ["CONTROL_SUBJECTS", "RecoveryTables", "TESTABILITY_COLUMNS", "archived_run_sentences", "controls_sentence",
            "paper_table", "reappearance_table", "recovery_controls", "recovery_findings", "refresh_reach",
@@ -284,9 +285,6 @@ def _arm_share(testab: pd.DataFrame | None, cohort: str, cells: Sequence[tuple[s
 #: is no such measurement: the claim's own rule then decides).
 INERT_BOUND = 0.05
 
-#: What every recovery finding rests on.
-MEASURED_WHY = ("trained checkpoints (or an LLM) acting in the ALFWorld engine under the CIR fork protocol: "
-                "their weights do not contain the paper's effects")
 
 
 def _inert(share: float, forks: int) -> bool:

@@ -15,6 +15,10 @@ from agentstudies.studies.alfworld.recovery.pipeline import HORIZON_FEATURES
 __all__ = ["agent_view_sentence", "archived_run_sentences", "clean_success_sentence", "reach_sentence",
            "reappearance_table", "router_behaviour_sentence", "router_sentences", "untestable_sentence"]
 
+#: What every recovery finding rests on (the ``why`` of its rows).
+MEASURED_WHY = ("trained checkpoints (or an LLM) acting in the ALFWorld engine under the CIR fork protocol: "
+                "their weights do not contain the paper's effects")
+
 _NEVER = "never the expert plan, a gold answer, the engine's state or a sampled success"
 
 
@@ -95,13 +99,13 @@ def untestable_sentence(findings: pd.DataFrame, *, preamble: str | None = None) 
     ``verdict``, ``why`` columns: ``Findings.table()`` or a saved ``findings.csv``):
     findings sharing one reason are listed together under it. ``preamble``: the reason
     prefix every row carries, removed before grouping (``None``: the recovery findings'
-    basis sentence, :data:`agentstudies.studies.alfworld.recovery.report.MEASURED_WHY`).
+    basis sentence, :data:`MEASURED_WHY`).
     Raises ``KeyError`` naming a missing column."""
     missing = [c for c in ("finding", "verdict", "why") if c not in findings]
     if missing:
         raise KeyError(f"findings table lacks column(s) {missing}")
     if preamble is None:
-        from agentstudies.studies.alfworld.recovery.report import MEASURED_WHY as preamble
+        preamble = MEASURED_WHY
     u = findings[findings["verdict"] == "not testable here"]
     if u.empty:
         return ("No finding is marked not testable here: every arm a finding rests on changed the agent's actions "
@@ -239,14 +243,14 @@ def router_behaviour_sentence(thresholds, episodes: pd.DataFrame, table: pd.Data
     s = f"CIR froze its thresholds at {_thresholds(thresholds)}. {ev}"
     if k and outcomes is not None and len(outcomes):
         w = outcomes[outcomes["observation"] == "wrong"]
-        s += (" A refresh rarely changes an outcome for this agent: " + _training_rows(outcomes, level)
-              + f" -- {int(w['rescues'].sum())} rescues in all, which is what the thresholds had to find.")
+        s += (" What a refresh did to its training trajectories: " + _training_rows(outcomes, level)
+              + f" -- {int(w['rescues'].sum())} rescues in all, the ones its thresholds had to find.")
     return s
 
 
 def router_sentences(pipe, *, level: float = 0.95) -> dict[str, str]:
-    """Sentences for the chapter from a :class:`agentstudies.studies.alfworld.recovery.pipeline.RouterPipeline`: ``"blanket"`` (CIR's
-    evaluation intervention rate and whether a blanket rule rescues exactly its set),
+    """Sentences for the chapter from a
+    :class:`agentstudies.studies.alfworld.recovery.pipeline.RouterPipeline`: ``"blanket"`` (CIR's evaluation intervention rate and whether a blanket rule rescues exactly its set),
     ``"leak"`` (the horizon features, dropped or kept, and their measured separation) and
     ``"behaviour"`` (CIR's frozen thresholds, how often and at which delays it refreshed
     the evaluation pool against never / always-at-d / random-at-its-rate, and -- when it
