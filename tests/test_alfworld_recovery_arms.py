@@ -289,3 +289,14 @@ def test_archived_run_sentences_read_old_and_new_testability():
     assert s_old["testability"] == want and s_new["testability"] == want
     assert "2 of 6" in s_old["reach"] and "reach" not in s_new
     assert s_old["untestable"] == "1 finding is not testable here: “A”, because arm x changed nothing."
+
+
+def test_every_checkpoint_the_chapter_accepts_loads():
+    from agentstudies.agents.alfworld import LearnedAlfworldPolicy, checkpoint_dir
+    from agentstudies.studies.alfworld.recovery.run import CHECKPOINTS
+
+    for name in CHECKPOINTS:
+        assert LearnedAlfworldPolicy.load(name).name == name
+    # every shipped checkpoint with the admissible list is offered (the "-nolist" ablation ones are not)
+    shipped = {p.stem for p in checkpoint_dir().glob("*.npy") if not p.stem.endswith("-nolist")}
+    assert shipped | {"hand"} == set(CHECKPOINTS)

@@ -697,6 +697,10 @@ CHAPTER_CASES = [
     (["method_sasst", "--root", "/nonexistent"], "--root /nonexistent: /nonexistent does not exist"),
     (["alfworld_recovery", "-p", "cate_learner", "forst"], "parameter 'cate_learner' of notebook alfworld_recovery "
      "must be one of dr, forest; got 'forst'"),
+    (["alfworld_recovery", "-p", "cap_scale", "0"], "parameter 'cap_scale' of notebook alfworld_recovery "
+     "multiplies a budget and must be > 0; got 0"),
+    (["alfworld_recovery", "-p", "checkpoint", "BC-nope"], "parameter 'checkpoint' of notebook alfworld_recovery "
+     "names 'BC-nope', not one of BC-memory, RL, SFT, SFT-equal, hand"),
     (["alfworld_handoff", "-p", "clone", "copy"], "parameter 'clone' of notebook alfworld_handoff must be one of "
      "replay, snapshot; got 'copy'"),
     (["sasst_geometry", "-p", "diagnostic_encoders", "[minilm, bert]"], "must be one of tfidf-svd, minilm (each "

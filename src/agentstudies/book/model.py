@@ -536,6 +536,10 @@ SAMPLE_SIZE_PARAMETERS = frozenset({
     "n_population",
 })
 
+#: Scales that multiply a budget and must be positive (``alfworld_recovery -p cap_scale 0``
+#: failed 10-14 s into the notebook with "cap_scale=0: expected a positive number").
+POSITIVE_PARAMETERS = frozenset({"cap_scale"})
+
 #: Tasks per task type where the task type is the bootstrap stratum: one task per stratum is
 #: resampled as itself every time, a zero-width interval (``method_handoff -p n_tasks_per_type
 #: 1``); the handoff library refuses such strata, so the chapters do too, before the run.
@@ -568,6 +572,7 @@ CHOICE_PARAMETERS: dict[str, tuple[Any, ...]] = {
 #: Named settings whose allowed values are one chapter's (chapter -> parameter -> (module,
 #: name of the collection of allowed values)); read when that parameter is given.
 CHAPTER_CHOICES: dict[str, dict[str, tuple[str, str]]] = {
+    "alfworld_recovery": {"checkpoint": ("agentstudies.studies.alfworld.recovery.run", "CHECKPOINTS")},
     "tau_workflow_stress": {"profiles": ("agentstudies.agents.tau", "PROFILES")},
     "toolsandbox_workflows": {
         "profiles": ("agentstudies.agents.toolsandbox", "PROFILES"),
@@ -597,8 +602,8 @@ def _usable_problem(name: str, value: Any, level: float | None = None) -> str | 
     Checked before a run (``agentstudies run``/``book``) and inside the kernel by
     :meth:`agentstudies.book.chapter.Chapter.from_parameters` (plain papermill): NaN or +/-inf for
     any number (``-p min_ess inf`` failed with ``KeyError: None``), a sample-size count of
-    :data:`SAMPLE_SIZE_PARAMETERS` below 1, a stratum size of :data:`STRATUM_SIZE_PARAMETERS`
-    below 2, a draw count of :data:`DRAW_PARAMETERS` below
+    :data:`SAMPLE_SIZE_PARAMETERS` below 1, a scale of :data:`POSITIVE_PARAMETERS` at or below 0,
+    a stratum size of :data:`STRATUM_SIZE_PARAMETERS` below 2, a draw count of :data:`DRAW_PARAMETERS` below
     :func:`agentstudies.specs.min_draws` at ``level`` (0.95 when not known) or so large that one float64 replicate per draw exceeds the bootstrap's memory bound
     (:data:`agentstudies.stats.MAX_REPLICATE_BYTES`). Counts that may be 0 (``n_stability = 0`` skips the stability check) are not listed.
     """
@@ -609,6 +614,8 @@ def _usable_problem(name: str, value: Any, level: float | None = None) -> str | 
                 "and fails inside the notebook)")
     if name in SAMPLE_SIZE_PARAMETERS and value < 1:
         return f"sets the chapter's sample and must be >= 1; got {value} (no tasks, trials or seeds to estimate from)"
+    if name in POSITIVE_PARAMETERS and value <= 0:
+        return f"multiplies a budget and must be > 0; got {value}"
     if name in STRATUM_SIZE_PARAMETERS and value < 2:
         return (f"sets the tasks of each task type, the bootstrap stratum, and must be >= 2; got {value} (one task "
                 "per stratum is resampled as itself every time: a zero-width interval)")

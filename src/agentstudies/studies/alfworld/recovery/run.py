@@ -21,7 +21,13 @@ from agentstudies.specs import AgentSpec
 from agentstudies.studies.alfworld.recovery.harness import (COHORT_DESIGNS, POLICY_FEATURES, STALE_ADMISSIBLE, _env,
                                                             run_task)
 
-__all__ = ["RecoveryStudy", "cohort_pools", "llm_cost", "run_recovery_study"]
+__all__ = ["CHECKPOINTS", "RecoveryStudy", "cohort_pools", "llm_cost", "run_recovery_study"]
+
+#: The checkpoints the recovery chapter's ``checkpoint`` parameter accepts (checked before a
+#: run): the shipped memory checkpoint, the trained SFT / SFT-equal / RL and the untrained
+#: hand-set weights, each loaded by
+#: :meth:`agentstudies.agents.alfworld.LearnedAlfworldPolicy.load`.
+CHECKPOINTS: tuple[str, ...] = ("BC-memory", "RL", "SFT", "SFT-equal", "hand")
 
 
 # ------------------------------------------------------------------ pools
