@@ -471,14 +471,14 @@ def _prereg_without(section: str) -> Any:
         return Preregistration.load(path)
 
 
-def _half_corpus_study() -> Any:
-    """The study's reader on a held-out corpus cut in half (9 rows instead of 21 before)."""
+def _on_half_corpus(read) -> Any:
+    """``read(target)`` on the held-out classifier corpus with its second half deleted (still
+    valid YAML), in a throwaway data folder that the package's checked readers use."""
     import shutil
     import tempfile
     from unittest import mock
 
     from agentstudies import _data
-    from agentstudies.studies.impossible.classifier import classifier_corpus
 
     repo_data = Path(__file__).resolve().parents[1] / "data"
     with tempfile.TemporaryDirectory() as tmp:
@@ -489,7 +489,14 @@ def _half_corpus_study() -> Any:
         lines = target.read_text().splitlines(keepends=True)
         target.write_text("".join(lines[: len(lines) // 2]))
         with mock.patch.object(_data, "data_dir", lambda: root):
-            return classifier_corpus(target)
+            return read(target)
+
+
+def _half_corpus_study() -> Any:
+    """The study's reader on a held-out corpus cut in half (9 rows instead of 21 before)."""
+    from agentstudies.studies.impossible.classifier import classifier_corpus
+
+    return _on_half_corpus(classifier_corpus)
 
 
 def _pass_hat_k(score: float) -> Any:
@@ -501,24 +508,10 @@ def _pass_hat_k(score: float) -> Any:
 
 
 def _half_corpus() -> Any:
-    """The held-out classifier corpus with its second half deleted (still valid YAML), read
-    through the package's checked reader in a throwaway data folder."""
-    import shutil
-    import tempfile
-    from unittest import mock
-
+    """The package's checked YAML reader on the held-out corpus cut in half."""
     from agentstudies import _data
 
-    repo_data = Path(__file__).resolve().parents[1] / "data"
-    with tempfile.TemporaryDirectory() as tmp:
-        root = Path(tmp) / "data"
-        shutil.copytree(repo_data / "classifier_corpus", root / "classifier_corpus")
-        shutil.copy(repo_data / "SHA256SUMS", root / "SHA256SUMS")
-        target = root / "classifier_corpus" / "heldout.yaml"
-        lines = target.read_text().splitlines(keepends=True)
-        target.write_text("".join(lines[: len(lines) // 2]))
-        with mock.patch.object(_data, "data_dir", lambda: root):
-            return _data.read_yaml(target)
+    return _on_half_corpus(_data.read_yaml)
 
 
 def _range_cases() -> list[Case]:

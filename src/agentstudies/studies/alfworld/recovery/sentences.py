@@ -192,6 +192,8 @@ def clean_success_sentence(tasks: pd.DataFrame, paper_cohorts: pd.DataFrame | No
     ``feasible_factual_success``) the paper's primary-cohort rate beside it, labelled.
 
     ``tasks``: ``tasks.csv`` (columns ``cohort``, ``feasible``, ``factual_success``).
+    Source: the CIR paper's cohort table (primary cohort: prefix-feasible tasks and their
+    factual successes), ``data/paper``'s ``alfworld_recovery_cohorts``.
     Raises ``KeyError`` naming a missing column."""
     from agentstudies.findings import binomial_interval
 
@@ -238,6 +240,8 @@ def router_behaviour_sentence(thresholds, episodes: pd.DataFrame, table: pd.Data
     always-at-d / random-at-its-rate (``table``: ``router_evaluation.csv``), and -- when it
     refreshed -- what a refresh did to its training trajectories (``outcomes``:
     ``router_training_outcomes.csv``), the rescues any threshold rule had to find.
+    Source: the CIR paper's router (thresholds α, β, γ on ``p_err``, ``1 - p0`` and ``u``
+    at the first candidate delay) and its evaluation table against never refreshing.
     Raises ``KeyError`` if ``table`` has no ``cir`` row."""
     ev, k = _eval_behaviour(episodes, table)
     s = f"CIR froze its thresholds at {_thresholds(thresholds)}. {ev}"

@@ -124,6 +124,18 @@ class Demonstrations:
     table: pd.DataFrame  # one row per demonstration trajectory
     examples: pd.DataFrame  # a few decisions as text (for the chapter)
 
+    @classmethod
+    def pack(cls, decisions: Sequence[tuple[np.ndarray, np.ndarray, int]], table: pd.DataFrame | None = None,
+             examples: pd.DataFrame | None = None) -> "Demonstrations":
+        """The sparse layout of ``decisions``: ``(idx, counts, target)`` per decision, with
+        ``idx`` the int64 feature indices of its candidates in order, ``counts[j]`` how many
+        belong to candidate ``j`` and ``target`` the labelled candidate's local index."""
+        feat_ptr = np.concatenate([[0], np.cumsum(np.concatenate([d[1] for d in decisions]))]).astype(np.int64)
+        cand_ptr = np.concatenate([[0], np.cumsum([len(d[1]) for d in decisions])]).astype(np.int64)
+        return cls(np.concatenate([d[0] for d in decisions]), feat_ptr, cand_ptr,
+                   np.asarray([d[2] for d in decisions], dtype=np.int64),
+                   pd.DataFrame() if table is None else table, pd.DataFrame() if examples is None else examples)
+
     @property
     def n_decisions(self) -> int:
         """Number of expert decisions covered by the candidates."""
@@ -177,22 +189,11 @@ def collect_demonstrations(
     items = [(g, int(s)) for g in games for s in seeds]
     out = seeded_map(_demo_task, items, seed=0, n_jobs=n_jobs, budget=budget, dim_log2=dim_log2,
                      admissible=bool(admissible))
-    idx_parts, fcounts, ccounts, target = [], [], [], []
-    rows, ex = [], []
-    for decisions, row, examples in out:
-        rows.append(row)
-        ex.extend(examples)
-        for idx, counts, a in decisions:
-            idx_parts.append(idx)
-            fcounts.append(counts)
-            ccounts.append(len(counts))
-            target.append(a)
-    feat_ptr = np.concatenate([[0], np.cumsum(np.concatenate(fcounts))]).astype(np.int64)
-    cand_ptr = np.concatenate([[0], np.cumsum(ccounts)]).astype(np.int64)
-    table = pd.DataFrame(rows, columns=["split", "task_id", "task_type", "seed", "n_actions", "won", "uncovered"])
-    examples = pd.DataFrame(ex, columns=["task_id", "step", "shown (end)", "n_candidates", "expert command"])
-    return Demonstrations(np.concatenate(idx_parts), feat_ptr, cand_ptr, np.asarray(target, dtype=np.int64), table,
-                          examples)
+    table = pd.DataFrame([row for _, row, _ in out],
+                         columns=["split", "task_id", "task_type", "seed", "n_actions", "won", "uncovered"])
+    examples = pd.DataFrame([e for _, _, ex in out for e in ex],
+                            columns=["task_id", "step", "shown (end)", "n_candidates", "expert command"])
+    return Demonstrations.pack([d for decisions, _, _ in out for d in decisions], table, examples)
 
 
 class _Adam:

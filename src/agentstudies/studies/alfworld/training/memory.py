@@ -166,14 +166,6 @@ def _episode(game, rng, w: np.ndarray, k: int, temperature: float, budget: int, 
     return out, recs, bool(env.won), looks, env.task_type
 
 
-def _pack(decisions) -> Demonstrations:
-    idx = np.concatenate([d[0] for d in decisions])
-    feat_ptr = np.concatenate([[0], np.cumsum(np.concatenate([d[1] for d in decisions]))]).astype(np.int64)
-    cand_ptr = np.concatenate([[0], np.cumsum([len(d[1]) for d in decisions])]).astype(np.int64)
-    return Demonstrations(idx, feat_ptr, cand_ptr, np.array([d[2] for d in decisions], dtype=np.int64),
-                          pd.DataFrame(), pd.DataFrame())
-
-
 def _meta(types: Counter, rounds: int, sft_steps: int, pool_seed: int, n_decisions: int, dim_log2: int,
           look_rate: float) -> dict[str, Any]:
     counts = set(types.values())
@@ -226,7 +218,7 @@ def train_memory_checkpoint(
         recs += [x for r in res for x in r[1]]
         if k == 0:
             types = Counter(r[4] for r in res)
-        w, curve = train_sft(_pack(pooled), int(sft_steps), float(sft_lr), float(l2), dim_log2=int(dim_log2))
+        w, curve = train_sft(Demonstrations.pack(pooled), int(sft_steps), float(sft_lr), float(l2), dim_log2=int(dim_log2))
         rows.append((k, "policy" if k else "expert", len(res), sum(int(r[2]) for r in res), sum(r[3] for r in res),
                      sum(not x[-1] for r in res for x in r[1]), len(new), len(pooled),
                      float(curve["loss"].iloc[-1]), float(curve["accuracy"].iloc[-1]), time.perf_counter() - t_round))
