@@ -218,7 +218,8 @@ def train_memory_checkpoint(
         recs += [x for r in res for x in r[1]]
         if k == 0:
             types = Counter(r[4] for r in res)
-        w, curve = train_sft(Demonstrations.pack(pooled), int(sft_steps), float(sft_lr), float(l2), dim_log2=int(dim_log2))
+        w, curve = train_sft(Demonstrations.pack(pooled), int(sft_steps), float(sft_lr), float(l2),
+                             dim_log2=int(dim_log2))
         rows.append((k, "policy" if k else "expert", len(res), sum(int(r[2]) for r in res), sum(r[3] for r in res),
                      sum(not x[-1] for r in res for x in r[1]), len(new), len(pooled),
                      float(curve["loss"].iloc[-1]), float(curve["accuracy"].iloc[-1]), time.perf_counter() - t_round))
